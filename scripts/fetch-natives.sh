@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fetches the native engines kpemu needs (Unicorn 2.1.1 from Debian 13, Capstone from Debian)
+# into a project-local cache with private apt directories. Changes nothing on the system.
+# Idempotent: a verified cache is reused. Prints the library directory on success.
+#
+#   scripts/fetch-natives.sh [CACHE_DIR]      (default: <repo>/.cache/natives)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${1:-${KPEMU_CACHE:-$here/.cache}/natives}
+libdir="$cache/lib"
+stamp="$cache/.verified"
+
+die() { echo "fetch-natives: $*" >&2; exit 1; }
+
+verify() {
+  [ -f "$libdir/libunicorn.so.2" ] && [ -f "$libdir/libcapstone.so" ] || return 1
+  # Unicorn must be 2.1.x: older 2.0.x ignores guest page tables.
+  grep -c uc_ctl "$libdir/libunicorn.so.2" >/dev/null || return 1
+  grep -c cs_disasm "$libdir/libcapstone.so" >/dev/null || return 1
+  return 0
+}
+
+if [ -f "$stamp" ] && verify; then echo "$libdir"; exit 0; fi
+
+command -v apt-get >/dev/null || die "apt-get is not available; kpemu needs Debian's apt to fetch Unicorn and Capstone"
+command -v dpkg-deb >/dev/null || die "dpkg-deb is not available"
+
+# The mirror comes from the machine's own apt sources (deb822 or one-line format).
+mirror=""
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$f" ] || continue
+  m=$(awk '/^URIs:/ {for (i=2;i<=NF;i++) print $i}' "$f" | grep -v -- '-security' | grep '/debian/\?$' | head -n1 || true)
+  [ -n "$m" ] && { mirror=$m; break; }
+done
+if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
+  mirror=$(awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list | grep -v -- '-security' | head -n1 || true)
+fi
+[ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources"
+mirror=${mirror%/}
+
+work="$cache/apt"
+rm -rf "$work"; mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
+# Unicorn 2.1.1 lives in Debian 13 (trixie); Capstone comes from the same suite.
+echo "deb [trusted=yes] $mirror trixie main" > "$work/etc/sources.list"
+aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
+         -o Dir::Etc::SourceList="$work/etc/sources.list" -o Dir::Etc::SourceParts="$work/etc/sources.list.d"
+         -o Dir::Etc::Preferences="$work/etc/preferences" -o Dir::Etc::PreferencesParts="$work/etc/preferences.d"
+         -o Dir::State::status=/dev/null -o Debug::NoLocking=1
+         -o APT::Architecture=amd64 -o APT::Architectures=amd64
+         -o Acquire::Retries=2 -o Acquire::http::Timeout=60)
+apt-get "${aptopts[@]}" update >"$work/update.log" 2>&1 || die "apt-get update against the machine's Debian mirror failed (network or apt unavailable); see $work/update.log"
+capstone_pkg=$(apt-cache "${aptopts[@]}" pkgnames libcapstone 2>/dev/null | grep -E '^libcapstone[0-9]+$' | sort -V | tail -n1)
+[ -n "$capstone_pkg" ] || die "no libcapstone package found in Debian trixie"
+(cd "$work/debs" && apt-get "${aptopts[@]}" download libunicorn2t64 libunicorn-dev "$capstone_pkg" >"$work/download.log" 2>&1) \
+  || die "apt-get download of libunicorn2t64 libunicorn-dev $capstone_pkg failed; see $work/download.log"
+ver=$(dpkg-deb -f "$work"/debs/libunicorn2t64_*.deb Version)
+case "$ver" in 2.1.1*) ;; *) die "Debian trixie offers libunicorn2t64 $ver, kpemu needs 2.1.1" ;; esac
+rm -rf "$cache/root"; mkdir -p "$cache/root" "$libdir"
+for d in "$work"/debs/*.deb; do dpkg-deb -x "$d" "$cache/root"; done
+uso=$(find "$cache/root" -name 'libunicorn.so.2*' -type f | head -n1)
+cso=$(find "$cache/root" -name 'libcapstone.so.*' -type f | head -n1)
+[ -n "$uso" ] && [ -n "$cso" ] || die "unpacked packages lack libunicorn.so.2 or libcapstone.so"
+cp -f "$uso" "$libdir/libunicorn.so.2"
+cp -f "$cso" "$libdir/libcapstone.so"
+rm -rf "$cache/include"; cp -r "$cache/root/usr/include" "$cache/include"
+echo "unicorn=$ver" > "$cache/versions"
+echo "capstone=$(dpkg-deb -f "$work"/debs/${capstone_pkg}_*.deb Version) ($capstone_pkg)" >> "$cache/versions"
+verify || die "verification of the unpacked libraries failed"
+touch "$stamp"
+rm -rf "$work/lists" "$work/cache"
+echo "$libdir"
