@@ -1,0 +1,828 @@
+package dev.kpemu.unicorn;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.kpemu.natives.NativeLibraries;
+
+/**
+ * Java 25 FFM binding of Unicorn 2.1.1: one emulator instance ({@code uc_engine}).
+ *
+ * <p>Not thread-safe: an instance is used from the thread that runs it, and hooks are called on
+ * that thread. Every upcall catches everything: a throwable escaping a hook is recorded, the
+ * engine is stopped, and {@link #start} rethrows it as a {@link HookFailedException} once
+ * {@code uc_emu_start} has returned (an exception escaping an FFM upcall would kill the JVM).
+ */
+public final class Unicorn implements AutoCloseable {
+    // --- architecture and mode (unicorn.h) ---
+    public static final int ARCH_ARM64 = 2;
+    public static final int ARCH_X86 = 4;
+    public static final int MODE_ARM = 0;
+    public static final int MODE_64 = 1 << 3;
+
+    // --- memory permissions ---
+    public static final int PROT_NONE = 0, PROT_READ = 1, PROT_WRITE = 2, PROT_EXEC = 4, PROT_ALL = 7;
+
+    // --- hook types ---
+    public static final int HOOK_INTR = 1, HOOK_INSN = 1 << 1, HOOK_CODE = 1 << 2, HOOK_BLOCK = 1 << 3;
+    public static final int HOOK_MEM_READ_UNMAPPED = 1 << 4, HOOK_MEM_WRITE_UNMAPPED = 1 << 5,
+            HOOK_MEM_FETCH_UNMAPPED = 1 << 6, HOOK_MEM_READ_PROT = 1 << 7, HOOK_MEM_WRITE_PROT = 1 << 8,
+            HOOK_MEM_FETCH_PROT = 1 << 9, HOOK_MEM_READ = 1 << 10, HOOK_MEM_WRITE = 1 << 11,
+            HOOK_MEM_FETCH = 1 << 12, HOOK_MEM_READ_AFTER = 1 << 13, HOOK_INSN_INVALID = 1 << 14;
+    public static final int HOOK_MEM_UNMAPPED = HOOK_MEM_READ_UNMAPPED | HOOK_MEM_WRITE_UNMAPPED | HOOK_MEM_FETCH_UNMAPPED;
+    public static final int HOOK_MEM_PROT = HOOK_MEM_READ_PROT | HOOK_MEM_WRITE_PROT | HOOK_MEM_FETCH_PROT;
+    public static final int HOOK_MEM_INVALID = HOOK_MEM_UNMAPPED | HOOK_MEM_PROT;
+
+    // --- memory access types reported to memory hooks ---
+    public static final int MEM_READ = 16, MEM_WRITE = 17, MEM_FETCH = 18, MEM_READ_UNMAPPED = 19,
+            MEM_WRITE_UNMAPPED = 20, MEM_FETCH_UNMAPPED = 21, MEM_WRITE_PROT = 22, MEM_READ_PROT = 23,
+            MEM_FETCH_PROT = 24, MEM_READ_AFTER = 25;
+
+    // --- instruction hook ids ---
+    public static final int X86_INS_IN = 218, X86_INS_OUT = 500, X86_INS_SYSCALL = 699, X86_INS_CPUID = 113;
+    public static final int ARM64_INS_MRS = 1, ARM64_INS_MSR = 2, ARM64_INS_SYS = 3, ARM64_INS_SYSL = 4;
+
+    // --- CPU models ---
+    public static final int CPU_ARM64_A57 = 0, CPU_ARM64_A53 = 1, CPU_ARM64_A72 = 2, CPU_ARM64_MAX = 3;
+    public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_SKYLAKE_CLIENT = 21;
+
+    // --- uc_ctl ---
+    private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
+    private static final int CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
+            CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11;
+
+    private static int ctl(int type, int nr, int rw) {
+        return type | (nr << 26) | (rw << 30);
+    }
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIB = NativeLibraries.load(NativeLibraries.UNICORN);
+    private static final Linker.Option CRITICAL = Linker.Option.critical(false);
+
+    private static MethodHandle fn(String name, FunctionDescriptor fd, Linker.Option... opts) {
+        MemorySegment sym = LIB.find(name).orElseThrow(() -> new UnicornException(-1, "symbol " + name + " missing in libunicorn"));
+        return LINKER.downcallHandle(sym, fd, opts);
+    }
+
+    private static final MethodHandle UC_VERSION = fn("uc_version", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle UC_OPEN = fn("uc_open", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle UC_CLOSE = fn("uc_close", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle UC_STRERROR = fn("uc_strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    private static final MethodHandle UC_REG_READ = fn("uc_reg_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
+    private static final MethodHandle UC_REG_WRITE = fn("uc_reg_write", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
+    private static final MethodHandle UC_MEM_READ = fn("uc_mem_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG));
+    private static final MethodHandle UC_MEM_WRITE = fn("uc_mem_write", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG));
+    private static final MethodHandle UC_MEM_MAP = fn("uc_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle UC_MEM_MAP_PTR = fn("uc_mem_map_ptr", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS));
+    private static final MethodHandle UC_MEM_UNMAP = fn("uc_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle UC_MEM_PROTECT = fn("uc_mem_protect", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle UC_MMIO_MAP = fn("uc_mmio_map",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+    private static final MethodHandle UC_EMU_START = fn("uc_emu_start", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle UC_EMU_STOP = fn("uc_emu_stop", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle UC_HOOK_ADD = fn("uc_hook_add",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG),
+            Linker.Option.firstVariadicArg(7));
+    private static final MethodHandle UC_HOOK_ADD_INSN = fn("uc_hook_add",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT),
+            Linker.Option.firstVariadicArg(7));
+    private static final MethodHandle UC_HOOK_DEL = fn("uc_hook_del", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle UC_CONTEXT_ALLOC = fn("uc_context_alloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle UC_CONTEXT_SIZE = fn("uc_context_size", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    private static final MethodHandle UC_CONTEXT_SAVE = fn("uc_context_save", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle UC_CONTEXT_RESTORE = fn("uc_context_restore", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle UC_CONTEXT_FREE = fn("uc_context_free", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle UC_CTL_0 = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_INT = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_LONG_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_LONG_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
+
+    // --- upcall descriptors ---
+    private static final FunctionDescriptor CB_INTR = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor CB_CODE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor CB_MEM = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
+    private static final FunctionDescriptor CB_MEM_EVENT = FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
+    private static final FunctionDescriptor CB_INSN_INVALID = FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor CB_IN = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor CB_OUT = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor CB_SYSCALL = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
+    private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+    private static final FunctionDescriptor CB_MMIO_READ = FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor CB_MMIO_WRITE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
+
+    private static final MethodHandle ON_INTR, ON_CODE, ON_MEM, ON_MEM_EVENT, ON_INSN_INVALID, ON_IN, ON_OUT,
+            ON_SYSCALL, ON_ARM64_SYS, ON_MMIO_READ, ON_MMIO_WRITE;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            ON_INTR = l.findVirtual(Unicorn.class, "onIntr", MethodType.methodType(void.class, IntrHook.class, MemorySegment.class, int.class, MemorySegment.class));
+            ON_CODE = l.findVirtual(Unicorn.class, "onCode", MethodType.methodType(void.class, CodeHook.class, MemorySegment.class, long.class, int.class, MemorySegment.class));
+            ON_MEM = l.findVirtual(Unicorn.class, "onMem", MethodType.methodType(void.class, MemHook.class, MemorySegment.class, int.class, long.class, int.class, long.class, MemorySegment.class));
+            ON_MEM_EVENT = l.findVirtual(Unicorn.class, "onMemEvent", MethodType.methodType(boolean.class, MemEventHook.class, MemorySegment.class, int.class, long.class, int.class, long.class, MemorySegment.class));
+            ON_INSN_INVALID = l.findVirtual(Unicorn.class, "onInsnInvalid", MethodType.methodType(boolean.class, InvalidInsnHook.class, MemorySegment.class, MemorySegment.class));
+            ON_IN = l.findVirtual(Unicorn.class, "onIn", MethodType.methodType(int.class, PortInHook.class, MemorySegment.class, int.class, int.class, MemorySegment.class));
+            ON_OUT = l.findVirtual(Unicorn.class, "onOut", MethodType.methodType(void.class, PortOutHook.class, MemorySegment.class, int.class, int.class, int.class, MemorySegment.class));
+            ON_SYSCALL = l.findVirtual(Unicorn.class, "onSyscall", MethodType.methodType(void.class, SyscallHook.class, MemorySegment.class, MemorySegment.class));
+            ON_ARM64_SYS = l.findVirtual(Unicorn.class, "onArm64Sys", MethodType.methodType(int.class, SysRegHook.class, MemorySegment.class, int.class, MemorySegment.class, MemorySegment.class));
+            ON_MMIO_READ = l.findVirtual(Unicorn.class, "onMmioRead", MethodType.methodType(long.class, MmioReadHandler.class, MemorySegment.class, long.class, int.class, MemorySegment.class));
+            ON_MMIO_WRITE = l.findVirtual(Unicorn.class, "onMmioWrite", MethodType.methodType(void.class, MmioWriteHandler.class, MemorySegment.class, long.class, int.class, long.class, MemorySegment.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final int arch;
+    private final MemorySegment uc;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment scratch;      // 64 bytes for register values and small structs
+    private final MemorySegment ioBuffer;     // reusable buffer for memory reads/writes
+    private final Map<Long, Hook> hooks = new LinkedHashMap<>();
+    private final List<Arena> mmioArenas = new ArrayList<>();
+    private Throwable hookFailure;
+    private boolean closed;
+
+    private Unicorn(int arch, MemorySegment uc) {
+        this.arch = arch;
+        this.uc = uc;
+        this.scratch = arena.allocate(64, 16);
+        this.ioBuffer = arena.allocate(1 << 16, 16);
+    }
+
+    /** Opens an engine: {@code open(ARCH_X86, MODE_64)} or {@code open(ARCH_ARM64, MODE_ARM)}. */
+    public static Unicorn open(int arch, int mode) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            check((int) UC_OPEN.invokeExact(arch, mode, out), "uc_open");
+            return new Unicorn(arch, out.get(ADDRESS, 0));
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_open: " + t);
+        }
+    }
+
+    /** The library's version as "major.minor.patch" (2.x packs it as major<<24 | minor<<16 | patch<<8). */
+    public static String version() {
+        try {
+            int v = (int) UC_VERSION.invokeExact(MemorySegment.NULL, MemorySegment.NULL);
+            return ((v >>> 24) & 0xff) + "." + ((v >> 16) & 0xff) + "." + ((v >> 8) & 0xff);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_version: " + t);
+        }
+    }
+
+    public int arch() { return arch; }
+
+    // ------------------------------------------------------------------ errors
+
+    static String strerror(int err) {
+        try {
+            MemorySegment s = (MemorySegment) UC_STRERROR.invokeExact(err);
+            return s.reinterpret(512).getString(0);
+        } catch (Throwable t) {
+            return "unicorn error " + err;
+        }
+    }
+
+    static void check(int err, String what) {
+        if (err != 0) throw new UnicornException(err, what + ": " + strerror(err) + " (UC_ERR " + err + ")");
+    }
+
+    private void ensureOpen() {
+        if (closed) throw new IllegalStateException("unicorn engine already closed");
+    }
+
+    // ------------------------------------------------------------------ control
+
+    /** Sets the CPU model; must come right after {@link #open}, before any map or register access. */
+    public void setCpuModel(int model) {
+        ctlInt(ctl(CTL_CPU_MODEL, 1, CTL_IO_WRITE), model, "uc_ctl(CPU_MODEL)");
+    }
+
+    /** Drops every translated block. */
+    public void flushTranslationCache() {
+        ctl0(ctl(CTL_TB_FLUSH, 0, CTL_IO_WRITE), "uc_ctl(TB_FLUSH)");
+    }
+
+    /** Drops translated blocks in [begin, end) (guest virtual addresses). */
+    public void removeTranslationCache(long begin, long end) {
+        ensureOpen();
+        try {
+            check((int) UC_CTL_LONG_LONG.invokeExact(uc, ctl(CTL_TB_REMOVE_CACHE, 2, CTL_IO_WRITE), begin, end), "uc_ctl(TB_REMOVE_CACHE)");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    /** Drops the software TLB (needed after the host edits guest page tables). */
+    public void flushTlb() {
+        ctl0(ctl(CTL_TLB_FLUSH, 0, CTL_IO_WRITE), "uc_ctl(TLB_FLUSH)");
+    }
+
+    /** Translates (or looks up) the block at {@code address}; returns {@code {icount, size}}. */
+    public int[] requestTranslationBlock(long address) {
+        ensureOpen();
+        try {
+            MemorySegment tb = scratch;
+            tb.fill((byte) 0);
+            check((int) UC_CTL_LONG_PTR.invokeExact(uc, ctl(CTL_TB_REQUEST_CACHE, 2, CTL_IO_READ | CTL_IO_WRITE), address, tb), "uc_ctl(TB_REQUEST_CACHE)");
+            return new int[] {Short.toUnsignedInt(tb.get(JAVA_SHORT, 8)), Short.toUnsignedInt(tb.get(JAVA_SHORT, 10))};
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    private void ctl0(int type, String what) {
+        ensureOpen();
+        try {
+            check((int) UC_CTL_0.invokeExact(uc, type), what);
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, what + ": " + t);
+        }
+    }
+
+    private void ctlInt(int type, int value, String what) {
+        ensureOpen();
+        try {
+            check((int) UC_CTL_INT.invokeExact(uc, type, value), what);
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, what + ": " + t);
+        }
+    }
+
+    // ------------------------------------------------------------------ memory
+
+    public void memMap(long address, long size, int perms) {
+        ensureOpen();
+        try {
+            check((int) UC_MEM_MAP.invokeExact(uc, address, size, perms),
+                    "uc_mem_map(0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(size) + ")");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    /** Maps host memory (which must outlive the mapping) as guest memory. */
+    public void memMapPtr(long address, long size, int perms, MemorySegment host) {
+        ensureOpen();
+        if (host.byteSize() < size) throw new IllegalArgumentException("host segment smaller than mapping");
+        try {
+            check((int) UC_MEM_MAP_PTR.invokeExact(uc, address, size, perms, host),
+                    "uc_mem_map_ptr(0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(size) + ")");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    public void memUnmap(long address, long size) {
+        ensureOpen();
+        try {
+            check((int) UC_MEM_UNMAP.invokeExact(uc, address, size), "uc_mem_unmap");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    public void memProtect(long address, long size, int perms) {
+        ensureOpen();
+        try {
+            check((int) UC_MEM_PROTECT.invokeExact(uc, address, size, perms), "uc_mem_protect");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    /** Maps an MMIO region whose accesses go to the handlers (offsets are relative to {@code address}). */
+    public void mmioMap(long address, long size, MmioReadHandler read, MmioWriteHandler write) {
+        ensureOpen();
+        Arena a = Arena.ofShared();
+        MemorySegment r = LINKER.upcallStub(ON_MMIO_READ.bindTo(this).bindTo(read), CB_MMIO_READ, a);
+        MemorySegment w = LINKER.upcallStub(ON_MMIO_WRITE.bindTo(this).bindTo(write), CB_MMIO_WRITE, a);
+        try {
+            check((int) UC_MMIO_MAP.invokeExact(uc, address, size, r, MemorySegment.NULL, w, MemorySegment.NULL), "uc_mmio_map");
+        } catch (UnicornException e) {
+            a.close();
+            throw e;
+        } catch (Throwable t) {
+            a.close();
+            throw new UnicornException(-1, t.toString());
+        }
+        mmioArenas.add(a);
+    }
+
+    /** Reads guest-physical memory (with paging on, Unicorn's memory API is physical). */
+    public void memRead(long address, byte[] dst, int off, int len) {
+        ensureOpen();
+        int done = 0;
+        while (done < len) {
+            int n = (int) Math.min(len - done, ioBuffer.byteSize());
+            readInto(address + done, ioBuffer, n);
+            MemorySegment.copy(ioBuffer, JAVA_BYTE, 0, dst, off + done, n);
+            done += n;
+        }
+    }
+
+    public byte[] memRead(long address, int len) {
+        byte[] b = new byte[len];
+        memRead(address, b, 0, len);
+        return b;
+    }
+
+    public void memWrite(long address, byte[] src, int off, int len) {
+        ensureOpen();
+        int done = 0;
+        while (done < len) {
+            int n = (int) Math.min(len - done, ioBuffer.byteSize());
+            MemorySegment.copy(src, off + done, ioBuffer, JAVA_BYTE, 0, n);
+            writeFrom(address + done, ioBuffer, n);
+            done += n;
+        }
+    }
+
+    public void memWrite(long address, byte[] src) {
+        memWrite(address, src, 0, src.length);
+    }
+
+    public long memReadLong(long address) {
+        ensureOpen();
+        readInto(address, scratch, 8);
+        return scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+
+    public int memReadInt(long address) {
+        ensureOpen();
+        readInto(address, scratch, 4);
+        return scratch.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+    }
+
+    public void memWriteLong(long address, long value) {
+        ensureOpen();
+        scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, value);
+        writeFrom(address, scratch, 8);
+    }
+
+    public void memWriteInt(long address, int value) {
+        ensureOpen();
+        scratch.set(ValueLayout.JAVA_INT_UNALIGNED, 0, value);
+        writeFrom(address, scratch, 4);
+    }
+
+    private void readInto(long address, MemorySegment seg, long n) {
+        int err;
+        try {
+            err = (int) UC_MEM_READ.invokeExact(uc, address, seg, n);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        if (err != 0) throw new UnicornException(err, "uc_mem_read(0x" + Long.toHexString(address) + ", " + n + "): " + strerror(err));
+    }
+
+    private void writeFrom(long address, MemorySegment seg, long n) {
+        int err;
+        try {
+            err = (int) UC_MEM_WRITE.invokeExact(uc, address, seg, n);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        if (err != 0) throw new UnicornException(err, "uc_mem_write(0x" + Long.toHexString(address) + ", " + n + "): " + strerror(err));
+    }
+
+    // ------------------------------------------------------------------ registers
+
+    /** Reads a register of up to 64 bits (ids from {@link X86Reg} / {@link Arm64Reg}). */
+    public long regRead(int reg) {
+        int err;
+        try {
+            err = (int) UC_REG_READ.invokeExact(uc, reg, scratch);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        if (err != 0) throw new UnicornException(err, "uc_reg_read(" + reg + "): " + strerror(err));
+        return scratch.get(JAVA_LONG, 0);
+    }
+
+    public void regWrite(int reg, long value) {
+        scratch.set(JAVA_LONG, 0, value);
+        int err;
+        try {
+            err = (int) UC_REG_WRITE.invokeExact(uc, reg, scratch);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        if (err != 0) throw new UnicornException(err, "uc_reg_write(" + reg + "): " + strerror(err));
+    }
+
+    /** Reads an arm64 system register by its encoding (op0, op1, CRn, CRm, op2). */
+    public long sysRegRead(int op0, int op1, int crn, int crm, int op2) {
+        fillCpReg(op0, op1, crn, crm, op2, 0);
+        rawReg(UC_REG_READ, Arm64Reg.CP_REG, "uc_reg_read(CP_REG)");
+        return scratch.get(JAVA_LONG, 24);
+    }
+
+    public void sysRegWrite(int op0, int op1, int crn, int crm, int op2, long value) {
+        fillCpReg(op0, op1, crn, crm, op2, value);
+        rawReg(UC_REG_WRITE, Arm64Reg.CP_REG, "uc_reg_write(CP_REG)");
+    }
+
+    private void fillCpReg(int op0, int op1, int crn, int crm, int op2, long value) {
+        scratch.set(JAVA_INT, 0, crn);
+        scratch.set(JAVA_INT, 4, crm);
+        scratch.set(JAVA_INT, 8, op0);
+        scratch.set(JAVA_INT, 12, op1);
+        scratch.set(JAVA_INT, 16, op2);
+        scratch.set(JAVA_INT, 20, 0);
+        scratch.set(JAVA_LONG, 24, value);
+    }
+
+    /** Reads an x86 MSR. */
+    public long msrRead(int msr) {
+        scratch.set(JAVA_INT, 0, msr);
+        scratch.set(JAVA_INT, 4, 0);
+        scratch.set(JAVA_LONG, 8, 0);
+        rawReg(UC_REG_READ, X86Reg.MSR, "uc_reg_read(MSR 0x" + Integer.toHexString(msr) + ")");
+        return scratch.get(JAVA_LONG, 8);
+    }
+
+    public void msrWrite(int msr, long value) {
+        scratch.set(JAVA_INT, 0, msr);
+        scratch.set(JAVA_INT, 4, 0);
+        scratch.set(JAVA_LONG, 8, value);
+        rawReg(UC_REG_WRITE, X86Reg.MSR, "uc_reg_write(MSR 0x" + Integer.toHexString(msr) + ")");
+    }
+
+    /** x86 descriptor-table or segment register (GDTR, IDTR, LDTR, TR). */
+    public record X86Mmr(int selector, long base, int limit, int flags) {}
+
+    public X86Mmr mmrRead(int reg) {
+        scratch.fill((byte) 0);
+        rawReg(UC_REG_READ, reg, "uc_reg_read(" + reg + ")");
+        return new X86Mmr(Short.toUnsignedInt(scratch.get(JAVA_SHORT, 0)), scratch.get(JAVA_LONG, 8),
+                scratch.get(JAVA_INT, 16), scratch.get(JAVA_INT, 20));
+    }
+
+    public void mmrWrite(int reg, X86Mmr v) {
+        scratch.fill((byte) 0);
+        scratch.set(JAVA_SHORT, 0, (short) v.selector());
+        scratch.set(JAVA_LONG, 8, v.base());
+        scratch.set(JAVA_INT, 16, v.limit());
+        scratch.set(JAVA_INT, 20, v.flags());
+        rawReg(UC_REG_WRITE, reg, "uc_reg_write(" + reg + ")");
+    }
+
+    private void rawReg(MethodHandle h, int reg, String what) {
+        int err;
+        try {
+            err = (int) h.invokeExact(uc, reg, scratch);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        if (err != 0) throw new UnicornException(err, what + ": " + strerror(err));
+    }
+
+    // ------------------------------------------------------------------ run
+
+    /**
+     * Runs from {@code begin} until {@code until} is reached, {@code count} instructions ran (0 = no
+     * limit), or a hook stopped the engine. Unicorn errors become {@link UnicornException}; a
+     * throwable recorded by a hook becomes {@link HookFailedException}.
+     */
+    public void start(long begin, long until, long timeoutMicros, long count) {
+        ensureOpen();
+        hookFailure = null;
+        int err;
+        try {
+            err = (int) UC_EMU_START.invokeExact(uc, begin, until, timeoutMicros, count);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_emu_start: " + t);
+        }
+        Throwable failure = hookFailure;
+        if (failure != null) {
+            hookFailure = null;
+            throw new HookFailedException(failure);
+        }
+        if (err != 0) throw new UnicornException(err, "uc_emu_start: " + strerror(err));
+    }
+
+    /** Asks the engine to stop; only safe from a hook running on the emulating thread. */
+    public void stop() {
+        if (closed) return;
+        try {
+            int rc = (int) UC_EMU_STOP.invokeExact(uc);
+            if (rc != 0) throw new UnicornException(rc, "uc_emu_stop: " + strerror(rc));
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    /** Records a failure from a hook and stops; {@link #start} rethrows it. */
+    void fail(Throwable t) {
+        if (hookFailure == null) hookFailure = t;
+        try {
+            int ignored = (int) UC_EMU_STOP.invokeExact(uc);
+        } catch (Throwable ignoredToo) {
+            // nothing more can be done inside an upcall
+        }
+    }
+
+    // ------------------------------------------------------------------ contexts
+
+    /** A saved CPU context (registers only), usable for save/restore cycles. */
+    public final class Context implements AutoCloseable {
+        final MemorySegment ptr;
+        private boolean freed;
+
+        private Context(MemorySegment ptr) { this.ptr = ptr; }
+
+        /** The raw context blob (Unicorn's internal layout; used by the x86 nested-exception fix). */
+        public MemorySegment blob() { return ptr.reinterpret(contextSize()); }
+
+        @Override public void close() {
+            if (freed || closed) return;
+            freed = true;
+            try {
+                int ignored = (int) UC_CONTEXT_FREE.invokeExact(ptr);
+            } catch (Throwable t) {
+                throw new UnicornException(-1, t.toString());
+            }
+        }
+    }
+
+    public Context contextAlloc() {
+        ensureOpen();
+        try {
+            MemorySegment out = scratch;
+            check((int) UC_CONTEXT_ALLOC.invokeExact(uc, out), "uc_context_alloc");
+            return new Context(out.get(ADDRESS, 0));
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    public long contextSize() {
+        try {
+            return (long) UC_CONTEXT_SIZE.invokeExact(uc);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    public void contextSave(Context c) {
+        try {
+            check((int) UC_CONTEXT_SAVE.invokeExact(uc, c.ptr), "uc_context_save");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    public void contextRestore(Context c) {
+        try {
+            check((int) UC_CONTEXT_RESTORE.invokeExact(uc, c.ptr), "uc_context_restore");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    // ------------------------------------------------------------------ hooks
+
+    /** A registered hook: its upcall stub lives (in its own arena) until {@link #delete}. */
+    public static final class Hook {
+        private final long handle;
+        private final Arena arena;
+        private final Object callback; // strongly referenced for the hook's lifetime
+
+        private Hook(long handle, Arena arena, Object callback) {
+            this.handle = handle;
+            this.arena = arena;
+            this.callback = callback;
+        }
+
+        public Object callback() { return callback; }
+    }
+
+    @FunctionalInterface public interface IntrHook { void onInterrupt(Unicorn uc, int intno); }
+    @FunctionalInterface public interface CodeHook { void onCode(Unicorn uc, long address, int size); }
+    @FunctionalInterface public interface MemHook { void onMemory(Unicorn uc, int type, long address, int size, long value); }
+    /** Returns true to continue (after fixing the access), false to stop with an error. */
+    @FunctionalInterface public interface MemEventHook { boolean onMemoryEvent(Unicorn uc, int type, long address, int size, long value); }
+    /** Returns true to continue, false to stop with UC_ERR_INSN_INVALID. */
+    @FunctionalInterface public interface InvalidInsnHook { boolean onInvalidInstruction(Unicorn uc); }
+    @FunctionalInterface public interface PortInHook { int onIn(Unicorn uc, int port, int size); }
+    @FunctionalInterface public interface PortOutHook { void onOut(Unicorn uc, int port, int size, int value); }
+    @FunctionalInterface public interface SyscallHook { void onSyscall(Unicorn uc); }
+    /**
+     * arm64 MRS/MSR/SYS hook: {@code reg} is the general register involved, {@code sysReg} the
+     * encoded system register. Return true when the host handled the access (Unicorn skips it).
+     */
+    @FunctionalInterface public interface SysRegHook { boolean onSysReg(Unicorn uc, int reg, SysRegAccess sysReg); }
+    @FunctionalInterface public interface MmioReadHandler { long read(long offset, int size); }
+    @FunctionalInterface public interface MmioWriteHandler { void write(long offset, int size, long value); }
+
+    /** The system register named by an intercepted MRS/MSR (and, for MSR, the value written). */
+    public record SysRegAccess(int op0, int op1, int crn, int crm, int op2, long value) {
+        /** The encoding as one comparable key: op0:op1:CRn:CRm:op2. */
+        public int key() { return SysRegs.key(op0, op1, crn, crm, op2); }
+    }
+
+    public Hook hookInterrupt(IntrHook h) {
+        return add(HOOK_INTR, ON_INTR.bindTo(this).bindTo(h), CB_INTR, h, 1, 0, -1);
+    }
+
+    /** Code hook on [begin, end] (inclusive; begin > end means everywhere — avoid, it is slow). */
+    public Hook hookCode(long begin, long end, CodeHook h) {
+        return add(HOOK_CODE, ON_CODE.bindTo(this).bindTo(h), CB_CODE, h, begin, end, -1);
+    }
+
+    public Hook hookBlock(long begin, long end, CodeHook h) {
+        return add(HOOK_BLOCK, ON_CODE.bindTo(this).bindTo(h), CB_CODE, h, begin, end, -1);
+    }
+
+    /** Memory access hook ({@code types}: HOOK_MEM_READ / WRITE / FETCH / READ_AFTER, or-ed). */
+    public Hook hookMemory(int types, long begin, long end, MemHook h) {
+        return add(types, ON_MEM.bindTo(this).bindTo(h), CB_MEM, h, begin, end, -1);
+    }
+
+    /** Invalid-access hook ({@code types}: HOOK_MEM_*_UNMAPPED / *_PROT). */
+    public Hook hookMemoryEvent(int types, long begin, long end, MemEventHook h) {
+        return add(types, ON_MEM_EVENT.bindTo(this).bindTo(h), CB_MEM_EVENT, h, begin, end, -1);
+    }
+
+    public Hook hookInvalidInstruction(InvalidInsnHook h) {
+        return add(HOOK_INSN_INVALID, ON_INSN_INVALID.bindTo(this).bindTo(h), CB_INSN_INVALID, h, 1, 0, -1);
+    }
+
+    public Hook hookPortIn(PortInHook h) {
+        return add(HOOK_INSN, ON_IN.bindTo(this).bindTo(h), CB_IN, h, 1, 0, X86_INS_IN);
+    }
+
+    public Hook hookPortOut(PortOutHook h) {
+        return add(HOOK_INSN, ON_OUT.bindTo(this).bindTo(h), CB_OUT, h, 1, 0, X86_INS_OUT);
+    }
+
+    /** x86 {@code syscall}: the hook runs with RIP at the instruction; Unicorn adds 2 afterwards. */
+    public Hook hookSyscall(SyscallHook h) {
+        return add(HOOK_INSN, ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, h, 1, 0, X86_INS_SYSCALL);
+    }
+
+    /** x86 {@code cpuid} (no arguments: read and write EAX..EDX in the hook; return handled). */
+    public Hook hookCpuid(SyscallHook h) {
+        return add(HOOK_INSN, ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, h, 1, 0, X86_INS_CPUID);
+    }
+
+    /** arm64 MRS / MSR / SYS / SYSL ({@code insn}: ARM64_INS_*). */
+    public Hook hookSysReg(int insn, SysRegHook h) {
+        return add(HOOK_INSN, ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, h, 1, 0, insn);
+    }
+
+    private Hook add(int type, MethodHandle target, FunctionDescriptor fd, Object cb, long begin, long end, int insn) {
+        ensureOpen();
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment stub = LINKER.upcallStub(target, fd, a);
+            MemorySegment hh = scratch;
+            int err = insn < 0
+                    ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end)
+                    : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end, insn);
+            check(err, "uc_hook_add(type " + type + ")");
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), a, cb);
+            hooks.put(h.handle, h);
+            return h;
+        } catch (UnicornException e) {
+            a.close();
+            throw e;
+        } catch (Throwable t) {
+            a.close();
+            throw new UnicornException(-1, "uc_hook_add: " + t);
+        }
+    }
+
+    /** Removes a hook and frees its upcall stub. */
+    public void delete(Hook h) {
+        ensureOpen();
+        if (hooks.remove(h.handle) == null) return;
+        try {
+            check((int) UC_HOOK_DEL.invokeExact(uc, h.handle), "uc_hook_del");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        } finally {
+            h.arena.close();
+        }
+    }
+
+    // --- upcall targets: every one catches everything ---
+
+    private void onIntr(IntrHook h, MemorySegment ucp, int intno, MemorySegment user) {
+        try { h.onInterrupt(this, intno); } catch (Throwable t) { fail(t); }
+    }
+
+    private void onCode(CodeHook h, MemorySegment ucp, long address, int size, MemorySegment user) {
+        try { h.onCode(this, address, size); } catch (Throwable t) { fail(t); }
+    }
+
+    private void onMem(MemHook h, MemorySegment ucp, int type, long address, int size, long value, MemorySegment user) {
+        try { h.onMemory(this, type, address, size, value); } catch (Throwable t) { fail(t); }
+    }
+
+    private boolean onMemEvent(MemEventHook h, MemorySegment ucp, int type, long address, int size, long value, MemorySegment user) {
+        try { return h.onMemoryEvent(this, type, address, size, value); } catch (Throwable t) { fail(t); return false; }
+    }
+
+    private boolean onInsnInvalid(InvalidInsnHook h, MemorySegment ucp, MemorySegment user) {
+        try { return h.onInvalidInstruction(this); } catch (Throwable t) { fail(t); return false; }
+    }
+
+    private int onIn(PortInHook h, MemorySegment ucp, int port, int size, MemorySegment user) {
+        try { return h.onIn(this, port & 0xffff, size); } catch (Throwable t) { fail(t); return -1; }
+    }
+
+    private void onOut(PortOutHook h, MemorySegment ucp, int port, int size, int value, MemorySegment user) {
+        try { h.onOut(this, port & 0xffff, size, value); } catch (Throwable t) { fail(t); }
+    }
+
+    private void onSyscall(SyscallHook h, MemorySegment ucp, MemorySegment user) {
+        try { h.onSyscall(this); } catch (Throwable t) { fail(t); }
+    }
+
+    private int onArm64Sys(SysRegHook h, MemorySegment ucp, int reg, MemorySegment cp, MemorySegment user) {
+        try {
+            MemorySegment c = cp.reinterpret(32);
+            SysRegAccess acc = new SysRegAccess(c.get(JAVA_INT, 8), c.get(JAVA_INT, 12), c.get(JAVA_INT, 0),
+                    c.get(JAVA_INT, 4), c.get(JAVA_INT, 16), c.get(JAVA_LONG, 24));
+            return h.onSysReg(this, reg, acc) ? 1 : 0;
+        } catch (Throwable t) {
+            fail(t);
+            return 1;
+        }
+    }
+
+    private long onMmioRead(MmioReadHandler h, MemorySegment ucp, long offset, int size, MemorySegment user) {
+        try { return h.read(offset, size); } catch (Throwable t) { fail(t); return 0; }
+    }
+
+    private void onMmioWrite(MmioWriteHandler h, MemorySegment ucp, long offset, int size, long value, MemorySegment user) {
+        try { h.write(offset, size, value); } catch (Throwable t) { fail(t); }
+    }
+
+    // ------------------------------------------------------------------ close
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            int ignored = (int) UC_CLOSE.invokeExact(uc);
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        } finally {
+            for (Hook h : hooks.values()) h.arena.close();
+            hooks.clear();
+            for (Arena a : mmioArenas) a.close();
+            mmioArenas.clear();
+            arena.close();
+        }
+    }
+}
