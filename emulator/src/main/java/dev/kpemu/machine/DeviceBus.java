@@ -1,0 +1,75 @@
+package dev.kpemu.machine;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * Routes guest MMIO and (x86) port I/O to devices. MMIO windows are Unicorn MMIO mappings whose
+ * callbacks call the device directly; a device must not stop the engine from a callback (that
+ * replays the access): it records what it needs and the machine acts at the next safe point.
+ */
+public final class DeviceBus {
+    public record Attachment(Device device, long base, long size) {}
+
+    private final Unicorn uc;
+    private final GuestMemory memory;
+    private final List<Attachment> mmio = new ArrayList<>();
+    private final PortIoSlot[] ports = new PortIoSlot[0x10000];
+    private final List<Attachment> portDevices = new ArrayList<>();
+    private Unicorn.Hook inHook, outHook;
+
+    private record PortIoSlot(Device.PortIo device) {}
+
+    DeviceBus(Unicorn uc, GuestMemory memory) {
+        this.uc = uc;
+        this.memory = memory;
+    }
+
+    /** Attaches an MMIO device at guest-physical {@code base}. */
+    public <D extends Device.Mmio> D attach(long base, D device) {
+        memory.addMmio(device.name(), base, device.mmioSize());
+        uc.mmioMap(base, device.mmioSize(), device::read, device::write);
+        mmio.add(new Attachment(device, base, device.mmioSize()));
+        return device;
+    }
+
+    /** Attaches a port-I/O device on {@code count} ports starting at {@code first} (x86 only). */
+    public <D extends Device.PortIo> D attachPorts(int first, int count, D device) {
+        if (uc.arch() != Unicorn.ARCH_X86) throw new IllegalStateException("port I/O exists only on x86");
+        for (int p = first; p < first + count; p++) {
+            if (ports[p] != null) throw new IllegalArgumentException(device.name() + ": port 0x" + Integer.toHexString(p) + " taken by " + ports[p].device().name());
+        }
+        for (int p = first; p < first + count; p++) ports[p] = new PortIoSlot(device);
+        portDevices.add(new Attachment(device, first, count));
+        if (inHook == null) {
+            inHook = uc.hookPortIn((u, port, size) -> in(port, size));
+            outHook = uc.hookPortOut((u, port, size, value) -> out(port, size, value));
+        }
+        return device;
+    }
+
+    /** Reads a port; unclaimed ports read as all ones, as on a PC. */
+    public int in(int port, int size) {
+        PortIoSlot s = ports[port & 0xffff];
+        if (s == null) return size == 1 ? 0xff : size == 2 ? 0xffff : -1;
+        return s.device().in(port, size);
+    }
+
+    /** Writes a port; writes to unclaimed ports are dropped. */
+    public void out(int port, int size, int value) {
+        PortIoSlot s = ports[port & 0xffff];
+        if (s != null) s.device().out(port, size, value);
+    }
+
+    public List<Attachment> mmioDevices() { return Collections.unmodifiableList(mmio); }
+
+    public List<Attachment> portDevices() { return Collections.unmodifiableList(portDevices); }
+
+    public void reset() {
+        for (Attachment a : mmio) a.device().reset();
+        for (Attachment a : portDevices) a.device().reset();
+    }
+}

@@ -1,0 +1,73 @@
+package dev.kpemu.machine;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * Guest-physical memory: named RAM regions mapped into the engine, plus the MMIO windows the
+ * device bus maps. All addresses here are physical; virtual access goes through
+ * {@link Machine#readVirtual}/{@link Machine#writeVirtual}.
+ */
+public final class GuestMemory {
+    private final Unicorn uc;
+    private final List<MemoryRegion> regions = new ArrayList<>();
+
+    GuestMemory(Unicorn uc) { this.uc = uc; }
+
+    /** Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned). */
+    public MemoryRegion addRam(String name, long base, long size) {
+        checkFree(name, base, size);
+        uc.memMap(base, size, Unicorn.PROT_ALL);
+        MemoryRegion r = new MemoryRegion(name, base, size, MemoryRegion.Kind.RAM);
+        regions.add(r);
+        return r;
+    }
+
+    void addMmio(String name, long base, long size) {
+        checkFree(name, base, size);
+        regions.add(new MemoryRegion(name, base, size, MemoryRegion.Kind.MMIO));
+    }
+
+    private void checkFree(String name, long base, long size) {
+        if ((base & 0xfff) != 0 || (size & 0xfff) != 0 || size <= 0) {
+            throw new IllegalArgumentException(name + ": region must be page-aligned and non-empty");
+        }
+        for (MemoryRegion r : regions) {
+            if (Long.compareUnsigned(base, r.end()) < 0 && Long.compareUnsigned(r.base(), base + size) < 0) {
+                throw new IllegalArgumentException(name + " overlaps " + r.name());
+            }
+        }
+    }
+
+    public List<MemoryRegion> regions() { return Collections.unmodifiableList(regions); }
+
+    /** The region holding {@code pa}, or null. */
+    public MemoryRegion regionAt(long pa) {
+        for (MemoryRegion r : regions) if (r.contains(pa)) return r;
+        return null;
+    }
+
+    public MemoryRegion region(String name) {
+        for (MemoryRegion r : regions) if (r.name().equals(name)) return r;
+        throw new IllegalArgumentException("no memory region named " + name);
+    }
+
+    public byte[] read(long pa, int len) { return uc.memRead(pa, len); }
+
+    public void read(long pa, byte[] dst, int off, int len) { uc.memRead(pa, dst, off, len); }
+
+    public void write(long pa, byte[] src) { uc.memWrite(pa, src); }
+
+    public void write(long pa, byte[] src, int off, int len) { uc.memWrite(pa, src, off, len); }
+
+    public long readLong(long pa) { return uc.memReadLong(pa); }
+
+    public int readInt(long pa) { return uc.memReadInt(pa); }
+
+    public void writeLong(long pa, long v) { uc.memWriteLong(pa, v); }
+
+    public void writeInt(long pa, int v) { uc.memWriteInt(pa, v); }
+}

@@ -1,0 +1,251 @@
+package dev.kpemu.machine;
+
+import java.util.HashMap;
+import java.util.Map;
+
+import dev.kpemu.unicorn.HookFailedException;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.UnicornException;
+
+/**
+ * An arch-neutral machine: one vCPU on a Unicorn engine, guest-physical memory with named
+ * regions, a device bus, a virtual clock and a run loop. The per-arch subclasses
+ * ({@code X86Machine}, {@code Arm64Machine}) do what the CPU does and Unicorn does not:
+ * exception and interrupt entry, page-table walks, idle instructions.
+ *
+ * <p>The run loop runs the guest in instruction-counted slices and never stops the engine from
+ * another thread. Between slices it fires due clock events and injects pending interrupts.
+ */
+public abstract class Machine implements AutoCloseable {
+    /** Slice length in instructions: bounds interrupt latency and the cost of a slice restart. */
+    public static final long DEFAULT_SLICE = 200_000;
+    /** An address no guest executes: where uc_emu_start's {@code until} points (see docs). */
+    static final long NEVER_EXECUTED = 0x7fff_dead_beef_0000L;
+
+    protected final Unicorn uc;
+    protected final GuestMemory memory;
+    protected final DeviceBus bus;
+    protected final VirtualClock clock;
+    private final Map<Long, Unicorn.Hook> breakpoints = new HashMap<>();
+    private StopReason pendingStop;
+    private TrapHandler trapHandler;
+    private long slice = DEFAULT_SLICE;
+    private boolean closed;
+
+    protected Machine(Unicorn uc, long instructionsPerSecond) {
+        this.uc = uc;
+        this.memory = new GuestMemory(uc);
+        this.bus = new DeviceBus(uc, memory);
+        this.clock = new VirtualClock(instructionsPerSecond);
+    }
+
+    public abstract Arch arch();
+
+    /** The engine itself, for backends and the kprobes engine; prefer the typed methods. */
+    public Unicorn engine() { return uc; }
+
+    public GuestMemory memory() { return memory; }
+
+    public DeviceBus bus() { return bus; }
+
+    public VirtualClock clock() { return clock; }
+
+    public abstract long pc();
+
+    public abstract void setPc(long pc);
+
+    public abstract long sp();
+
+    /** The walker for the guest's current page tables (or identity when paging is off). */
+    public abstract PageTableWalker pageTables();
+
+    /** Raises (or lowers) the external interrupt line {@code irq} of the interrupt controller. */
+    public abstract void setInterruptLine(int irq, boolean level);
+
+    /** Installs the host's first look at breakpoint traps (the kprobes engine). */
+    public void setTrapHandler(TrapHandler h) { this.trapHandler = h; }
+
+    public TrapHandler trapHandler() { return trapHandler; }
+
+    public void setSliceInstructions(long n) {
+        if (n <= 0) throw new IllegalArgumentException("slice must be positive");
+        slice = n;
+    }
+
+    // ------------------------------------------------------------------ virtual memory
+
+    /** Reads guest-virtual memory through the current page tables (ignoring permissions). */
+    public byte[] readVirtual(long va, int len) {
+        byte[] out = new byte[len];
+        int done = 0;
+        while (done < len) {
+            long a = va + done;
+            PageTableWalker.Translation t = translateOrThrow(a);
+            int n = (int) Math.min(len - done, t.pageSize() - (a & (t.pageSize() - 1)));
+            memory.read(t.physical(), out, done, n);
+            done += n;
+        }
+        return out;
+    }
+
+    /** Writes guest-virtual memory through the current page tables (ignoring permissions). */
+    public void writeVirtual(long va, byte[] data) {
+        int done = 0;
+        while (done < data.length) {
+            long a = va + done;
+            PageTableWalker.Translation t = translateOrThrow(a);
+            int n = (int) Math.min(data.length - done, t.pageSize() - (a & (t.pageSize() - 1)));
+            memory.write(t.physical(), data, done, n);
+            done += n;
+        }
+    }
+
+    public long readVirtualLong(long va) {
+        PageTableWalker.Translation t = translateOrThrow(va);
+        if ((va & (t.pageSize() - 1)) <= t.pageSize() - 8) return memory.readLong(t.physical());
+        byte[] b = readVirtual(va, 8);
+        long v = 0;
+        for (int i = 7; i >= 0; i--) v = (v << 8) | (b[i] & 0xff);
+        return v;
+    }
+
+    public void writeVirtualLong(long va, long value) {
+        PageTableWalker.Translation t = translateOrThrow(va);
+        if ((va & (t.pageSize() - 1)) <= t.pageSize() - 8) {
+            memory.writeLong(t.physical(), value);
+            return;
+        }
+        byte[] b = new byte[8];
+        for (int i = 0; i < 8; i++) b[i] = (byte) (value >>> (8 * i));
+        writeVirtual(va, b);
+    }
+
+    /** Translates or throws {@link GuestMemoryException} (an unmapped guest-virtual address). */
+    public PageTableWalker.Translation translateOrThrow(long va) {
+        PageTableWalker.Translation t = pageTables().translate(va);
+        if (t == null) throw new GuestMemoryException(va);
+        return t;
+    }
+
+    /** A guest-virtual address has no mapping in the current page tables. */
+    public static final class GuestMemoryException extends RuntimeException {
+        private final long address;
+
+        public GuestMemoryException(long address) {
+            super("guest virtual address 0x" + Long.toHexString(address) + " is not mapped");
+            this.address = address;
+        }
+
+        public long address() { return address; }
+    }
+
+    /**
+     * Drops translated code for a range after the host patched guest text there (Unicorn does not
+     * notice writes made through its memory API).
+     */
+    public void invalidateCode(long va, long len) {
+        uc.removeTranslationCache(va, va + len);
+    }
+
+    // ------------------------------------------------------------------ breakpoints and stops
+
+    /** A host breakpoint: {@link #run} returns {@link StopReason.Breakpoint} before executing {@code va}. */
+    public void addBreakpoint(long va) {
+        if (breakpoints.containsKey(va)) return;
+        breakpoints.put(va, uc.hookCode(va, va, (u, address, size) -> {
+            if (address == va && !skipBreakpointOnce(va)) requestStop(new StopReason.Breakpoint(va));
+        }));
+        invalidateCode(va, 1);
+    }
+
+    public void removeBreakpoint(long va) {
+        Unicorn.Hook h = breakpoints.remove(va);
+        if (h != null) uc.delete(h);
+    }
+
+    private long resumeFromBreakpoint = -1;
+
+    private boolean skipBreakpointOnce(long va) {
+        if (resumeFromBreakpoint == va) {
+            resumeFromBreakpoint = -1;
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Stops the run loop at the next safe point with {@code reason}. Safe from interrupt, code
+     * and block hooks; from MMIO callbacks it takes effect at the end of the slice.
+     */
+    public void requestStop(StopReason reason) {
+        if (pendingStop == null) pendingStop = reason;
+        uc.stop();
+    }
+
+    /** Records a stop without touching the engine (for MMIO callbacks, where stopping replays the access). */
+    public void requestStopAtSliceEnd(StopReason reason) {
+        if (pendingStop == null) pendingStop = reason;
+    }
+
+    // ------------------------------------------------------------------ run loop
+
+    /** Runs until a stop reason or {@code maxInstructions} executed instructions. */
+    public StopReason run(long maxInstructions) {
+        if (closed) throw new IllegalStateException("machine closed");
+        long remaining = maxInstructions;
+        if (pendingStop instanceof StopReason.Breakpoint b && b.address() == pc()) resumeFromBreakpoint = b.address();
+        pendingStop = null;
+        while (true) {
+            clock.fireDue();
+            beforeSlice();
+            if (pendingStop != null) return takeStop();
+            if (remaining <= 0) return new StopReason.BudgetExhausted();
+            long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
+            long startPc = pc();
+            try {
+                uc.start(startPc, NEVER_EXECUTED, 0, n);
+            } catch (HookFailedException e) {
+                clock.advance(n);
+                throw e;
+            } catch (UnicornException e) {
+                clock.advance(n);
+                StopReason r = onEngineError(e);
+                if (r != null) return r;
+                remaining -= n;
+                continue;
+            }
+            // A slice cut short by a stop is charged in full: the engine does not report how far
+            // it got, and charging consistently keeps runs deterministic.
+            clock.advance(n);
+            remaining -= n;
+            if (pendingStop != null) return takeStop();
+            StopReason idle = afterSlice();
+            if (idle != null) return idle;
+        }
+    }
+
+    private StopReason takeStop() {
+        StopReason r = pendingStop;
+        if (!(r instanceof StopReason.Breakpoint)) pendingStop = null;
+        return r;
+    }
+
+    /** Arch hook before each slice: inject pending interrupts the CPU state allows. */
+    protected abstract void beforeSlice();
+
+    /**
+     * Arch hook after a slice that ended without a stop request: detects an idle instruction
+     * (HLT/WFI) and idles the clock forward; returns a stop reason when the guest can never wake.
+     */
+    protected abstract StopReason afterSlice();
+
+    /** Arch hook for an engine error (unmapped fetch, invalid instruction...): deliver it or stop. */
+    protected abstract StopReason onEngineError(UnicornException e);
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        uc.close();
+    }
+}

@@ -1,0 +1,25 @@
+package dev.kpemu.machine;
+
+/** Why {@link Machine#run} returned. */
+public sealed interface StopReason {
+    /** The guest turned the machine off (PSCI SYSTEM_OFF, ACPI/port power-off, a test device). */
+    record PoweredOff(int code) implements StopReason {}
+
+    /** The guest halted with interrupts off and nothing can wake it (x86 HLT with IF=0, arm64 WFI masked). */
+    record Halted(long pc) implements StopReason {}
+
+    /** The guest asked for a reset. */
+    record Reset() implements StopReason {}
+
+    /** The host asked the machine to stop (e.g. from a handler). */
+    record HostRequest(String why) implements StopReason {}
+
+    /** A host breakpoint ({@link Machine#addBreakpoint}) was reached; the instruction there has not run. */
+    record Breakpoint(long address) implements StopReason {}
+
+    /** The instruction budget given to {@link Machine#run} was used up. */
+    record BudgetExhausted() implements StopReason {}
+
+    /** The guest cannot go on: an exception it cannot take (no handler, triple fault) or an engine error. */
+    record GuestError(String message, long pc) implements StopReason {}
+}

@@ -1,0 +1,87 @@
+package dev.kpemu.machine;
+
+import java.util.PriorityQueue;
+
+/**
+ * Guest time derived from executed instructions, never from host wall time: two runs of the
+ * same workload see the same time. One instruction takes {@code nanosPerInstruction}
+ * nanoseconds of guest time (a fixed, nominal guest speed). Idle (HLT/WFI) jumps the clock
+ * forward to the next timer event.
+ */
+public final class VirtualClock {
+    /** A callback due at a guest time. */
+    public interface Event { void fire(long nowNanos); }
+
+    private record Scheduled(long dueNanos, long seq, Event event) implements Comparable<Scheduled> {
+        public int compareTo(Scheduled o) {
+            int c = Long.compare(dueNanos, o.dueNanos);
+            return c != 0 ? c : Long.compare(seq, o.seq);
+        }
+    }
+
+    private final double nanosPerInstruction;
+    private long instructions;
+    private long idleNanos;
+    private long seq;
+    private final PriorityQueue<Scheduled> events = new PriorityQueue<>();
+
+    /** @param instructionsPerSecond nominal guest speed (e.g. 1e9 = one instruction per ns) */
+    public VirtualClock(long instructionsPerSecond) {
+        if (instructionsPerSecond <= 0) throw new IllegalArgumentException("instructionsPerSecond must be positive");
+        this.nanosPerInstruction = 1e9 / instructionsPerSecond;
+    }
+
+    public long instructions() { return instructions; }
+
+    /** Guest time in nanoseconds since power-on. */
+    public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
+
+    /** Charges executed instructions. */
+    public void advance(long executedInstructions) {
+        if (executedInstructions < 0) throw new IllegalArgumentException("negative instruction count");
+        instructions += executedInstructions;
+    }
+
+    /** Schedules {@code e} at absolute guest time {@code dueNanos}; returns a handle for {@link #cancel}. */
+    public Object schedule(long dueNanos, Event e) {
+        Scheduled s = new Scheduled(dueNanos, seq++, e);
+        events.add(s);
+        return s;
+    }
+
+    public void cancel(Object handle) {
+        if (handle != null) events.remove(handle);
+    }
+
+    /** Instructions until the next event (Long.MAX_VALUE if none). */
+    public long instructionsUntilNextEvent() {
+        Scheduled s = events.peek();
+        if (s == null) return Long.MAX_VALUE;
+        long dn = s.dueNanos() - nanos();
+        if (dn <= 0) return 0;
+        return Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
+    }
+
+    public boolean hasEvents() { return !events.isEmpty(); }
+
+    /** Fires every event that is due now. */
+    public void fireDue() {
+        long now = nanos();
+        Scheduled s;
+        while ((s = events.peek()) != null && s.dueNanos() <= now) {
+            events.poll();
+            s.event().fire(now);
+            now = nanos();
+        }
+    }
+
+    /** Idles: moves time to the next event (if any) and fires it; returns false when nothing is scheduled. */
+    public boolean idleToNextEvent() {
+        Scheduled s = events.peek();
+        if (s == null) return false;
+        long now = nanos();
+        if (s.dueNanos() > now) idleNanos += s.dueNanos() - now;
+        fireDue();
+        return true;
+    }
+}
