@@ -1,0 +1,89 @@
+package dev.kpemu.image;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * The header of an arm64 Linux {@code Image} (Documentation/arch/arm64/booting.rst): 64 bytes at
+ * file offset 0, magic {@code "ARM\x64"} at 0x38. Debian's arm64 {@code vmlinuz} is this raw,
+ * uncompressed Image (with an EFI stub, so it also starts with "MZ").
+ *
+ * <pre>
+ *   0x00 u32 code0        0x04 u32 code1
+ *   0x08 u64 text_offset  0x10 u64 image_size   0x18 u64 flags
+ *   0x20..0x37 reserved   0x38 u32 magic        0x3c u32 PE header offset
+ * </pre>
+ *
+ * @param name        file the header came from (for messages)
+ * @param fileSize    bytes in the file
+ * @param code0       first instruction word
+ * @param textOffset  image load offset from a 2 MiB aligned base
+ * @param imageSize   effective image size including BSS (0 for kernels older than 3.17)
+ * @param flags       bit 0 endianness (1 = big), bits 1-2 page size (1 = 4K, 2 = 16K, 3 = 64K),
+ *                    bit 3 physical placement (1 = anywhere in memory)
+ * @param peOffset    offset of the PE header of the EFI stub (0 if none)
+ */
+public record Arm64Image(String name, long fileSize, int code0, long textOffset, long imageSize, long flags, int peOffset) {
+    public static final int HEADER_SIZE = 64;
+    public static final int MAGIC = 0x644d5241; // "ARM\x64" little-endian
+
+    public static Arm64Image read(Path path) throws KernelImageException {
+        return parse(ImageFiles.read(path), path.toString());
+    }
+
+    public static Arm64Image parse(byte[] data, String name) throws KernelImageException {
+        if (data.length < HEADER_SIZE) {
+            throw new KernelImageException(name + ": not an arm64 Image: " + ImageFiles.describe(data) + ", shorter than the 64-byte header");
+        }
+        if (!ImageFiles.isArm64Image(data)) {
+            throw new KernelImageException(name + ": not an arm64 Image (no \"ARM\\x64\" magic at 0x38): it is " + ImageFiles.describe(data));
+        }
+        ByteBuffer b = ImageFiles.le(data);
+        Arm64Image img = new Arm64Image(name, data.length, b.getInt(0), b.getLong(8), b.getLong(16), b.getLong(24), b.getInt(0x3c));
+        if ((img.textOffset & 0xfff) != 0 || Long.compareUnsigned(img.textOffset, 1L << 30) >= 0) {
+            throw new KernelImageException(name + ": corrupt arm64 Image header: text_offset 0x" + Long.toHexString(img.textOffset) + " is not a small page-aligned offset");
+        }
+        if (img.imageSize != 0 && Long.compareUnsigned(img.imageSize, img.fileSize) < 0) {
+            throw new KernelImageException(name + ": corrupt arm64 Image header: image_size 0x" + Long.toHexString(img.imageSize)
+                    + " is smaller than the file (0x" + Long.toHexString(img.fileSize) + " bytes)");
+        }
+        if ((img.flags & ~0xfL) != 0) {
+            throw new KernelImageException(name + ": corrupt arm64 Image header: unknown flags 0x" + Long.toHexString(img.flags));
+        }
+        if (img.peOffset != 0 && (img.peOffset < 0 || img.peOffset > data.length - 4
+                || !ImageFiles.startsWith(data, img.peOffset, (byte) 'P', (byte) 'E', (byte) 0, (byte) 0))) {
+            throw new KernelImageException(name + ": corrupt arm64 Image: PE header offset 0x" + Integer.toHexString(img.peOffset) + " does not point at \"PE\\0\\0\"");
+        }
+        return img;
+    }
+
+    public boolean bigEndian() { return (flags & 1) != 0; }
+
+    /** Kernel page size in bytes, or 0 when the header leaves it unspecified. */
+    public int pageSize() {
+        return switch ((int) (flags >> 1) & 3) {
+            case 1 -> 4096;
+            case 2 -> 16384;
+            case 3 -> 65536;
+            default -> 0;
+        };
+    }
+
+    /** Bit 3: the image may be placed anywhere in physical memory (else close to the start of DRAM). */
+    public boolean physicalPlacementAnywhere() { return (flags & 8) != 0; }
+
+    /** True when the Image carries an EFI stub ("MZ" at 0 and a PE header). */
+    public boolean hasEfiStub() { return peOffset != 0; }
+
+    /** Bytes the loaded kernel occupies (image_size, or the file size for pre-3.17 kernels). */
+    public long effectiveSize() { return imageSize != 0 ? imageSize : fileSize; }
+
+    /**
+     * Physical load address for a kernel put as low as allowed in RAM starting at {@code ramBase}:
+     * a 2 MiB aligned base plus text_offset.
+     */
+    public long loadAddress(long ramBase) {
+        long base = (ramBase + 0x1fffffL) & ~0x1fffffL;
+        return base + textOffset;
+    }
+}

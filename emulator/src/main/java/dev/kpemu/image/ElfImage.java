@@ -1,0 +1,195 @@
+package dev.kpemu.image;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+/**
+ * A minimal little-endian ELF64 reader for kernel images: program headers (PT_LOAD segments),
+ * section headers when present, and notes (from PT_NOTE segments, else SHT_NOTE sections),
+ * including the Xen PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY = 18).
+ */
+public final class ElfImage {
+    public static final int PT_LOAD = 1, PT_NOTE = 4;
+    public static final int PF_X = 1, PF_W = 2, PF_R = 4;
+    public static final int SHT_NOTE = 7;
+    public static final int XEN_ELFNOTE_PHYS32_ENTRY = 18;
+    public static final int EM_X86_64 = 62, EM_AARCH64 = 183;
+
+    public record Segment(int type, int flags, long offset, long vaddr, long paddr, long filesz, long memsz, long align) {
+        public boolean isLoad() { return type == PT_LOAD; }
+        public boolean executable() { return (flags & PF_X) != 0; }
+        public boolean writable() { return (flags & PF_W) != 0; }
+        public boolean containsVaddr(long va) { return Long.compareUnsigned(va - vaddr, memsz) < 0; }
+        @Override public String toString() {
+            return String.format("%s off=0x%x vaddr=0x%x paddr=0x%x filesz=0x%x memsz=0x%x %s%s%s",
+                    type == PT_LOAD ? "LOAD" : type == PT_NOTE ? "NOTE" : "type" + type, offset, vaddr, paddr, filesz, memsz,
+                    (flags & PF_R) != 0 ? "R" : "-", writable() ? "W" : "-", executable() ? "X" : "-");
+        }
+    }
+
+    public record Section(String name, int type, long flags, long addr, long offset, long size) {}
+
+    public record Note(String name, int type, byte[] desc) {
+        /** The descriptor as an unsigned little-endian number (4 or 8 bytes). */
+        public long descValue() {
+            ByteBuffer b = ImageFiles.le(desc);
+            return desc.length >= 8 ? b.getLong(0) : desc.length >= 4 ? b.getInt(0) & 0xffffffffL : 0;
+        }
+    }
+
+    private final String name;
+    private final byte[] data;
+    private final int type;
+    private final int machine;
+    private final long entry;
+    private final List<Segment> segments;
+    private final List<Section> sections;
+    private final List<Note> notes;
+
+    private ElfImage(String name, byte[] data, int type, int machine, long entry, List<Segment> segments, List<Section> sections, List<Note> notes) {
+        this.name = name; this.data = data; this.type = type; this.machine = machine; this.entry = entry;
+        this.segments = segments; this.sections = sections; this.notes = notes;
+    }
+
+    public static ElfImage read(Path path) throws KernelImageException {
+        return parse(ImageFiles.read(path), path.toString());
+    }
+
+    public static ElfImage parse(byte[] d, String name) throws KernelImageException {
+        if (!ImageFiles.isElf(d)) throw new KernelImageException(name + ": not an ELF file: it is " + ImageFiles.describe(d));
+        if (d.length < 64) throw new KernelImageException(name + ": corrupt ELF: truncated header");
+        if (d[4] != 2) throw new KernelImageException(name + ": not an ELF64 file (EI_CLASS " + d[4] + ")");
+        if (d[5] != 1) throw new KernelImageException(name + ": big-endian ELF is not supported");
+        ByteBuffer b = ImageFiles.le(d);
+        int type = b.getShort(16) & 0xffff;
+        int machine = b.getShort(18) & 0xffff;
+        long entry = b.getLong(24);
+        long phoff = b.getLong(32), shoff = b.getLong(40);
+        int phentsize = b.getShort(54) & 0xffff, phnum = b.getShort(56) & 0xffff;
+        int shentsize = b.getShort(58) & 0xffff, shnum = b.getShort(60) & 0xffff, shstrndx = b.getShort(62) & 0xffff;
+        if (phnum > 0 && (phentsize < 56 || phoff < 0 || phoff + (long) phnum * phentsize > d.length)) {
+            throw new KernelImageException(name + ": corrupt ELF: program headers lie outside the file");
+        }
+        List<Segment> segs = new ArrayList<>();
+        for (int i = 0; i < phnum; i++) {
+            int p = (int) (phoff + (long) i * phentsize);
+            Segment s = new Segment(b.getInt(p), b.getInt(p + 4), b.getLong(p + 8), b.getLong(p + 16), b.getLong(p + 24),
+                    b.getLong(p + 32), b.getLong(p + 40), b.getLong(p + 48));
+            if (s.type == PT_LOAD && (s.offset < 0 || s.filesz < 0 || s.offset + s.filesz > d.length || Long.compareUnsigned(s.filesz, s.memsz) > 0)) {
+                throw new KernelImageException(name + ": corrupt ELF: segment " + i + " (" + s + ") lies outside the " + d.length + "-byte file");
+            }
+            segs.add(s);
+        }
+        List<Section> secs = new ArrayList<>();
+        if (shnum > 0 && shoff > 0 && shentsize >= 64 && shoff + (long) shnum * shentsize <= d.length) {
+            long[][] raw = new long[shnum][];
+            for (int i = 0; i < shnum; i++) {
+                int p = (int) (shoff + (long) i * shentsize);
+                raw[i] = new long[]{b.getInt(p) & 0xffffffffL, b.getInt(p + 4), b.getLong(p + 8), b.getLong(p + 16), b.getLong(p + 24), b.getLong(p + 32)};
+            }
+            long strOff = shstrndx < shnum ? raw[shstrndx][4] : -1, strSize = shstrndx < shnum ? raw[shstrndx][5] : 0;
+            for (long[] r : raw) {
+                String sn = "";
+                if (strOff >= 0 && r[0] < strSize && strOff + r[0] < d.length) sn = cString(d, (int) (strOff + r[0]));
+                secs.add(new Section(sn, (int) r[1], r[2], r[3], r[4], r[5]));
+            }
+        }
+        List<Note> notes = new ArrayList<>();
+        boolean fromSegments = false;
+        for (Segment s : segs) {
+            if (s.type == PT_NOTE && s.offset + s.filesz <= d.length) { readNotes(b, d, s.offset, s.filesz, notes); fromSegments = true; }
+        }
+        if (!fromSegments) {
+            for (Section s : secs) {
+                if (s.type == SHT_NOTE && s.offset + s.size <= d.length) readNotes(b, d, s.offset, s.size, notes);
+            }
+        }
+        return new ElfImage(name, d, type, machine, entry, List.copyOf(segs), List.copyOf(secs), List.copyOf(notes));
+    }
+
+    private static void readNotes(ByteBuffer b, byte[] d, long off, long size, List<Note> out) {
+        long p = off, end = off + size;
+        while (p + 12 <= end) {
+            int namesz = b.getInt((int) p), descsz = b.getInt((int) p + 4), ntype = b.getInt((int) p + 8);
+            if (namesz < 0 || descsz < 0) return;
+            long nameAt = p + 12, descAt = nameAt + align4(namesz), next = descAt + align4(descsz);
+            if (next > end) return;
+            String n = new String(d, (int) nameAt, Math.max(0, namesz - 1), StandardCharsets.ISO_8859_1);
+            out.add(new Note(n, ntype, Arrays.copyOfRange(d, (int) descAt, (int) (descAt + descsz))));
+            p = next;
+        }
+    }
+
+    private static long align4(long v) { return (v + 3) & ~3L; }
+
+    private static String cString(byte[] d, int off) {
+        int e = off;
+        while (e < d.length && d[e] != 0) e++;
+        return new String(d, off, e - off, StandardCharsets.ISO_8859_1);
+    }
+
+    public String name() { return name; }
+    public int type() { return type; }
+    public int machine() { return machine; }
+    public long entry() { return entry; }
+    public List<Segment> segments() { return segments; }
+    public List<Segment> loadSegments() { return segments.stream().filter(Segment::isLoad).toList(); }
+    public List<Section> sections() { return sections; }
+    public List<Note> notes() { return notes; }
+    /** The whole file (not copied). */
+    public byte[] bytes() { return data; }
+
+    public Optional<Section> section(String sectionName) {
+        return sections.stream().filter(s -> s.name.equals(sectionName)).findFirst();
+    }
+
+    /** XEN_ELFNOTE_PHYS32_ENTRY: the physical 32-bit PVH entry point, if the image has one. */
+    public OptionalLong pvhEntry() {
+        for (Note n : notes) if (n.name.equals("Xen") && n.type == XEN_ELFNOTE_PHYS32_ENTRY) return OptionalLong.of(n.descValue());
+        return OptionalLong.empty();
+    }
+
+    public Optional<Segment> loadSegmentContaining(long vaddr) {
+        for (Segment s : segments) if (s.isLoad() && s.containsVaddr(vaddr)) return Optional.of(s);
+        return Optional.empty();
+    }
+
+    /** File offset of a virtual address that has file bytes behind it (not BSS). */
+    public OptionalLong fileOffsetOf(long vaddr) {
+        for (Segment s : segments) {
+            if (s.isLoad() && Long.compareUnsigned(vaddr - s.vaddr, s.filesz) < 0) return OptionalLong.of(s.offset + (vaddr - s.vaddr));
+        }
+        return OptionalLong.empty();
+    }
+
+    /** Virtual address of a file offset inside a PT_LOAD segment. */
+    public OptionalLong vaddrOfFileOffset(long off) {
+        for (Segment s : segments) {
+            if (s.isLoad() && off >= s.offset && off < s.offset + s.filesz) return OptionalLong.of(s.vaddr + (off - s.offset));
+        }
+        return OptionalLong.empty();
+    }
+
+    /** {@code n} bytes at a virtual address (zeros past a segment's file size). */
+    public byte[] bytesAt(long vaddr, int n) throws KernelImageException {
+        Segment s = loadSegmentContaining(vaddr).orElseThrow(() ->
+                new KernelImageException(name + ": address 0x" + Long.toHexString(vaddr) + " is in no PT_LOAD segment"));
+        byte[] out = new byte[n];
+        long rel = vaddr - s.vaddr;
+        for (int i = 0; i < n && rel + i < s.memsz; i++) {
+            if (rel + i < s.filesz) out[i] = data[(int) (s.offset + rel + i)];
+        }
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return String.format("ELF[%s machine %d entry 0x%x, %d PT_LOAD]", name, machine, entry, loadSegments().size());
+    }
+}

@@ -1,0 +1,173 @@
+package dev.kpemu.image;
+
+import dev.kpemu.natives.NativeLibraries;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The guest images kpemu boots: Debian's kernel and busybox fetched by
+ * {@code guest-images/fetch-kernel.sh} / {@code fetch-busybox.sh} into
+ * {@code <cache>/guest/<arch>/}, and the default initramfs built from them in Java.
+ *
+ * <p>The cache is {@code -Dkpemu.cache}, else {@code $KPEMU_CACHE}, else {@code <repo>/.cache};
+ * the scripts get the same directory through {@code KPEMU_CACHE}.
+ */
+public final class GuestImages {
+    /** Kernel, initramfs and the version file's fields, for one architecture. */
+    public record Guest(GuestArch arch, Path kernel, Path initramfs, Map<String, String> version) {
+        public String release() { return version.getOrDefault("release", "?"); }
+    }
+
+    private final Path root;
+    private final Path cache;
+
+    public GuestImages(Path repositoryRoot, Path cacheRoot) {
+        this.root = repositoryRoot;
+        this.cache = cacheRoot;
+    }
+
+    /** Uses the repository found by {@link NativeLibraries#repositoryRoot()} and the default cache. */
+    public static GuestImages forRepository() throws KernelImageException {
+        Path root = NativeLibraries.repositoryRoot();
+        if (root == null || !Files.isRegularFile(root.resolve("guest-images/fetch-kernel.sh"))) {
+            throw new KernelImageException("kpemu repository not found (guest-images/fetch-kernel.sh); set -Dkpemu.root");
+        }
+        String c = System.getProperty("kpemu.cache");
+        if (c == null || c.isBlank()) c = System.getenv("KPEMU_CACHE");
+        Path cache = c != null && !c.isBlank() ? Path.of(c) : root.resolve(".cache");
+        return new GuestImages(root, cache.toAbsolutePath());
+    }
+
+    public Path cacheRoot() { return cache; }
+
+    /** {@code <cache>/guest/<arch>}. */
+    public Path directory(GuestArch arch) { return cache.resolve("guest").resolve(arch.scriptName()); }
+
+    /** The kernel (x86_64: bzImage; arm64: raw Image), fetched on first use. */
+    public Path kernel(GuestArch arch) throws KernelImageException {
+        Path k = directory(arch).resolve("vmlinuz");
+        if (Files.isRegularFile(k) && Files.isRegularFile(directory(arch).resolve(".kernel-verified"))) return k;
+        return runScript("fetch-kernel.sh", arch);
+    }
+
+    /** Debian's static busybox for the guest, fetched on first use. */
+    public Path busybox(GuestArch arch) throws KernelImageException {
+        Path b = directory(arch).resolve("busybox");
+        if (Files.isRegularFile(b) && Files.isRegularFile(directory(arch).resolve(".busybox-verified"))) return b;
+        return runScript("fetch-busybox.sh", arch);
+    }
+
+    /** The kernel's config file (fetched with the kernel). */
+    public Path config(GuestArch arch) throws KernelImageException {
+        kernel(arch);
+        return directory(arch).resolve("config");
+    }
+
+    /** Fields of the kernel's {@code version} file (package, version, release, ...). */
+    public Map<String, String> kernelVersion(GuestArch arch) throws KernelImageException {
+        kernel(arch);
+        Map<String, String> m = new LinkedHashMap<>();
+        try {
+            for (String line : Files.readAllLines(directory(arch).resolve("version"))) {
+                int i = line.indexOf('=');
+                if (i > 0) m.put(line.substring(0, i), line.substring(i + 1));
+            }
+        } catch (IOException e) {
+            throw new KernelImageException(directory(arch).resolve("version") + ": cannot read: " + e.getMessage(), e);
+        }
+        return m;
+    }
+
+    /** {@code initramfs.cpio} (the default guest), built if missing or older than busybox. */
+    public Path initramfs(GuestArch arch) throws KernelImageException {
+        Path out = directory(arch).resolve("initramfs.cpio");
+        Path bb = busybox(arch);
+        try {
+            if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(bb)) >= 0) return out;
+            return Initramfs.defaultGuest(Files.readAllBytes(bb)).write(out);
+        } catch (IOException e) {
+            throw new KernelImageException(out + ": cannot build the initramfs: " + e.getMessage(), e);
+        }
+    }
+
+    /** Rebuilds {@code initramfs.cpio} unconditionally. */
+    public Path rebuildInitramfs(GuestArch arch) throws KernelImageException {
+        try {
+            Files.deleteIfExists(directory(arch).resolve("initramfs.cpio"));
+        } catch (IOException e) {
+            throw new KernelImageException(directory(arch).resolve("initramfs.cpio") + ": cannot delete: " + e.getMessage(), e);
+        }
+        return initramfs(arch);
+    }
+
+    /** Kernel + initramfs, fetching and building whatever is missing. */
+    public Guest guest(GuestArch arch) throws KernelImageException {
+        Path k = kernel(arch);
+        Path i = initramfs(arch);
+        return new Guest(arch, k, i, kernelVersion(arch));
+    }
+
+    /** x86_64 only: the bzImage payload as an ELF file {@code vmlinux} in the cache (for a PVH boot). */
+    public Path vmlinux(GuestArch arch) throws KernelImageException {
+        if (arch != GuestArch.X86_64) throw new KernelImageException("a separate vmlinux exists only for x86_64; the arm64 Image is loaded as is");
+        Path k = kernel(arch);
+        Path out = directory(arch).resolve("vmlinux");
+        try {
+            if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(k)) >= 0) return out;
+            byte[] elf = BzImage.read(k).extractVmlinux();
+            Path tmp = Files.createTempFile(out.getParent(), "vmlinux", ".tmp");
+            Files.write(tmp, elf);
+            Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            return out;
+        } catch (KernelImageException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new KernelImageException(out + ": cannot write: " + e.getMessage(), e);
+        }
+    }
+
+    /** The kernel's symbols, decoded from its kallsyms tables. */
+    public SymbolTable symbols(GuestArch arch) throws KernelImageException {
+        if (arch == GuestArch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch)));
+        Path k = kernel(arch);
+        return Kallsyms.fromArm64Image(ImageFiles.read(k), k.toString());
+    }
+
+    private Path runScript(String script, GuestArch arch) throws KernelImageException {
+        Path s = root.resolve("guest-images").resolve(script);
+        if (!Files.isRegularFile(s)) throw new KernelImageException(s + ": script missing");
+        try {
+            ProcessBuilder pb = new ProcessBuilder("bash", s.toString(), arch.scriptName());
+            pb.environment().put("KPEMU_CACHE", cache.toString());
+            Path err = Files.createTempFile("kpemu-" + script, ".err");
+            pb.redirectError(err.toFile());
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            boolean done = p.waitFor(20, TimeUnit.MINUTES);
+            String errText = Files.readString(err).trim();
+            Files.deleteIfExists(err);
+            if (!done) {
+                p.destroyForcibly();
+                throw new KernelImageException(script + " " + arch.scriptName() + " timed out");
+            }
+            if (p.exitValue() != 0) {
+                String last = errText.isEmpty() ? "exit " + p.exitValue() : errText.lines().reduce((a, b) -> b).orElse("");
+                throw new KernelImageException(script + " " + arch.scriptName() + " failed: " + last);
+            }
+            String[] lines = out.split("\n");
+            Path result = Path.of(lines[lines.length - 1].trim());
+            if (!Files.isRegularFile(result)) throw new KernelImageException(script + " printed " + result + ", which is not a file");
+            return result;
+        } catch (IOException e) {
+            throw new KernelImageException("cannot run " + s + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KernelImageException("interrupted while running " + script);
+        }
+    }
+}
