@@ -1,5 +1,6 @@
 package dev.kpemu.image;
 
+import dev.kpemu.machine.Arch;
 import dev.kpemu.natives.NativeLibraries;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -19,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class GuestImages {
     /** Kernel, initramfs and the version file's fields, for one architecture. */
-    public record Guest(GuestArch arch, Path kernel, Path initramfs, Map<String, String> version) {
+    public record Guest(Arch arch, Path kernel, Path initramfs, Map<String, String> version) {
         public String release() { return version.getOrDefault("release", "?"); }
     }
 
@@ -45,31 +46,37 @@ public final class GuestImages {
 
     public Path cacheRoot() { return cache; }
 
+    /** Debian's architecture name: {@code amd64}, {@code arm64}. */
+    public static String debianName(Arch arch) { return arch == Arch.X86_64 ? "amd64" : "arm64"; }
+
+    /** ELF e_machine of the architecture's vmlinux: EM_X86_64 (62), EM_AARCH64 (183). */
+    public static int elfMachine(Arch arch) { return arch == Arch.X86_64 ? ElfImage.EM_X86_64 : ElfImage.EM_AARCH64; }
+
     /** {@code <cache>/guest/<arch>}. */
-    public Path directory(GuestArch arch) { return cache.resolve("guest").resolve(arch.scriptName()); }
+    public Path directory(Arch arch) { return cache.resolve("guest").resolve(arch.linuxName()); }
 
     /** The kernel (x86_64: bzImage; arm64: raw Image), fetched on first use. */
-    public Path kernel(GuestArch arch) throws KernelImageException {
+    public Path kernel(Arch arch) throws KernelImageException {
         Path k = directory(arch).resolve("vmlinuz");
         if (Files.isRegularFile(k) && Files.isRegularFile(directory(arch).resolve(".kernel-verified"))) return k;
         return runScript("fetch-kernel.sh", arch);
     }
 
     /** Debian's static busybox for the guest, fetched on first use. */
-    public Path busybox(GuestArch arch) throws KernelImageException {
+    public Path busybox(Arch arch) throws KernelImageException {
         Path b = directory(arch).resolve("busybox");
         if (Files.isRegularFile(b) && Files.isRegularFile(directory(arch).resolve(".busybox-verified"))) return b;
         return runScript("fetch-busybox.sh", arch);
     }
 
     /** The kernel's config file (fetched with the kernel). */
-    public Path config(GuestArch arch) throws KernelImageException {
+    public Path config(Arch arch) throws KernelImageException {
         kernel(arch);
         return directory(arch).resolve("config");
     }
 
     /** Fields of the kernel's {@code version} file (package, version, release, ...). */
-    public Map<String, String> kernelVersion(GuestArch arch) throws KernelImageException {
+    public Map<String, String> kernelVersion(Arch arch) throws KernelImageException {
         kernel(arch);
         Map<String, String> m = new LinkedHashMap<>();
         try {
@@ -84,7 +91,7 @@ public final class GuestImages {
     }
 
     /** {@code initramfs.cpio} (the default guest), built if missing or older than busybox. */
-    public Path initramfs(GuestArch arch) throws KernelImageException {
+    public Path initramfs(Arch arch) throws KernelImageException {
         Path out = directory(arch).resolve("initramfs.cpio");
         Path bb = busybox(arch);
         try {
@@ -96,7 +103,7 @@ public final class GuestImages {
     }
 
     /** Rebuilds {@code initramfs.cpio} unconditionally. */
-    public Path rebuildInitramfs(GuestArch arch) throws KernelImageException {
+    public Path rebuildInitramfs(Arch arch) throws KernelImageException {
         try {
             Files.deleteIfExists(directory(arch).resolve("initramfs.cpio"));
         } catch (IOException e) {
@@ -106,15 +113,15 @@ public final class GuestImages {
     }
 
     /** Kernel + initramfs, fetching and building whatever is missing. */
-    public Guest guest(GuestArch arch) throws KernelImageException {
+    public Guest guest(Arch arch) throws KernelImageException {
         Path k = kernel(arch);
         Path i = initramfs(arch);
         return new Guest(arch, k, i, kernelVersion(arch));
     }
 
     /** x86_64 only: the bzImage payload as an ELF file {@code vmlinux} in the cache (for a PVH boot). */
-    public Path vmlinux(GuestArch arch) throws KernelImageException {
-        if (arch != GuestArch.X86_64) throw new KernelImageException("a separate vmlinux exists only for x86_64; the arm64 Image is loaded as is");
+    public Path vmlinux(Arch arch) throws KernelImageException {
+        if (arch != Arch.X86_64) throw new KernelImageException("a separate vmlinux exists only for x86_64; the arm64 Image is loaded as is");
         Path k = kernel(arch);
         Path out = directory(arch).resolve("vmlinux");
         try {
@@ -132,17 +139,17 @@ public final class GuestImages {
     }
 
     /** The kernel's symbols, decoded from its kallsyms tables. */
-    public SymbolTable symbols(GuestArch arch) throws KernelImageException {
-        if (arch == GuestArch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch)));
+    public SymbolTable symbols(Arch arch) throws KernelImageException {
+        if (arch == Arch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch)));
         Path k = kernel(arch);
         return Kallsyms.fromArm64Image(ImageFiles.read(k), k.toString());
     }
 
-    private Path runScript(String script, GuestArch arch) throws KernelImageException {
+    private Path runScript(String script, Arch arch) throws KernelImageException {
         Path s = root.resolve("guest-images").resolve(script);
         if (!Files.isRegularFile(s)) throw new KernelImageException(s + ": script missing");
         try {
-            ProcessBuilder pb = new ProcessBuilder("bash", s.toString(), arch.scriptName());
+            ProcessBuilder pb = new ProcessBuilder("bash", s.toString(), arch.linuxName());
             pb.environment().put("KPEMU_CACHE", cache.toString());
             Path err = Files.createTempFile("kpemu-" + script, ".err");
             pb.redirectError(err.toFile());
@@ -153,11 +160,11 @@ public final class GuestImages {
             Files.deleteIfExists(err);
             if (!done) {
                 p.destroyForcibly();
-                throw new KernelImageException(script + " " + arch.scriptName() + " timed out");
+                throw new KernelImageException(script + " " + arch.linuxName() + " timed out");
             }
             if (p.exitValue() != 0) {
                 String last = errText.isEmpty() ? "exit " + p.exitValue() : errText.lines().reduce((a, b) -> b).orElse("");
-                throw new KernelImageException(script + " " + arch.scriptName() + " failed: " + last);
+                throw new KernelImageException(script + " " + arch.linuxName() + " failed: " + last);
             }
             String[] lines = out.split("\n");
             Path result = Path.of(lines[lines.length - 1].trim());

@@ -171,7 +171,7 @@ public final class Kallsyms {
         for (int i = 0; i < 256; i++) {
             int start = s + (b.getShort(idx + 2 * i) & 0xffff);
             int end = i < 255 ? s + (b.getShort(idx + 2 * i + 2) & 0xffff) - 1 : -1;
-            if (start > 0 && d[start - 1] != 0) return false;
+            if (i > 0 && d[start - 1] != 0) return false;
             int q = start;
             while (q < idx && d[q] != 0) {
                 int c = d[q] & 0xff;
