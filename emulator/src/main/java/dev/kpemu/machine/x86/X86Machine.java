@@ -1,0 +1,261 @@
+package dev.kpemu.machine.x86;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.machine.StopReason;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.UnicornException;
+import dev.kpemu.unicorn.X86Reg;
+
+/**
+ * An x86-64 machine. Unicorn only reports exceptions to a hook; this class does what the CPU
+ * would: it delivers them through the guest's IDT (64-bit gates, IST and privilege stacks, the
+ * architecture's error codes, CR2), runs {@code syscall} through MSR_LSTAR, injects external
+ * interrupts when RFLAGS.IF allows, and idles on HLT.
+ */
+public final class X86Machine extends Machine {
+    public static final int VEC_DE = 0, VEC_DB = 1, VEC_NMI = 2, VEC_BP = 3, VEC_UD = 6, VEC_DF = 8,
+            VEC_TS = 10, VEC_NP = 11, VEC_SS = 12, VEC_GP = 13, VEC_PF = 14, VEC_AC = 17;
+
+    public static final int MSR_EFER = 0xc000_0080, MSR_STAR = 0xc000_0081, MSR_LSTAR = 0xc000_0082,
+            MSR_FMASK = 0xc000_0084, MSR_GS_BASE = 0xc000_0101, MSR_KERNEL_GS_BASE = 0xc000_0102;
+
+    static final long RFLAGS_TF = 1 << 8, RFLAGS_IF = 1 << 9, RFLAGS_NT = 1 << 14, RFLAGS_RF = 1 << 16, RFLAGS_VM = 1 << 17;
+
+    private final X86PageWalker walker;
+    private final X86ContextLayout layout = X86ContextLayout.get();
+    private final Unicorn.Context scratchContext;
+    private final MemorySegment contextBlob;
+    private int pendingVector = -1;
+    private long exceptionsDelivered;
+
+    private X86Machine(Unicorn uc, long instructionsPerSecond) {
+        super(uc, instructionsPerSecond);
+        this.walker = new X86PageWalker(uc, memory);
+        this.scratchContext = uc.contextAlloc();
+        this.contextBlob = scratchContext.blob();
+        uc.hookInterrupt((u, intno) -> onException(intno));
+        uc.hookInvalidInstruction(u -> {
+            deliver(VEC_UD, pc(), null);
+            return true;
+        });
+        uc.hookSyscall(u -> onSyscall());
+    }
+
+    /** A machine with {@code ramBytes} of RAM at physical 0 (named "ram"). */
+    public static X86Machine create(long ramBytes) {
+        Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+        try {
+            X86Machine m = new X86Machine(uc, 1_000_000_000L);
+            m.memory().addRam("ram", 0, ramBytes);
+            return m;
+        } catch (RuntimeException e) {
+            uc.close();
+            throw e;
+        }
+    }
+
+    @Override public Arch arch() { return Arch.X86_64; }
+
+    @Override public long pc() { return uc.regRead(X86Reg.RIP); }
+
+    @Override public void setPc(long pc) { uc.regWrite(X86Reg.RIP, pc); }
+
+    @Override public long sp() { return uc.regRead(X86Reg.RSP); }
+
+    @Override public PageTableWalker pageTables() { return walker; }
+
+    public X86PageWalker walker() { return walker; }
+
+    /** Number of exceptions and interrupts delivered to the guest so far. */
+    public long exceptionsDelivered() { return exceptionsDelivered; }
+
+    /**
+     * Raises external interrupt {@code vector} (a simple pending latch until the interrupt
+     * controllers exist): it is delivered at the next slice boundary where RFLAGS.IF is set.
+     */
+    @Override
+    public void setInterruptLine(int vector, boolean level) {
+        if (level) pendingVector = vector;
+        else if (pendingVector == vector) pendingVector = -1;
+    }
+
+    // ------------------------------------------------------------------ exceptions
+
+    private void onException(int intno) {
+        long rip = pc();
+        switch (intno) {
+            case VEC_BP -> {
+                // Unicorn reports int3 with RIP already past the 0xcc.
+                var th = trapHandler();
+                if (th != null && th.onBreakpoint(this, rip - 1, 0)) return;
+                deliver(VEC_BP, rip, null);
+            }
+            case VEC_PF, VEC_DF, VEC_TS, VEC_NP, VEC_SS, VEC_GP, VEC_AC -> {
+                uc.contextSave(scratchContext);
+                int err = contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.errorCode());
+                clearExceptionInFlight();
+                deliver(intno, rip, intno == VEC_DF ? 0 : err);
+            }
+            case VEC_DE -> {
+                clearExceptionInFlightNow();
+                deliver(intno, rip, null);
+            }
+            default -> deliver(intno, rip, null);
+        }
+    }
+
+    /** Resets Unicorn's "exception in flight" marker (context already saved in scratchContext). */
+    private void clearExceptionInFlight() {
+        contextBlob.set(ValueLayout.JAVA_INT_UNALIGNED, layout.oldException(), -1);
+        uc.contextRestore(scratchContext);
+    }
+
+    private void clearExceptionInFlightNow() {
+        uc.contextSave(scratchContext);
+        clearExceptionInFlight();
+    }
+
+    /**
+     * Delivers {@code vector} through the guest's IDT as the CPU does in 64-bit mode: pick the
+     * stack (IST, or RSP0 of the TSS on a privilege change), push SS, RSP, RFLAGS, CS, RIP and
+     * the error code, clear IF for interrupt gates, jump to the gate's offset.
+     */
+    public void deliver(int vector, long returnRip, Integer errorCode) {
+        Unicorn.X86Mmr idtr = uc.mmrRead(X86Reg.IDTR);
+        if ((long) vector * 16 + 15 > Integer.toUnsignedLong(idtr.limit())) {
+            requestStop(new StopReason.GuestError("exception " + vector + " beyond the IDT limit (triple fault)", returnRip));
+            return;
+        }
+        long gateVa = idtr.base() + vector * 16L;
+        long lo, hi;
+        try {
+            lo = readVirtualLong(gateVa);
+            hi = readVirtualLong(gateVa + 8);
+        } catch (GuestMemoryException e) {
+            requestStop(new StopReason.GuestError("IDT not mapped while delivering exception " + vector, returnRip));
+            return;
+        }
+        boolean present = ((lo >>> 47) & 1) != 0;
+        if (!present) {
+            requestStop(new StopReason.GuestError("no handler for exception " + vector + " (IDT gate not present)", returnRip));
+            return;
+        }
+        long target = (lo & 0xffff) | ((lo >>> 32) & 0xffff_0000L) | (hi << 32);
+        int selector = (int) ((lo >>> 16) & 0xffff);
+        int ist = (int) ((lo >>> 32) & 7);
+        int type = (int) ((lo >>> 40) & 0xf);
+
+        long rsp = uc.regRead(X86Reg.RSP);
+        long rflags = uc.regRead(X86Reg.RFLAGS);
+        int cs = (int) uc.regRead(X86Reg.CS);
+        int ss = (int) uc.regRead(X86Reg.SS);
+        int cpl = ss & 3;
+        int targetDpl = codeSegmentDpl(selector);
+        long newRsp;
+        if (ist != 0) {
+            newRsp = readVirtualLong(uc.mmrRead(X86Reg.TR).base() + 0x24 + 8L * (ist - 1));
+        } else if (targetDpl < cpl) {
+            newRsp = readVirtualLong(uc.mmrRead(X86Reg.TR).base() + 4 + 8L * targetDpl);
+        } else {
+            newRsp = rsp;
+        }
+        newRsp &= ~0xfL;
+        long[] frame = errorCode == null
+                ? new long[] {returnRip, cs, rflags, rsp, ss}
+                : new long[] {errorCode & 0xffff_ffffL, returnRip, cs, rflags, rsp, ss};
+        newRsp -= 8L * frame.length;
+        try {
+            for (int i = 0; i < frame.length; i++) writeVirtualLong(newRsp + 8L * i, frame[i]);
+        } catch (GuestMemoryException e) {
+            requestStop(new StopReason.GuestError("exception stack not mapped while delivering exception " + vector, returnRip));
+            return;
+        }
+        long newFlags = rflags & ~(RFLAGS_TF | RFLAGS_NT | RFLAGS_RF | RFLAGS_VM);
+        if (type == 0xe) newFlags &= ~RFLAGS_IF;
+        if (targetDpl != cpl) {
+            uc.regWrite(X86Reg.SS, targetDpl); // null selector with RPL = new CPL
+        }
+        if (selector != cs) uc.regWrite(X86Reg.CS, selector);
+        uc.regWrite(X86Reg.RSP, newRsp);
+        uc.regWrite(X86Reg.RFLAGS, newFlags);
+        uc.regWrite(X86Reg.RIP, target);
+        exceptionsDelivered++;
+    }
+
+    private int codeSegmentDpl(int selector) {
+        Unicorn.X86Mmr gdtr = uc.mmrRead(X86Reg.GDTR);
+        int index = selector & ~7;
+        if (index == 0 || index + 7 > Integer.toUnsignedLong(gdtr.limit())) return selector & 3;
+        long desc = readVirtualLong(gdtr.base() + index);
+        return (int) ((desc >>> 45) & 3);
+    }
+
+    // ------------------------------------------------------------------ syscall
+
+    /** {@code syscall}: Unicorn never jumps to LSTAR; do what the CPU does (the hook runs at the instruction). */
+    private void onSyscall() {
+        long rip = pc();
+        long efer = uc.msrRead(MSR_EFER);
+        if ((efer & 1) == 0) { // EFER.SCE clear: #UD
+            deliver(VEC_UD, rip, null);
+            return;
+        }
+        long star = uc.msrRead(MSR_STAR);
+        long lstar = uc.msrRead(MSR_LSTAR);
+        long fmask = uc.msrRead(MSR_FMASK);
+        long rflags = uc.regRead(X86Reg.RFLAGS);
+        uc.regWrite(X86Reg.RCX, rip + 2);
+        uc.regWrite(X86Reg.R11, rflags);
+        int kernelCs = (int) ((star >>> 32) & 0xfffc);
+        uc.regWrite(X86Reg.SS, kernelCs + 8);
+        uc.regWrite(X86Reg.CS, kernelCs);
+        uc.regWrite(X86Reg.RFLAGS, rflags & ~fmask & ~RFLAGS_RF);
+        uc.regWrite(X86Reg.RIP, lstar - 2); // Unicorn adds the instruction length after the hook
+    }
+
+    // ------------------------------------------------------------------ run-loop hooks
+
+    @Override
+    protected void beforeSlice() {
+        if (pendingVector >= 0 && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0) {
+            int v = pendingVector;
+            pendingVector = -1;
+            deliver(v, pc(), null);
+        }
+    }
+
+    @Override
+    protected StopReason afterSlice() {
+        if (!haltedAtHlt()) return null;
+        boolean canWake = (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0;
+        if (canWake && pendingVector >= 0) return null;
+        if (canWake && clock.idleToNextEvent()) return null;
+        return new StopReason.Halted(pc());
+    }
+
+    /** Unicorn ends uc_emu_start on HLT with RIP after it; a slice that ends there idled. */
+    private boolean haltedAtHlt() {
+        long rip = pc();
+        try {
+            return (readVirtual(rip - 1, 1)[0] & 0xff) == 0xf4;
+        } catch (GuestMemoryException e) {
+            return false;
+        }
+    }
+
+    @Override
+    protected StopReason onEngineError(UnicornException e) {
+        return new StopReason.GuestError(e.getMessage(), pc());
+    }
+
+    @Override
+    public void close() {
+        scratchContext.close();
+        super.close();
+    }
+}

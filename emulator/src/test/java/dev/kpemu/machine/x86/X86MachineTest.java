@@ -1,0 +1,263 @@
+package dev.kpemu.machine.x86;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import dev.kpemu.machine.Device;
+import dev.kpemu.machine.StopReason;
+import dev.kpemu.testing.Asm;
+import dev.kpemu.unicorn.X86Reg;
+
+/** Bare-metal x86-64 guests with paging on; expected values are computed by hand. */
+class X86MachineTest {
+    static final long CODE = 0x100000, RESULTS = 0x200000, PT = 0x10000, IDT = 0x6000, STACK = 0x80000;
+    static final long FAULT_AREA = 0x800000, MMIO = 0xc00000;
+
+    /** Identity map of 16 MiB; the 4 MiB at FAULT_AREA use 4K page tables at PT that start empty. */
+    static X86Machine paged() {
+        X86Machine m = X86Machine.create(12 << 20); // MMIO window at 12 MiB, identity map covers 16 MiB
+        var mem = m.memory();
+        X86LongMode.identityMap(mem, 0x1000, 16 << 20);
+        mem.writeLong(0x3000 + 8 * 4, PT | 3);            // PD[4] -> PT (0x800000-0x9fffff)
+        mem.writeLong(0x3000 + 8 * 5, (PT + 0x1000) | 3); // PD[5] -> PT+0x1000 (0xa00000-0xbfffff)
+        mem.write(PT, new byte[0x2000]);
+        int limit = X86LongMode.writeGdt(mem, 0x5000);
+        X86LongMode.enter(m.engine(), 0x5000, limit, 0x1000);
+        m.engine().regWrite(X86Reg.RSP, STACK);
+        return m;
+    }
+
+    static final String SETUP_GATES = """
+            .macro gate vec, handler
+              lea \\handler(%rip), %rax
+              mov %ax, IDT_BASE+\\vec*16
+              movw $0x10, IDT_BASE+\\vec*16+2
+              movw $0x8e00, IDT_BASE+\\vec*16+4
+              shr $16, %rax
+              mov %ax, IDT_BASE+\\vec*16+6
+              shr $16, %rax
+              mov %eax, IDT_BASE+\\vec*16+8
+              movl $0, IDT_BASE+\\vec*16+12
+            .endm
+            .set IDT_BASE, 0x6000
+            """;
+
+    @Test
+    void pagedGuestRunsToHaltWithResults() {
+        String src = SETUP_GATES + """
+                _start:
+                  xor %eax, %eax
+                  mov $100, %ecx
+                1: add %rcx, %rax
+                  loop 1b
+                  mov %rax, 0x200000
+                  mov $0x1234, %rbx
+                  mov $7, %r15
+                  imul %r15, %rbx
+                  hlt
+                """;
+        try (X86Machine m = paged()) {
+            byte[] code = Asm.x86(src, CODE);
+            m.memory().write(CODE, code);
+            m.setPc(CODE);
+            StopReason r = m.run(10_000_000);
+            assertInstanceOf(StopReason.Halted.class, r);
+            assertEquals(5050, m.memory().readLong(RESULTS));
+            assertEquals(0x1234 * 7, m.engine().regRead(X86Reg.RBX));
+            assertEquals(CODE + code.length, m.pc());
+        }
+    }
+
+    @Test
+    void guestPageFaultHandlerMapsThousandPages() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 14, pf_handler
+                  lidt idtr(%rip)
+                  mov $0x800000, %rdi
+                  mov $1000, %ecx
+                  xor %edx, %edx
+                2: mov %rdx, (%rdi)
+                  add $0x1000, %rdi
+                  inc %rdx
+                  loop 2b
+                  hlt
+                pf_handler:
+                  push %rax
+                  push %rbx
+                  mov 16(%rsp), %rbx
+                  mov %rbx, 0x200010
+                  mov %cr2, %rax
+                  and $~0xfff, %rax
+                  mov %rax, %rbx
+                  shr $12, %rbx
+                  sub $0x800, %rbx
+                  or $3, %rax
+                  mov %rax, 0x10000(,%rbx,8)
+                  mov %cr2, %rax
+                  invlpg (%rax)
+                  incq 0x200008
+                  pop %rbx
+                  pop %rax
+                  add $8, %rsp
+                  iretq
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            StopReason r = m.run(50_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(1000, m.memory().readLong(RESULTS + 8), "faults counted by the guest");
+            assertEquals(2, m.memory().readLong(RESULTS + 16), "#PF error code: write to a not-present page");
+            for (int i = 0; i < 1000; i++) {
+                assertEquals(i, m.readVirtualLong(FAULT_AREA + 0x1000L * i), "page " + i);
+            }
+            assertEquals(1000, m.exceptionsDelivered());
+        }
+    }
+
+    @Test
+    void int3AndUd2NotOursReachGuestHandlers() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 3, bp_handler
+                  gate 6, ud_handler
+                  lidt idtr(%rip)
+                  int3
+                  ud2
+                  int3
+                  hlt
+                bp_handler:
+                  incq 0x200000
+                  iretq
+                ud_handler:
+                  incq 0x200008
+                  addq $2, (%rsp)
+                  iretq
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            List<Long> offered = new ArrayList<>();
+            m.setTrapHandler((machine, address, imm) -> {
+                offered.add(address);
+                return false;
+            });
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(2, m.memory().readLong(RESULTS), "int3 handler runs");
+            assertEquals(1, m.memory().readLong(RESULTS + 8), "#UD handler runs");
+            assertEquals(2, offered.size(), "each int3 is offered to the host first");
+        }
+    }
+
+    @Test
+    void consumedInt3NeverReachesGuest() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 3, bp_handler
+                  lidt idtr(%rip)
+                  int3
+                  mov $5, %r12
+                  hlt
+                bp_handler:
+                  incq 0x200000
+                  iretq
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            m.setTrapHandler((machine, address, imm) -> {
+                machine.setPc(address + 1);
+                return true;
+            });
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            assertEquals(0, m.memory().readLong(RESULTS));
+            assertEquals(5, m.engine().regRead(X86Reg.R12));
+        }
+    }
+
+    @Test
+    void mmioDeviceReceivesGuestWrites() {
+        List<long[]> writes = new ArrayList<>();
+        Device.Mmio dev = new Device.Mmio() {
+            public String name() { return "testdev"; }
+            public long mmioSize() { return 0x1000; }
+            public long read(long offset, int size) { return 0x5a5a0000L | offset; }
+            public void write(long offset, int size, long value) { writes.add(new long[] {offset, size, value}); }
+        };
+        String src = """
+                _start:
+                  movl $0xcafe, 0xc00010
+                  movb $0x7f, 0xc00003
+                  movw $0xbeef, 0xc00020
+                  mov 0xc00040, %eax
+                  mov %rax, 0x200000
+                  hlt
+                """;
+        try (X86Machine m = paged()) {
+            m.bus().attach(MMIO, dev);
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            assertEquals(3, writes.size());
+            assertTrue(java.util.Arrays.equals(new long[] {0x10, 4, 0xcafe}, writes.get(0)));
+            assertTrue(java.util.Arrays.equals(new long[] {0x3, 1, 0x7f}, writes.get(1)));
+            assertTrue(java.util.Arrays.equals(new long[] {0x20, 2, 0xbeef}, writes.get(2)));
+            assertEquals(0x5a5a0040L, m.memory().readLong(RESULTS));
+            assertEquals("testdev", m.memory().regionAt(MMIO + 4).name());
+        }
+    }
+
+    @Test
+    void hltWithInterruptsOnIdlesToTimerEvent() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 0x20, timer_handler
+                  lidt idtr(%rip)
+                  sti
+                1: hlt
+                  cmpq $3, 0x200000
+                  jb 1b
+                  cli
+                  hlt
+                timer_handler:
+                  incq 0x200000
+                  iretq
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            long[] fired = {0};
+            var clock = m.clock();
+            // a periodic "timer" every 1 ms of guest time raising vector 0x20
+            clock.schedule(1_000_000, new dev.kpemu.machine.VirtualClock.Event() {
+                public void fire(long now) {
+                    fired[0]++;
+                    m.setInterruptLine(0x20, true);
+                    clock.schedule(now + 1_000_000, this);
+                }
+            });
+            StopReason r = m.run(10_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(3, m.memory().readLong(RESULTS));
+            assertEquals(3, fired[0]);
+            assertTrue(m.clock().nanos() >= 3_000_000, "guest time idled forward: " + m.clock().nanos());
+            assertTrue(m.clock().instructions() < 1_000_000, "no busy spin: " + m.clock().instructions());
+        }
+    }
+}
