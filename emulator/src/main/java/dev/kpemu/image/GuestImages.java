@@ -90,16 +90,37 @@ public final class GuestImages {
         return m;
     }
 
-    /** {@code initramfs.cpio} (the default guest), built if missing or older than busybox. */
+    /**
+     * {@code initramfs.cpio} (the default guest), (re)written when missing or when its bytes differ
+     * from what the current busybox and /init script give (building it takes milliseconds).
+     */
     public Path initramfs(Arch arch) throws KernelImageException {
         Path out = directory(arch).resolve("initramfs.cpio");
         Path bb = busybox(arch);
         try {
-            if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(bb)) >= 0) return out;
-            return Initramfs.defaultGuest(Files.readAllBytes(bb)).write(out);
+            byte[] want = Initramfs.defaultGuest(Files.readAllBytes(bb)).toBytes();
+            if (Files.isRegularFile(out) && Files.size(out) == want.length && java.util.Arrays.equals(Files.readAllBytes(out), want)) return out;
+            return writeAtomically(out, want);
         } catch (IOException e) {
             throw new KernelImageException(out + ": cannot build the initramfs: " + e.getMessage(), e);
         }
+    }
+
+    static Path writeAtomically(Path out, byte[] bytes) throws IOException {
+        Files.createDirectories(out.toAbsolutePath().getParent());
+        Path tmp = Files.createTempFile(out.toAbsolutePath().getParent(), out.getFileName().toString(), ".tmp");
+        try {
+            Files.write(tmp, bytes);
+            try {
+                Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            } catch (UnsupportedOperationException ignored) {
+                // not a POSIX file system
+            }
+            Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+        return out;
     }
 
     /** Rebuilds {@code initramfs.cpio} unconditionally. */
@@ -126,11 +147,7 @@ public final class GuestImages {
         Path out = directory(arch).resolve("vmlinux");
         try {
             if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(k)) >= 0) return out;
-            byte[] elf = BzImage.read(k).extractVmlinux();
-            Path tmp = Files.createTempFile(out.getParent(), "vmlinux", ".tmp");
-            Files.write(tmp, elf);
-            Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            return out;
+            return writeAtomically(out, BzImage.read(k).extractVmlinux());
         } catch (KernelImageException e) {
             throw e;
         } catch (IOException e) {
@@ -175,6 +192,21 @@ public final class GuestImages {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new KernelImageException("interrupted while running " + script);
+        }
+    }
+
+    /**
+     * Prints, for each architecture given (default: both), the kernel, initramfs and version:
+     * {@code java -cp ... dev.kpemu.image.GuestImages [x86_64|arm64]...}
+     */
+    public static void main(String[] args) throws Exception {
+        GuestImages g = forRepository();
+        java.util.List<Arch> arches = args.length == 0 ? java.util.List.of(Arch.values())
+                : java.util.Arrays.stream(args).map(Arch::parse).toList();
+        for (Arch a : arches) {
+            Guest guest = g.guest(a);
+            System.out.println(a.linuxName() + " kernel=" + guest.kernel() + " initramfs=" + guest.initramfs()
+                    + " package=" + guest.version().get("package") + " version=" + guest.version().get("version"));
         }
     }
 }

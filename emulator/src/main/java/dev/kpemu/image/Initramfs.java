@@ -3,9 +3,7 @@ package dev.kpemu.image;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -97,18 +95,9 @@ public final class Initramfs {
         return out.toByteArray();
     }
 
-    /** Writes the archive atomically (temp file + rename). */
+    /** Writes the archive atomically (temp file + rename, mode 0644). */
     public Path write(Path file) throws IOException {
-        Path dir = file.toAbsolutePath().getParent();
-        Files.createDirectories(dir);
-        Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
-        try {
-            Files.write(tmp, toBytes());
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
-        return file;
+        return GuestImages.writeAtomically(file, toBytes());
     }
 
     private static void writeMember(ByteArrayOutputStream out, int ino, int mode, int nlink, long mtime, byte[] data,
