@@ -262,6 +262,46 @@ class Arm64MachineTest {
     }
 
     @Test
+    void irqRaisedByTheHostInterruptsEl0ThroughTheLowerElVector() {
+        String body = """
+                adr x0, user
+                msr elr_el1, x0
+                msr spsr_el1, xzr
+                msr sp_el0, x19
+                isb
+                eret
+            user:
+                add x8, x8, #1
+                b user
+            """;
+        String handlers = """
+            el0irq:
+                mrs x9, spsr_el1
+                mrs x10, elr_el1
+                mov x11, sp
+                stp x9, x10, [x24]
+                str x11, [x24, #16]
+                movz x2, #0x0900, lsl #16
+                str wzr, [x2]
+            """ + POWER_OFF;
+        try (Arm64Machine m = boot(program(body, Map.of(SYNC_LOWER + 1, "el0irq"), handlers))) {
+            RecordingDevice dev = m.bus().attach(Arm64Layout.UART_BASE, new RecordingDevice());
+            dev.onWrite = () -> m.setInterruptLine(40, false);
+            assertEquals(new StopReason.BudgetExhausted(), m.run(1001));
+            assertEquals(0, m.currentEl());
+            m.setInterruptLine(40, true);
+            assertEquals(new StopReason.PoweredOff(0), m.run(1000));
+            long user = RAM + 4 * (3 + 6);
+            assertEquals(0, m.memory().readLong(RESULTS), "SPSR: EL0t");
+            long elr = m.memory().readLong(RESULTS + 8);
+            assertTrue(elr == user || elr == user + 4, "ELR inside the EL0 loop: " + Long.toHexString(elr));
+            assertEquals(STACK_EL1, m.memory().readLong(RESULTS + 16), "handler on SP_EL1");
+            assertEquals(STACK_EL0, m.reg(Arm64Reg.SP_EL0), "EL0's SP banked");
+            assertEquals(List.of("W 0/4=0"), dev.log);
+        }
+    }
+
+    @Test
     void maskedWfiWithAnEventWakesWithoutTakingTheIrq() {
         String body = """
                 wfi
