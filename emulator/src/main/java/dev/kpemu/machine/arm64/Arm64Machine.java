@@ -184,15 +184,15 @@ public final class Arm64Machine extends Machine {
 
     /**
      * Unicorn 2.1.1 ends {@code uc_emu_start} without an error right after a WFI, PC on the next
-     * instruction (the next start resumes normally; WFE, YIELD and SEV are NOPs). A slice that
-     * ended with the word before the PC being WFI is therefore taken as a WFI (a slice that merely
-     * ran out of count at a branch target right behind a WFI would idle early: harmless, rare).
+     * instruction (the next start resumes normally; WFE, YIELD and SEV are NOPs). The run loop
+     * calls this only when the engine returned by itself, and the word before the PC confirms
+     * the WFI.
      * WFI completes when an interrupt line is raised (even with PSTATE.I set); until then the
      * clock idles from event to event. {@link StopReason.Halted} carries the PC after the WFI;
      * running again resumes there.
      */
     @Override
-    protected StopReason afterSlice() {
+    protected StopReason afterIdleExit() {
         long pc = pc();
         if (!isWfiAt(pc - 4)) return null;
         // WFI wakes on a pending interrupt even when PSTATE masks it.
