@@ -7,6 +7,14 @@
  *
  * x86 block instruction counts come from Unicorn's own translation (UC_CTL_TB_REQUEST_CACHE)
  * and are cached by (address, size); arm64 blocks are size/4 instructions.
+ *
+ * Interrupt-enable watch: while the host has an interrupt waiting that the guest masks
+ * (arm64 PSTATE.I, x86 EFLAGS.IF), it sets `watch_irq`; the hook then reads that flag at every
+ * block start and stops before the first block that runs with interrupts enabled. The guest's
+ * unmask (msr daifclr / msr daif / eret; sti / popf / iret) is no register access the host can
+ * hook, but QEMU ends the translated block after each of them, so the next block start is the
+ * exact point where a CPU would take the interrupt. Costs one register read per block, and
+ * only while the watch is on.
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,11 +28,26 @@ struct kpemu_clock {
     uint64_t blocks;    /* blocks started since the host last cleared it */
     uint32_t stopped;   /* 1 when this hook stopped the engine */
     uint32_t arm64;     /* 1: arm64 (fixed 4-byte instructions) */
+    uint32_t watch_irq; /* 1: stop before the first block that runs with interrupts enabled */
+    uint32_t watch_stops; /* stops made by the watch */
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
+
+/* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops). */
+uint32_t kpemu_clock_features(void) { return 1; }
+
+static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
+    uint64_t v = 0;
+    if (c->arm64) {
+        if (uc_reg_read(uc, UC_ARM64_REG_PSTATE, &v) != UC_ERR_OK) return 0;
+        return (v & 0x80) == 0;     /* PSTATE.I clear */
+    }
+    if (uc_reg_read(uc, UC_X86_REG_EFLAGS, &v) != UC_ERR_OK) return 0;
+    return (v & 0x200) != 0;        /* EFLAGS.IF set */
+}
 
 void kpemu_clock_forget(struct kpemu_clock *c) {
     memset(c->keys, 0, sizeof c->keys);
@@ -50,6 +73,12 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
     uint32_t n = c->arm64 ? (size + 3) / 4 : x86_block_icount(uc, c, address, size);
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;
+        uc_emu_stop(uc);
+        return;
+    }
+    if (c->watch_irq && c->blocks != 0 && interrupts_enabled(uc, c)) {
+        c->stopped = 1;
+        c->watch_stops++;
         uc_emu_stop(uc);
         return;
     }

@@ -35,6 +35,8 @@ public abstract class Machine implements AutoCloseable {
     private TrapHandler trapHandler;
     private long slice = DEFAULT_SLICE;
     private boolean closed;
+    /** {@link InstructionClock#executed()} when the running slice started; -1 outside a slice. */
+    private long sliceStart = -1;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -42,6 +44,7 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
+        this.clock.onSchedule(this::eventScheduled);
     }
 
     public abstract Arch arch();
@@ -75,6 +78,60 @@ public abstract class Machine implements AutoCloseable {
     public void setSliceInstructions(long n) {
         if (n <= 0) throw new IllegalArgumentException("slice must be positive");
         slice = n;
+    }
+
+    /** The configured slice length; subclasses may run shorter slices ({@link #nextSliceLength}). */
+    public long sliceInstructions() { return slice; }
+
+    /**
+     * Length of the next slice. Arch machines shorten it while an interrupt waits for the guest
+     * to unmask it (an unmask is not visible to the host, so a short slice bounds the latency).
+     */
+    protected long nextSliceLength() { return slice; }
+
+    // ------------------------------------------------------------------ time inside a slice
+
+    /**
+     * Guest time now, in nanoseconds, including the instructions the running slice has executed
+     * so far (the clock itself is charged when a slice ends). Devices and system-register hooks
+     * read time through this.
+     */
+    public long guestNanos() {
+        return sliceStart < 0 ? clock.nanos() : clock.nanosAfter(icount.executed() - sliceStart);
+    }
+
+    /**
+     * Ends the running slice at the next translated-block boundary, so the run loop can act on
+     * something a device or hook just did (raise an interrupt, fire an event). Safe from MMIO
+     * callbacks, unlike {@link Unicorn#stop()}: the stop happens in the instruction-clock block
+     * hook. Outside a slice it does nothing.
+     */
+    public void endSliceSoon() {
+        if (sliceStart >= 0) icount.tighten(icount.executed());
+    }
+
+    /**
+     * True when the engine can end a slice exactly where the guest enables interrupts
+     * ({@link #watchInterruptEnable}); false with an older native clock library.
+     */
+    public static boolean canWatchInterruptEnable() { return InstructionClock.canWatchInterrupts(); }
+
+    /**
+     * While on, the running slice ends before the first translated block that starts with
+     * interrupts enabled: an arch machine turns it on when an interrupt waits for the guest to
+     * unmask it, so the interrupt is taken right after the unmask (kpemu_clock.c explains why
+     * block starts are exact). Without library support it does nothing.
+     */
+    protected void watchInterruptEnable(boolean on) { icount.watchInterrupts(on); }
+
+    /** Slices ended by the interrupt-enable watch so far. */
+    public long interruptWatchStops() { return icount.watchStops(); }
+
+    private void eventScheduled(long dueNanos) {
+        if (sliceStart < 0) return;       // the run loop sizes the next slice itself
+        long charged = icount.executed() - sliceStart;
+        long until = clock.instructionsUntil(dueNanos);   // from the slice start
+        icount.tighten(sliceStart + Math.max(charged, until));
     }
 
     // ------------------------------------------------------------------ virtual memory
@@ -206,21 +263,25 @@ public abstract class Machine implements AutoCloseable {
             beforeSlice();
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
-            long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
+            long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             icount.arm(n);
+            sliceStart = before;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
+                sliceStart = -1;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
+                sliceStart = -1;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
             }
+            sliceStart = -1;
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;

@@ -24,6 +24,7 @@ public final class VirtualClock {
     private long idleNanos;
     private long seq;
     private final PriorityQueue<Scheduled> events = new PriorityQueue<>();
+    private java.util.function.LongConsumer onSchedule;
 
     /** @param instructionsPerSecond nominal guest speed (e.g. 1e9 = one instruction per ns) */
     public VirtualClock(long instructionsPerSecond) {
@@ -36,6 +37,28 @@ public final class VirtualClock {
     /** Guest time in nanoseconds since power-on. */
     public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
 
+    /**
+     * Guest time after {@code extraInstructions} more instructions than charged so far: the run
+     * loop charges a slice when it ends, so code running inside a slice (hooks, MMIO callbacks)
+     * reads the time through {@link Machine#guestNanos()}, which passes what the slice ran.
+     */
+    public long nanosAfter(long extraInstructions) {
+        return (long) ((instructions + extraInstructions) * nanosPerInstruction) + idleNanos;
+    }
+
+    /** Instructions to execute (from the charged count) before guest time reaches {@code dueNanos}. */
+    public long instructionsUntil(long dueNanos) {
+        long dn = dueNanos - nanos();
+        if (dn <= 0) return 0;
+        return Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
+    }
+
+    /**
+     * Called with the due time of every newly scheduled event (the machine uses it to end a
+     * running slice in time for an event scheduled from inside that slice).
+     */
+    public void onSchedule(java.util.function.LongConsumer listener) { this.onSchedule = listener; }
+
     /** Charges executed instructions. */
     public void advance(long executedInstructions) {
         if (executedInstructions < 0) throw new IllegalArgumentException("negative instruction count");
@@ -46,6 +69,7 @@ public final class VirtualClock {
     public Object schedule(long dueNanos, Event e) {
         Scheduled s = new Scheduled(dueNanos, seq++, e);
         events.add(s);
+        if (onSchedule != null) onSchedule.accept(dueNanos);
         return s;
     }
 
@@ -57,9 +81,7 @@ public final class VirtualClock {
     public long instructionsUntilNextEvent() {
         Scheduled s = events.peek();
         if (s == null) return Long.MAX_VALUE;
-        long dn = s.dueNanos() - nanos();
-        if (dn <= 0) return 0;
-        return Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
+        return instructionsUntil(s.dueNanos());
     }
 
     public boolean hasEvents() { return !events.isEmpty(); }
