@@ -36,8 +36,9 @@ struct kpemu_clock {
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 
-/* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops). */
-uint32_t kpemu_clock_features(void) { return 1; }
+/* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
+   2 = the arm64 system-register filter (kpemu_sysreg_filter). */
+uint32_t kpemu_clock_features(void) { return 3; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -84,4 +85,36 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
     }
     c->blocks++;
     c->executed += n;
+}
+
+/*
+ * System-register filter for arm64 MRS/MSR instruction hooks. Unicorn calls an instruction
+ * hook for every MRS/MSR the guest executes; Linux reads SP_EL0 ("current") and TPIDR_EL1 for
+ * nearly everything, millions of times per boot, and a Java upcall for each costs more than
+ * the rest of the boot's hooks together. This native hook answers "not handled" for every
+ * register outside the wanted (op0, op1, CRn) group (e.g. 3, 3, 14: the generic timer) and
+ * forwards the rest to the real hook (a Java upcall).
+ */
+typedef uint32_t (*kpemu_sysreg_cb)(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp_reg, void *user_data);
+
+struct kpemu_sysreg_filter {
+    kpemu_sysreg_cb forward;  /* the real hook */
+    void *forward_data;       /* its user_data */
+    int32_t op0, op1, crn;    /* wanted group; -1 matches anything */
+    uint32_t pad;
+    uint64_t seen;            /* hook calls */
+    uint64_t forwarded;       /* calls passed to `forward` */
+};
+
+size_t kpemu_sysreg_filter_size(void) { return sizeof(struct kpemu_sysreg_filter); }
+
+uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp, void *user_data) {
+    struct kpemu_sysreg_filter *f = (struct kpemu_sysreg_filter *)user_data;
+    f->seen++;
+    if ((f->crn >= 0 && (int32_t)cp->crn != f->crn) || (f->op0 >= 0 && (int32_t)cp->op0 != f->op0)
+            || (f->op1 >= 0 && (int32_t)cp->op1 != f->op1)) {
+        return 0;
+    }
+    f->forwarded++;
+    return f->forward(uc, reg, cp, f->forward_data);
 }

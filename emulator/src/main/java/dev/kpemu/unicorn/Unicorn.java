@@ -735,6 +735,34 @@ public final class Unicorn implements AutoCloseable {
         return add(HOOK_INSN, ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, h, 1, 0, insn);
     }
 
+    /**
+     * The native function pointer of an upcall to {@code h} with Unicorn's arm64 MRS/MSR hook
+     * signature ({@code uc_cb_insn_sys_t}), for a native hook that forwards to Java. The stub
+     * lives as long as {@code arena}; failures inside {@code h} are handled as for any hook.
+     */
+    public MemorySegment sysRegUpcallStub(SysRegHook h, Arena arena) {
+        return LINKER.upcallStub(ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, arena);
+    }
+
+    /**
+     * An instruction hook ({@code insn}: e.g. {@link #ARM64_INS_MRS}) whose callback is native
+     * code with its own {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
+     */
+    public Hook hookInsnNative(int insn, MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        ensureOpen();
+        try {
+            MemorySegment hh = scratch;
+            check((int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, HOOK_INSN, callback, userData, 1L, 0L, insn), "uc_hook_add(native insn " + insn + ")");
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
+            hooks.put(h.handle, h);
+            return h;
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_hook_add: " + t);
+        }
+    }
+
     private Hook add(int type, MethodHandle target, FunctionDescriptor fd, Object cb, long begin, long end, int insn) {
         ensureOpen();
         Arena a = Arena.ofShared();

@@ -4,6 +4,7 @@ import dev.kpemu.machine.Device;
 import dev.kpemu.machine.VirtualClock;
 import dev.kpemu.machine.arm64.Arm64Machine;
 import dev.kpemu.machine.arm64.InterruptController;
+import dev.kpemu.machine.arm64.SysRegHooks;
 import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.SysRegs;
 import dev.kpemu.unicorn.Unicorn;
@@ -97,7 +98,7 @@ public final class GenericTimer implements Device {
     private final VirtualClock clock;
     private final InterruptController gic;
     private final Timer phys = new Timer(PPI_PHYS), virt = new Timer(PPI_VIRT);
-    private final Unicorn.Hook mrsHook, msrHook;
+    private final SysRegHooks.Installed mrsHook, msrHook;
     private long accesses;
 
     /** Attaches the timer to {@code machine} (installs the MRS/MSR hooks; do it before the guest runs). */
@@ -106,8 +107,9 @@ public final class GenericTimer implements Device {
         this.clock = machine.clock();
         this.gic = gic;
         Unicorn uc = machine.engine();
-        this.mrsHook = uc.hookSysReg(Unicorn.ARM64_INS_MRS, (u, reg, acc) -> onMrs(u, reg, acc.key()));
-        this.msrHook = uc.hookSysReg(Unicorn.ARM64_INS_MSR, (u, reg, acc) -> onMsr(u, reg, acc.key()));
+        // Only op0=3, op1=3, CRn=14 (CNTFRQ, CNTPCT, CNTVCT, CNTP_*, CNTV_*) reach Java.
+        this.mrsHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()));
+        this.msrHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MSR, 3, 3, 14, (u, reg, acc) -> onMsr(u, reg, acc.key()));
     }
 
     @Override public String name() { return "generic-timer"; }
@@ -152,6 +154,12 @@ public final class GenericTimer implements Device {
         else return key == SysRegs.CNTFRQ_EL0;       // read-only below EL3: ignore
         return true;
     }
+
+    /** MRS/MSR instructions the engine reported to the timer's hooks (all registers). */
+    public long sysRegInstructions() { return mrsHook.seen() + msrHook.seen(); }
+
+    /** Hook calls that reached Java (timer registers only, with the native filter). */
+    public long javaHookCalls() { return mrsHook.forwarded() + msrHook.forwarded(); }
 
     private boolean onMrs(Unicorn u, int reg, int key) {
         Long v = read(key);
