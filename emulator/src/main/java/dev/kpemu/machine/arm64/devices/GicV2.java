@@ -266,7 +266,7 @@ public final class GicV2 implements InterruptController {
             case GICC_PMR -> pmr;
             case GICC_BPR -> bpr;
             case GICC_IAR -> acknowledge();
-            case GICC_RPR -> runningPriority() & 0xff;
+            case GICC_RPR -> Math.min(0xff, runningPriority());     // 0xff when idle
             case GICC_HPPIR -> highestPending();
             case GICC_ABPR -> 3;
             case GICC_AIAR, GICC_AHPPIR -> SPURIOUS;
