@@ -60,6 +60,10 @@ public final class Arm64BootRunner {
     private Arm64BootRunner() {}
 
     public static Result boot(Options o) throws KernelImageException {
+        if (!dev.kpemu.machine.Machine.canWatchInterruptEnable()) {
+            throw new IllegalStateException("the native instruction clock (libkpemu_clock.so) predates the interrupt-enable watch "
+                    + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
+        }
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();

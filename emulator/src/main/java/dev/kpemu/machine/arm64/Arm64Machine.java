@@ -173,8 +173,10 @@ public final class Arm64Machine extends Machine {
      * guest's unmask ({@code msr daifclr}, {@code msr daif}, {@code eret}) is no MRS/MSR register
      * access the host can hook; with the watch the slice ends at the first block that starts
      * unmasked (exact), without it short slices poll PSTATE. Short slices alone are not enough:
-     * the idle loop unmasks for only three instructions and slice ends fall on block starts, so
-     * a periodic loop can miss that window forever (seen in the kernel's do_idle).
+     * the idle loop unmasks for only a few instructions, and every WFI ends the slice right
+     * after itself (still masked), so slice ends never land in that window: Linux's idle loop
+     * then never takes its timer interrupt (seen: boots hang in do_idle). Booting Linux needs
+     * the watch ({@code Arm64BootRunner} checks); this fallback serves bare-metal guests.
      */
     public static final long MASKED_PENDING_SLICE = 2_000;
 
