@@ -74,7 +74,15 @@ public final class Arm64BootRunner {
         byte[] kernelBytes = read(kernel, "kernel");
         byte[] initrdBytes = read(initrd, "initrd");
         byte[] image = Arm64LinuxLoader.rawImage(kernelBytes, kernel.toString());
-        SymbolTable symbols = Kallsyms.fromArm64Image(image, kernel.toString());
+        // Symbols serve only the final report: decode them beside the boot instead of before it.
+        String kernelName = kernel.toString();
+        java.util.concurrent.CompletableFuture<SymbolTable> symbols = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return Kallsyms.fromArm64Image(image, kernelName);
+            } catch (KernelImageException e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
         String append = o.append() == null ? Arm64LinuxLoader.DEFAULT_CMDLINE : o.append();
         long ram = (long) o.memoryMiB() << 20;
         Console con = new Console(o.console(), hostStart);
@@ -131,7 +139,15 @@ public final class Arm64BootRunner {
             long pc = m.pc();
             con.flush();
             return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
-                    con.initDoneGuest, con.initDoneHost, m.irqsTaken(), con.lastLines(), pc, symbols.format(pc));
+                    con.initDoneGuest, con.initDoneHost, m.irqsTaken(), con.lastLines(), pc, symbolize(symbols, pc));
+        }
+    }
+
+    private static String symbolize(java.util.concurrent.CompletableFuture<SymbolTable> symbols, long pc) {
+        try {
+            return symbols.join().format(pc);
+        } catch (RuntimeException e) {
+            return "(no symbols: " + e.getMessage() + ")";
         }
     }
 
