@@ -447,7 +447,7 @@ public final class Btf {
             last = indices.isEmpty() ? new Field(path, typeId, bitOffset, f.bitfieldSize(), f.size())
                                      : new Field(path, typeId, bitOffset, 0, sizeOf(typeId));
             if (i + 1 < parts.length && last.bitfield()) throw new NoSuchElementException("'" + name + "' in path '" + path + "' is a bitfield");
-            cur = type(typeId == 0 ? 0 : typeId);
+            cur = type(typeId);
             if (cur == null && i + 1 < parts.length) throw new NoSuchElementException("'" + name + "' in path '" + path + "' is void");
         }
         return last;

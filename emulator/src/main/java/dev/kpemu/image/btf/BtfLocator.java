@@ -54,9 +54,14 @@ public final class BtfLocator {
 
     /** The BTF of Debian's kernel for {@code arch} (x86_64: the extracted vmlinux; arm64: the Image). */
     public static Found forGuest(GuestImages images, Arch arch) throws KernelImageException {
-        if (arch == Arch.X86_64) return fromElf(ElfImage.read(images.vmlinux(arch)), null);
+        return forGuest(images, arch, arch == Arch.X86_64 ? null : images.symbols(arch));
+    }
+
+    /** As {@link #forGuest(GuestImages, Arch)}, with the kernel's symbols already decoded (may be null). */
+    public static Found forGuest(GuestImages images, Arch arch, SymbolTable symbols) throws KernelImageException {
+        if (arch == Arch.X86_64) return fromElf(ElfImage.read(images.vmlinux(arch)), symbols);
         Path k = images.kernel(arch);
-        return fromArm64Image(readFile(k), k.toString(), images.symbols(arch));
+        return fromArm64Image(readFile(k), k.toString(), symbols);
     }
 
     /** An ELF vmlinux: the .BTF section, else __start_BTF from {@code symbols} (may be null), else a scan. */

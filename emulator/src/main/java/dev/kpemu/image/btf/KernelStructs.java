@@ -76,7 +76,7 @@ public final class KernelStructs {
     /** For Debian's kernel of this architecture (BTF located by {@link BtfLocator#forGuest}, symbols from kallsyms). */
     public static KernelStructs forGuest(GuestImages images, Arch arch) throws KernelImageException {
         SymbolTable syms = images.symbols(arch);
-        return of(BtfLocator.forGuest(images, arch).btf(), syms, arch);
+        return of(BtfLocator.forGuest(images, arch, syms).btf(), syms, arch);
     }
 
     /**

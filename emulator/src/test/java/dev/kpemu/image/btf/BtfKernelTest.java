@@ -29,7 +29,7 @@ class BtfKernelTest {
         images = GuestImages.forRepository();
         for (Arch a : Arch.values()) {
             symbols.put(a, images.symbols(a));
-            BtfLocator.Found f = BtfLocator.forGuest(images, a);
+            BtfLocator.Found f = BtfLocator.forGuest(images, a, symbols.get(a));
             found.put(a, f);
             structs.put(a, KernelStructs.of(f.btf(), symbols.get(a), a));
             System.out.println(a.linuxName() + ": " + f);
@@ -52,6 +52,15 @@ class BtfKernelTest {
         BtfLocator.Found scanned = BtfLocator.scan(elf.bytes(), "vmlinux");
         assertEquals(f.fileOffset(), scanned.fileOffset());
         assertEquals(f.btf().typeCount(), scanned.btf().typeCount());
+    }
+
+    @Test
+    void readAnyKernelFile() throws Exception {
+        BtfLocator.Found bz = BtfLocator.read(images.kernel(Arch.X86_64));   // bzImage: decompressed first
+        assertEquals(found.get(Arch.X86_64).btf().typeCount(), bz.btf().typeCount());
+        assertEquals(found.get(Arch.X86_64).fileOffset(), bz.fileOffset());
+        BtfLocator.Found arm = BtfLocator.read(images.kernel(Arch.ARM64));
+        assertEquals(found.get(Arch.ARM64).fileOffset(), arm.fileOffset());
     }
 
     @Test
@@ -101,6 +110,7 @@ class BtfKernelTest {
         for (Arch a : Arch.values()) {
             Btf btf = found.get(a).btf();
             BtfType task = btf.structByName("task_struct").orElseThrow();
+            assertEquals(1, btf.byName("task_struct").stream().filter(t -> t.kind() == BtfKind.STRUCT).count(), "one definition (deduplicated BTF)");
             assertTrue(task.size() > 2000, a + ": " + task.size());
             Btf.Field comm = btf.member(task, "comm").orElseThrow();
             assertEquals(16, comm.size());

@@ -342,6 +342,16 @@ class BtfSyntheticTest {
         assertEquals(b.length, f.size());
         assertEquals(28, f.btf().typeCount());
         assertEquals(BtfLocator.Method.MAGIC_SCAN, f.method());
+        // with __start_BTF/__stop_BTF symbols the scan is not needed
+        long base = 0xffff800008000000L;
+        dev.kpemu.image.SymbolTable syms = dev.kpemu.image.SymbolTable.of(List.of(
+                new dev.kpemu.image.Symbol("__start_BTF", base + 333, 'R', 0),
+                new dev.kpemu.image.Symbol("__stop_BTF", base + 333 + b.length, 'R', 0)),
+                base, a -> a - base >= 0 && a - base < image.length ? java.util.OptionalLong.of(a - base) : java.util.OptionalLong.empty(), "syms");
+        BtfLocator.Found viaSyms = BtfLocator.fromArm64Image(image, "image", syms);
+        assertEquals(BtfLocator.Method.SYMBOLS, viaSyms.method());
+        assertEquals(333, viaSyms.fileOffset());
+        assertEquals(base + 333, viaSyms.vaddr().orElseThrow());
         byte[] junk = new byte[4096];
         String m = assertThrows(BtfFormatException.class, () -> BtfLocator.scan(junk, "junk")).getMessage();
         assertTrue(m.contains("no BTF found"), m);
