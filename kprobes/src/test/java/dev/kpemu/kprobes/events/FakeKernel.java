@@ -37,6 +37,14 @@ final class FakeKernel implements KernelSymbols, FetchContext {
         addrs.putIfAbsent(name, addr);
     }
 
+    /** Replaces every symbol called {@code name} by one at {@code addr}. */
+    void replace(String name, long addr, long size) {
+        byAddr.values().removeIf(s -> s.name().equals(name));
+        counts.remove(name);
+        addrs.remove(name);
+        sym(name, addr, size, null);
+    }
+
     void put(long addr, byte[] b) {
         for (int i = 0; i < b.length; i++) mem.put(addr + i, b[i]);
     }
