@@ -54,7 +54,7 @@ final class X86Detour {
         for (Instruction i : region.instructions()) {
             a.raw(relocate(i, a.here()));
         }
-        a.bytes(0xe9).int32(rel32(a.here() + 5, region.end(), "jump back"));
+        a.raw(jmp(a.here(), region.end()));
         return new DetourBuffer(Arch.X86_64, address, a.out.toByteArray(), style, region, handOff, displaced,
                 OptionalLong.empty(), region.end());
     }
@@ -90,7 +90,7 @@ final class X86Detour {
 
     /** The 5-byte {@code jmp rel32} at {@code from} to {@code to} ({@code JMP32_INSN_OPCODE}). */
     static byte[] jmp(long from, long to) {
-        int rel = rel32(from + 5, to, "jump");
+        int rel = rel32(from + OptimizationSafety.JMP32_INSN_SIZE, to, "jump");
         return new byte[] {(byte) 0xe9, (byte) rel, (byte) (rel >>> 8), (byte) (rel >>> 16), (byte) (rel >>> 24)};
     }
 
