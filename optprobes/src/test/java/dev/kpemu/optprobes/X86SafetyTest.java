@@ -269,4 +269,15 @@ class X86SafetyTest {
         assertEquals(List.of(Reason.INDIRECT_JUMP, Reason.CALL_IN_REGION, Reason.POST_HANDLER),
                 v.refusals().stream().map(Refusal::reason).toList());
     }
+
+    @Test
+    void interiorOfTheRegionIsWhereAStoppedThreadForbidsPatching() {
+        DisplacedRegion r = accepted(check(fn(PROLOGUE), F));
+        // F: push rbp, F+1: mov rbp,rsp, F+4: push r12; end F+6
+        assertFalse(r.interior(F), "at the first byte the jump simply runs");
+        assertTrue(r.interior(F + 1));
+        assertTrue(r.interior(F + 4));
+        assertFalse(r.interior(F + 6), "the return point is outside");
+        assertFalse(r.interior(F - 1));
+    }
 }
