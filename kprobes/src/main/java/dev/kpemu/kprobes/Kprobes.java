@@ -143,6 +143,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         syncText();
         if (p.isRegistered()) throw new KprobeException(Errno.EINVAL, p + " is already registered");
         long addr = canonicalAddress(p);
+        if (slots.contains(addr)) throw new KprobeException(Errno.EINVAL, "kprobe slot memory cannot be probed");
         SymbolResolver.SymbolInfo sym = symbols.lookup(addr).orElseThrow(
                 () -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
         checkAddressSafe(addr, sym);
@@ -320,7 +321,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     private void checkAddressSafe(long addr, SymbolResolver.SymbolInfo sym) {
         if (!sym.text()) throw new KprobeException(Errno.EINVAL, sym.name() + " is not text");
-        if (slots.contains(addr)) throw new KprobeException(Errno.EINVAL, "kprobe slot memory cannot be probed");
         Blacklist.Range r = blacklist.find(addr);
         if (r != null && !allowBlacklisted) throw new KprobeException(Errno.EINVAL, String.format("0x%x is blacklisted (%s)", addr, r.name()));
     }

@@ -28,7 +28,7 @@ final class Arm64Guest extends Guest {
         "kprobe_target", "kprobe_target2", "kprobe_recursed_target", "kprobe_stacktrace_internal_target",
         "kprobe_stacktrace_target", "kprobe_stacktrace_driver", "halt_stub", "adrp_func", "ldr_literal_func",
         "bl_func", "cbz_func", "tbz_func", "blr_func", "fault_func", "brk_func", "read_text", "patch_text",
-        "patchme", "mul_loop", "nokprobe_func", "ldxr_func", "ldrsw_literal_func",
+        "patchme", "mul_loop", "nokprobe_func", "ldxr_func", "ldrsw_literal_func", "recurse",
     };
 
     private static byte[] code;
@@ -127,6 +127,7 @@ final class Arm64Guest extends Guest {
             fn("mov x0, x0\nret\n"),
             fn("retry:\nldxr x1, [x0]\nadd x1, x1, #1\nstxr w2, x1, [x0]\ncbnz w2, retry\nret\n"),
             fn(0x98000040, RET, 0x00000000_fffffff0L),                      // ldrsw x0, #8; ret; .word -16
+            fn("recurse:\n" + prologue + "cbz x0, zero\nsub x0, x0, #1\nbl recurse\nadd x0, x0, #1\nzero:\n" + epilogue),
         };
         byte[] all = new byte[0x100 * NAMES.length];
         for (int i = 0; i < bodies.length; i++) {

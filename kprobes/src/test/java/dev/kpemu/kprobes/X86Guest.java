@@ -24,7 +24,7 @@ final class X86Guest extends Guest {
         "kprobe_target", "kprobe_target2", "kprobe_recursed_target", "kprobe_stacktrace_internal_target",
         "kprobe_stacktrace_target", "kprobe_stacktrace_driver", "halt_stub", "rip_load", "rel32_call", "jcc_func",
         "ret_func", "pushf_func", "fault_func", "pf_handler", "bp_handler", "int3_func", "read_text", "patch_text",
-        "patchme", "loop_func", "nokprobe_func", "mul_loop",
+        "patchme", "loop_func", "nokprobe_func", "mul_loop", "recurse",
     };
 
     private static byte[] code;
@@ -144,6 +144,7 @@ final class X86Guest extends Guest {
             jnz 1b
             ret
             """,
+            "push %rbp\nmov %rsp, %rbp\ntest %rdi, %rdi\njz 1f\ndec %rdi\ncall recurse\ninc %rax\npop %rbp\nret\n1: xor %eax, %eax\npop %rbp\nret\n",
         };
         for (int i = 0; i < NAMES.length; i++) {
             s.append(".org ").append(0x100 * i).append('\n').append(NAMES[i]).append(":\n").append(bodies[i]).append('\n');

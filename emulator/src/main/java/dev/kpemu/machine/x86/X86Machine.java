@@ -90,6 +90,9 @@ public final class X86Machine extends Machine {
         long rip = pc();
         switch (intno) {
             case VEC_BP -> {
+                // An int3 leaves Unicorn's exception-in-flight state set too (measured: the next #PF
+                // then arrives as #DF, or is lost), so it is cleared here as after faults.
+                clearExceptionInFlightNow();
                 // Unicorn reports int3 with RIP already past the 0xcc.
                 var th = trapHandler();
                 if (th != null && th.onBreakpoint(this, rip - 1, 0)) return;
