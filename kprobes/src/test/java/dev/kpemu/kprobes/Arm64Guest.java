@@ -12,14 +12,14 @@ import dev.kpemu.unicorn.Arm64Reg;
 /**
  * arm64 guest: the first 32 MiB of RAM mapped at the kernel VA {@code 0xffff000000000000} with
  * 2 MiB blocks through TTBR1 (48-bit, 4 KiB granule), MMU turned on by the host; text at
- * {@code +0x100000}, vectors at {@code +0x30000}; the slot area at {@code +0x10000000}, outside
+ * {@code +0x100000}, vectors at {@code +0x30000}; the slot area at {@code +0x4000000} (within B range of the text), outside
  * the mapped blocks, backed by RAM at +48 MiB.
  */
 final class Arm64Guest extends Guest {
     static final long RAM = Arm64Layout.RAM_BASE;
     static final long KVA = 0xffff_0000_0000_0000L;
     static final long TEXT = KVA + 0x10_0000, DATA = KVA + 0x20_0000, STACK_TOP = KVA + 0x8_0000, VBAR = KVA + 0x3_0000;
-    static final long SLOT_VA = KVA + 0x1000_0000L, SLOT_PA = RAM + 0x300_0000;
+    static final long SLOT_VA = KVA + 0x400_0000L, SLOT_PA = RAM + 0x300_0000;
     static final long TABLES_PA = RAM + 0x40_0000;
     static final long MAIR = 0xffL, TCR = 0x5_b510_3510L, SCTLR_MMU_ON = 0x30d0_1805L;
     static final int RET = 0xd65f03c0;
