@@ -51,10 +51,11 @@ public interface ArchKprobes extends AutoCloseable {
     /** The register view of the machine. */
     Regs regs();
 
-    /** At a function's entry: where it will return (x86 {@code [rsp]}, arm64 {@code lr}). */
-    long returnAddressAtEntry(Regs regs);
-
-    void setReturnAddressAtEntry(Regs regs, long address);
+    /**
+     * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})
+     * with {@code trampoline} and returns the real return address ({@code arch_prepare_kretprobe}).
+     */
+    long swapReturnAddress(Regs regs, long trampoline);
 
     /** The frame key saved at entry (x86 the return address's stack slot, arm64 the caller's x29). */
     long entryFrame(Regs regs);

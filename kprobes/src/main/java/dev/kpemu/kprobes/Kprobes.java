@@ -71,7 +71,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private boolean watchText = true;
     private boolean allArmed = true;
     private boolean allowBlacklisted;
-    private boolean slotsMapped;
+    private boolean boosting = true;
     private long sequence;
     private long handlerFailures;
     private Throwable lastHandlerFailure;
@@ -125,6 +125,16 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         for (ProbePoint p : points.values()) {
             if (watch) textWatch.watch(p, p.insn.length()); else textWatch.unwatch(p);
         }
+        return this;
+    }
+
+    /**
+     * Boosting on or off (on by default). Linux boosts only on non-preemptible kernels
+     * ({@code !CONFIG_PREEMPTION}); turning it off makes every copy end with a trap.
+     */
+    public Kprobes boosting(boolean on) {
+        this.boosting = on;
+        for (ProbePoint p : points.values()) refreshSlot(p);
         return this;
     }
 
@@ -350,15 +360,14 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private void ensureSlotsMapped() {
-        if (slotsMapped && slots.mappedIn(machine)) return;
+        if (slots.mappedIn(machine)) return;
         slots.map(machine, arch);
-        slotsMapped = true;
     }
 
     /** Boosting: a slot ending in a jump back when the instruction allows it and no child has a post handler. */
     private void refreshSlot(ProbePoint p) {
         if (p.slot == 0) return;
-        boolean boost = p.insn.boostable() && !p.hasPostHandler() && arch.canBoost(p.insn, p.address, p.slot);
+        boolean boost = boosting && p.insn.boostable() && !p.hasPostHandler() && arch.canBoost(p.insn, p.address, p.slot);
         if (boost == p.boosted) return;
         slots.write(machine, p.slot, arch.slotCode(p.insn, p.address, p.slot, boost));
         p.boosted = boost;
@@ -620,7 +629,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             rp.nmissed++;
             return 0;
         }
-        ri.retAddr = arch.returnAddressAtEntry(regs);
+        ri.retAddr = 0;
         ri.frame = arch.entryFrame(regs);
         if (rp.entryHandler() != null) {
             int r;
@@ -635,7 +644,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                 return 0;
             }
         }
-        arch.setReturnAddressAtEntry(regs, trampoline);
+        ri.retAddr = arch.swapReturnAddress(regs, trampoline);
         outstanding.add(ri);
         return 0;
     }

@@ -198,9 +198,12 @@ public final class Arm64Kprobes implements ArchKprobes {
 
     // ------------------------------------------------------------------ kretprobes and unwinding
 
-    @Override public long returnAddressAtEntry(Regs r) { return regs.xzr(30); }
-
-    @Override public void setReturnAddressAtEntry(Regs r, long address) { regs.setXzr(30, address); }
+    @Override
+    public long swapReturnAddress(Regs r, long trampoline) {
+        long old = regs.xzr(30);
+        regs.setXzr(30, trampoline);
+        return old;
+    }
 
     /** The caller's frame pointer (x29 at entry), as Linux 6.x matches kretprobe instances. */
     @Override public long entryFrame(Regs r) { return regs.xzr(29); }

@@ -245,9 +245,20 @@ public final class X86Kprobes implements ArchKprobes {
 
     // ------------------------------------------------------------------ kretprobes and unwinding
 
-    @Override public long returnAddressAtEntry(Regs r) { return machine.readVirtualLong(regs.sp()); }
-
-    @Override public void setReturnAddressAtEntry(Regs r, long address) { machine.writeVirtualLong(regs.sp(), address); }
+    /** One page walk for both the read and the write of {@code [rsp]}. */
+    @Override
+    public long swapReturnAddress(Regs r, long trampoline) {
+        long sp = regs.sp();
+        var t = machine.translateOrThrow(sp);
+        if ((sp & (t.pageSize() - 1)) > t.pageSize() - 8) {
+            long old = machine.readVirtualLong(sp);
+            machine.writeVirtualLong(sp, trampoline);
+            return old;
+        }
+        long old = machine.memory().readLong(t.physical());
+        machine.memory().writeLong(t.physical(), trampoline);
+        return old;
+    }
 
     @Override public long entryFrame(Regs r) { return regs.sp(); }
 
