@@ -182,9 +182,17 @@ public final class Arm64Machine extends Machine {
         if (irqPending() && (pstate() & PSTATE_I) == 0) takeException(VECTOR_IRQ, -1, 0, false);
     }
 
+    /**
+     * Unicorn 2.1.1 ends {@code uc_emu_start} without an error right after a WFI, PC on the next
+     * instruction (the next start resumes normally; WFE, YIELD and SEV are NOPs). The run loop
+     * calls this only when the engine returned by itself, and the word before the PC confirms
+     * the WFI.
+     * WFI completes when an interrupt line is raised (even with PSTATE.I set); until then the
+     * clock idles from event to event. {@link StopReason.Halted} carries the PC after the WFI;
+     * running again resumes there.
+     */
     @Override
-    protected StopReason afterSlice() {
-        // Unicorn 2.1.1 ends the run (no error) right after a WFI, PC on the next instruction.
+    protected StopReason afterIdleExit() {
         long pc = pc();
         if (!isWfiAt(pc - 4)) return null;
         // WFI wakes on a pending interrupt even when PSTATE masks it.

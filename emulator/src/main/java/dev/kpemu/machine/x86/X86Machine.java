@@ -238,7 +238,7 @@ public final class X86Machine extends Machine {
     }
 
     @Override
-    protected StopReason afterSlice() {
+    protected StopReason afterIdleExit() {
         if (!haltedAtHlt()) return null;
         boolean canWake = (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0;
         if (canWake && pendingVector >= 0) return null;
@@ -246,7 +246,7 @@ public final class X86Machine extends Machine {
         return new StopReason.Halted(pc());
     }
 
-    /** Unicorn ends uc_emu_start on HLT with RIP after it; a slice that ends there idled. */
+    /** Unicorn ends uc_emu_start on HLT with RIP after it; the byte before RIP confirms it. */
     private boolean haltedAtHlt() {
         long rip = pc();
         try {
