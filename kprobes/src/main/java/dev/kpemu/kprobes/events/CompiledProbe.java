@@ -1,5 +1,6 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.kprobes.Errno;
 import dev.kpemu.machine.Arch;
 
 import java.lang.invoke.MethodHandles;

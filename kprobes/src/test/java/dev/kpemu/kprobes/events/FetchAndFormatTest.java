@@ -1,5 +1,6 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.kprobes.Errno;
 import dev.kpemu.machine.Arch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
