@@ -70,4 +70,28 @@ class CliTest {
         assertArrayEquals(Asm.x86(src, DemoCommand.CODE), DemoCommand.resource("demo-x86.bin"),
                 "demo-x86.bin is stale: re-assemble demo-x86.S");
     }
+
+    @Test
+    void checkEventsPrintsErrorLogWithCaretAndExitsTwo() {
+        Run r = run("check-events", "--syntax-only", "-e", "p:ok do_sys_openat2 dfd=%di", "-e", "p:bad do_sys_openat2 x=%xx");
+        assertEquals(ExitCodes.USAGE, r.code());
+        assertEquals("p:kprobes/ok do_sys_openat2 dfd=%di", r.out().strip());
+        // caret under the '%' that starts the bad register, as the kernel's error_log puts it
+        assertEquals("""
+                trace_kprobe: error: Invalid register name
+                  Command: p:bad do_sys_openat2 x=%xx
+                                                  ^
+                """, r.err().stripTrailing() + "\n");
+    }
+
+    @Test
+    void checkEventsAgainstRealKallsyms() {
+        Run ok = run("check-events", "--arch", "arm64", "-e", "p:myopen do_sys_openat2 dfd=%x0 fn=+0(%x1):ustring");
+        assertEquals(0, ok.code(), ok.err());
+        Run missing = run("check-events", "--arch", "arm64", "-e", "p no_such_function_in_this_kernel");
+        assertEquals(ExitCodes.USAGE, missing.code());
+        assertTrue(missing.err().startsWith("trace_kprobe: error: Invalid probed address or symbol"), missing.err());
+        Run notEntry = run("check-events", "--arch", "x86_64", "-e", "r do_sys_openat2+4");
+        assertTrue(notEntry.err().contains("Retprobe address must be an function entry"), notEntry.err());
+    }
 }

@@ -34,6 +34,7 @@ public abstract class Machine implements AutoCloseable {
     private StopReason pendingStop;
     private TrapHandler trapHandler;
     private long slice = DEFAULT_SLICE;
+    private boolean interruptsHeld;
     private boolean closed;
     /** {@link InstructionClock#executed()} when the running slice started; -1 outside a slice. */
     private long sliceStart = -1;
@@ -74,6 +75,21 @@ public abstract class Machine implements AutoCloseable {
     public void setTrapHandler(TrapHandler h) { this.trapHandler = h; }
 
     public TrapHandler trapHandler() { return trapHandler; }
+
+    /**
+     * Holds external interrupts back while the host is in the middle of something the guest must
+     * not see interrupted (kprobes: between a probe hit and the end of its out-of-line step).
+     * Pending interrupts are injected at the first slice boundary after the hold ends.
+     */
+    public void holdInterrupts(boolean hold) { this.interruptsHeld = hold; }
+
+    public boolean interruptsHeld() { return interruptsHeld; }
+
+    /** Offers a non-breakpoint exception to the trap handler first (see {@link TrapHandler#onFault}). */
+    protected boolean faultResolvedByHost(long pc, int trapnr) {
+        TrapHandler th = trapHandler;
+        return th != null && th.onFault(this, pc, trapnr);
+    }
 
     public void setSliceInstructions(long n) {
         if (n <= 0) throw new IllegalArgumentException("slice must be positive");
@@ -260,7 +276,8 @@ public abstract class Machine implements AutoCloseable {
         pendingStop = null;
         while (true) {
             clock.fireDue();
-            beforeSlice();
+            if (trapHandler != null) trapHandler.onSafePoint(this);
+            if (!interruptsHeld) beforeSlice();
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));

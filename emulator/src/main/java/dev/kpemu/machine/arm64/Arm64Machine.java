@@ -274,8 +274,14 @@ public final class Arm64Machine extends Machine {
                 takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
             }
             case EXCP_HVC, EXCP_SMC -> hypercalls.onHypercall(this, syndrome & 0xffff, intno == EXCP_SMC);
-            case EXCP_DATA_ABORT, EXCP_PREFETCH_ABORT -> takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), vaddress, true);
-            default -> takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
+            case EXCP_DATA_ABORT, EXCP_PREFETCH_ABORT -> {
+                if (faultResolvedByHost(pc(), syndrome >>> 26)) return;
+                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), vaddress, true);
+            }
+            default -> {
+                if (intno != EXCP_SWI && faultResolvedByHost(pc(), syndrome >>> 26)) return;
+                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
+            }
         }
     }
 
