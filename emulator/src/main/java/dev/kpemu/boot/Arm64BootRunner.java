@@ -195,7 +195,7 @@ public final class Arm64BootRunner {
             tail.addLast(l);
             while (tail.size() > KEEP_LINES) tail.removeFirst();
             if (initDoneGuest < 0 && l.contains(Initramfs.MARK_DONE)) {
-                initDoneGuest = machine.guestNanos();
+                initDoneGuest = machine.clock().liveNanos();
                 initDoneHost = System.nanoTime() - hostStart;
             }
             if (!panicked && l.contains(PANIC)) {

@@ -75,17 +75,21 @@ final class InstructionClock implements AutoCloseable {
         state.set(JAVA_INT, STOPPED, 0);
     }
 
-    /** The current deadline (absolute, in {@link #executed()} units). */
-    long deadline() { return state.get(JAVA_LONG, DEADLINE); }
+    /** Moves the running slice's deadline earlier (never later); the block hook stops there. */
+    void lowerDeadline(long executedDeadline) {
+        if (executedDeadline < state.get(JAVA_LONG, DEADLINE)) state.set(JAVA_LONG, DEADLINE, executedDeadline);
+    }
 
-    /**
-     * Moves the running slice's deadline earlier (never later): the engine stops before the next
-     * block that would pass it. Safe from any hook, MMIO callbacks included, because the stop
-     * itself happens in the block hook. A deadline at or below {@link #executed()} stops at the
-     * next block boundary.
-     */
-    void tighten(long absoluteDeadline) {
-        if (absoluteDeadline < deadline()) state.set(JAVA_LONG, DEADLINE, absoluteDeadline);
+    /** True when the last slice ended because the deadline came. */
+    boolean reachedDeadline() { return state.get(JAVA_INT, STOPPED) != 0; }
+
+    /** Drops cached block sizes (after guest text changed under the host). */
+    void forgetBlocks() {
+        try {
+            FORGET.invokeExact(state);
+        } catch (Throwable t) {
+            throw new IllegalStateException("kpemu_clock_forget: " + t, t);
+        }
     }
 
     /** True when the native hook can watch for the guest enabling interrupts (see kpemu_clock.c). */
@@ -102,18 +106,6 @@ final class InstructionClock implements AutoCloseable {
 
     /** Slices the watch ended. */
     long watchStops() { return canWatchInterrupts() ? Integer.toUnsignedLong(state.get(JAVA_INT, WATCH_STOPS)) : 0; }
-
-    /** True when the last slice ended because the deadline came. */
-    boolean reachedDeadline() { return state.get(JAVA_INT, STOPPED) != 0; }
-
-    /** Drops cached block sizes (after guest text changed under the host). */
-    void forgetBlocks() {
-        try {
-            FORGET.invokeExact(state);
-        } catch (Throwable t) {
-            throw new IllegalStateException("kpemu_clock_forget: " + t, t);
-        }
-    }
 
     @Override public void close() {
         arena.close();

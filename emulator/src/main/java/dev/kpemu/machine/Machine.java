@@ -36,8 +36,6 @@ public abstract class Machine implements AutoCloseable {
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
-    /** {@link InstructionClock#executed()} when the running slice started; -1 outside a slice. */
-    private long sliceStart = -1;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -45,8 +43,16 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
-        this.clock.onSchedule(this::eventScheduled);
+        clock.setPendingInstructions(() -> inSlice ? icount.executed() - sliceStart : 0);
+        // A device that schedules an event while a slice runs (from a port or MMIO callback)
+        // pulls the slice's deadline in, so the event fires on time at the next block boundary.
+        clock.setScheduleListener(due -> {
+            if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
+        });
     }
+
+    private boolean inSlice;
+    private long sliceStart;
 
     public abstract Arch arch();
 
@@ -100,30 +106,19 @@ public abstract class Machine implements AutoCloseable {
     public long sliceInstructions() { return slice; }
 
     /**
-     * Length of the next slice. Arch machines shorten it while an interrupt waits for the guest
-     * to unmask it (an unmask is not visible to the host, so a short slice bounds the latency).
+     * Length of the next slice. An arch machine may shorten it, e.g. while an interrupt waits
+     * for the guest to unmask it and the native interrupt-enable watch is not available.
      */
     protected long nextSliceLength() { return slice; }
 
-    // ------------------------------------------------------------------ time inside a slice
-
-    /**
-     * Guest time now, in nanoseconds, including the instructions the running slice has executed
-     * so far (the clock itself is charged when a slice ends). Devices and system-register hooks
-     * read time through this.
-     */
-    public long guestNanos() {
-        return sliceStart < 0 ? clock.nanos() : clock.nanosAfter(icount.executed() - sliceStart);
-    }
-
     /**
      * Ends the running slice at the next translated-block boundary, so the run loop can act on
-     * something a device or hook just did (raise an interrupt, fire an event). Safe from MMIO
-     * callbacks, unlike {@link Unicorn#stop()}: the stop happens in the instruction-clock block
-     * hook. Outside a slice it does nothing.
+     * something a device or hook just did (raise an interrupt). Safe from MMIO callbacks, unlike
+     * {@link Unicorn#stop()}: the stop happens in the instruction-clock block hook, never inside
+     * the memory access. Outside a slice it does nothing.
      */
     public void endSliceSoon() {
-        if (sliceStart >= 0) icount.tighten(icount.executed());
+        if (inSlice) icount.lowerDeadline(icount.executed());
     }
 
     /**
@@ -142,13 +137,6 @@ public abstract class Machine implements AutoCloseable {
 
     /** Slices ended by the interrupt-enable watch so far. */
     public long interruptWatchStops() { return icount.watchStops(); }
-
-    private void eventScheduled(long dueNanos) {
-        if (sliceStart < 0) return;       // the run loop sizes the next slice itself
-        long charged = icount.executed() - sliceStart;
-        long until = clock.instructionsUntil(dueNanos);   // from the slice start
-        icount.tighten(sliceStart + Math.max(charged, until));
-    }
 
     // ------------------------------------------------------------------ virtual memory
 
@@ -284,21 +272,23 @@ public abstract class Machine implements AutoCloseable {
             long before = icount.executed();
             icount.arm(n);
             sliceStart = before;
+            inSlice = true;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
-                sliceStart = -1;
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
-                sliceStart = -1;
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
+            } finally {
+                inSlice = false;
             }
-            sliceStart = -1;
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;

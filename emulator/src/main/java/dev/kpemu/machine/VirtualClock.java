@@ -24,6 +24,7 @@ public final class VirtualClock {
     private long idleNanos;
     private long seq;
     private final PriorityQueue<Scheduled> events = new PriorityQueue<>();
+    private java.util.function.LongSupplier pendingInstructions = () -> 0;
     private java.util.function.LongConsumer onSchedule;
 
     /** @param instructionsPerSecond nominal guest speed (e.g. 1e9 = one instruction per ns) */
@@ -38,26 +39,25 @@ public final class VirtualClock {
     public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
 
     /**
-     * Guest time after {@code extraInstructions} more instructions than charged so far: the run
-     * loop charges a slice when it ends, so code running inside a slice (hooks, MMIO callbacks)
-     * reads the time through {@link Machine#guestNanos()}, which passes what the slice ran.
+     * Guest time including the instructions the current slice has executed so far (exact to the
+     * block, from the machine's instruction clock): what a device register read mid-slice sees.
+     * Between slices it equals {@link #nanos()}.
      */
-    public long nanosAfter(long extraInstructions) {
-        return (long) ((instructions + extraInstructions) * nanosPerInstruction) + idleNanos;
+    public long liveNanos() {
+        return (long) ((instructions + pendingInstructions.getAsLong()) * nanosPerInstruction) + idleNanos;
     }
 
-    /** Instructions to execute (from the charged count) before guest time reaches {@code dueNanos}. */
-    public long instructionsUntil(long dueNanos) {
-        long dn = dueNanos - nanos();
-        if (dn <= 0) return 0;
-        return Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
-    }
+    /** The machine tells the clock how far the running slice has got (see {@link #liveNanos}). */
+    void setPendingInstructions(java.util.function.LongSupplier s) { this.pendingInstructions = s; }
 
-    /**
-     * Called with the due time of every newly scheduled event (the machine uses it to end a
-     * running slice in time for an event scheduled from inside that slice).
-     */
-    public void onSchedule(java.util.function.LongConsumer listener) { this.onSchedule = listener; }
+    /** The machine hears of every newly scheduled event (to cut a running slice short for it). */
+    void setScheduleListener(java.util.function.LongConsumer l) { this.onSchedule = l; }
+
+    /** Instructions from the live time until {@code dueNanos} (at least 1). */
+    long instructionsUntil(long dueNanos) {
+        long dn = dueNanos - liveNanos();
+        return dn <= 0 ? 1 : Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
+    }
 
     /** Charges executed instructions. */
     public void advance(long executedInstructions) {
@@ -81,7 +81,9 @@ public final class VirtualClock {
     public long instructionsUntilNextEvent() {
         Scheduled s = events.peek();
         if (s == null) return Long.MAX_VALUE;
-        return instructionsUntil(s.dueNanos());
+        long dn = s.dueNanos() - nanos();
+        if (dn <= 0) return 0;
+        return Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
     }
 
     public boolean hasEvents() { return !events.isEmpty(); }

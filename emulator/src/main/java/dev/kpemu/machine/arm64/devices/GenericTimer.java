@@ -121,7 +121,7 @@ public final class GenericTimer implements Device {
     }
 
     /** The system counter now (CNTPCT_EL0 = CNTVCT_EL0). */
-    public long counter() { return machine.guestNanos() / NANOS_PER_TICK; }
+    public long counter() { return clock.liveNanos() / NANOS_PER_TICK; }
 
     public Timer physical() { return phys; }
 
