@@ -67,7 +67,7 @@ public final class Unicorn implements AutoCloseable {
     // --- uc_ctl ---
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
     private static final int CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
-            CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11, CTL_TCG_BUFFER_SIZE = 13;
+            CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11;
 
     private static int ctl(int type, int nr, int rw) {
         return type | (nr << 26) | (rw << 30);
@@ -113,7 +113,6 @@ public final class Unicorn implements AutoCloseable {
     private static final MethodHandle UC_CTL_0 = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_INT = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle UC_CTL_LONG_PTR_ONLY = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
 
     // --- upcall descriptors ---
@@ -217,29 +216,6 @@ public final class Unicorn implements AutoCloseable {
     /** Sets the CPU model; must come right after {@link #open}, before any map or register access. */
     public void setCpuModel(int model) {
         ctlInt(ctl(CTL_CPU_MODEL, 1, CTL_IO_WRITE), model, "uc_ctl(CPU_MODEL)");
-    }
-
-    /**
-     * Sets the size of the translation buffer (where translated code lives; when it fills, every
-     * block is thrown away and retranslated). Like the CPU model, set it right after {@link #open}.
-     */
-    public void setTranslationBufferSize(int bytes) {
-        ctlInt(ctl(CTL_TCG_BUFFER_SIZE, 1, CTL_IO_WRITE), bytes, "uc_ctl(TCG_BUFFER_SIZE)");
-    }
-
-    /** The translation buffer size in bytes. */
-    public long translationBufferSize() {
-        ensureOpen();
-        try {
-            MemorySegment out = scratch;
-            out.set(JAVA_INT, 0, 0);
-            check((int) UC_CTL_LONG_PTR_ONLY.invokeExact(uc, ctl(CTL_TCG_BUFFER_SIZE, 1, CTL_IO_READ), out), "uc_ctl(TCG_BUFFER_SIZE)");
-            return Integer.toUnsignedLong(out.get(JAVA_INT, 0));
-        } catch (UnicornException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UnicornException(-1, t.toString());
-        }
     }
 
     /** Drops every translated block. */
