@@ -12,15 +12,32 @@ stamp="$cache/.verified"
 
 die() { echo "fetch-natives: $*" >&2; exit 1; }
 
+clock_src="$here/emulator/src/main/c/kpemu_clock.c"
+
+# kpemu's own C block hook (the instruction clock), built against the fetched Unicorn headers.
+build_clock() {
+  command -v gcc >/dev/null || die "gcc is needed to build kpemu's instruction clock (emulator/src/main/c); install Debian's 'gcc' package"
+  gcc -O2 -Wall -shared -fPIC -I "$cache/include" -o "$libdir/libkpemu_clock.so.tmp" "$clock_src" \
+      -L "$libdir" -l:libunicorn.so.2 -Wl,-rpath,'$ORIGIN' || die "compiling $clock_src failed"
+  mv -f "$libdir/libkpemu_clock.so.tmp" "$libdir/libkpemu_clock.so"
+}
+
+clock_current() {
+  [ -f "$libdir/libkpemu_clock.so" ] && [ ! "$clock_src" -nt "$libdir/libkpemu_clock.so" ]
+}
+
 verify() {
-  [ -f "$libdir/libunicorn.so.2" ] && [ -f "$libdir/libcapstone.so" ] || return 1
+  [ -f "$libdir/libunicorn.so.2" ] && [ -f "$libdir/libcapstone.so" ] && [ -f "$libdir/libkpemu_clock.so" ] || return 1
   # Unicorn must be 2.1.x: older 2.0.x ignores guest page tables.
   grep -c uc_ctl "$libdir/libunicorn.so.2" >/dev/null || return 1
   grep -c cs_disasm "$libdir/libcapstone.so" >/dev/null || return 1
   return 0
 }
 
-if [ -f "$stamp" ] && verify; then echo "$libdir"; exit 0; fi
+if [ -f "$stamp" ] && [ -d "$cache/include/unicorn" ] && [ -f "$libdir/libunicorn.so.2" ]; then
+  clock_current || build_clock
+  if verify; then echo "$libdir"; exit 0; fi
+fi
 
 command -v apt-get >/dev/null || die "apt-get is not available; kpemu needs Debian's apt to fetch Unicorn and Capstone"
 command -v dpkg-deb >/dev/null || die "dpkg-deb is not available"
@@ -63,6 +80,7 @@ cso=$(find "$cache/root" -name 'libcapstone.so.*' -type f | head -n1)
 cp -f "$uso" "$libdir/libunicorn.so.2"
 cp -f "$cso" "$libdir/libcapstone.so"
 rm -rf "$cache/include"; cp -r "$cache/root/usr/include" "$cache/include"
+build_clock
 echo "unicorn=$ver" > "$cache/versions"
 echo "capstone=$(dpkg-deb -f "$work"/debs/${capstone_pkg}_*.deb Version) ($capstone_pkg)" >> "$cache/versions"
 verify || die "verification of the unpacked libraries failed"

@@ -14,6 +14,7 @@ import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.Symbol;
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.machine.x86.X86Pc;
 import dev.kpemu.unicorn.X86Reg;
@@ -44,7 +45,7 @@ public final class BootRunner {
 
     public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
                          long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
-                         List<String> lastLines, long pc, String symbol) {}
+                         List<String> lastLines, long pc, String symbol, String stats) {}
 
     private BootRunner() {}
 
@@ -74,8 +75,8 @@ public final class BootRunner {
         try (X86Pc pc = new X86Pc(ram, mon[0], false)) {
             pcRef[0] = pc;
             var m = pc.machine();
+            m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
             X86LinuxLoader.Loaded loaded = X86LinuxLoader.load(m, kf, initrdBytes, append, ram, 0);
-            if (!Boolean.getBoolean("kpemu.noHaltSites")) for (long site : haltSites(kf, symbols)) m.addHaltSite(site);
             if (o.trace() != null) {
                 o.trace().printf("kpemu: x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"%n",
                         kf.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
@@ -123,31 +124,11 @@ public final class BootRunner {
             String sym = symbols.format(rip);
             Result r = new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     mon[0].seenAt(Initramfs.MARK_DONE), mon[0].seenAtHost(Initramfs.MARK_DONE) < 0 ? -1 : mon[0].seenAtHost(Initramfs.MARK_DONE) - hostStart,
-                    m.externalInterrupts(), mon[0].lastLines(), rip, sym);
+                    m.externalInterrupts(), mon[0].lastLines(), rip, sym,
+                    "exceptions=" + m.exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted());
             try { mon[0].flush(); } catch (java.io.IOException ignored) { }
             return r;
         }
-    }
-
-    /** Functions of the x86 kernel that execute {@code hlt}: idle (IF=1) and halt loops (IF=0). */
-    static final List<String> X86_HALT_FUNCTIONS = List.of("native_safe_halt", "native_halt", "stop_this_cpu",
-            "hlt_play_dead", "native_play_dead", "halt", "default_idle");
-
-    /** Every 0xf4 byte in the kernel's halting functions (see X86Machine.addHaltSite: over-approximation is safe). */
-    static List<Long> haltSites(X86LinuxLoader.KernelFile kf, SymbolTable symbols) {
-        List<Long> sites = new java.util.ArrayList<>();
-        for (String f : X86_HALT_FUNCTIONS) {
-            for (Symbol sym : symbols.allByName(f)) {
-                if (!sym.text() || sym.size() <= 0 || sym.size() > 4096) continue;
-                try {
-                    byte[] code = kf.vmlinux().bytesAt(sym.address(), (int) sym.size());
-                    for (int i = 0; i < code.length; i++) if ((code[i] & 0xff) == 0xf4) sites.add(sym.address() + i);
-                } catch (KernelImageException e) {
-                    // not in a loaded segment: nothing to hook
-                }
-            }
-        }
-        return sites;
     }
 
     /** For experiments: {@code BootRunner [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
@@ -167,6 +148,7 @@ public final class BootRunner {
             }
         }
         Result r = boot(new Options(Arch.X86_64, kernel, initrd, append, mem, timeout, System.err, System.out));
+        System.out.printf("kpemu: stats %s%n", r.stats());
         System.out.printf("kpemu: %s (exit %d) at pc 0x%x %s; guest %.3f s, %d instructions, %d interrupts, host %.2f s; init done at guest %.3f s host %.2f s%n",
                 r.status(), r.exitCode(), r.pc(), r.symbol(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(),
                 r.hostNanos() / 1e9, r.initDoneGuestNanos() / 1e9, r.initDoneHostNanos() / 1e9);

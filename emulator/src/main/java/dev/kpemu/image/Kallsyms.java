@@ -218,6 +218,11 @@ public final class Kallsyms {
             while (d[e] != 0) e++;
             tokens[i] = new String(d, s, e - s, StandardCharsets.ISO_8859_1);
         }
+        if (absolutePercpu) {   // a kernel without SMP has no absolute per-CPU entries: all offsets >= 0
+            boolean anyNegative = false;
+            for (int i = 0; i < l.numSyms && !anyNegative; i++) anyNegative = b.getInt(l.offsets + 4 * i) < 0;
+            absolutePercpu = anyNegative;
+        }
         List<Symbol> out = new ArrayList<>(l.numSyms);
         StringBuilder sb = new StringBuilder(64);
         int q = l.names;

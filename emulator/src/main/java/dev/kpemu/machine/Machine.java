@@ -13,8 +13,11 @@ import dev.kpemu.unicorn.UnicornException;
  * ({@code X86Machine}, {@code Arm64Machine}) do what the CPU does and Unicorn does not:
  * exception and interrupt entry, page-table walks, idle instructions.
  *
- * <p>The run loop runs the guest in instruction-counted slices and never stops the engine from
- * another thread. Between slices it fires due clock events and injects pending interrupts.
+ * <p>The run loop runs the guest in slices that end at an instruction deadline kept by
+ * {@link InstructionClock} (a block hook in C), and never stops the engine from another
+ * thread. Between slices it fires due clock events and injects pending interrupts. The engine
+ * never runs with Unicorn's own {@code count}: code translated while counting and code
+ * translated without it do not mix (unicorn-facts.md).
  */
 public abstract class Machine implements AutoCloseable {
     /** Slice length in instructions: bounds interrupt latency and the cost of a slice restart. */
@@ -26,10 +29,12 @@ public abstract class Machine implements AutoCloseable {
     protected final GuestMemory memory;
     protected final DeviceBus bus;
     protected final VirtualClock clock;
+    private final InstructionClock icount;
     private final Map<Long, Unicorn.Hook> breakpoints = new HashMap<>();
     private StopReason pendingStop;
     private TrapHandler trapHandler;
     private long slice = DEFAULT_SLICE;
+    private boolean interruptsHeld;
     private boolean closed;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
@@ -37,6 +42,7 @@ public abstract class Machine implements AutoCloseable {
         this.memory = new GuestMemory(uc);
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
+        this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
     }
 
     public abstract Arch arch();
@@ -66,6 +72,21 @@ public abstract class Machine implements AutoCloseable {
     public void setTrapHandler(TrapHandler h) { this.trapHandler = h; }
 
     public TrapHandler trapHandler() { return trapHandler; }
+
+    /**
+     * Holds external interrupts back while the host is in the middle of something the guest must
+     * not see interrupted (kprobes: between a probe hit and the end of its out-of-line step).
+     * Pending interrupts are injected at the first slice boundary after the hold ends.
+     */
+    public void holdInterrupts(boolean hold) { this.interruptsHeld = hold; }
+
+    public boolean interruptsHeld() { return interruptsHeld; }
+
+    /** Offers a non-breakpoint exception to the trap handler first (see {@link TrapHandler#onFault}). */
+    protected boolean faultResolvedByHost(long pc, int trapnr) {
+        TrapHandler th = trapHandler;
+        return th != null && th.onFault(this, pc, trapnr);
+    }
 
     public void setSliceInstructions(long n) {
         if (n <= 0) throw new IllegalArgumentException("slice must be positive");
@@ -145,6 +166,7 @@ public abstract class Machine implements AutoCloseable {
      */
     public void invalidateCode(long va, long len) {
         uc.removeTranslationCache(va, va + len);
+        icount.forgetBlocks();
     }
 
     // ------------------------------------------------------------------ breakpoints and stops
@@ -197,30 +219,34 @@ public abstract class Machine implements AutoCloseable {
         pendingStop = null;
         while (true) {
             clock.fireDue();
-            beforeSlice();
+            if (trapHandler != null) trapHandler.onSafePoint(this);
+            if (!interruptsHeld) beforeSlice();
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
-            long startPc = pc();
+            long before = icount.executed();
+            icount.arm(n);
             try {
-                uc.start(startPc, NEVER_EXECUTED, 0, n);
+                uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
-                clock.advance(n);
+                clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
-                clock.advance(n);
+                clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
-                remaining -= n;
+                remaining -= icount.executed() - before;
                 continue;
             }
-            // A slice cut short by a stop is charged in full: the engine does not report how far
-            // it got, and charging consistently keeps runs deterministic.
-            clock.advance(n);
-            remaining -= n;
+            long ran = icount.executed() - before;
+            clock.advance(ran);
+            remaining -= ran;
             if (pendingStop != null) return takeStop();
-            StopReason idle = afterSlice();
-            if (idle != null) return idle;
+            if (!icount.reachedDeadline()) {
+                // The engine returned on its own: an idle instruction (HLT/WFI) ended the run.
+                StopReason idle = afterIdleExit();
+                if (idle != null) return idle;
+            }
         }
     }
 
@@ -234,10 +260,11 @@ public abstract class Machine implements AutoCloseable {
     protected abstract void beforeSlice();
 
     /**
-     * Arch hook after a slice that ended without a stop request: detects an idle instruction
-     * (HLT/WFI) and idles the clock forward; returns a stop reason when the guest can never wake.
+     * Arch hook after the engine returned by itself (neither the deadline nor a host stop): the
+     * guest executed an idle instruction (HLT/WFI). Idle the clock forward to the next event, or
+     * return a stop reason when nothing can wake the guest.
      */
-    protected abstract StopReason afterSlice();
+    protected abstract StopReason afterIdleExit();
 
     /** Arch hook for an engine error (unmapped fetch, invalid instruction...): deliver it or stop. */
     protected abstract StopReason onEngineError(UnicornException e);

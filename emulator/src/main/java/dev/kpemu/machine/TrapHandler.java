@@ -10,4 +10,16 @@ public interface TrapHandler {
      * (and has set the PC where the guest goes on); false delivers it to the guest's handler.
      */
     boolean onBreakpoint(Machine machine, long address, int immediate);
+
+    /**
+     * A synchronous exception other than a breakpoint was raised by the instruction at {@code pc}
+     * ({@code trapnr}: x86 vector, arm64 ESR exception class). Return true when the host resolved
+     * it (nothing is delivered; the guest resumes at the current PC). Before returning false the
+     * host may move the PC: the guest then sees that PC as the faulting instruction (kprobes
+     * reports a fault of an out-of-line copy at the probed address).
+     */
+    default boolean onFault(Machine machine, long pc, int trapnr) { return false; }
+
+    /** Called by the run loop at every slice boundary: a point where the host may patch guest text. */
+    default void onSafePoint(Machine machine) {}
 }

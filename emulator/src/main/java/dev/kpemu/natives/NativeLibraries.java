@@ -19,6 +19,8 @@ import java.util.concurrent.TimeUnit;
 public final class NativeLibraries {
     public static final String UNICORN = "libunicorn.so.2";
     public static final String CAPSTONE = "libcapstone.so";
+    /** kpemu's own instruction clock (a Unicorn block hook in C), built by the fetch script. */
+    public static final String CLOCK = "libkpemu_clock.so";
 
     private static volatile Path directory;
 
@@ -37,19 +39,24 @@ public final class NativeLibraries {
         if (directory != null) return directory;
         String prop = System.getProperty("kpemu.natives");
         if (prop == null || prop.isBlank()) prop = System.getenv("KPEMU_NATIVES");
-        if (prop != null && !prop.isBlank() && Files.isRegularFile(Path.of(prop).resolve(UNICORN))) {
+        if (prop != null && !prop.isBlank() && complete(Path.of(prop))) {
             return directory = Path.of(prop);
         }
         Path root = repositoryRoot();
         Path cache = cacheDirectory(root);
         Path lib = cache.resolve("natives").resolve("lib");
-        if (Files.isRegularFile(lib.resolve(UNICORN)) && Files.isRegularFile(lib.resolve(CAPSTONE))) {
+        if (complete(lib)) {
             return directory = lib;
         }
         if (root == null) {
             throw new NativeLibraryException("native engines not found (set -Dkpemu.natives or run scripts/fetch-natives.sh)");
         }
         return directory = fetch(root, cache.resolve("natives"));
+    }
+
+    private static boolean complete(Path lib) {
+        return Files.isRegularFile(lib.resolve(UNICORN)) && Files.isRegularFile(lib.resolve(CAPSTONE))
+                && Files.isRegularFile(lib.resolve(CLOCK));
     }
 
     static Path cacheDirectory(Path root) {

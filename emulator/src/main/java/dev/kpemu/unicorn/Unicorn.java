@@ -700,6 +700,25 @@ public final class Unicorn implements AutoCloseable {
         return add(HOOK_BLOCK, ON_CODE.bindTo(this).bindTo(h), CB_CODE, h, begin, end, -1);
     }
 
+    /**
+     * A block hook whose callback is native code (a {@code uc_cb_hookcode_t} function pointer)
+     * with its own {@code userData}: no Java upcall per block. The caller keeps both alive.
+     */
+    public Hook hookBlockNative(MemorySegment callback, MemorySegment userData, long begin, long end) {
+        ensureOpen();
+        try {
+            MemorySegment hh = scratch;
+            check((int) UC_HOOK_ADD.invokeExact(uc, hh, HOOK_BLOCK, callback, userData, begin, end), "uc_hook_add(native block)");
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), callback);
+            hooks.put(h.handle, h);
+            return h;
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_hook_add: " + t);
+        }
+    }
+
     /** Memory access hook ({@code types}: HOOK_MEM_READ / WRITE / FETCH / READ_AFTER, or-ed). */
     public Hook hookMemory(int types, long begin, long end, MemHook h) {
         return add(types, ON_MEM.bindTo(this).bindTo(h), CB_MEM, h, begin, end, -1);

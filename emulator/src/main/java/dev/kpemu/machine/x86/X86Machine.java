@@ -60,7 +60,7 @@ public final class X86Machine extends Machine {
         uc.useExits(true);
         uc.hookInterrupt((u, intno) -> onException(intno));
         uc.hookInvalidInstruction(u -> {
-            deliver(VEC_UD, pc(), null);
+            if (!faultResolvedByHost(pc(), VEC_UD)) deliver(VEC_UD, pc(), null);
             return true;
         });
         uc.hookSyscall(u -> onSyscall());
@@ -126,6 +126,9 @@ public final class X86Machine extends Machine {
         long rip = pc();
         switch (intno) {
             case VEC_BP -> {
+                // An int3 leaves Unicorn's exception-in-flight state set too (measured: the next #PF
+                // then arrives as #DF, or is lost), so it is cleared here as after faults.
+                clearExceptionInFlightNow();
                 // Unicorn reports int3 with RIP already past the 0xcc.
                 var th = trapHandler();
                 if (th != null && th.onBreakpoint(this, rip - 1, 0)) return;
@@ -135,13 +138,18 @@ public final class X86Machine extends Machine {
                 uc.contextSave(scratchContext);
                 int err = contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.errorCode());
                 clearExceptionInFlight();
-                deliver(intno, rip, intno == VEC_DF ? 0 : err);
+                if (faultResolvedByHost(rip, intno)) return;
+                deliver(intno, pc(), intno == VEC_DF ? 0 : err);
             }
             case VEC_DE -> {
                 clearExceptionInFlightNow();
-                deliver(intno, rip, null);
+                if (faultResolvedByHost(rip, intno)) return;
+                deliver(intno, pc(), null);
             }
-            default -> deliver(intno, rip, null);
+            default -> {
+                if (faultResolvedByHost(rip, intno)) return;
+                deliver(intno, pc(), null);
+            }
         }
     }
 
@@ -324,52 +332,16 @@ public final class X86Machine extends Machine {
         uc.contextRestore(scratchContext);
     }
 
-    private final java.util.Map<Long, Unicorn.Hook> haltSites = new java.util.HashMap<>();
-    private long haltArmedAt = -1;
-    private long lastHaltCandidate = -1;
-
-    /**
-     * Declares guest-virtual addresses that may hold a {@code hlt} (the kernel's idle and halt
-     * functions). A code hook there notes that the {@code hlt} is about to run, so the run loop
-     * can tell a slice that ended in HLT from one that ran out of instructions right after an
-     * 0xf4 byte. An address that is not an instruction start never fires: over-approximating
-     * (every 0xf4 byte of a function) is safe.
-     */
-    public void addHaltSite(long va) {
-        if (haltSites.containsKey(va)) return;
-        haltSites.put(va, uc.hookCode(va, va, (u, address, size) -> {
-            if (address == va) haltArmedAt = va;
-        }));
-        invalidateCode(va, 1);
-    }
-
     @Override
-    protected StopReason afterSlice() {
-        long armed = haltArmedAt;
-        haltArmedAt = -1;
-        boolean atHlt;
-        if (!haltSites.isEmpty()) {
-            long rip = pc();
-            atHlt = armed >= 0 && armed == rip - 1;
-            // A hlt outside the declared sites: with IF=0 it can only be a halt loop; accept it
-            // when a slice ends twice in a row right after the same 0xf4.
-            if (!atHlt && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) == 0 && haltedAtHlt()) {
-                atHlt = lastHaltCandidate == rip;
-                lastHaltCandidate = rip;
-            } else {
-                lastHaltCandidate = -1;
-            }
-        } else {
-            atHlt = haltedAtHlt();
-        }
-        if (!atHlt) return null;
+    protected StopReason afterIdleExit() {
+        if (!haltedAtHlt()) return null;
         boolean canWake = (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0;
         if (canWake && interruptPending()) return null;
         if (canWake && clock.idleToNextEvent()) return null;
         return new StopReason.Halted(pc());
     }
 
-    /** Unicorn ends uc_emu_start on HLT with RIP after it; a slice that ends there idled. */
+    /** Unicorn ends uc_emu_start on HLT with RIP after it; the byte before RIP confirms it. */
     private boolean haltedAtHlt() {
         long rip = pc();
         try {

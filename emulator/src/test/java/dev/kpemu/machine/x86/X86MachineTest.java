@@ -260,4 +260,36 @@ class X86MachineTest {
             assertTrue(m.clock().instructions() < 1_000_000, "no busy spin: " + m.clock().instructions());
         }
     }
+
+    @Test
+    void clockCountsExecutedInstructionsExactly() {
+        // mov $1000,%ecx ; 1: loop 1b ; hlt  = 1 + 1000 + 1 instructions
+        String src = "mov $1000, %ecx\n1: loop 1b\n hlt\n";
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            assertEquals(1002, m.clock().instructions());
+        }
+    }
+
+    @Test
+    void budgetStopsDeterministicallyAndResumes() {
+        String src = "xor %eax, %eax\n1: inc %rax\n cmp $100000, %rax\n jne 1b\n hlt\n";
+        long[] firstStops = new long[2];
+        for (int run = 0; run < 2; run++) {
+            try (X86Machine m = paged()) {
+                m.memory().write(CODE, Asm.x86(src, CODE));
+                m.setPc(CODE);
+                m.setSliceInstructions(10_000);
+                assertInstanceOf(StopReason.BudgetExhausted.class, m.run(50_000));
+                firstStops[run] = m.engine().regRead(X86Reg.RAX);
+                assertTrue(m.clock().instructions() >= 50_000 && m.clock().instructions() < 50_010, "" + m.clock().instructions());
+                assertInstanceOf(StopReason.Halted.class, m.run(10_000_000));
+                assertEquals(100000, m.engine().regRead(X86Reg.RAX));
+                assertEquals(1 + 3 * 100000 + 1, m.clock().instructions());
+            }
+        }
+        assertEquals(firstStops[0], firstStops[1], "same stop point in both runs");
+    }
 }

@@ -1,0 +1,17 @@
+package dev.kpemu.cli;
+
+/** The exit codes of every kpemu command, in one place. */
+public final class ExitCodes {
+    private ExitCodes() {}
+
+    /** Success; for boot: the guest powered off cleanly. */
+    public static final int OK = 0;
+    /** An error (message on stderr): missing or corrupt image, engine failure, I/O. */
+    public static final int ERROR = 1;
+    /** Bad usage or a bad probe definition. */
+    public static final int USAGE = 2;
+    /** The guest panicked or hit a fault it could not handle. */
+    public static final int GUEST_PANIC = 3;
+    /** The guest did not finish within the timeout. */
+    public static final int TIMEOUT = 4;
+}

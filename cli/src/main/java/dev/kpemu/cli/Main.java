@@ -1,0 +1,52 @@
+package dev.kpemu.cli;
+
+import java.io.PrintWriter;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code kpemu} command. The launcher script {@code ./kpemu} builds the project and runs this. */
+@Command(name = "kpemu",
+        mixinStandardHelpOptions = true,
+        versionProvider = VersionProvider.class,
+        description = {"Full-system emulator on Unicorn that boots unmodified Linux kernels (x86-64, arm64)",
+                "and probes them from outside the guest with a kprobes engine."},
+        subcommands = {DemoCommand.class, ImagesCommand.class, CheckEventsCommand.class, BenchCommand.class, CommandLine.HelpCommand.class},
+        footer = {"", "Also: ./kpemu test   runs the whole test suite (the launcher runs Maven verify).",
+                "", "Exit codes: 0 ok / guest powered off, 1 error, 2 usage or probe-definition error,",
+                "3 guest panic or unhandled guest fault, 4 timeout."})
+public final class Main implements Runnable {
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    /** Runs the command line and returns the exit code (never throws). */
+    public static int execute(String... args) {
+        CommandLine cl = commandLine();
+        return cl.execute(args);
+    }
+
+    static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setParameterExceptionHandler((ex, args) -> {
+            PrintWriter err = ex.getCommandLine().getErr();
+            err.println("kpemu: " + ex.getMessage());
+            err.println("Try '" + ex.getCommandLine().getCommandSpec().qualifiedName() + " --help' for more information.");
+            return ExitCodes.USAGE;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
+            PrintWriter err = c.getErr();
+            String msg = ex.getMessage() != null ? ex.getMessage() : ex.getClass().getSimpleName();
+            err.println("kpemu: " + msg.lines().findFirst().orElse(msg));
+            if (System.getenv("KPEMU_DEBUG") != null) ex.printStackTrace(err);
+            return ExitCodes.ERROR;
+        });
+        return cl;
+    }
+}

@@ -1,0 +1,97 @@
+package dev.kpemu.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+import picocli.CommandLine;
+
+import dev.kpemu.testing.Asm;
+
+class CliTest {
+    record Run(int code, String out, String err) {}
+
+    static Run run(String... args) {
+        CommandLine cl = Main.commandLine();
+        StringWriter out = new StringWriter(), err = new StringWriter();
+        cl.setOut(new PrintWriter(out));
+        cl.setErr(new PrintWriter(err));
+        int code = cl.execute(args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void helpListsSubcommands() {
+        Run r = run("--help");
+        assertEquals(0, r.code());
+        for (String sub : new String[] {"demo", "bench"}) assertTrue(r.out().contains("  " + sub + " "), r.out());
+    }
+
+    @Test
+    void unknownSubcommandIsUsageError() {
+        Run r = run("frobnicate");
+        assertEquals(ExitCodes.USAGE, r.code());
+        assertTrue(r.err().startsWith("kpemu: "), r.err());
+        assertEquals(2, r.err().lines().count(), "one-line error plus a hint, no stack trace: " + r.err());
+    }
+
+    @Test
+    void badBenchArgumentsAreUsageErrors() {
+        assertEquals(ExitCodes.USAGE, run("bench", "nothing").code());
+        assertEquals(ExitCodes.USAGE, run("bench", "unicorn", "--arch", "sparc").code());
+    }
+
+    @Test
+    void benchUnicornPrintsFourFiguresPerArch() {
+        Run r = run("bench", "unicorn", "--batches", "3", "--per-batch", "200");
+        assertEquals(0, r.code(), r.err());
+        assertEquals(4, r.out().lines().filter(l -> l.startsWith("x86_64 ")).count(), r.out());
+        assertEquals(4, r.out().lines().filter(l -> l.startsWith("arm64 ")).count(), r.out());
+    }
+
+    @Test
+    void demoGuestHandlesItsOwnFaultsAndExitsZero() {
+        Run r = run("demo");
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("sum(1..100) = 5050"), r.out());
+        assertTrue(r.out().contains("page faults handled by the guest = 1000"), r.out());
+    }
+
+    @Test
+    void demoProgramMatchesItsSource() throws IOException {
+        String src = new String(DemoCommand.resource("demo-x86.S"), StandardCharsets.UTF_8);
+        assertArrayEquals(Asm.x86(src, DemoCommand.CODE), DemoCommand.resource("demo-x86.bin"),
+                "demo-x86.bin is stale: re-assemble demo-x86.S");
+    }
+
+    @Test
+    void checkEventsPrintsErrorLogWithCaretAndExitsTwo() {
+        Run r = run("check-events", "--syntax-only", "-e", "p:ok do_sys_openat2 dfd=%di", "-e", "p:bad do_sys_openat2 x=%xx");
+        assertEquals(ExitCodes.USAGE, r.code());
+        assertEquals("p:kprobes/ok do_sys_openat2 dfd=%di", r.out().strip());
+        // caret under the '%' that starts the bad register, as the kernel's error_log puts it
+        assertEquals("""
+                trace_kprobe: error: Invalid register name
+                  Command: p:bad do_sys_openat2 x=%xx
+                                                  ^
+                """, r.err().stripTrailing() + "\n");
+    }
+
+    @Test
+    void checkEventsAgainstRealKallsyms() {
+        Run ok = run("check-events", "--arch", "arm64", "-e", "p:myopen do_sys_openat2 dfd=%x0 fn=+0(%x1):ustring");
+        assertEquals(0, ok.code(), ok.err());
+        Run missing = run("check-events", "--arch", "arm64", "-e", "p no_such_function_in_this_kernel");
+        assertEquals(ExitCodes.USAGE, missing.code());
+        assertTrue(missing.err().startsWith("trace_kprobe: error: Invalid probed address or symbol"), missing.err());
+        Run notEntry = run("check-events", "--arch", "x86_64", "-e", "r do_sys_openat2+4");
+        assertTrue(notEntry.err().contains("Retprobe address must be an function entry"), notEntry.err());
+    }
+}

@@ -1,0 +1,296 @@
+package dev.kpemu.machine.arm64;
+
+import java.util.BitSet;
+
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.MemoryRegion;
+import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.TrapHandler;
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.UnicornException;
+
+/**
+ * An arm64 machine: one Cortex-A57 vCPU running at EL1 (EL2/EL3 exist in the engine only so
+ * that EL1 uses AArch64 tables and HVC reaches the host), RAM at {@link Arm64Layout#RAM_BASE}.
+ *
+ * <p>Unicorn never takes an exception to the guest's vector table: every synchronous exception
+ * only calls the interrupt hook. This class performs the architectural exception entry to
+ * VBAR_EL1 itself ({@link #takeException}) with the syndrome and fault address QEMU computed
+ * (read from the context blob, see {@link ExceptionStateLayout}), and injects IRQs between
+ * slices. BRK goes to the {@link TrapHandler} first; HVC/SMC go to the {@link HypercallHandler}
+ * (PSCI by default) and never reach the guest.
+ */
+public final class Arm64Machine extends Machine {
+    /** Nominal guest speed for the virtual clock (one instruction per nanosecond). */
+    public static final long DEFAULT_INSTRUCTIONS_PER_SECOND = 1_000_000_000L;
+
+    // QEMU exception numbers (target/arm/cpu.h) as reported to the interrupt hook.
+    static final int EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_PREFETCH_ABORT = 3, EXCP_DATA_ABORT = 4,
+            EXCP_BKPT = 7, EXCP_HVC = 11, EXCP_SMC = 13;
+
+    /** Vector offsets inside VBAR_EL1 (ARM ARM D1.10.2). */
+    public static final int VECTOR_SYNC = 0x000, VECTOR_IRQ = 0x080, VECTOR_FIQ = 0x100, VECTOR_SERROR = 0x180;
+    private static final int FROM_CURRENT_SP0 = 0x000, FROM_CURRENT_SPX = 0x200, FROM_LOWER_A64 = 0x400;
+
+    /** PSTATE bits as Unicorn's PSTATE register presents them (SPSR layout). */
+    public static final long PSTATE_SP = 1, PSTATE_EL_MASK = 0xc, PSTATE_F = 1 << 6, PSTATE_I = 1 << 7,
+            PSTATE_A = 1 << 8, PSTATE_D = 1 << 9;
+    /** EL1h with D, A, I, F masked: the PSTATE after an exception entry and at reset. */
+    public static final long PSTATE_EL1H_MASKED = 0x3c5;
+    /** The WFI instruction word. */
+    public static final int INSN_WFI = 0xd503_207f;
+
+    /** The conduit behind HVC/SMC (firmware calls). Reads and writes registers through the machine. */
+    @FunctionalInterface
+    public interface HypercallHandler {
+        /** {@code imm16} is the instruction's immediate; the PC is already after the instruction. */
+        void onHypercall(Arm64Machine machine, int imm16, boolean smc);
+    }
+
+    private final ExceptionStateLayout layout;
+    private final Unicorn.Context scratchContext;
+    private final BitSet irqLines = new BitSet();
+    private HypercallHandler hypercalls = new Psci();
+    private final Unicorn.Hook intrHook, invalidHook;
+    private long exceptionsTaken;
+
+    private Arm64Machine(Unicorn uc, long instructionsPerSecond) {
+        super(uc, instructionsPerSecond);
+        this.layout = ExceptionStateLayout.get();
+        if (uc.contextSize() != layout.contextSize()) {
+            throw new IllegalStateException("context size " + uc.contextSize() + " differs from the calibrated " + layout.contextSize());
+        }
+        this.scratchContext = uc.contextAlloc();
+        this.intrHook = uc.hookInterrupt((u, intno) -> onInterrupt(intno));
+        this.invalidHook = uc.hookInvalidInstruction(u -> {
+            onInterrupt(EXCP_UDEF);
+            return true;
+        });
+    }
+
+    /** Opens an arm64 engine the way this machine needs it: A57, EL1 tables in AArch64 format, HVC to the host. */
+    static Unicorn openEngine() {
+        Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM);
+        try {
+            uc.setCpuModel(Unicorn.CPU_ARM64_A57);
+            // Unicorn resets SCR_EL3.RW = 0, which makes EL1 walks use the AArch32 LPAE format.
+            uc.sysRegWrite(3, 6, 1, 1, 0, 0x501);            // SCR_EL3 = RW | HCE | NS
+            uc.sysRegWrite(3, 4, 1, 1, 0, 1L << 31);         // HCR_EL2.RW: EL1 is AArch64
+            return uc;
+        } catch (RuntimeException e) {
+            uc.close();
+            throw e;
+        }
+    }
+
+    /** A machine with {@code ramBytes} of RAM at {@link Arm64Layout#RAM_BASE}, at EL1h with DAIF masked. */
+    public static Arm64Machine create(long ramBytes) {
+        return create(ramBytes, DEFAULT_INSTRUCTIONS_PER_SECOND);
+    }
+
+    public static Arm64Machine create(long ramBytes, long instructionsPerSecond) {
+        if (ramBytes <= 0 || ramBytes > Arm64Layout.RAM_MAX_SIZE || (ramBytes & 0xfff) != 0) {
+            throw new IllegalArgumentException("RAM size must be a positive page multiple up to " + (Arm64Layout.RAM_MAX_SIZE >> 30) + " GiB");
+        }
+        Unicorn uc = openEngine();
+        Arm64Machine m;
+        try {
+            m = new Arm64Machine(uc, instructionsPerSecond);
+        } catch (RuntimeException e) {
+            uc.close();
+            throw e;
+        }
+        try {
+            m.memory.addRam(Arm64Layout.RAM_REGION, Arm64Layout.RAM_BASE, ramBytes);
+            m.setPstate(PSTATE_EL1H_MASKED);
+            m.setPc(Arm64Layout.RAM_BASE);
+            return m;
+        } catch (RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    @Override public Arch arch() { return Arch.ARM64; }
+
+    @Override public long pc() { return uc.regRead(Arm64Reg.PC); }
+
+    @Override public void setPc(long pc) { uc.regWrite(Arm64Reg.PC, pc); }
+
+    /** The live stack pointer (SP_EL0 or SP_EL1, whichever PSTATE selects). */
+    @Override public long sp() { return uc.regRead(Arm64Reg.SP); }
+
+    public long reg(int arm64Reg) { return uc.regRead(arm64Reg); }
+
+    public void setReg(int arm64Reg, long value) { uc.regWrite(arm64Reg, value); }
+
+    /** PSTATE in SPSR layout (NZCV, DAIF, EL, SP). Unicorn's register is 32 bits wide. */
+    public long pstate() { return uc.regRead(Arm64Reg.PSTATE) & 0xffff_ffffL; }
+
+    /**
+     * Sets PSTATE and makes the engine honour it: writing PSTATE alone leaves Unicorn's cached
+     * translation flags (current EL among them) stale, a CP-register write rebuilds them. The
+     * live SP is not re-banked: when changing EL or SPSel, set SP yourself.
+     */
+    public void setPstate(long pstate) {
+        uc.regWrite(Arm64Reg.PSTATE, pstate & 0xffff_ffffL);
+        rebuildFlags();
+    }
+
+    public int currentEl() { return (int) (pstate() >>> 2) & 3; }
+
+    private void rebuildFlags() {
+        long spsr = uc.sysRegRead(3, 0, 4, 0, 0);
+        uc.sysRegWrite(3, 0, 4, 0, 0, spsr);
+    }
+
+    public long sysReg(int op0, int op1, int crn, int crm, int op2) { return uc.sysRegRead(op0, op1, crn, crm, op2); }
+
+    public void setSysReg(int op0, int op1, int crn, int crm, int op2, long value) { uc.sysRegWrite(op0, op1, crn, crm, op2, value); }
+
+    @Override
+    public Arm64PageWalker pageTables() {
+        return new Arm64PageWalker(memory, uc.sysRegRead(3, 0, 1, 0, 0), uc.sysRegRead(3, 0, 2, 0, 2),
+                uc.regRead(Arm64Reg.TTBR0_EL1), uc.regRead(Arm64Reg.TTBR1_EL1));
+    }
+
+    /** Replaces the HVC/SMC handler (default: {@link Psci}). */
+    public void setHypercallHandler(HypercallHandler h) { this.hypercalls = h == null ? new Psci() : h; }
+
+    /** Exceptions and interrupts delivered to the guest so far. */
+    public long exceptionsTaken() { return exceptionsTaken; }
+
+    // ------------------------------------------------------------------ interrupts
+
+    /**
+     * Raises or lowers interrupt line {@code irq}. Until the GIC exists, any raised line makes an
+     * IRQ pending; it is taken at the next slice boundary when PSTATE.I is clear. Safe to call
+     * from MMIO callbacks and clock events.
+     */
+    @Override
+    public void setInterruptLine(int irq, boolean level) {
+        irqLines.set(irq, level);
+    }
+
+    public boolean irqPending() { return !irqLines.isEmpty(); }
+
+    @Override
+    protected void beforeSlice() {
+        if (irqPending() && (pstate() & PSTATE_I) == 0) takeException(VECTOR_IRQ, -1, 0, false);
+    }
+
+    /**
+     * Unicorn 2.1.1 ends {@code uc_emu_start} without an error right after a WFI, PC on the next
+     * instruction (the next start resumes normally; WFE, YIELD and SEV are NOPs). The run loop
+     * calls this only when the engine returned by itself, and the word before the PC confirms
+     * the WFI.
+     * WFI completes when an interrupt line is raised (even with PSTATE.I set); until then the
+     * clock idles from event to event. {@link StopReason.Halted} carries the PC after the WFI;
+     * running again resumes there.
+     */
+    @Override
+    protected StopReason afterIdleExit() {
+        long pc = pc();
+        if (!isWfiAt(pc - 4)) return null;
+        // WFI wakes on a pending interrupt even when PSTATE masks it.
+        while (!irqPending()) {
+            if (!clock.idleToNextEvent()) return new StopReason.Halted(pc);
+        }
+        return null;
+    }
+
+    private boolean isWfiAt(long va) {
+        try {
+            PageTableWalker.Translation t = pageTables().translate(va);
+            if (t == null) return false;
+            MemoryRegion r = memory.regionAt(t.physical());
+            return r != null && r.kind() == MemoryRegion.Kind.RAM && memory.readInt(t.physical()) == INSN_WFI;
+        } catch (UnicornException e) {
+            return false;
+        }
+    }
+
+    @Override
+    protected StopReason onEngineError(UnicornException e) {
+        return new StopReason.GuestError(e.getMessage(), pc());
+    }
+
+    // ------------------------------------------------------------------ synchronous exceptions
+
+    private void onInterrupt(int intno) {
+        uc.contextSave(scratchContext);
+        int syndrome = layout.syndrome(scratchContext.blob());
+        long vaddress = layout.vaddress(scratchContext.blob());
+        switch (intno) {
+            case EXCP_BKPT -> {
+                long pc = pc();
+                TrapHandler th = trapHandler();
+                if (th != null && th.onBreakpoint(this, pc, syndrome & 0xffff)) return;
+                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
+            }
+            case EXCP_HVC, EXCP_SMC -> hypercalls.onHypercall(this, syndrome & 0xffff, intno == EXCP_SMC);
+            case EXCP_DATA_ABORT, EXCP_PREFETCH_ABORT -> {
+                if (faultResolvedByHost(pc(), syndrome >>> 26)) return;
+                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), vaddress, true);
+            }
+            default -> {
+                if (intno != EXCP_SWI && faultResolvedByHost(pc(), syndrome >>> 26)) return;
+                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
+            }
+        }
+    }
+
+    /**
+     * Takes an exception to EL1 as the architecture does (ARM ARM D1.10): ELR_EL1 = the current
+     * PC (Unicorn leaves it on the preferred return address: at the instruction for aborts, BRK
+     * and UNDEF, after it for SVC), SPSR_EL1 = PSTATE, PSTATE = EL1h with DAIF masked, the live
+     * SP banked, ESR_EL1 (when {@code esr >= 0}) and FAR_EL1 (when {@code setFar}) written, PC =
+     * VBAR_EL1 + the vector for the source EL/SP and {@code type}. Usable from hooks and between
+     * runs. Stops the machine with {@link StopReason.GuestError} when the vector is not mapped
+     * or faults itself (the guest has no handler yet).
+     */
+    public void takeException(int type, long esr, long far, boolean setFar) {
+        long pstate = pstate();
+        long pc = pc();
+        int el = (int) (pstate >>> 2) & 3;
+        boolean spx = (pstate & PSTATE_SP) != 0;
+        if (el > 1) {
+            requestStop(new StopReason.GuestError("exception at EL" + el + " is not supported", pc));
+            return;
+        }
+        long vbar = uc.regRead(Arm64Reg.VBAR_EL1);
+        long vector = vbar + (el == 0 ? FROM_LOWER_A64 : spx ? FROM_CURRENT_SPX : FROM_CURRENT_SP0) + type;
+        if (!vectorUsable(vector) || (pc == vector && type == VECTOR_SYNC)) {
+            requestStop(new StopReason.GuestError(String.format("no usable exception vector at 0x%x (VBAR_EL1 0x%x) for %s ESR 0x%x FAR 0x%x",
+                    vector, vbar, type == VECTOR_SYNC ? "synchronous exception" : "interrupt", esr, far), pc));
+            return;
+        }
+        long sp = uc.regRead(Arm64Reg.SP);
+        uc.regWrite(el == 1 && spx ? Arm64Reg.SP_EL1 : Arm64Reg.SP_EL0, sp);
+        long newSp = uc.regRead(Arm64Reg.SP_EL1);
+        uc.regWrite(Arm64Reg.ELR_EL1, pc);
+        uc.regWrite(Arm64Reg.PSTATE, PSTATE_EL1H_MASKED);
+        uc.regWrite(Arm64Reg.SP, newSp);
+        if (setFar) uc.regWrite(Arm64Reg.FAR_EL1, far);
+        if (esr >= 0) uc.sysRegWrite(3, 0, 5, 2, 0, esr);           // ESR_EL1
+        uc.sysRegWrite(3, 0, 4, 0, 0, pstate);                      // SPSR_EL1; the CP write rebuilds hflags
+        uc.regWrite(Arm64Reg.PC, vector);
+        exceptionsTaken++;
+    }
+
+    private boolean vectorUsable(long vector) {
+        PageTableWalker.Translation t = pageTables().translate(vector);
+        if (t == null) return false;
+        MemoryRegion r = memory.regionAt(t.physical());
+        return r != null && r.kind() == MemoryRegion.Kind.RAM;
+    }
+
+    @Override
+    public void close() {
+        scratchContext.close();
+        super.close();
+    }
+}

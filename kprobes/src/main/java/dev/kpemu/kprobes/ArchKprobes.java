@@ -1,0 +1,90 @@
+package dev.kpemu.kprobes;
+
+import java.util.function.IntToLongFunction;
+
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * The arch half of the engine, as Linux splits {@code kernel/kprobes.c} from
+ * {@code arch/*}{@code /kernel/probes}: decoding at registration, slot contents, simulation, the
+ * return-address swap of kretprobes, the frame walk and the page-table entries of the slot area.
+ */
+public interface ArchKprobes extends AutoCloseable {
+    Arch arch();
+
+    /** The breakpoint written over a probed instruction (x86 {@code int3}, arm64 {@code BRK #4}). */
+    byte[] breakpoint();
+
+    /** Bytes {@link #prepare} needs at the probe address (x86 16, arm64 4). */
+    int maxInstructionLength();
+
+    /** Reads original guest text (with every probe's breakpoint undone). */
+    @FunctionalInterface
+    interface TextReader { byte[] read(long va, int len); }
+
+    /**
+     * {@code arch_prepare_kprobe}: checks and decodes the instruction at {@code address} inside
+     * {@code symbol}. Throws {@link KprobeException} with the kernel's errno.
+     */
+    ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol);
+
+    /**
+     * The slot's bytes for an out-of-line copy at {@code slot}: the (fixed-up) copy followed by a
+     * trap, or by a jump back to {@code address + length} when {@code boost}. Throws EINVAL when
+     * the copy cannot be relocated there.
+     */
+    byte[] slotCode(ArchInsn insn, long address, long slot, boolean boost);
+
+    /** True when a boosted slot at {@code slot} can jump back to the instruction after {@code address}. */
+    boolean canBoost(ArchInsn insn, long address, long slot);
+
+    /** Offset inside the slot of the trap that ends a step (x86 the int3 after the copy, arm64 the BRK #6). */
+    int stepTrapOffset(ArchInsn insn);
+
+    /** Runs a simulated instruction probed at {@code address} on the trapped registers. */
+    void simulate(ArchInsn insn, long address, Regs regs);
+
+    /** The kretprobe trampoline's code (x86 {@code int3}, arm64 {@code BRK #7}). */
+    byte[] trampolineCode();
+
+    /** The register view of the machine. */
+    Regs regs();
+
+    /**
+     * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})
+     * with {@code trampoline} and returns the real return address ({@code arch_prepare_kretprobe}).
+     */
+    long swapReturnAddress(Regs regs, long trampoline);
+
+    /** The frame key saved at entry (x86 the return address's stack slot, arm64 the caller's x29). */
+    long entryFrame(Regs regs);
+
+    /** The same key seen at the trampoline after the function returned. */
+    long returnFrame(Regs regs);
+
+    /** One step of a frame-pointer walk: the return address and the frame key it belongs to. */
+    @FunctionalInterface
+    interface FrameVisitor { boolean visit(long returnAddress, long frameKey); }
+
+    /** Walks the frame-pointer chain from {@code regs} (not including the ip itself). */
+    void walkFrames(Regs regs, FrameVisitor visitor);
+
+    /**
+     * Maps [va, va + size) (inside one last-level table) onto [pa, …) in the guest's current
+     * kernel tables, read-only and executable for the kernel. A missing table at level {@code l}
+     * below the root is linked to page {@code tables.applyAsLong(l)} (zeroed, owned by the slot area).
+     */
+    void mapPages(Machine machine, long va, long pa, long size, IntToLongFunction tables);
+
+    /**
+     * Calls the guest function at {@code function} with {@code args} from inside a handler and
+     * returns its return value; {@code returnStop} is an address never executed where the call
+     * ends. Registers are restored afterwards.
+     */
+    long callFunction(Machine machine, long function, long returnStop, long[] args);
+
+    /** Releases the decoder. */
+    @Override
+    void close();
+}

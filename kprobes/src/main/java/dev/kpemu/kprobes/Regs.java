@@ -1,0 +1,48 @@
+package dev.kpemu.kprobes;
+
+import java.util.List;
+
+import dev.kpemu.machine.Arch;
+
+/**
+ * The trapped CPU's registers as a handler sees them (the kernel's {@code struct pt_regs}),
+ * read and written straight through to the vCPU. x86-64 names: {@code rax … r15, rip, rflags,
+ * cs, ss, …}; arm64: {@code x0 … x30, lr, sp, pc, pstate}.
+ */
+public interface Regs {
+    Arch arch();
+
+    /** Instruction pointer ({@code instruction_pointer(regs)}). x86 pre handlers see the probe address + 1, as in Linux. */
+    long ip();
+
+    void setIp(long ip);
+
+    long sp();
+
+    void setSp(long sp);
+
+    /** {@code regs_return_value}: x86 rax, arm64 x0. */
+    long returnValue();
+
+    void setReturnValue(long value);
+
+    /**
+     * The {@code n}-th (0-based) argument of the probed function at its entry, by the arch's
+     * calling convention ({@code regs_get_kernel_argument}): x86 rdi, rsi, rdx, rcx, r8, r9 then
+     * the stack; arm64 x0–x7, 0 beyond.
+     */
+    long arg(int n);
+
+    void setArg(int n, long value);
+
+    /** A register by name; IllegalArgumentException for unknown names. */
+    long get(String name);
+
+    void set(String name, long value);
+
+    /** Every register name {@link #get} knows. */
+    List<String> names();
+
+    /** Reads 8 bytes of guest-virtual memory through the current page tables. */
+    long readLong(long va);
+}

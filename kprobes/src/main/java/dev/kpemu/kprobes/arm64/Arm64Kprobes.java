@@ -1,0 +1,291 @@
+package dev.kpemu.kprobes.arm64;
+
+import java.util.function.IntToLongFunction;
+
+import dev.kpemu.decoder.Decoder;
+import dev.kpemu.decoder.Instruction;
+import dev.kpemu.decoder.OutOfLine;
+import dev.kpemu.decoder.UndecodableInstructionException;
+import dev.kpemu.kprobes.ArchInsn;
+import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.Errno;
+import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.SlotArea;
+import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * arm64 kprobes ({@code arch/arm64/kernel/probes}, the ≥ 5.16 BRK design): {@code BRK #4} at the
+ * probe; steppable instructions copied into a slot followed by {@code BRK #6} (or by {@code B}
+ * back when boosted and in range); B, BL, B.cond, CBZ/CBNZ, TBZ/TBNZ, ADR, ADRP, LDR/LDRSW
+ * literal, BR, BLR, RET and NOP simulated in Java; exclusive sequences and the kernel's other
+ * rejected classes refused with EINVAL. The kretprobe trampoline is {@code BRK #7}.
+ */
+public final class Arm64Kprobes implements ArchKprobes {
+    public static final int BRK_KPROBE = 0xd420_0080, BRK_SS = 0xd420_00c0, BRK_KRETPROBE = 0xd420_00e0;
+    /** {@code MAX_ATOMIC_CONTEXT_SIZE}: instructions scanned back for an open LDXR…STXR sequence. */
+    private static final int MAX_ATOMIC_CONTEXT = 32;
+    private static final long CALL_BUDGET = 100_000_000L;
+
+    private final Machine machine;
+    private final Arm64Regs regs;
+    private final Decoder decoder = Decoder.open(Arch.ARM64);
+
+    public Arm64Kprobes(Machine machine) {
+        this.machine = machine;
+        this.regs = new Arm64Regs(machine);
+    }
+
+    @Override public Arch arch() { return Arch.ARM64; }
+
+    @Override public byte[] breakpoint() { return le(BRK_KPROBE); }
+
+    @Override public int maxInstructionLength() { return 4; }
+
+    @Override public Regs regs() { return regs; }
+
+    // ------------------------------------------------------------------ prepare
+
+    @Override
+    public ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
+        if ((address & 3) != 0) throw new KprobeException(Errno.EINVAL, String.format("0x%x is not 4-byte aligned", address));
+        byte[] bytes = text.read(address, 4);
+        int w = word(bytes, 0);
+        Instruction insn;
+        try {
+            insn = decoder.decodeOne(bytes, address);
+        } catch (UndecodableInstructionException e) {
+            throw new KprobeException(Errno.EINVAL, e.getMessage());
+        }
+        if (insn.outOfLine() == OutOfLine.REJECT) throw new KprobeException(Errno.EINVAL, "cannot probe " + insn.text());
+        if (insideExclusiveSequence(address, text, symbol)) {
+            throw new KprobeException(Errno.EINVAL, String.format("0x%x is inside a load/store-exclusive sequence", address));
+        }
+        if (insn.outOfLine() != OutOfLine.SIMULATE) return new Arm64Insn(Arm64Insn.Kind.COPY, w);
+        Arm64Insn.Kind kind;
+        if ((w & 0xFC000000) == 0x14000000) kind = Arm64Insn.Kind.B;
+        else if ((w & 0xFC000000) == 0x94000000) kind = Arm64Insn.Kind.BL;
+        else if ((w & 0xFF000010) == 0x54000000) kind = Arm64Insn.Kind.B_COND;
+        else if ((w & 0x7F000000) == 0x34000000) kind = Arm64Insn.Kind.CBZ;
+        else if ((w & 0x7F000000) == 0x35000000) kind = Arm64Insn.Kind.CBNZ;
+        else if ((w & 0x7F000000) == 0x36000000) kind = Arm64Insn.Kind.TBZ;
+        else if ((w & 0x7F000000) == 0x37000000) kind = Arm64Insn.Kind.TBNZ;
+        else if ((w & 0x9F000000) == 0x10000000) kind = Arm64Insn.Kind.ADR;
+        else if ((w & 0x9F000000) == 0x90000000) kind = Arm64Insn.Kind.ADRP;
+        else if ((w & 0xBF000000) == 0x18000000) kind = Arm64Insn.Kind.LDR_LITERAL;
+        else if ((w & 0xFF000000) == 0x98000000) kind = Arm64Insn.Kind.LDRSW_LITERAL;
+        else if ((w & 0xFFFFFC1F) == 0xD61F0000) kind = Arm64Insn.Kind.BR;
+        else if ((w & 0xFFFFFC1F) == 0xD63F0000) kind = Arm64Insn.Kind.BLR;
+        else if ((w & 0xFFFFFC1F) == 0xD65F0000) kind = Arm64Insn.Kind.RET;
+        else if (w == 0xD503201F) kind = Arm64Insn.Kind.NOP;
+        else throw new KprobeException(Errno.EINVAL, "no simulation for " + insn.text());
+        return new Arm64Insn(kind, w);
+    }
+
+    /** Scans back (at most 32 instructions, not before the symbol): a load-exclusive before any store-exclusive means inside. */
+    private static boolean insideExclusiveSequence(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
+        int n = (int) Math.min(MAX_ATOMIC_CONTEXT, (address - symbol.start()) / 4);
+        if (n <= 0) return false;
+        byte[] before = text.read(address - 4L * n, 4 * n);
+        for (int i = n - 1; i >= 0; i--) {
+            int w = word(before, 4 * i);
+            if ((w & 0x3F400000) == 0x08000000) return false;   // store-exclusive
+            if ((w & 0x3F400000) == 0x08400000) return true;    // load-exclusive
+        }
+        return false;
+    }
+
+    // ------------------------------------------------------------------ slots
+
+    @Override
+    public byte[] slotCode(ArchInsn insn, long address, long slot, boolean boost) {
+        int w = ((Arm64Insn) insn).word();
+        int tail = boost ? branch(slot + 4, address + 4) : BRK_SS;
+        byte[] code = new byte[8];
+        System.arraycopy(le(w), 0, code, 0, 4);
+        System.arraycopy(le(tail), 0, code, 4, 4);
+        return code;
+    }
+
+    @Override
+    public boolean canBoost(ArchInsn insn, long address, long slot) {
+        long d = address + 4 - (slot + 4);
+        return insn.boostable() && d >= -(1L << 27) && d < (1L << 27);
+    }
+
+    private static int branch(long from, long to) {
+        return 0x14000000 | (int) (((to - from) >> 2) & 0x03ffffff);
+    }
+
+    @Override public int stepTrapOffset(ArchInsn insn) { return 4; }
+
+    @Override public byte[] trampolineCode() { return le(BRK_KRETPROBE); }
+
+    // ------------------------------------------------------------------ simulation (simulate-insn.c)
+
+    @Override
+    public void simulate(ArchInsn archInsn, long addr, Regs r) {
+        Arm64Insn insn = (Arm64Insn) archInsn;
+        int w = insn.word();
+        int rt = w & 0x1f;
+        long next = addr + 4;
+        switch (insn.kind()) {
+            case B, BL -> {
+                if (insn.kind() == Arm64Insn.Kind.BL) regs.setXzr(30, next);
+                regs.setIp(addr + (sext(w & 0x03ffffff, 26) << 2));
+            }
+            case B_COND -> regs.setIp(condition(w & 0xf, regs.nzcv()) ? addr + imm19(w) : next);
+            case CBZ, CBNZ -> {
+                long v = regs.xzr(rt);
+                if ((w >>> 31) == 0) v &= 0xffff_ffffL;
+                boolean taken = insn.kind() == Arm64Insn.Kind.CBZ ? v == 0 : v != 0;
+                regs.setIp(taken ? addr + imm19(w) : next);
+            }
+            case TBZ, TBNZ -> {
+                int bit = ((w >>> 31) << 5) | ((w >>> 19) & 0x1f);
+                boolean set = ((regs.xzr(rt) >>> bit) & 1) != 0;
+                boolean taken = insn.kind() == Arm64Insn.Kind.TBZ ? !set : set;
+                regs.setIp(taken ? addr + (sext((w >>> 5) & 0x3fff, 14) << 2) : next);
+            }
+            case ADR, ADRP -> {
+                long imm = sext(((w >>> 5) & 0x7ffff) << 2 | ((w >>> 29) & 3), 21);
+                regs.setXzr(rt, insn.kind() == Arm64Insn.Kind.ADRP ? (addr & ~0xfffL) + (imm << 12) : addr + imm);
+                regs.setIp(next);
+            }
+            case LDR_LITERAL -> {
+                long a = addr + imm19(w);
+                long v = ((w >>> 30) & 1) != 0 ? machine.readVirtualLong(a) : machine.readVirtualLong(a) & 0xffff_ffffL;
+                regs.setXzr(rt, v);
+                regs.setIp(next);
+            }
+            case LDRSW_LITERAL -> {
+                regs.setXzr(rt, (long) (int) machine.readVirtualLong(addr + imm19(w)));
+                regs.setIp(next);
+            }
+            case BR, BLR, RET -> {
+                long target = regs.xzr((w >>> 5) & 0x1f);
+                if (insn.kind() == Arm64Insn.Kind.BLR) regs.setXzr(30, next);
+                regs.setIp(target);
+            }
+            case NOP -> regs.setIp(next);
+            case COPY -> throw new IllegalStateException("copied instructions run from a slot");
+        }
+    }
+
+    private static long imm19(int w) { return sext((w >>> 5) & 0x7ffff, 19) << 2; }
+
+    private static long sext(long v, int bits) { return (v << (64 - bits)) >> (64 - bits); }
+
+    /** The A64 condition table on NZCV (bits 31–28 of the NZCV register). */
+    static boolean condition(int cond, long nzcv) {
+        boolean n = ((nzcv >>> 31) & 1) != 0, z = ((nzcv >>> 30) & 1) != 0, c = ((nzcv >>> 29) & 1) != 0, v = ((nzcv >>> 28) & 1) != 0;
+        boolean r = switch (cond >> 1) {
+            case 0 -> z;
+            case 1 -> c;
+            case 2 -> n;
+            case 3 -> v;
+            case 4 -> c && !z;
+            case 5 -> n == v;
+            case 6 -> n == v && !z;
+            default -> true;
+        };
+        return (cond & 1) != 0 && cond != 0xf ? !r : r;
+    }
+
+    // ------------------------------------------------------------------ kretprobes and unwinding
+
+    @Override
+    public long swapReturnAddress(Regs r, long trampoline) {
+        long old = regs.xzr(30);
+        regs.setXzr(30, trampoline);
+        return old;
+    }
+
+    /** The caller's frame pointer (x29 at entry), as Linux 6.x matches kretprobe instances. */
+    @Override public long entryFrame(Regs r) { return regs.xzr(29); }
+
+    @Override public long returnFrame(Regs r) { return regs.xzr(29); }
+
+    @Override
+    public void walkFrames(Regs r, FrameVisitor visitor) {
+        long fp = regs.xzr(29);
+        for (int depth = 0; depth < 64 && fp != 0; depth++) {
+            long ret, next;
+            try {
+                next = machine.readVirtualLong(fp);
+                ret = machine.readVirtualLong(fp + 8);
+            } catch (Machine.GuestMemoryException e) {
+                return;
+            }
+            if (ret == 0 || !visitor.visit(ret, next)) return;
+            if (Long.compareUnsigned(next, fp) <= 0) return;
+            fp = next;
+        }
+    }
+
+    // ------------------------------------------------------------------ slot mapping
+
+    private static final long VALID_TABLE = 3, PAGE = 3, AF = 1L << 10, SH_INNER = 3L << 8, AP_RO = 1L << 7, UXN = 1L << 54;
+    private static final long OA = 0x0000_ffff_ffff_f000L;
+
+    @Override
+    public void mapPages(Machine m, long va, long pa, long size, IntToLongFunction tables) {
+        Unicorn uc = m.engine();
+        boolean upper = ((va >>> 55) & 1) != 0;
+        long tcr = uc.sysRegRead(3, 0, 2, 0, 2);
+        int tsz = (int) (upper ? (tcr >>> 16) & 0x3f : tcr & 0x3f);
+        int vaBits = 64 - Math.max(tsz, 16);
+        int start = 3 - (vaBits - 12 - 1) / 9;
+        long table = uc.regRead(upper ? Arm64Reg.TTBR1_EL1 : Arm64Reg.TTBR0_EL1) & 0x0000_ffff_ffff_fffeL;
+        var mem = m.memory();
+        for (int level = start; level < 3; level++) {
+            long slotPa = table + 8 * ((va >>> (12 + 9 * (3 - level))) & 0x1ff);
+            long d = mem.readLong(slotPa);
+            if ((d & 3) != VALID_TABLE) {
+                if ((d & 1) != 0) throw new IllegalStateException(String.format("slot area 0x%x lies inside a block the guest mapped", va));
+                d = tables.applyAsLong(level - start) | VALID_TABLE;
+                mem.writeLong(slotPa, d);
+            }
+            table = d & OA;
+        }
+        for (long off = 0; off < size; off += 4096) {
+            mem.writeLong(table + 8 * (((va + off) >>> 12) & 0x1ff), (pa + off) | PAGE | AF | SH_INNER | AP_RO | UXN);
+        }
+    }
+
+    // ------------------------------------------------------------------ guest calls
+
+    @Override
+    public long callFunction(Machine m, long function, long returnStop, long[] args) {
+        if (args.length > 8) throw new IllegalArgumentException("at most 8 register arguments");
+        Unicorn uc = m.engine();
+        try (Unicorn.Context saved = uc.contextAlloc()) {
+            uc.contextSave(saved);
+            try {
+                for (int i = 0; i < args.length; i++) regs.setArg(i, args[i]);
+                regs.setSp((regs.sp() - 256) & ~0xfL);
+                regs.setXzr(30, returnStop);
+                uc.start(function, returnStop, 0, CALL_BUDGET);
+                if (regs.ip() != returnStop) throw new IllegalStateException(String.format("guest call to 0x%x did not return (pc 0x%x)", function, regs.ip()));
+                return regs.returnValue();
+            } finally {
+                uc.contextRestore(saved);
+            }
+        }
+    }
+
+    @Override
+    public void close() { decoder.close(); }
+
+    static int word(byte[] b, int off) {
+        return (b[off] & 0xff) | (b[off + 1] & 0xff) << 8 | (b[off + 2] & 0xff) << 16 | (b[off + 3] & 0xff) << 24;
+    }
+
+    static byte[] le(int w) {
+        return new byte[] {(byte) w, (byte) (w >>> 8), (byte) (w >>> 16), (byte) (w >>> 24)};
+    }
+}

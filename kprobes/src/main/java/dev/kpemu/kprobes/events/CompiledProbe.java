@@ -1,0 +1,260 @@
+package dev.kpemu.kprobes.events;
+
+import dev.kpemu.machine.Arch;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import static dev.kpemu.kprobes.events.FetchProgram.*;
+
+/**
+ * A registered probe's fetch plans and record layout, ready to run on every hit.
+ *
+ * <p>{@link #fetch} produces the argument area of the kernel's trace entry (what follows
+ * {@code struct kprobe_trace_entry_head}): each argument at its field offset, little-endian,
+ * strings as {@code __data_loc} words ({@code len << 16 | offset}, offset from the start of
+ * the argument area) pointing into the dynamic data appended after the fixed part. Failed
+ * reads leave numbers 0 and strings empty-with-length-0, which prints {@code (fault)}.
+ */
+public final class CompiledProbe {
+    /** {@code MAX_STRING_SIZE} (PATH_MAX): the longest stored string including its NUL. */
+    public static final int MAX_STRING_SIZE = 4096;
+    /** {@code BUF_MAX_DATA_SIZE} of a 4 KiB ring-buffer page: larger entries are dropped. */
+    public static final int MAX_EVENT_SIZE = 4072;
+    /** Size of {@code struct trace_entry} (the common fields). */
+    public static final int COMMON_SIZE = 8;
+
+    private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle SHORT = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+
+    private final TraceProbe definition;
+    private final RegisterSet regs;
+    private final FetchProgram[] programs;
+    private final int[] offsets;
+    private final int fixedSize;
+
+    private CompiledProbe(TraceProbe definition, RegisterSet regs, FetchProgram[] programs, int[] offsets, int fixedSize) {
+        this.definition = definition;
+        this.regs = regs;
+        this.programs = programs;
+        this.offsets = offsets;
+        this.fixedSize = fixedSize;
+    }
+
+    /**
+     * Resolves {@code @SYM} references ({@code traceprobe_update_arg}) and lays out the record.
+     *
+     * @throws ProbeSyntaxException {@code BAD_PROBE_ADDR} at the place token with ENOENT when a
+     *                              symbol is unknown, as the kernel's registration reports it
+     */
+    public static CompiledProbe compile(TraceProbe def, Arch arch, KernelSymbols symbols) throws ProbeSyntaxException {
+        List<FetchArg> args = def.args();
+        FetchProgram[] programs = new FetchProgram[args.size()];
+        int[] offsets = new int[args.size()];
+        int size = 0;
+        for (int i = 0; i < programs.length; i++) {
+            FetchArg a = args.get(i);
+            FetchProgram p = a.program().resolve(symbols);
+            if (p == null)
+                throw ProbeSyntaxException.registration(def.command(), 1, 0, KernelError.BAD_PROBE_ADDR, Errno.ENOENT);
+            programs[i] = p;
+            offsets[i] = size;
+            size += a.fieldSize();
+        }
+        return new CompiledProbe(def, RegisterSet.of(arch), programs, offsets, size);
+    }
+
+    public TraceProbe definition() { return definition; }
+
+    /** Bytes of the fixed header after the common fields: 8 ({@code __probe_ip}) or 16 (func, ret_ip). */
+    public int probeHeaderSize() { return definition.isReturn() ? 16 : 8; }
+
+    /** The fixed size of the argument area ({@code tp->size}). */
+    public int fixedSize() { return fixedSize; }
+
+    /** Offset of argument {@code i} inside the argument area. */
+    public int argOffset(int i) { return offsets[i]; }
+
+    /** A reusable scratch area for {@link #fetch(FetchContext, FetchBuffer)}. */
+    public static final class FetchBuffer {
+        byte[] data = new byte[256];
+        int end;
+        final byte[] word = new byte[8];
+
+        void ensure(int n) {
+            if (n > data.length) data = java.util.Arrays.copyOf(data, Math.max(n, data.length * 2));
+        }
+
+        /** The bytes produced by the last fetch. */
+        public byte[] bytes() { return java.util.Arrays.copyOf(data, end); }
+
+        /** Length of the last fetch. */
+        public int length() { return end; }
+    }
+
+    /**
+     * Runs every argument's plan. Returns the argument area, or null when the whole entry would
+     * exceed {@link #MAX_EVENT_SIZE} (the kernel's ring buffer refuses it and the event is lost).
+     */
+    public byte[] fetch(FetchContext ctx) {
+        FetchBuffer b = new FetchBuffer();
+        return fetch(ctx, b) ? b.bytes() : null;
+    }
+
+    /** Allocation-free variant: fills {@code b}; false when the entry is too large. */
+    public boolean fetch(FetchContext ctx, FetchBuffer b) {
+        b.ensure(fixedSize);
+        java.util.Arrays.fill(b.data, 0, fixedSize, (byte) 0);
+        b.end = fixedSize;
+        for (int i = 0; i < programs.length; i++) {
+            FetchProgram p = programs[i];
+            int ret = run(p, ctx, b, offsets[i]);
+            if (ret < 0 && p.dynamic) INT.set(b.data, offsets[i], b.end & 0xffff);
+        }
+        return COMMON_SIZE + probeHeaderSize() + b.end <= MAX_EVENT_SIZE;
+    }
+
+    private long stackNth(FetchContext ctx, int n, FetchBuffer b) {
+        long sp = ctx.stackPointer();
+        long addr = sp + 8L * n;
+        long mask = ~((long) RegisterSet.THREAD_SIZE - 1);
+        if ((addr & mask) != (sp & mask)) return 0;
+        if (!ctx.readKernel(addr, b.word, 0, 8)) return 0;
+        return (long) LONG.get(b.word, 0);
+    }
+
+    private long argument(FetchContext ctx, int n, FetchBuffer b) {
+        if (n < regs.registerArguments()) return ctx.register(regs.argumentSlot(n));
+        if (regs.stackArguments()) return stackNth(ctx, n - (regs.registerArguments() - 1), b);
+        return 0;
+    }
+
+    /** {@code process_fetch_insn} + {@code process_fetch_insn_bottom}; negative on a fault. */
+    private int run(FetchProgram p, FetchContext ctx, FetchBuffer b, int dest) {
+        Insn[] code = p.code;
+        int pc = 0;
+        long val;
+        Insn c = code[0];
+        switch (c.op) {
+            case REG -> val = ctx.register(c.param);
+            case STACK -> val = stackNth(ctx, c.param, b);
+            case STACKP -> val = ctx.stackPointer();
+            case RETVAL -> val = ctx.register(regs.returnValueSlot());
+            case ARG -> val = argument(ctx, c.param, b);
+            case IMM -> val = c.imm;
+            case NOP_SYMBOL -> { pc++; val = code[1].imm; }
+            case COMM -> { return storeBytes(ctx.comm(), b, dest); }
+            case DATA -> { return storeBytes(c.bytes, b, dest); }
+            default -> { return -1; }
+        }
+        pc++;
+        long lval = val;
+        int i = 0, total = 0, ret = 0;
+        stage2:
+        while (true) {
+            while (code[pc].op == DEREF || code[pc].op == UDEREF) {
+                lval = val;
+                long a = val + code[pc].offset;
+                boolean ok = code[pc].op == DEREF ? ctx.readKernel(a, b.word, 0, 8) : ctx.readUser(a, b.word, 0, 8);
+                if (!ok) return -14;
+                val = (long) LONG.get(b.word, 0);
+                pc++;
+            }
+            int s3 = pc;
+            while (true) {
+                Insn st = code[pc];
+                switch (st.op) {
+                    case ST_RAW -> storeRaw(b.data, dest, st.size, val);
+                    case ST_MEM -> ctx.readKernel(val + st.offset, b.data, dest, st.size);
+                    case ST_UMEM -> ctx.readUser(val + st.offset, b.data, dest, st.size);
+                    case ST_STRING -> ret = storeString(ctx, val + st.offset, false, b, dest);
+                    case ST_USTRING -> ret = storeString(ctx, val + st.offset, true, b, dest);
+                    case ST_SYMSTR -> ret = storeBytes(ctx.symbols().sprintSymbol(val + st.offset)
+                            .getBytes(StandardCharsets.UTF_8), b, dest);
+                    default -> { return -84; }
+                }
+                pc++;
+                if (code[pc].op == MOD_BF) {
+                    applyBitfield(b.data, dest, code[pc]);
+                    pc++;
+                }
+                if (code[pc].op == LP_ARRAY) {
+                    total += ret;
+                    if (++i < code[pc].param) {
+                        pc = s3;
+                        if (code[s3].op != ST_STRING && code[s3].op != ST_USTRING) {
+                            dest += code[s3].size;
+                            val += code[s3].size;
+                            continue;
+                        }
+                        pc--;
+                        val = lval + 8;
+                        dest += 4;
+                        continue stage2;
+                    }
+                    pc++;
+                    ret = total;
+                }
+                return code[pc].op == END ? ret : -84;
+            }
+        }
+    }
+
+    private static void storeRaw(byte[] d, int off, int size, long v) {
+        switch (size) {
+            case 1 -> d[off] = (byte) v;
+            case 2 -> SHORT.set(d, off, (short) v);
+            case 4 -> INT.set(d, off, (int) v);
+            default -> LONG.set(d, off, v);
+        }
+    }
+
+    private static long loadRaw(byte[] d, int off, int size) {
+        return switch (size) {
+            case 1 -> d[off] & 0xffL;
+            case 2 -> (short) SHORT.get(d, off) & 0xffffL;
+            case 4 -> (int) INT.get(d, off) & 0xffff_ffffL;
+            default -> (long) LONG.get(d, off);
+        };
+    }
+
+    private static void applyBitfield(byte[] d, int off, Insn bf) {
+        int bits = bf.basesize * 8;
+        long mask = bits == 64 ? -1L : (1L << bits) - 1;
+        long v = loadRaw(d, off, bf.basesize);
+        v = (bf.lshift >= 64 ? 0 : v << bf.lshift) & mask;
+        v = bf.rshift >= 64 ? 0 : v >>> bf.rshift;
+        storeRaw(d, off, bf.basesize, v);
+    }
+
+    private static int storeString(FetchContext ctx, long addr, boolean user, FetchBuffer b, int dest) {
+        b.ensure(b.end + MAX_STRING_SIZE);
+        int n = user ? ctx.readUserString(addr, b.data, b.end, MAX_STRING_SIZE)
+                : ctx.readKernelString(addr, b.data, b.end, MAX_STRING_SIZE);
+        if (n < 0) {
+            INT.set(b.data, dest, b.end & 0xffff);
+            return -14;
+        }
+        INT.set(b.data, dest, (n << 16) | (b.end & 0xffff));
+        b.end += n;
+        return n;
+    }
+
+    private static int storeBytes(byte[] s, FetchBuffer b, int dest) {
+        int len = 0;
+        while (len < s.length && s[len] != 0) len++;
+        len = Math.min(len, MAX_STRING_SIZE - 1);
+        b.ensure(b.end + len + 1);
+        System.arraycopy(s, 0, b.data, b.end, len);
+        b.data[b.end + len] = 0;
+        INT.set(b.data, dest, ((len + 1) << 16) | (b.end & 0xffff));
+        b.end += len + 1;
+        return len + 1;
+    }
+
+    static long readField(byte[] d, int off, int size) { return loadRaw(d, off, size); }
+}

@@ -1,0 +1,564 @@
+package dev.kpemu.kprobes.events;
+
+import dev.kpemu.machine.Arch;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+import static dev.kpemu.kprobes.events.FetchProgram.*;
+
+/**
+ * Parses {@code kprobe_events} commands exactly as Linux does (by default Linux 6.1, the
+ * kernel of kpemu's Debian guests): the same grammar, the same order of checks, the same
+ * {@code error_log} messages and caret positions, the same limits.
+ *
+ * <p>Follows {@code trace_parse_run_command} (comments, lines), {@code dyn_event_release}
+ * (delete), {@code __trace_kprobe_create} (place, maxactive, event name) and
+ * {@code traceprobe_parse_probe_arg} (fetch arguments, including the 16-slot fetch
+ * program whose exhaustion gives "Dereference is too much nested").
+ *
+ * <p>A parser is immutable and thread-safe; each call works on its own state.
+ */
+public final class ProbeParser {
+    /** {@code MAX_TRACE_ARGS}. */
+    public static final int MAX_TRACE_ARGS = 128;
+    /** {@code MAX_EVENT_NAME_LEN}. */
+    public static final int MAX_EVENT_NAME_LEN = 64;
+    /** {@code MAX_ARG_NAME_LEN}. */
+    public static final int MAX_ARG_NAME_LEN = 32;
+    /** {@code MAX_ARGSTR_LEN}: the longest argument expression. */
+    public static final int MAX_ARGSTR_LEN = 63;
+    /** {@code MAX_ARRAY_LEN}. */
+    public static final int MAX_ARRAY_LEN = 64;
+    /** {@code FETCH_INSN_MAX}. */
+    public static final int FETCH_INSN_MAX = 16;
+    /** {@code KRETPROBE_MAXACTIVE_MAX}. */
+    public static final int KRETPROBE_MAXACTIVE_MAX = 4096;
+    /** {@code WRITE_BUFSIZE}: a line may hold at most WRITE_BUFSIZE - 2 bytes. */
+    public static final int WRITE_BUFSIZE = 4096;
+    /** {@code KPROBE_EVENT_SYSTEM}. */
+    public static final String DEFAULT_GROUP = "kprobes";
+
+    private static final List<String> RESERVED_FIELD_NAMES = List.of("common_type", "common_flags",
+            "common_preempt_count", "common_pid", "common_tgid", "__probe_ip", "__probe_ret_ip", "__probe_func");
+
+    private final RegisterSet regs;
+    private final Dialect dialect;
+    private final KernelSymbols symbols;
+
+    /** A Linux 6.1 parser for {@code arch} that accepts every symbol name (syntax only). */
+    public ProbeParser(Arch arch) {
+        this(arch, Dialect.LINUX_6_1, KernelSymbols.permissive());
+    }
+
+    public ProbeParser(Arch arch, Dialect dialect, KernelSymbols symbols) {
+        this.regs = RegisterSet.of(Objects.requireNonNull(arch));
+        this.dialect = Objects.requireNonNull(dialect);
+        this.symbols = Objects.requireNonNull(symbols);
+    }
+
+    public Arch arch() { return regs.arch(); }
+
+    public Dialect dialect() { return dialect; }
+
+    public RegisterSet registers() { return regs; }
+
+    /**
+     * Parses every line of {@code text} as one write to {@code kprobe_events} would, stopping
+     * at the first rejected line (the kernel stops there too). Blank and comment lines yield
+     * nothing.
+     */
+    public List<ProbeDefinition> parseAll(String text) throws ProbeSyntaxException {
+        List<ProbeDefinition> out = new ArrayList<>();
+        for (String line : text.split("\n", -1)) {
+            ProbeDefinition d = parse(line);
+            if (d != null) out.add(d);
+        }
+        return out;
+    }
+
+    /**
+     * Parses one command line. Returns null for a blank or comment-only line.
+     *
+     * @throws ProbeSyntaxException with the kernel's error_log entry and errno
+     */
+    public ProbeDefinition parse(String line) throws ProbeSyntaxException {
+        String b = Bytes.encode(line);
+        int nul = b.indexOf('\0');
+        if (nul >= 0) b = b.substring(0, nul);
+        if (b.length() > WRITE_BUFSIZE - 2)
+            throw ProbeSyntaxException.silent(line, Errno.EINVAL,
+                    "Line length is too long: Should be less than " + (WRITE_BUFSIZE - 2));
+        int hash = b.indexOf('#');
+        if (hash >= 0) b = b.substring(0, hash);
+        List<String> argv = Bytes.argvSplit(b);
+        if (!b.isEmpty() && b.charAt(0) == '-') return parseDelete(argv);
+        if (argv.isEmpty()) return null;
+        return new Command(argv).parse();
+    }
+
+    private static DeleteDef parseDelete(List<String> argv) throws ProbeSyntaxException {
+        String cmd = Bytes.decode(String.join(" ", argv));
+        String a0 = argv.get(0);
+        if (a0.length() < 2 || a0.charAt(1) != ':')
+            throw ProbeSyntaxException.silent(cmd, Errno.EINVAL, "delete command must start with '-:'");
+        String event = a0.substring(2);
+        String group = null;
+        int slash = event.indexOf('/');
+        if (slash >= 0) {
+            group = event.substring(0, slash);
+            event = event.substring(slash + 1);
+        }
+        if (group == null && event.isEmpty())
+            throw ProbeSyntaxException.silent(cmd, Errno.EINVAL, "no event to delete");
+        List<String> filter = new ArrayList<>();
+        for (int i = 1; i < argv.size(); i++) filter.add(Bytes.decode(argv.get(i)));
+        return new DeleteDef(group == null ? null : Bytes.decode(group), Bytes.decode(event), filter, cmd);
+    }
+
+    /** The state of parsing one create command. */
+    private final class Command {
+        final List<String> argv;
+        final String cmd;
+        int index;
+        // fetch-arg flags
+        boolean isReturn;     // TPARG_FL_RETURN
+        boolean fentry;       // TPARG_FL_FENTRY
+        // current fetch program
+        Insn[] code;
+        int cur;
+
+        Command(List<String> argv) {
+            this.argv = argv;
+            this.cmd = Bytes.decode(String.join(" ", argv));
+        }
+
+        ProbeSyntaxException err(int offset, KernelError e) {
+            return ProbeSyntaxException.at(argv, index, offset, e, Errno.EINVAL);
+        }
+
+        ProbeSyntaxException err(int offset, KernelError e, Errno errno) {
+            return ProbeSyntaxException.at(argv, index, offset, e, errno);
+        }
+
+        ProbeSyntaxException silent(String why) {
+            return ProbeSyntaxException.silent(cmd, Errno.EINVAL, why);
+        }
+
+        ProbeDefinition parse() throws ProbeSyntaxException {
+            String a0 = argv.get(0);
+            char kind = a0.charAt(0);
+            if (kind != 'p' && kind != 'r') throw silent("not a kprobe command");
+            if (argv.size() < 2) throw silent("a kprobe command needs a place");
+            boolean ret = kind == 'r';
+            index = 0;
+            int colon = a0.indexOf(':', 1);
+            String event = colon >= 0 ? a0.substring(colon + 1) : null;
+
+            int maxactive = 0;
+            if (a0.length() > 1 && Bytes.isDigit(a0.charAt(1))) {
+                if (!ret) throw err(1, dialect.badMaxactTypeName ? KernelError.BAD_MAXACT_TYPE : KernelError.MAXACT_NO_KPROBE);
+                int len = event != null ? colon - 1 : a0.length() - 1;
+                if (len > MAX_EVENT_NAME_LEN - 1) throw err(1, KernelError.BAD_MAXACT);
+                Long m = Bytes.kstrtouint(a0.substring(1, 1 + len), 0);
+                if (m == null || m == 0) throw err(1, KernelError.BAD_MAXACT);
+                if (m > KRETPROBE_MAXACTIVE_MAX) throw err(1, KernelError.MAXACT_TOO_BIG);
+                maxactive = (int) (long) m;
+            }
+
+            String place = argv.get(1);
+            ProbeTarget target;
+            String symbol = null;
+            long offset = 0;
+            boolean returnSuffix = false;
+            Long addr = Bytes.kstrtoull(place, 0);
+            if (addr == null) {
+                index = 1;
+                if (place.indexOf('/') >= 0 && place.indexOf(':') >= 0) throw silent("uprobe place");
+                String sym = place;
+                int pct = sym.indexOf('%');
+                if (pct >= 0) {
+                    if (sym.substring(pct).equals("%return")) {
+                        sym = sym.substring(0, pct);
+                        ret = true;
+                        returnSuffix = true;
+                    } else {
+                        throw err(pct, KernelError.BAD_ADDR_SUFFIX);
+                    }
+                }
+                int cut = -1;
+                for (int i = 0; i < sym.length(); i++) {
+                    char c = sym.charAt(i);
+                    if (c == '+' || c == '-') { cut = i; break; }
+                }
+                if (cut >= 0) {
+                    Long o = Bytes.kstrtoll(sym.substring(cut), 0);
+                    if (o == null) throw err(0, KernelError.BAD_PROBE_ADDR);
+                    offset = o;
+                    sym = sym.substring(0, cut);
+                }
+                if (offset < 0 || offset > 0xFFFF_FFFFL) throw err(0, KernelError.BAD_PROBE_ADDR);
+                isReturn = ret;
+                KernelSymbols.FuncEntry fe = symbols.funcEntry(Bytes.decode(sym), offset);
+                fentry = fe == KernelSymbols.FuncEntry.ENTRY && !ret;
+                if (fe == KernelSymbols.FuncEntry.NOT_ENTRY && ret) throw err(0, KernelError.BAD_RETPROBE);
+                if (sym.indexOf(':') < 0) {
+                    int n = symbols.countSymbols(Bytes.decode(sym));
+                    if (n > 1) throw err(0, KernelError.NON_UNIQ_SYMBOL, Errno.EADDRNOTAVAIL);
+                    if (n == 0) throw err(0, KernelError.BAD_PROBE_ADDR, Errno.ENOENT);
+                }
+                symbol = sym;
+                int mc = sym.indexOf(':');
+                target = new ProbeTarget.SymbolTarget(mc >= 0 ? Bytes.decode(sym.substring(0, mc)) : null,
+                        Bytes.decode(sym.substring(mc + 1)), offset);
+            } else {
+                target = new ProbeTarget.AddressTarget(addr);
+            }
+
+            index = 0;
+            String group = DEFAULT_GROUP;
+            String name = null;
+            if (event != null) {
+                String[] ge = parseEventName(event, colon + 1);
+                if (ge[0] != null) group = ge[0];
+                name = ge[1];
+            }
+            if (name == null) {
+                String gen = symbol != null
+                        ? (ret ? "r_" : "p_") + symbol + "_" + offset
+                        : String.format("%c_0x%016x", ret ? 'r' : 'p', addr);
+                if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
+                char[] cs = gen.toCharArray();
+                for (int i = 1; i < cs.length; i++) if (cs[i] == ':' || cs[i] == '.') cs[i] = '_';
+                name = new String(cs);
+            }
+
+            List<String> raw = argv.subList(2, argv.size());
+            if (dialect.tooManyArgsError && raw.size() > MAX_TRACE_ARGS) {
+                index = 2;
+                throw err(0, KernelError.TOO_MANY_ARGS, Errno.E2BIG);
+            }
+            List<FetchArg> args = new ArrayList<>();
+            for (int i = 0; i < raw.size() && i < MAX_TRACE_ARGS; i++) {
+                index = i + 2;
+                args.add(parseArg(i, raw.get(i), args));
+            }
+            String grp = Bytes.decode(group), ev = Bytes.decode(name);
+            if (ret) return new KretprobeDef(grp, ev, target, maxactive, returnSuffix, args, cmd);
+            return new KprobeDef(grp, ev, target, fentry, args, cmd);
+        }
+
+        /** {@code traceprobe_parse_event_name}: {group or null, event or null (auto)}. */
+        String[] parseEventName(String event, int offset) throws ProbeSyntaxException {
+            String group = null;
+            int slash = event.indexOf('/');
+            if (slash < 0) slash = event.indexOf('.');
+            if (slash >= 0) {
+                if (slash == 0) throw err(offset, KernelError.NO_GROUP_NAME);
+                if (slash + 1 > MAX_EVENT_NAME_LEN) throw err(offset, KernelError.GROUP_TOO_LONG);
+                group = event.substring(0, slash);
+                boolean good = dialect == Dialect.MAINLINE ? Bytes.isGoodSystemName(group) : Bytes.isGoodName(group);
+                if (!good) throw err(offset, KernelError.BAD_GROUP_NAME);
+                offset += slash + 1;
+                event = event.substring(slash + 1);
+            }
+            if (event.isEmpty()) {
+                if (slash >= 0) return new String[] {group, null};
+                throw err(offset, KernelError.NO_EVENT_NAME);
+            } else if (event.length() > MAX_EVENT_NAME_LEN) {
+                throw err(offset, KernelError.EVENT_TOO_LONG);
+            }
+            if (!Bytes.isGoodName(event)) throw err(offset, KernelError.BAD_EVENT_NAME);
+            return new String[] {group, event};
+        }
+
+        /** {@code traceprobe_parse_probe_arg}. */
+        FetchArg parseArg(int i, String arg, List<FetchArg> previous) throws ProbeSyntaxException {
+            int eq = arg.indexOf('=');
+            String name, body;
+            int bodyOffset;
+            if (eq >= 0) {
+                if (eq > MAX_ARG_NAME_LEN) throw err(0, KernelError.ARG_NAME_TOO_LONG);
+                if (eq == 0) throw err(0, KernelError.NO_ARG_NAME);
+                name = arg.substring(0, eq);
+                body = arg.substring(eq + 1);
+                bodyOffset = eq + 1;
+            } else {
+                name = "arg" + (i + 1);
+                body = arg;
+                bodyOffset = 0;
+            }
+            if (!Bytes.isGoodName(name)) throw err(0, KernelError.BAD_ARG_NAME);
+            if (RESERVED_FIELD_NAMES.contains(name)) throw err(0, KernelError.USED_ARG_NAME);
+            for (FetchArg p : previous) if (p.name().equals(Bytes.decode(name))) throw err(0, KernelError.USED_ARG_NAME);
+            return parseBody(Bytes.decode(name), body, bodyOffset);
+        }
+
+        /** {@code traceprobe_parse_probe_arg_body}. */
+        FetchArg parseBody(String name, String body, int offset) throws ProbeSyntaxException {
+            if (body.length() > MAX_ARGSTR_LEN) throw err(offset, KernelError.ARG_TOO_LONG);
+            if (body.isEmpty()) throw err(offset, KernelError.NO_ARG_BODY);
+
+            String arg = body;
+            String t = null;          // type text (without array suffix)
+            int tPos = 0;             // position of t inside body
+            int count = 0;
+            int colon = body.indexOf(':');
+            if (colon >= 0) {
+                arg = body.substring(0, colon);
+                tPos = colon + 1;
+                t = body.substring(tPos);
+                int lb = t.indexOf('[');
+                if (lb >= 0) {
+                    int t2 = tPos + lb + 1;         // array size text position in body
+                    String rest = body.substring(t2);
+                    t = t.substring(0, lb);
+                    int rb = rest.indexOf(']');
+                    if (rb < 0) throw err(offset + body.length(), KernelError.ARRAY_NO_CLOSE);
+                    if (rb + 1 < rest.length()) throw err(offset + t2 + rb + 1, KernelError.BAD_ARRAY_SUFFIX);
+                    Long c = Bytes.kstrtouint(rest.substring(0, rb), 0);
+                    if (c == null || c == 0) throw err(offset + t2, KernelError.BAD_ARRAY_NUM);
+                    if (c > MAX_ARRAY_LEN) throw err(offset + t2, KernelError.ARRAY_TOO_BIG);
+                    count = (int) (long) c;
+                }
+            }
+            int typeOff = offset + (t != null ? tPos : 0);
+
+            FetchType type;
+            Bitfield bitfield = null;
+            if (arg.equals("$comm") || arg.equals("$COMM") || arg.startsWith("\\\"")) {
+                if (count != 0 || (t != null && !t.equals("string"))) {
+                    if (dialect.needStringTypeError) throw err(typeOff, KernelError.NEED_STRING_TYPE);
+                    throw silent("$comm and immediate strings only take the string type");
+                }
+                type = FetchType.STRING;
+            } else {
+                type = findFetchType(t);
+            }
+            if (type == null) throw err(typeOff, KernelError.BAD_TYPE);
+
+            code = new Insn[FETCH_INSN_MAX];
+            for (int k = 0; k < code.length; k++) code[k] = new Insn();
+            code[FETCH_INSN_MAX - 1].op = END;
+            cur = 0;
+            FetchExpr expr = parseProbeArg(arg, offset);
+
+            boolean dynamic = false;
+            if (type.isString()) {
+                int op = code[cur].op;
+                if (type == FetchType.SYMSTR) {
+                    if (op != REG && op != STACK && op != RETVAL && op != ARG && op != DEREF)
+                        throw err(typeOff, KernelError.BAD_SYMSTRING);
+                } else if (op != DEREF && op != UDEREF && op != IMM && op != COMM && op != DATA) {
+                    throw err(typeOff, KernelError.BAD_STRING);
+                }
+                if (type == FetchType.SYMSTR || op == IMM || op == COMM || op == DATA || count != 0) {
+                    cur++;
+                    if (code[cur].op != NOP) throw err(offset, KernelError.TOO_MANY_OPS);
+                }
+                if (type == FetchType.USTRING || code[cur].op == UDEREF) code[cur].op = ST_USTRING;
+                else if (type == FetchType.SYMSTR) code[cur].op = ST_SYMSTR;
+                else code[cur].op = ST_STRING;
+                code[cur].size = type.size();
+                dynamic = true;
+            } else if (code[cur].op == DEREF) {
+                code[cur].op = ST_MEM;
+                code[cur].size = type.size();
+            } else if (code[cur].op == UDEREF) {
+                code[cur].op = ST_UMEM;
+                code[cur].size = type.size();
+            } else {
+                cur++;
+                if (code[cur].op != NOP) throw err(offset, KernelError.TOO_MANY_OPS);
+                code[cur].op = ST_RAW;
+                code[cur].size = type.size();
+            }
+            int scode = cur;
+            if (t != null && !t.isEmpty() && t.charAt(0) == 'b') {
+                bitfield = parseBitfield(t, type);
+                if (bitfield == null) throw err(offset + tPos, KernelError.BAD_BITFIELD);
+            }
+            if (count != 0) {
+                int sop = code[scode].op;
+                if (sop != ST_MEM && sop != ST_STRING && sop != ST_USTRING)
+                    throw err(typeOff, KernelError.BAD_STRING);
+                cur++;
+                if (code[cur].op != NOP) throw err(offset, KernelError.TOO_MANY_OPS);
+                code[cur].op = LP_ARRAY;
+                code[cur].param = count;
+            }
+            cur++;
+            code[cur].op = END;
+            FetchProgram program = new FetchProgram(Arrays.copyOf(code, cur + 1), dynamic, type.size());
+            return new FetchArg(name, Bytes.decode(body), expr, type, bitfield, count, program);
+        }
+
+        /** {@code find_fetch_type}; bitfields map to their container type. */
+        FetchType findFetchType(String t) {
+            if (t == null) return FetchType.DEFAULT;
+            if (!t.isEmpty() && t.charAt(0) == 'b') {
+                int slash = t.indexOf('/');
+                if (slash < 0) return null;
+                Long bs = Bytes.kstrtoull(t.substring(slash + 1), 0);
+                if (bs == null) return null;
+                if (bs == 8) return FetchType.U8;
+                if (bs == 16) return FetchType.U16;
+                if (bs == 32) return FetchType.U32;
+                if (bs == 64) return FetchType.U64;
+                return null;
+            }
+            return FetchType.byName(t, dialect);
+        }
+
+        /** {@code __parse_bitfield_probe_arg}; null when the kernel says BAD_BITFIELD. */
+        Bitfield parseBitfield(String bf, FetchType t) {
+            long[] w = Bytes.simpleStrtoull(bf, 1);
+            long bw = w[0];
+            int tail = (int) w[1];
+            if (bw == 0 || Bytes.charAt(bf, tail) != '@') return null;
+            long[] o = Bytes.simpleStrtoull(bf, tail + 1);
+            long bo = o[0];
+            int tail2 = (int) o[1];
+            if (tail2 == tail + 1 || Bytes.charAt(bf, tail2) != '/') return null;
+            cur++;
+            if (code[cur].op != NOP) return null;
+            int bits = t.size() * 8;
+            Bitfield b = new Bitfield(bw, bo, bits);
+            code[cur].op = MOD_BF;
+            code[cur].lshift = b.leftShift();
+            code[cur].rshift = b.rightShift();
+            code[cur].basesize = t.size();
+            return Long.compareUnsigned(bits, bw + bo) < 0 ? null : b;
+        }
+
+        /** {@code parse_probe_arg} (recursive). */
+        FetchExpr parseProbeArg(String arg, int offs) throws ProbeSyntaxException {
+            FetchExpr expr = null;
+            char c0 = Bytes.charAt(arg, 0);
+            switch (c0) {
+                case '$' -> expr = parseProbeVars(arg.substring(1), offs);
+                case '%' -> {
+                    RegisterSet.Register r = regs.lookup(Bytes.decode(arg.substring(1)));
+                    if (r == null) throw err(offs, KernelError.BAD_REG_NAME);
+                    code[cur].op = REG;
+                    code[cur].param = r.slot();
+                    expr = new FetchExpr.Reg(r);
+                }
+                case '@' -> {
+                    char c1 = Bytes.charAt(arg, 1);
+                    if (Bytes.isDigit(c1)) {
+                        Long a = Bytes.kstrtoull(arg.substring(1), 0);
+                        if (a == null) throw err(offs, KernelError.BAD_MEM_ADDR);
+                        code[cur].op = IMM;
+                        code[cur].imm = a;
+                        expr = new FetchExpr.AbsoluteMemory(a);
+                    } else if (c1 == '+') {
+                        throw err(offs, KernelError.FILE_ON_KPROBE);
+                    } else {
+                        code[cur].op = NOP_SYMBOL;
+                        code[cur].data = arg.substring(1);
+                        if (++cur == FETCH_INSN_MAX - 1) throw err(offs, KernelError.TOO_MANY_OPS);
+                        code[cur].op = IMM;
+                        code[cur].imm = 0;
+                        expr = new FetchExpr.SymbolMemory(Bytes.decode(arg.substring(1)));
+                    }
+                    if (++cur == FETCH_INSN_MAX - 1) throw err(offs, KernelError.TOO_MANY_OPS);
+                    code[cur].op = DEREF;
+                    code[cur].offset = 0;
+                }
+                case '+', '-' -> {
+                    boolean user = false;
+                    String a = arg;
+                    if (Bytes.charAt(a, 1) == 'u') {
+                        user = true;
+                        a = a.charAt(0) + a.substring(2);
+                    }
+                    if (a.charAt(0) == '+') a = a.substring(1);
+                    int open = a.indexOf('(');
+                    if (open < 0) throw err(offs, KernelError.DEREF_NEED_BRACE);
+                    Long off = Bytes.kstrtoll(a.substring(0, open), 0);
+                    if (off == null) throw err(offs, KernelError.BAD_DEREF_OFFS);
+                    offs += open + 1 + (Bytes.charAt(a, 0) != '-' ? 1 : 0);
+                    String inner = a.substring(open + 1);
+                    int close = inner.lastIndexOf(')');
+                    if (close < 0) throw err(offs + inner.length(), KernelError.DEREF_OPEN_BRACE);
+                    FetchExpr base = parseProbeArg(inner.substring(0, close), offs);
+                    if (code[cur].op == COMM || code[cur].op == DATA) throw err(offs, KernelError.COMM_CANT_DEREF);
+                    if (++cur == FETCH_INSN_MAX - 1) throw err(offs, KernelError.TOO_MANY_OPS);
+                    code[cur].op = user ? UDEREF : DEREF;
+                    code[cur].offset = off;
+                    expr = new FetchExpr.Deref(base, off, user);
+                }
+                case '\\' -> {
+                    if (Bytes.charAt(arg, 1) == '"') {
+                        String s = arg.substring(2);
+                        int len = s.length();
+                        if (len > 0 && s.charAt(len - 1) != '"') throw err(offs + 2 + len, KernelError.IMMSTR_NO_CLOSE);
+                        String text = len > 0 ? s.substring(0, len - 1) : "";
+                        code[cur].op = DATA;
+                        code[cur].bytes = text.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+                        expr = new FetchExpr.ImmediateString(Bytes.decode(text));
+                    } else {
+                        Long v = strToImmediate(arg.substring(1));
+                        if (v == null) throw err(offs + 1, KernelError.BAD_IMM);
+                        code[cur].op = IMM;
+                        code[cur].imm = v;
+                        expr = new FetchExpr.Immediate(v);
+                    }
+                }
+                default -> { }
+            }
+            if (code[cur].op == NOP) throw err(offs, KernelError.BAD_FETCH_ARG);
+            return expr;
+        }
+
+        /** {@code str_to_immediate}. */
+        Long strToImmediate(String s) {
+            char c = Bytes.charAt(s, 0);
+            if (Bytes.isDigit(c)) return Bytes.kstrtoull(s, 0);
+            if (c == '-') return Bytes.kstrtoll(s, 0);
+            if (c == '+') return Bytes.kstrtoll(s.substring(1), 0);
+            return null;
+        }
+
+        /** {@code parse_probe_vars} ({@code arg} is the text after '$'). */
+        FetchExpr parseProbeVars(String arg, int offs) throws ProbeSyntaxException {
+            if (arg.equals("retval")) {
+                if (!isReturn) throw err(offs, KernelError.RETVAL_ON_PROBE);
+                code[cur].op = RETVAL;
+                return new FetchExpr.ReturnValue();
+            }
+            if (arg.startsWith("stack")) {
+                String rest = arg.substring(5);
+                if (rest.isEmpty()) {
+                    code[cur].op = STACKP;
+                    return new FetchExpr.StackPointer();
+                }
+                if (!Bytes.isDigit(rest.charAt(0))) throw err(offs, KernelError.BAD_VAR);
+                Long n = Bytes.kstrtoull(rest, 10);
+                if (n == null) throw err(offs, KernelError.BAD_VAR);
+                if (n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_STACK_NUM);
+                code[cur].op = STACK;
+                code[cur].param = (int) (long) n;
+                return new FetchExpr.StackEntry((int) (long) n);
+            }
+            if (arg.equals("comm") || arg.equals("COMM")) {
+                code[cur].op = COMM;
+                return new FetchExpr.Comm();
+            }
+            boolean argsHere = dialect.retprobeArgs || fentry;
+            if (argsHere && arg.startsWith("arg")) {
+                Long n = Bytes.kstrtoull(arg.substring(3), 10);
+                if (n == null) throw err(offs, KernelError.BAD_VAR);
+                if (n == 0 || n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_ARG_NUM);
+                if (!fentry && !isReturn) throw err(offs, KernelError.NOFENTRY_ARGS);
+                code[cur].op = ARG;
+                code[cur].param = (int) (n - 1);
+                return new FetchExpr.Argument((int) (long) n);
+            }
+            throw err(offs, KernelError.BAD_VAR);
+        }
+    }
+}

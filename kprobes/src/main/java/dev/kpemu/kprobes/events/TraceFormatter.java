@@ -1,0 +1,202 @@
+package dev.kpemu.kprobes.events;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Text the kernel's tracefs shows for kprobe events: {@code trace} lines, the
+ * {@code kprobe_events} listing, {@code kprobe_profile} lines and each event's
+ * {@code format} file. Values are formatted per type exactly as
+ * {@code trace_probe_print_args} does.
+ */
+public final class TraceFormatter {
+    private final KernelSymbols symbols;
+
+    /** {@code symbols} serves {@code %pS} of probe addresses and {@code symbol}-typed values. */
+    public TraceFormatter(KernelSymbols symbols) {
+        this.symbols = Objects.requireNonNull(symbols);
+    }
+
+    // ---- trace ---------------------------------------------------------------------------
+
+    /** {@code trace_print_context}: {@code "%16s-%-7d [%03d] LLLLL %5lu.%06lu: "}. */
+    public static String contextPrefix(TraceContext c) {
+        StringBuilder sb = new StringBuilder(64);
+        sb.append(String.format("%16s-%-7d ", c.comm(), c.pid()));
+        if (c.tgid() != null) sb.append(c.tgid() == 0 ? "(-------) " : String.format("(%7d) ", c.tgid()));
+        sb.append(String.format("[%03d] ", c.cpu()));
+        sb.append(c.latency());
+        long t = c.timestampNanos() / 1000;
+        sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
+        return sb.toString();
+    }
+
+    /** A full {@code trace} line for a kprobe hit at {@code ip} (no trailing newline). */
+    public String kprobeLine(TraceContext c, CompiledProbe p, long ip, byte[] data) {
+        return contextPrefix(c) + kprobeEvent(p, ip, data);
+    }
+
+    /** A full {@code trace} line for a kretprobe: returned to {@code retIp} from {@code func}. */
+    public String kretprobeLine(TraceContext c, CompiledProbe p, long func, long retIp, byte[] data) {
+        return contextPrefix(c) + kretprobeEvent(p, func, retIp, data);
+    }
+
+    /** {@code print_kprobe_event}: {@code EVENT: (sym+0xoff/0xsize) args}. */
+    public String kprobeEvent(CompiledProbe p, long ip, byte[] data) {
+        return p.definition().event() + ": (" + ipSym(ip, true) + ")" + formatArgs(p, data);
+    }
+
+    /** {@code print_kretprobe_event}: {@code EVENT: (ret+0xoff/0xsize <- func) args}. */
+    public String kretprobeEvent(CompiledProbe p, long func, long retIp, byte[] data) {
+        return p.definition().event() + ": (" + ipSym(retIp, true) + " <- " + ipSym(func, false) + ")"
+                + formatArgs(p, data);
+    }
+
+    /** {@code seq_print_ip_sym}: {@code 0} for 0; with offset {@code sprint_symbol}; without, the bare name or {@code 0x%08lx}. */
+    public String ipSym(long ip, boolean withOffset) {
+        if (ip == 0) return "0";
+        if (withOffset) return symbols.sprintSymbol(ip);
+        return symbols.symbolAt(ip).map(KernelSymbols.Symbol::name).filter(n -> !n.isEmpty())
+                .orElse(String.format("0x%08x", ip));
+    }
+
+    /** {@code trace_probe_print_args}: {@code " name=value"} for every argument. */
+    public String formatArgs(CompiledProbe p, byte[] data) {
+        StringBuilder sb = new StringBuilder();
+        List<FetchArg> args = p.definition().args();
+        for (int i = 0; i < args.size(); i++) {
+            FetchArg a = args.get(i);
+            sb.append(' ').append(a.name()).append('=');
+            int off = p.argOffset(i);
+            if (a.arrayLength() == 0) {
+                formatValue(sb, a.type(), data, off);
+            } else {
+                sb.append('{');
+                for (int j = 0; j < a.arrayLength(); j++) {
+                    formatValue(sb, a.type(), data, off + j * a.type().size());
+                    sb.append(j == a.arrayLength() - 1 ? '}' : ',');
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    /** Formats one stored value of {@code type} at {@code off} of an argument area. */
+    public void formatValue(StringBuilder sb, FetchType type, byte[] data, int off) {
+        switch (type) {
+            case U8, U16, U32 -> sb.append(CompiledProbe.readField(data, off, type.size()));
+            case U64 -> sb.append(Long.toUnsignedString(CompiledProbe.readField(data, off, 8)));
+            case S8 -> sb.append((byte) CompiledProbe.readField(data, off, 1));
+            case S16 -> sb.append((short) CompiledProbe.readField(data, off, 2));
+            case S32 -> sb.append((int) CompiledProbe.readField(data, off, 4));
+            case S64 -> sb.append(CompiledProbe.readField(data, off, 8));
+            case X8, X16, X32, X64 -> sb.append("0x").append(Long.toHexString(CompiledProbe.readField(data, off, type.size())));
+            case CHAR -> sb.append('\'').append((char) CompiledProbe.readField(data, off, 1)).append('\'');
+            case SYMBOL -> sb.append(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
+            case STRING, USTRING, SYMSTR -> {
+                int loc = (int) CompiledProbe.readField(data, off, 4);
+                int len = loc >>> 16, at = loc & 0xffff;
+                if (len == 0) {
+                    sb.append("(fault)");
+                } else {
+                    int end = at;
+                    while (end < data.length && end < at + len && data[end] != 0) end++;
+                    sb.append('"').append(new String(data, at, Math.max(0, end - at), StandardCharsets.UTF_8)).append('"');
+                }
+            }
+        }
+    }
+
+    // ---- kprobe_events / kprobe_profile ----------------------------------------------------
+
+    /** The place as {@code kprobe_events} lists it: {@code SYM}, {@code SYM+off} (decimal) or {@code 0x<addr>}. */
+    public static String place(ProbeTarget t) {
+        return switch (t) {
+            case ProbeTarget.SymbolTarget s -> s.offset() != 0 ? s.qualifiedName() + "+" + s.offset() : s.qualifiedName();
+            case ProbeTarget.AddressTarget a -> String.format("0x%016x", a.address());
+        };
+    }
+
+    /** {@code trace_kprobe_show}: {@code p:GRP/EVENT place name=expr...} ({@code r[N]:} for return probes). */
+    public static String listing(TraceProbe p) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(p.isReturn() ? 'r' : 'p');
+        if (p instanceof KretprobeDef r && r.maxactive() != 0) sb.append(r.maxactive());
+        sb.append(':').append(p.group()).append('/').append(p.event()).append(' ').append(place(p.target()));
+        for (FetchArg a : p.args()) sb.append(' ').append(a.name()).append('=').append(a.expression());
+        return sb.toString();
+    }
+
+    /** One {@code kprobe_profile} line: {@code "  %-44s %15lu %15lu"} (no trailing newline). */
+    public static String profileLine(String event, long hits, long misses) {
+        return String.format("  %-44s %15s %15s", event, Long.toUnsignedString(hits), Long.toUnsignedString(misses));
+    }
+
+    // ---- events/<grp>/<event>/format ------------------------------------------------------
+
+    private static String field(String type, String name, int offset, int size, boolean signed) {
+        int br = type.indexOf('[');
+        if (br >= 0 && !type.startsWith("__data_loc"))
+            return String.format("\tfield:%s %s%s;\toffset:%d;\tsize:%d;\tsigned:%d;\n",
+                    type.substring(0, br), name, type.substring(br), offset, size, signed ? 1 : 0);
+        return String.format("\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", type, name, offset, size, signed ? 1 : 0);
+    }
+
+    /** The {@code format} file of the event, with trace-event id {@code id}. */
+    public static String formatFile(CompiledProbe p, int id) {
+        TraceProbe d = p.definition();
+        StringBuilder sb = new StringBuilder();
+        sb.append("name: ").append(d.event()).append('\n');
+        sb.append("ID: ").append(id).append('\n');
+        sb.append("format:\n");
+        sb.append(field("unsigned short", "common_type", 0, 2, false));
+        sb.append(field("unsigned char", "common_flags", 2, 1, false));
+        sb.append(field("unsigned char", "common_preempt_count", 3, 1, false));
+        sb.append(field("int", "common_pid", 4, 4, true));
+        sb.append('\n');
+        int base = CompiledProbe.COMMON_SIZE;
+        if (d.isReturn()) {
+            sb.append(field("unsigned long", "__probe_func", base, 8, false));
+            sb.append(field("unsigned long", "__probe_ret_ip", base + 8, 8, false));
+        } else {
+            sb.append(field("unsigned long", "__probe_ip", base, 8, false));
+        }
+        int argBase = base + p.probeHeaderSize();
+        List<FetchArg> args = d.args();
+        for (int i = 0; i < args.size(); i++) {
+            FetchArg a = args.get(i);
+            sb.append(field(a.fieldType(), a.name(), argBase + p.argOffset(i), a.fieldSize(), a.type().signed()));
+        }
+        sb.append("\nprint fmt: ").append(printFmt(d)).append('\n');
+        return sb.toString();
+    }
+
+    /** {@code __set_print_fmt}. */
+    public static String printFmt(TraceProbe d) {
+        StringBuilder sb = new StringBuilder("\"");
+        sb.append(d.isReturn() ? "(%lx <- %lx)" : "(%lx)");
+        for (FetchArg a : d.args()) {
+            sb.append(' ').append(a.name()).append('=');
+            String f = a.type().printFmt();
+            if (a.arrayLength() > 0) {
+                sb.append('{').append(f);
+                for (int j = 1; j < a.arrayLength(); j++) sb.append(',').append(f);
+                sb.append('}');
+            } else {
+                sb.append(f);
+            }
+        }
+        sb.append('"').append(d.isReturn() ? ", REC->__probe_func, REC->__probe_ret_ip" : ", REC->__probe_ip");
+        for (FetchArg a : d.args()) {
+            boolean str = a.type().isString();
+            if (a.arrayLength() > 0) {
+                for (int j = 0; j < a.arrayLength(); j++)
+                    sb.append(str ? ", __get_str(" + a.name() + "[" + j + "])" : ", REC->" + a.name() + "[" + j + "]");
+            } else {
+                sb.append(str ? ", __get_str(" + a.name() + ")" : ", REC->" + a.name());
+            }
+        }
+        return sb.toString();
+    }
+}

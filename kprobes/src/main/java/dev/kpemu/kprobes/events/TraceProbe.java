@@ -1,0 +1,22 @@
+package dev.kpemu.kprobes.events;
+
+import java.util.List;
+
+/** A definition that creates (or appends to) an event: a kprobe or a kretprobe. */
+public sealed interface TraceProbe permits KprobeDef, KretprobeDef {
+    String group();
+
+    String event();
+
+    ProbeTarget target();
+
+    List<FetchArg> args();
+
+    String command();
+
+    /** Whether the event is a return probe. */
+    default boolean isReturn() { return this instanceof KretprobeDef; }
+
+    /** The probe's line in {@code kprobe_events} ({@code trace_kprobe_show}), without newline. */
+    default String listing() { return TraceFormatter.listing(this); }
+}

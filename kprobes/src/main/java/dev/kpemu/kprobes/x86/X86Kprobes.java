@@ -1,0 +1,336 @@
+package dev.kpemu.kprobes.x86;
+
+import java.util.function.IntToLongFunction;
+
+import dev.kpemu.decoder.Decoder;
+import dev.kpemu.decoder.Disassembly;
+import dev.kpemu.decoder.Instruction;
+import dev.kpemu.decoder.OutOfLine;
+import dev.kpemu.decoder.UndecodableInstructionException;
+import dev.kpemu.kprobes.ArchInsn;
+import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.Errno;
+import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.SlotArea;
+import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.X86Reg;
+
+/**
+ * x86-64 kprobes ({@code arch/x86/kernel/kprobes/core.c}, the ≥ 5.11 int3 design): {@code int3}
+ * at the probe; a copy of the instruction in a 16-byte slot with its RIP-relative displacement
+ * fixed up, followed by a second {@code int3} (or by {@code jmp rel32} back when boosted);
+ * branches, calls, returns, loop/jrcxz, cli/sti and pushf/popf emulated in Java.
+ */
+public final class X86Kprobes implements ArchKprobes {
+    private static final byte INT3 = (byte) 0xcc;
+    private static final long RF = 1 << 16, VM = 1 << 17, IF = 1 << 9;
+    private static final long CF = 1, PF = 1 << 2, ZF = 1 << 6, SF = 1 << 7, OF = 1 << 11;
+    /** Instructions a guest call from a handler may run before it is considered stuck. */
+    private static final long CALL_BUDGET = 100_000_000L;
+
+    private final Machine machine;
+    private final X86Regs regs;
+    private final Decoder decoder = Decoder.open(Arch.X86_64);
+
+    public X86Kprobes(Machine machine) {
+        this.machine = machine;
+        this.regs = new X86Regs(machine);
+    }
+
+    @Override public Arch arch() { return Arch.X86_64; }
+
+    @Override public byte[] breakpoint() { return new byte[] {INT3}; }
+
+    @Override public int maxInstructionLength() { return 16; }
+
+    @Override public Regs regs() { return regs; }
+
+    // ------------------------------------------------------------------ prepare
+
+    @Override
+    public ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
+        checkBoundary(address, text, symbol);
+        Instruction insn;
+        try {
+            insn = decoder.decodeOne(text.read(address, 16), address);
+        } catch (UndecodableInstructionException e) {
+            throw new KprobeException(Errno.EILSEQ, e.getMessage());
+        }
+        byte[] b = insn.bytes();
+        int i = skipPrefixes(b);
+        boolean addr32 = hasPrefix(b, i, 0x67);
+        int rex = i < b.length && (b[i] & 0xf0) == 0x40 ? b[i++] & 0xff : 0;
+        int op = b[i] & 0xff;
+        int modrm = i + 1 < b.length ? b[i + 1] & 0xff : -1;
+        if (op == 0xcc) throw new KprobeException(Errno.EINVAL, "int3 at the probe address (someone else's breakpoint)");
+        if (op == 0x1f || (op == 0x8e && ((modrm >> 3) & 7) == 2)) {
+            throw new KprobeException(Errno.EINVAL, insn.text() + " masks the single-step trap");
+        }
+        if (op == 0x0f && modrm == 0x0b && hasEmulatePrefix(text, insn)) {
+            throw new KprobeException(Errno.EINVAL, "emulate prefix (ud2 + xen/kvm)");
+        }
+        if (insn.outOfLine() == OutOfLine.REJECT || op == 0xca || op == 0xcb) {
+            throw new KprobeException(Errno.EOPNOTSUPP, "cannot probe " + insn.text());
+        }
+        if (insn.relocatable()) return new X86Insn(X86Insn.Kind.COPY, insn, 0, 0, 0, addr32, 0);
+        long target = insn.branchTarget().orElse(0);
+        if (op >= 0x70 && op <= 0x7f) return new X86Insn(X86Insn.Kind.JCC, insn, target, op & 0xf, 0, addr32, 0);
+        if (op == 0x0f) return new X86Insn(X86Insn.Kind.JCC, insn, target, modrm & 0xf, 0, addr32, 0);
+        return switch (op) {
+            case 0xe9, 0xeb -> new X86Insn(X86Insn.Kind.JMP, insn, target, 0, 0, addr32, 0);
+            case 0xe8 -> new X86Insn(X86Insn.Kind.CALL, insn, target, 0, 0, addr32, 0);
+            case 0xc3 -> new X86Insn(X86Insn.Kind.RET, insn, 0, 0, 0, addr32, 0);
+            case 0xc2 -> new X86Insn(X86Insn.Kind.RET, insn, 0, 0, 0, addr32, (b[i + 1] & 0xff) | (b[i + 2] & 0xff) << 8);
+            case 0xe0, 0xe1, 0xe2 -> new X86Insn(X86Insn.Kind.LOOP, insn, target, op, 0, addr32, 0);
+            case 0xe3 -> new X86Insn(X86Insn.Kind.JRCXZ, insn, target, 0, 0, addr32, 0);
+            case 0xfa -> new X86Insn(X86Insn.Kind.CLI, insn, 0, 0, 0, addr32, 0);
+            case 0xfb -> new X86Insn(X86Insn.Kind.STI, insn, 0, 0, 0, addr32, 0);
+            case 0x9c -> new X86Insn(X86Insn.Kind.PUSHF, insn, 0, 0, 0, addr32, 0);
+            case 0x9d -> new X86Insn(X86Insn.Kind.POPF, insn, 0, 0, 0, addr32, 0);
+            case 0xff -> {
+                int reg = (modrm & 7) | ((rex & 1) << 3);
+                yield new X86Insn(((modrm >> 3) & 7) == 2 ? X86Insn.Kind.CALL_REG : X86Insn.Kind.JMP_REG, insn, 0, 0, reg, addr32, 0);
+            }
+            default -> throw new KprobeException(Errno.EOPNOTSUPP, "no emulation for " + insn.text());
+        };
+    }
+
+    /** {@code can_probe}: decoding from the symbol's start must land exactly on the address. */
+    private void checkBoundary(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
+        long off = address - symbol.start();
+        if (off == 0) return;
+        if (off < 0 || off > (1 << 20)) throw new KprobeException(Errno.EILSEQ, "address outside its symbol");
+        Disassembly d = decoder.decodeAll(text.read(symbol.start(), (int) off + 16), symbol.start());
+        if (!d.isBoundary(address)) {
+            throw new KprobeException(Errno.EILSEQ, String.format("0x%x is not an instruction boundary in %s", address, symbol.name()));
+        }
+    }
+
+    private static boolean hasEmulatePrefix(TextReader text, Instruction insn) {
+        byte[] after = text.read(insn.nextAddress(), 3);
+        String s = new String(after, java.nio.charset.StandardCharsets.ISO_8859_1);
+        return s.equals("xen") || s.equals("kvm");
+    }
+
+    private static int skipPrefixes(byte[] b) {
+        int i = 0;
+        while (i < b.length) {
+            switch (b[i] & 0xff) {
+                case 0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67 -> i++;
+                default -> { return i; }
+            }
+        }
+        return i;
+    }
+
+    private static boolean hasPrefix(byte[] b, int end, int prefix) {
+        for (int k = 0; k < end; k++) if ((b[k] & 0xff) == prefix) return true;
+        return false;
+    }
+
+    // ------------------------------------------------------------------ slots
+
+    @Override
+    public byte[] slotCode(ArchInsn archInsn, long address, long slot, boolean boost) {
+        X86Insn insn = (X86Insn) archInsn;
+        byte[] copy;
+        try {
+            copy = insn.decoded().relocatedTo(slot);
+        } catch (IllegalArgumentException e) {
+            throw new KprobeException(Errno.EINVAL, "Kprobes error: new displacement does not fit into s32 (" + e.getMessage() + ")");
+        }
+        int len = copy.length;
+        byte[] code = new byte[SlotArea.SLOT_SIZE];
+        java.util.Arrays.fill(code, INT3);
+        System.arraycopy(copy, 0, code, 0, len);
+        if (boost) {
+            long rel = address + len - (slot + len + 5);
+            code[len] = (byte) 0xe9;
+            for (int k = 0; k < 4; k++) code[len + 1 + k] = (byte) (rel >>> (8 * k));
+        }
+        return code;
+    }
+
+    @Override
+    public boolean canBoost(ArchInsn archInsn, long address, long slot) {
+        X86Insn insn = (X86Insn) archInsn;
+        long rel = address + insn.length() - (slot + insn.length() + 5);
+        return insn.boostable() && SlotArea.SLOT_SIZE - insn.length() >= 5 && rel == (int) rel;
+    }
+
+    @Override
+    public int stepTrapOffset(ArchInsn insn) { return insn.length(); }
+
+    @Override
+    public byte[] trampolineCode() { return new byte[] {INT3}; }
+
+    // ------------------------------------------------------------------ emulation
+
+    @Override
+    public void simulate(ArchInsn archInsn, long address, Regs r) {
+        X86Insn insn = (X86Insn) archInsn;
+        long next = insn.next();
+        switch (insn.kind()) {
+            case JMP -> regs.setIp(insn.target());
+            case JCC -> regs.setIp(condition(insn.cond(), regs.flags()) ? insn.target() : next);
+            case CALL -> {
+                regs.push(next);
+                regs.setIp(insn.target());
+            }
+            case RET -> {
+                long ret = regs.pop();
+                regs.setSp(regs.sp() + insn.popExtra());
+                regs.setIp(ret);
+            }
+            case LOOP, JRCXZ -> regs.setIp(loop(insn) ? insn.target() : next);
+            case CALL_REG -> {
+                long target = regs.gpr(insn.reg());
+                regs.push(next);
+                regs.setIp(target);
+            }
+            case JMP_REG -> regs.setIp(regs.gpr(insn.reg()));
+            case CLI -> {
+                regs.setFlags(regs.flags() & ~IF);
+                regs.setIp(next);
+            }
+            case STI -> {
+                regs.setFlags(regs.flags() | IF);
+                regs.setIp(next);
+            }
+            case PUSHF -> {
+                regs.push(regs.flags() & ~(RF | VM));
+                regs.setIp(next);
+            }
+            case POPF -> {
+                regs.setFlags((regs.pop() & 0x3f7fd7L) | 2);
+                regs.setIp(next);
+            }
+            case COPY -> throw new IllegalStateException("copied instructions run from a slot");
+        }
+    }
+
+    /** Architectural LOOPcc/JrCXZ: the count is decremented first (unlike the kernel's emulation, see the reference). */
+    private boolean loop(X86Insn insn) {
+        long count = insn.addr32() ? regs.gpr(1) & 0xffff_ffffL : regs.gpr(1);
+        if (insn.kind() == X86Insn.Kind.JRCXZ) return count == 0;
+        count = insn.addr32() ? (count - 1) & 0xffff_ffffL : count - 1;
+        regs.setGpr(1, count);
+        boolean zf = (regs.flags() & ZF) != 0;
+        return switch (insn.cond()) {
+            case 0xe0 -> count != 0 && !zf;
+            case 0xe1 -> count != 0 && zf;
+            default -> count != 0;
+        };
+    }
+
+    /** {@code __emulate_cc}. */
+    static boolean condition(int cc, long flags) {
+        boolean cf = (flags & CF) != 0, zf = (flags & ZF) != 0, sf = (flags & SF) != 0, of = (flags & OF) != 0, pf = (flags & PF) != 0;
+        boolean match = switch (cc >> 1) {
+            case 0 -> of;
+            case 1 -> cf;
+            case 2 -> zf;
+            case 3 -> cf || zf;
+            case 4 -> sf;
+            case 5 -> pf;
+            case 6 -> sf != of;
+            default -> (sf != of) || zf;
+        };
+        return match ^ ((cc & 1) != 0);
+    }
+
+    // ------------------------------------------------------------------ kretprobes and unwinding
+
+    /** One page walk for both the read and the write of {@code [rsp]}. */
+    @Override
+    public long swapReturnAddress(Regs r, long trampoline) {
+        long sp = regs.sp();
+        var t = machine.translateOrThrow(sp);
+        if ((sp & (t.pageSize() - 1)) > t.pageSize() - 8) {
+            long old = machine.readVirtualLong(sp);
+            machine.writeVirtualLong(sp, trampoline);
+            return old;
+        }
+        long old = machine.memory().readLong(t.physical());
+        machine.memory().writeLong(t.physical(), trampoline);
+        return old;
+    }
+
+    @Override public long entryFrame(Regs r) { return regs.sp(); }
+
+    /** After {@code ret} popped the trampoline's address, the return-address slot is just below rsp. */
+    @Override public long returnFrame(Regs r) { return regs.sp() - 8; }
+
+    @Override
+    public void walkFrames(Regs r, FrameVisitor visitor) {
+        long fp = regs.gpr(5);
+        for (int depth = 0; depth < 64 && fp != 0; depth++) {
+            long ret, next;
+            try {
+                ret = machine.readVirtualLong(fp + 8);
+                next = machine.readVirtualLong(fp);
+            } catch (Machine.GuestMemoryException e) {
+                return;
+            }
+            if (ret == 0 || !visitor.visit(ret, fp + 8)) return;
+            if (Long.compareUnsigned(next, fp) <= 0) return;
+            fp = next;
+        }
+    }
+
+    // ------------------------------------------------------------------ slot mapping
+
+    private static final long PRESENT = 1, WRITABLE = 2, LARGE = 1 << 7, ADDR = 0x000f_ffff_ffff_f000L;
+
+    @Override
+    public void mapPages(Machine m, long va, long pa, long size, IntToLongFunction tables) {
+        Unicorn uc = m.engine();
+        if ((uc.regRead(X86Reg.CR4) & (1 << 12)) != 0) throw new IllegalStateException("5-level paging is not supported for the slot area");
+        var mem = m.memory();
+        long table = uc.regRead(X86Reg.CR3) & ADDR;
+        for (int level = 4; level >= 2; level--) {
+            long slotPa = table + 8 * ((va >>> (12 + 9 * (level - 1))) & 0x1ff);
+            long e = mem.readLong(slotPa);
+            if ((e & PRESENT) == 0) {
+                e = tables.applyAsLong(4 - level) | PRESENT | WRITABLE;
+                mem.writeLong(slotPa, e);
+            } else if ((e & LARGE) != 0) {
+                throw new IllegalStateException(String.format("slot area 0x%x lies inside a large page the guest mapped", va));
+            }
+            table = e & ADDR;
+        }
+        for (long off = 0; off < size; off += 4096) {
+            mem.writeLong(table + 8 * (((va + off) >>> 12) & 0x1ff), (pa + off) | PRESENT);
+        }
+    }
+
+    // ------------------------------------------------------------------ guest calls
+
+    @Override
+    public long callFunction(Machine m, long function, long returnStop, long[] args) {
+        if (args.length > 6) throw new IllegalArgumentException("at most 6 register arguments");
+        Unicorn uc = m.engine();
+        try (Unicorn.Context saved = uc.contextAlloc()) {
+            uc.contextSave(saved);
+            try {
+                for (int i = 0; i < args.length; i++) regs.setArg(i, args[i]);
+                long sp = (regs.sp() - 256) & ~0xfL;
+                sp -= 8;
+                m.writeVirtualLong(sp, returnStop);
+                regs.setSp(sp);
+                uc.start(function, returnStop, 0, CALL_BUDGET);
+                if (regs.ip() != returnStop) throw new IllegalStateException(String.format("guest call to 0x%x did not return (rip 0x%x)", function, regs.ip()));
+                return regs.returnValue();
+            } finally {
+                uc.contextRestore(saved);
+            }
+        }
+    }
+
+    @Override
+    public void close() { decoder.close(); }
+}

@@ -1,0 +1,111 @@
+package dev.kpemu.kprobes.x86;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.X86Reg;
+
+/** x86-64 {@code pt_regs}, read and written straight through to the vCPU. */
+public final class X86Regs implements Regs {
+    /** System V / kernel argument registers. */
+    private static final int[] ARGS = {X86Reg.RDI, X86Reg.RSI, X86Reg.RDX, X86Reg.RCX, X86Reg.R8, X86Reg.R8 + 1};
+    /** General registers by ModRM/REX number (rax=0 … r15=15). */
+    static final int[] GPR = {X86Reg.RAX, X86Reg.RCX, X86Reg.RDX, X86Reg.RBX, X86Reg.RSP, X86Reg.RBP, X86Reg.RSI, X86Reg.RDI,
+        X86Reg.R8, X86Reg.R8 + 1, X86Reg.R8 + 2, X86Reg.R8 + 3, X86Reg.R8 + 4, X86Reg.R8 + 5, X86Reg.R8 + 6, X86Reg.R15};
+    private static final Map<String, Integer> NAMES = new LinkedHashMap<>();
+
+    static {
+        String[] gpr = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"};
+        for (int i = 0; i < 16; i++) NAMES.put(gpr[i], GPR[i]);
+        NAMES.put("rip", X86Reg.RIP);
+        NAMES.put("rflags", X86Reg.RFLAGS);
+        NAMES.put("cs", X86Reg.CS);
+        NAMES.put("ss", X86Reg.SS);
+        NAMES.put("ds", X86Reg.DS);
+        NAMES.put("es", X86Reg.ES);
+        NAMES.put("fs", X86Reg.FS);
+        NAMES.put("gs", X86Reg.GS);
+        NAMES.put("fs_base", X86Reg.FS_BASE);
+        NAMES.put("gs_base", X86Reg.GS_BASE);
+        NAMES.put("cr0", X86Reg.CR0);
+        NAMES.put("cr2", X86Reg.CR2);
+        NAMES.put("cr3", X86Reg.CR3);
+        NAMES.put("cr4", X86Reg.CR4);
+    }
+
+    private final Machine machine;
+    private final Unicorn uc;
+
+    X86Regs(Machine machine) {
+        this.machine = machine;
+        this.uc = machine.engine();
+    }
+
+    @Override public Arch arch() { return Arch.X86_64; }
+
+    @Override public long ip() { return uc.regRead(X86Reg.RIP); }
+
+    @Override public void setIp(long ip) { uc.regWrite(X86Reg.RIP, ip); }
+
+    @Override public long sp() { return uc.regRead(X86Reg.RSP); }
+
+    @Override public void setSp(long sp) { uc.regWrite(X86Reg.RSP, sp); }
+
+    @Override public long returnValue() { return uc.regRead(X86Reg.RAX); }
+
+    @Override public void setReturnValue(long value) { uc.regWrite(X86Reg.RAX, value); }
+
+    @Override
+    public long arg(int n) {
+        if (n < 0) throw new IllegalArgumentException("argument " + n);
+        if (n < ARGS.length) return uc.regRead(ARGS[n]);
+        return machine.readVirtualLong(sp() + 8L * (n - ARGS.length + 1)); // above the return address
+    }
+
+    @Override
+    public void setArg(int n, long value) {
+        if (n < 0) throw new IllegalArgumentException("argument " + n);
+        if (n < ARGS.length) uc.regWrite(ARGS[n], value);
+        else machine.writeVirtualLong(sp() + 8L * (n - ARGS.length + 1), value);
+    }
+
+    @Override public long get(String name) { return uc.regRead(id(name)); }
+
+    @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
+
+    @Override public List<String> names() { return List.copyOf(NAMES.keySet()); }
+
+    @Override public long readLong(long va) { return machine.readVirtualLong(va); }
+
+    long flags() { return uc.regRead(X86Reg.RFLAGS); }
+
+    void setFlags(long f) { uc.regWrite(X86Reg.RFLAGS, f); }
+
+    long gpr(int n) { return uc.regRead(GPR[n]); }
+
+    void setGpr(int n, long v) { uc.regWrite(GPR[n], v); }
+
+    void push(long v) {
+        long sp = sp() - 8;
+        machine.writeVirtualLong(sp, v);
+        setSp(sp);
+    }
+
+    long pop() {
+        long sp = sp();
+        long v = machine.readVirtualLong(sp);
+        setSp(sp + 8);
+        return v;
+    }
+
+    private static int id(String name) {
+        Integer id = NAMES.get(name.toLowerCase(java.util.Locale.ROOT));
+        if (id == null) throw new IllegalArgumentException("no x86-64 register named " + name);
+        return id;
+    }
+}

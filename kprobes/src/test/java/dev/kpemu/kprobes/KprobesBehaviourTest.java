@@ -1,0 +1,308 @@
+package dev.kpemu.kprobes;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.machine.Arch;
+
+/** Generic kprobes semantics, one body for both arches. */
+class KprobesBehaviourTest {
+
+    static Errno errno(Runnable r) {
+        return assertThrows(KprobeException.class, r::run).errno();
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void registrationErrorsAreTheKernels(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            assertEquals(Errno.EINVAL, errno(() -> k.register(Kprobe.atBoth(g.sym("kprobe_target"), "kprobe_target", 0))));
+            assertEquals(Errno.ENOENT, errno(() -> k.register(Kprobe.at("no_such_function", 0))));
+            assertEquals(Errno.ENOENT, errno(() -> k.register(Kprobe.at(0x1234))), "address in no symbol");
+            Kprobe p = Kprobe.at("kprobe_target", 0);
+            k.register(p);
+            assertEquals(Errno.EINVAL, errno(() -> k.register(p)), "same probe twice");
+            assertEquals(Errno.EINVAL, errno(() -> k.register(Kretprobe.at("kprobe_target", 4))), "kretprobe not at entry");
+            assertEquals(Errno.E2BIG, errno(() -> k.register(Kretprobe.at("kprobe_target2").dataSize(4097))));
+            assertEquals(Errno.EINVAL, errno(() -> k.register(Kprobe.at(k.trampolineAddress()))), "slot memory");
+            assertEquals(Errno.EINVAL, errno(() -> k.disable(Kprobe.at("kprobe_target2", 0))), "disable unregistered");
+            assertEquals(g.sym("kprobe_target"), p.address(), "address canonicalised");
+            assertTrue((p.flags() & Kprobe.FLAG_ON_FUNC_ENTRY) != 0);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void registerAllRollsBackOnFailure(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            int[] hits = {0};
+            Kprobe good = Kprobe.at("kprobe_target", 0).pre((p, r) -> ++hits[0] * 0);
+            Kprobe bad = Kprobe.at("no_such_function", 0);
+            assertEquals(Errno.ENOENT, errno(() -> k.registerAll(List.of(good, bad))));
+            assertFalse(good.isRegistered());
+            assertEquals("", k.list());
+            g.call("kprobe_target", 9);
+            assertEquals(0, hits[0]);
+            assertFalse(k.isArmed(g.sym("kprobe_target")));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aggregatedProbesRunNewestFirstAndANonZeroPreStopsTheRest(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<String> order = new ArrayList<>();
+            Kprobe a = Kprobe.at("kprobe_target", 0).pre((p, r) -> { order.add("a"); return 0; }).post((p, r, f) -> order.add("a-post"));
+            Kprobe b = Kprobe.at("kprobe_target", 0).pre((p, r) -> { order.add("b"); return 0; }).post((p, r, f) -> order.add("b-post"));
+            Kprobe c = Kprobe.at("kprobe_target", 0).pre((p, r) -> { order.add("c"); return 0; });
+            k.registerAll(List.of(a, b, c));
+            assertEquals(30, g.call("kprobe_target", 90));
+            assertEquals(List.of("c", "b", "a", "b-post", "a-post"), order);
+            assertEquals(3, k.list().lines().count());
+            k.disable(b);
+            order.clear();
+            g.call("kprobe_target", 90);
+            assertEquals(List.of("c", "a", "a-post"), order);
+            assertTrue(k.list().contains("[DISABLED]"));
+            assertEquals(1, k.list().lines().filter(l -> l.endsWith("[DISABLED]")).count());
+            k.enable(b);
+            k.unregister(c);
+            order.clear();
+            g.call("kprobe_target", 90);
+            assertEquals(List.of("b", "a", "b-post", "a-post"), order);
+            k.unregisterAll(List.of(a, b));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void globalDisarmKeepsEachProbesOwnState(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            int[] hits = {0, 0};
+            Kprobe a = Kprobe.at("kprobe_target", 0).pre((p, r) -> { hits[0]++; return 0; });
+            Kprobe b = Kprobe.at("kprobe_target2", 0).pre((p, r) -> { hits[1]++; return 0; }).disabled();
+            k.registerAll(List.of(a, b));
+            assertFalse(k.isArmed(g.sym("kprobe_target2")), "registered disabled");
+            k.disarmAll();
+            assertFalse(k.allArmed());
+            g.call("kprobe_target", 3);
+            g.call("kprobe_target2", 3);
+            assertArrayEquals(new int[] {0, 0}, hits);
+            Kprobe late = Kprobe.at("kprobe_recursed_target", 0);
+            k.register(late);
+            assertFalse(k.isArmed(late.address()), "probes registered while disarmed stay disarmed");
+            k.armAll();
+            g.call("kprobe_target", 3);
+            g.call("kprobe_target2", 3);
+            assertArrayEquals(new int[] {1, 0}, hits, "b is still disabled");
+            assertTrue(b.isDisabled());
+            assertTrue(k.isArmed(late.address()));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void listLinesHaveTheDebugfsFormat(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            k.register(Kprobe.at("kprobe_target2", 4));
+            k.register(Kretprobe.at("kprobe_target"));
+            String list = k.list();
+            assertTrue(list.contains(String.format("%016x  k  kprobe_target2+0x4    \n", g.sym("kprobe_target2") + 4)), list);
+            assertTrue(list.contains(String.format("%016x  r  kprobe_target+0x0    \n", g.sym("kprobe_target"))), list);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void unregisterRestoresTheBytesExactly(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            byte[] before = g.machine.readVirtual(g.sym("kprobe_target"), 0x100);
+            Kprobe p = Kprobe.at("kprobe_target", 0);
+            Kretprobe rp = Kretprobe.at("kprobe_target");
+            Kprobe mid = Kprobe.at(g.find("kprobe_target", arch == Arch.X86_64 ? "div" : "udiv"));
+            k.register(p);
+            k.register(rp);
+            k.register(mid);
+            byte[] armed = g.machine.readVirtual(g.sym("kprobe_target"), 0x100);
+            assertFalse(java.util.Arrays.equals(before, armed));
+            k.unregister(p);
+            k.unregister(mid);
+            k.unregister(rp);
+            assertArrayEquals(before, g.machine.readVirtual(g.sym("kprobe_target"), 0x100));
+            assertEquals(2, k.slotsInUse(), "only the trampoline and the call stop remain");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void preHandlerChangesThePath(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long target2 = g.sym("kprobe_target2");
+            boolean[] post = {false};
+            Kprobe p = Kprobe.at("kprobe_target", 0).pre((kp, r) -> {
+                r.setIp(target2); // a tail call to kprobe_target2 with the same arguments and return address
+                return 1;
+            }).post((kp, r, f) -> post[0] = true);
+            k.register(p);
+            assertEquals(30 + 1, g.call("kprobe_target", 90));
+            assertFalse(post[0], "no post handler after a path change");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void handlerExceptionIsCaughtCountedAndHarmless(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            k.register(Kprobe.at("kprobe_target", 0).pre((p, r) -> { throw new IllegalStateException("handler bug"); }));
+            assertEquals(30, g.call("kprobe_target", 90));
+            assertEquals(10, g.call("kprobe_target", 30));
+            assertEquals(2, k.handlerFailures());
+            assertEquals("handler bug", k.lastHandlerFailure().getMessage());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void faultInTheSteppedCopyReachesTheGuestAtTheOriginalAddress(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long load = g.sym("fault_func");
+            int[] hits = {0};
+            k.register(Kprobe.at(load).pre((p, r) -> { hits[0]++; return 0; }).post((p, r, f) -> hits[0] += 100));
+            long unmapped = arch == Arch.X86_64 ? 0x4000_0000_0000L : 0xffff_0000_4000_0000L;
+            assertEquals(-1L, g.call("fault_func", unmapped), "the guest's fixup ran");
+            assertEquals(load, g.data(Guest.FAULT_PC), "the guest saw the probed address as the faulting PC");
+            assertEquals(1, hits[0], "pre ran, the faulted step ran no post handler");
+            g.setData(Guest.SCRATCH, 77);
+            assertEquals(77, g.call("fault_func", g.dataVa + Guest.SCRATCH), "and the probe still works");
+            assertEquals(102, hits[0]);
+            assertFalse(g.machine.interruptsHeld());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void guestReadsTheBreakpointInProbedTextAndRunsCorrectly(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long target = g.sym("kprobe_target");
+            long orig = g.call("read_text", target);
+            k.register(Kprobe.at(target));
+            long seen = g.call("read_text", target);
+            if (arch == Arch.X86_64) assertEquals(0xcc, seen & 0xff, "like Linux, a reader sees the int3");
+            else assertEquals(0xd4200080L, seen & 0xffffffffL, "like Linux, a reader sees BRK #4");
+            assertTrue(orig != seen);
+            assertEquals(30, g.call("kprobe_target", 90));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void guestRewritingProbedTextKeepsSavedBytesInStep(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long fn = g.sym("patchme");
+            int[] hits = {0};
+            k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }).post((p, r, f) -> { }));
+            assertEquals(1, g.call("patchme"));
+            byte[] newText;
+            if (arch == Arch.X86_64) {
+                newText = new byte[] {(byte) 0xb8, 5, 0, 0, 0, (byte) 0xc3, (byte) 0x90, (byte) 0x90}; // mov $5, %eax; ret
+            } else {
+                newText = new byte[] {(byte) 0xa0, 0, (byte) 0x80, (byte) 0xd2, (byte) 0xc0, 0x03, 0x5f, (byte) 0xd6}; // mov x0, #5; ret
+            }
+            g.call("patch_text", fn, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
+            assertEquals(5, g.call("patchme"), "the new instruction runs (re-armed at the next safe point)");
+            assertEquals(5, g.call("patchme"));
+            assertTrue(hits[0] >= 2, "the probe fires on the rewritten instruction: " + hits[0]);
+            assertTrue(k.isArmed(fn));
+            byte[] saved = k.savedBytes(fn).orElseThrow();
+            assertArrayEquals(java.util.Arrays.copyOf(newText, saved.length), saved, "saved original bytes follow the guest's write");
+            k.unregister(k.probesAt(fn).getFirst());
+            assertArrayEquals(newText, g.machine.readVirtual(fn, 8), "unregister restores the guest's new text, not stale bytes");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void blacklistIsRefusedUnlessOptedIn(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            SymbolResolver syms = g.symbols();
+            assertEquals(0, k.blacklist().addFunctions(new long[] {g.sym("nokprobe_func")}, syms));
+            assertEquals(Errno.EINVAL, errno(() -> k.register(Kprobe.at("nokprobe_func", 0))));
+            assertTrue(k.blacklist().debugfs().contains(String.format("0x%016x-0x%016x\tnokprobe_func", g.sym("nokprobe_func"), g.sym("nokprobe_func") + 0x100)));
+            k.allowBlacklisted(true);
+            Kprobe p = Kprobe.at("nokprobe_func", 0);
+            k.register(p);
+            assertEquals(42, g.call("nokprobe_func", 42));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void kretprobeEntryHandlerDataAndSkip(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<Long> returns = new ArrayList<>();
+            Kretprobe rp = Kretprobe.at("kprobe_target").dataSize(8)
+                    .entryHandler((ri, r) -> {
+                        java.nio.ByteBuffer.wrap(ri.data()).putLong(r.arg(0));
+                        return r.arg(0) == 6 ? 1 : 0; // skip this invocation
+                    })
+                    .handler((ri, r) -> {
+                        returns.add(java.nio.ByteBuffer.wrap(ri.data()).getLong() * 1000 + r.returnValue());
+                        return 0;
+                    });
+            k.register(rp);
+            assertEquals(10, rp.maxactive(), "default max(10, 2 x NR_CPUS)");
+            g.call("kprobe_target", 9);
+            g.call("kprobe_target", 6);
+            g.call("kprobe_target", 12);
+            assertEquals(List.of(9003L, 12004L), returns);
+            assertEquals(0, rp.nmissed());
+            assertEquals(0, k.outstandingInstances());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void kretprobeInstancesOutliveTheirProbe(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            g.setData(Guest.TARGET_PTR, g.sym("kprobe_stacktrace_target"));
+            g.setData(Guest.INTERNAL_PTR, g.sym("kprobe_stacktrace_internal_target"));
+            long expected = g.call("kprobe_stacktrace_driver");
+            int[] ran = {0};
+            Kretprobe rp = Kretprobe.at("kprobe_stacktrace_target").handler((ri, r) -> { ran[0]++; return 0; });
+            k.register(rp);
+            Kprobe unregisterer = Kprobe.at("kprobe_stacktrace_internal_target", 0).pre((p, r) -> {
+                k.unregister(rp); // while kprobe_stacktrace_target's instance is outstanding
+                return 0;
+            });
+            k.register(unregisterer);
+            assertEquals(expected, g.call("kprobe_stacktrace_driver"), "returns to the real caller");
+            assertEquals(0, ran[0], "no handler for an unregistered kretprobe");
+            assertEquals(0, k.outstandingInstances());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void kretprobeMaxactiveExhaustionCountsMisses(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<Long> returns = new ArrayList<>();
+            Kretprobe rp = Kretprobe.at("recurse").maxactive(1).handler((ri, r) -> { returns.add(r.returnValue()); return 0; });
+            k.register(rp);
+            assertEquals(2, g.call("recurse", 2));
+            assertEquals(2, rp.nmissed(), "depth 3 with one instance: the two inner entries miss");
+            assertEquals(List.of(2L), returns, "the outermost invocation was traced");
+            assertEquals(3, g.call("recurse", 3));
+            assertEquals(5, rp.nmissed());
+        }
+    }
+}
