@@ -76,7 +76,7 @@ public final class BootRunner {
             pcRef[0] = pc;
             var m = pc.machine();
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
-            X86LinuxLoader.Loaded loaded = X86LinuxLoader.load(m, kf, initrdBytes, append, ram, 0);
+            X86LinuxLoader.Loaded loaded = X86LinuxLoader.load(m, kf, initrdBytes, append, ram, pc.rsdp());
             if (o.trace() != null) {
                 o.trace().printf("kpemu: x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"%n",
                         kf.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),

@@ -44,7 +44,7 @@ public final class CmosRtc implements Device.PortIo {
     }
 
     /** Current RTC time in seconds since the Unix epoch. */
-    public long seconds() { return epochSeconds + clock.nanos() / 1_000_000_000L; }
+    public long seconds() { return epochSeconds + clock.liveNanos() / 1_000_000_000L; }
 
     @Override
     public int in(int port, int size) {

@@ -66,7 +66,7 @@ public final class Pit8254 implements Device.PortIo {
         void writeControl(int rwBits, int modeBits) {
             if (rwBits == RW_LATCH) {
                 if (!latched) {
-                    latchValue = count(clock.nanos());
+                    latchValue = count(clock.liveNanos());
                     latched = true;
                     readMsbNext = false;
                 }
@@ -96,7 +96,7 @@ public final class Pit8254 implements Device.PortIo {
         }
 
         int readCount() {
-            int value = latched ? latchValue : count(clock.nanos());
+            int value = latched ? latchValue : count(clock.liveNanos());
             switch (rw) {
                 case RW_LSB -> { latched = false; return value & 0xff; }
                 case RW_MSB -> { latched = false; return (value >> 8) & 0xff; }
@@ -114,7 +114,7 @@ public final class Pit8254 implements Device.PortIo {
 
         void load(int value) {
             reload = value == 0 ? 0x10000 : value;
-            startNanos = clock.nanos();
+            startNanos = clock.liveNanos();
             period = 0;
             if (index == 0) scheduleNext();
         }
@@ -178,9 +178,9 @@ public final class Pit8254 implements Device.PortIo {
     }
 
     /** The current count of channel {@code ch} (for tests and tracing). */
-    public int count(int ch) { return channels[ch].count(clock.nanos()); }
+    public int count(int ch) { return channels[ch].count(clock.liveNanos()); }
 
-    public boolean output(int ch) { return channels[ch].out(clock.nanos()); }
+    public boolean output(int ch) { return channels[ch].out(clock.liveNanos()); }
 
     @Override
     public int in(int port, int size) {
@@ -189,7 +189,7 @@ public final class Pit8254 implements Device.PortIo {
             case PORT_B -> {
                 refresh = !refresh; // toggles on every read, as software delay loops expect
                 yield (portB & 0x0f) | (refresh ? PORTB_REFRESH : 0)
-                        | ((portB & PORTB_GATE2) != 0 && channels[2].out(clock.nanos()) ? PORTB_OUT2 : 0);
+                        | ((portB & PORTB_GATE2) != 0 && channels[2].out(clock.liveNanos()) ? PORTB_OUT2 : 0);
             }
             default -> 0xff; // the mode register is write-only
         };
@@ -210,7 +210,7 @@ public final class Pit8254 implements Device.PortIo {
                 portB = v & 0x0f;
                 Channel c2 = channels[2];
                 if (!oldGate && (portB & PORTB_GATE2) != 0 && c2.startNanos >= 0) {
-                    c2.startNanos = clock.nanos(); // a rising gate restarts the count
+                    c2.startNanos = clock.liveNanos(); // a rising gate restarts the count
                 }
             }
             default -> { }
