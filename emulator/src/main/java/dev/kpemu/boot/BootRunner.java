@@ -11,8 +11,6 @@ import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
-import dev.kpemu.image.Symbol;
-import dev.kpemu.image.SymbolTable;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.StopReason;
@@ -58,8 +56,7 @@ public final class BootRunner {
             if (initrd == null) initrd = g.initramfs(o.arch());
         }
         long hostStart = System.nanoTime();
-        X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernel);
-        SymbolTable symbols = Kallsyms.fromElf(kf.vmlinux());
+        X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernel, kernelCacheDir());
         byte[] initrdBytes;
         try {
             initrdBytes = Files.readAllBytes(initrd);
@@ -78,6 +75,7 @@ public final class BootRunner {
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
             X86LinuxLoader.Loaded loaded = X86LinuxLoader.load(m, kf, initrdBytes, append, ram, pc.rsdp());
             if (o.trace() != null) {
+                o.trace().printf("kpemu: guest starts %.2f s after boot() (image, symbols, machine)%n", (System.nanoTime() - hostStart) / 1e9);
                 o.trace().printf("kpemu: x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"%n",
                         kf.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
                         loaded.initrdBase(), loaded.initrdSize(), o.memoryMiB(), append);
@@ -121,7 +119,12 @@ public final class BootRunner {
                 break;
             }
             long rip = m.pc();
-            String sym = symbols.format(rip);
+            String sym;
+            try {
+                sym = Kallsyms.fromElf(kf.vmlinux()).format(rip);
+            } catch (KernelImageException e) {
+                sym = "?";
+            }
             Result r = new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     mon[0].seenAt(Initramfs.MARK_DONE), mon[0].seenAtHost(Initramfs.MARK_DONE) < 0 ? -1 : mon[0].seenAtHost(Initramfs.MARK_DONE) - hostStart,
                     m.externalInterrupts(), mon[0].lastLines(), rip, sym,
@@ -129,6 +132,15 @@ public final class BootRunner {
             try { mon[0].flush(); } catch (java.io.IOException ignored) { }
             return r;
         }
+    }
+
+    /** -Dkpemu.kernelCache, else {@code <kpemu cache>/kernels} when a cache is configured (-Dkpemu.cache or $KPEMU_CACHE), else null. */
+    static Path kernelCacheDir() {
+        String k = System.getProperty("kpemu.kernelCache");
+        if (k != null && !k.isBlank()) return Path.of(k);
+        String c = System.getProperty("kpemu.cache");
+        if (c == null || c.isBlank()) c = System.getenv("KPEMU_CACHE");
+        return c == null || c.isBlank() ? null : Path.of(c).resolve("kernels");
     }
 
     /** For experiments: {@code BootRunner [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
