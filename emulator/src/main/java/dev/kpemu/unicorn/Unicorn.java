@@ -66,6 +66,7 @@ public final class Unicorn implements AutoCloseable {
 
     // --- uc_ctl ---
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
+    private static final int CTL_EXITS = 6;
     private static final int CTL_USE_EXITS = 4, CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
             CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11;
 
@@ -113,6 +114,7 @@ public final class Unicorn implements AutoCloseable {
     private static final MethodHandle UC_CTL_0 = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_INT = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_PTR_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
 
     // --- upcall descriptors ---
@@ -230,6 +232,25 @@ public final class Unicorn implements AutoCloseable {
      */
     public void useExits(boolean on) {
         ctlInt(ctl(CTL_USE_EXITS, 1, CTL_IO_WRITE), on ? 1 : 0, "uc_ctl(USE_EXITS)");
+        exitsMode = on;
+    }
+
+    private boolean exitsMode;
+    private long currentExit = Long.MIN_VALUE;
+
+    /** In exits mode: a canonical x86-64 {@code until} becomes the one exit; a non-canonical one means none. */
+    private void setExitFor(long until) {
+        long exit = (until >> 47) == 0 || (until >> 47) == -1 ? until : Long.MIN_VALUE;
+        if (exit == currentExit) return;
+        scratch.set(JAVA_LONG, 0, exit);
+        try {
+            check((int) UC_CTL_PTR_LONG.invokeExact(uc, ctl(CTL_EXITS, 2, CTL_IO_WRITE), scratch, exit == Long.MIN_VALUE ? 0L : 1L), "uc_ctl(EXITS)");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        currentExit = exit;
     }
 
     /** Drops every translated block. */
@@ -542,6 +563,7 @@ public final class Unicorn implements AutoCloseable {
      */
     public void start(long begin, long until, long timeoutMicros, long count) {
         ensureOpen();
+        if (exitsMode) setExitFor(until);
         hookFailure = null;
         int err;
         try {
