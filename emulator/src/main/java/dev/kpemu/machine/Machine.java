@@ -43,7 +43,16 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
+        clock.setPendingInstructions(() -> inSlice ? icount.executed() - sliceStart : 0);
+        // A device that schedules an event while a slice runs (from a port or MMIO callback)
+        // pulls the slice's deadline in, so the event fires on time at the next block boundary.
+        clock.setScheduleListener(due -> {
+            if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
+        });
     }
+
+    private boolean inSlice;
+    private long sliceStart;
 
     public abstract Arch arch();
 
@@ -226,17 +235,23 @@ public abstract class Machine implements AutoCloseable {
             long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             icount.arm(n);
+            sliceStart = before;
+            inSlice = true;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
+            } finally {
+                inSlice = false;
             }
             long ran = icount.executed() - before;
             clock.advance(ran);
