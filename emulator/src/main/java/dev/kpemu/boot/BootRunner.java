@@ -28,6 +28,8 @@ public final class BootRunner {
     public static final int EXIT_POWERED_OFF = 0, EXIT_ERROR = 1, EXIT_GUEST_FAILED = 3, EXIT_TIMEOUT = 4;
     /** The default x86-64 command line (see docs/x86-boot-notes.md for each option). */
     public static final String X86_DEFAULT_APPEND = "console=ttyS0 nokaslr";
+    /** The default arm64 command line (see docs/arm64-boot-notes.md). */
+    public static final String ARM64_DEFAULT_APPEND = Arm64LinuxLoader.DEFAULT_CMDLINE;
 
     public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
                           OutputStream console, PrintStream trace) {
@@ -48,7 +50,8 @@ public final class BootRunner {
     private BootRunner() {}
 
     public static Result boot(Options o) throws KernelImageException {
-        if (o.arch() != Arch.X86_64) throw new IllegalArgumentException("BootRunner: only x86_64 is wired here");
+        if (o.arch() == Arch.ARM64) return Arm64BootRunner.boot(o);
+        if (o.arch() != Arch.X86_64) throw new IllegalArgumentException("BootRunner: no boot support for " + o.arch());
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -143,14 +146,16 @@ public final class BootRunner {
         return c == null || c.isBlank() ? null : Path.of(c).resolve("kernels");
     }
 
-    /** For experiments: {@code BootRunner [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
+    /** For experiments: {@code BootRunner [--arch x86_64|arm64] [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
     public static void main(String[] args) throws Exception {
+        Arch arch = Arch.X86_64;
         Path kernel = null, initrd = null;
         String append = null;
         int mem = 256;
         double timeout = 60;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--arch" -> arch = "arm64".equals(args[++i]) || "aarch64".equals(args[i]) ? Arch.ARM64 : Arch.X86_64;
                 case "--kernel" -> kernel = Path.of(args[++i]);
                 case "--initrd" -> initrd = Path.of(args[++i]);
                 case "--append" -> append = args[++i];
@@ -159,7 +164,7 @@ public final class BootRunner {
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        Result r = boot(new Options(Arch.X86_64, kernel, initrd, append, mem, timeout, System.err, System.out));
+        Result r = boot(new Options(arch, kernel, initrd, append, mem, timeout, System.err, System.out));
         System.out.printf("kpemu: stats %s%n", r.stats());
         System.out.printf("kpemu: %s (exit %d) at pc 0x%x %s; guest %.3f s, %d instructions, %d interrupts, host %.2f s; init done at guest %.3f s host %.2f s%n",
                 r.status(), r.exitCode(), r.pc(), r.symbol(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(),

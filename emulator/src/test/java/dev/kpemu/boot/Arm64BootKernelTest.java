@@ -57,10 +57,10 @@ class Arm64BootKernelTest {
         Path initrd = tmp.resolve("initramfs.cpio");
         Files.write(initrd, initramfsWithKallsyms());
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        Arm64BootRunner.Result r = Arm64BootRunner.boot(new Arm64BootRunner.Options(kernel, initrd, null, 512, 30, console, null));
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, initrd, null, 256, 30, console, null));
         String out = console.toString(StandardCharsets.ISO_8859_1);
         String diag = r.status() + " at " + r.symbol() + "\n" + String.join("\n", r.lastLines());
-        assertEquals(Arm64BootRunner.EXIT_POWERED_OFF, r.exitCode(), diag);
+        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), diag);
         assertTrue(r.stop() instanceof StopReason.PoweredOff, diag);
         assertTrue(out.contains("Run /init as init process"), diag);
         assertTrue(out.contains(Initramfs.MARK_START), diag);
