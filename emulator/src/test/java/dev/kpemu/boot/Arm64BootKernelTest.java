@@ -98,4 +98,24 @@ class Arm64BootKernelTest {
         }
         assertEquals(java.util.Set.of(KALLSYMS_CHECKED), names, "kallsyms lines\n" + out);
     }
+
+    @Test
+    void panicIsExitThreeWithTheKernelsLastLines() throws Exception {
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, images.initramfs(Arch.ARM64),
+                dev.kpemu.boot.Arm64LinuxLoader.DEFAULT_CMDLINE + " rdinit=/no/such/rdinit init=/no/such/init", 256, 30, console, null));
+        String diag = r.status() + " at " + r.symbol() + "\n" + String.join("\n", r.lastLines());
+        assertEquals(BootRunner.EXIT_GUEST_FAILED, r.exitCode(), diag);
+        assertTrue(r.status().startsWith("guest kernel panic: Kernel panic - not syncing"), diag);
+        assertTrue(r.lastLines().stream().anyMatch(l -> l.contains(Arm64BootRunner.PANIC_END)), "the whole oops is kept\n" + diag);
+        assertTrue(r.symbol().matches("\\w[\\w.]*\\+0x[0-9a-f]+/0x[0-9a-f]+"), "PC symbolized: " + r.symbol());
+    }
+
+    @Test
+    void timeoutIsExitFour() throws Exception {
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, images.initramfs(Arch.ARM64),
+                null, 256, 0.05, new ByteArrayOutputStream(), null));
+        assertEquals(BootRunner.EXIT_TIMEOUT, r.exitCode(), r.status());
+        assertTrue(r.guestNanos() >= 50_000_000L && r.guestNanos() < 80_000_000L, "stopped near 50 ms of guest time: " + r.guestNanos());
+    }
 }
