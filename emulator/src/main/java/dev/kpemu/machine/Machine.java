@@ -36,6 +36,8 @@ public abstract class Machine implements AutoCloseable {
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
+    /** Executed-instruction count when the running slice started, or -1 outside {@link #run}. */
+    private long sliceStart = -1;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -55,6 +57,16 @@ public abstract class Machine implements AutoCloseable {
     public DeviceBus bus() { return bus; }
 
     public VirtualClock clock() { return clock; }
+
+    /**
+     * Guest time now, in nanoseconds: {@link VirtualClock#nanos()} plus the instructions the
+     * running slice has executed so far (callable from hooks and trap handlers, where the clock
+     * itself is only charged at the end of the slice).
+     */
+    public long guestNanos() {
+        long s = sliceStart;
+        return s < 0 ? clock.nanos() : clock.nanosAfter(Math.max(0, icount.executed() - s));
+    }
 
     public abstract long pc();
 
@@ -226,18 +238,22 @@ public abstract class Machine implements AutoCloseable {
             long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             icount.arm(n);
+            sliceStart = before;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
+                sliceStart = -1;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
+                sliceStart = -1;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
             }
+            sliceStart = -1;
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;

@@ -36,6 +36,11 @@ public final class VirtualClock {
     /** Guest time in nanoseconds since power-on. */
     public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
 
+    /** Guest time after {@code moreInstructions} not yet charged (the running slice's), in nanoseconds. */
+    public long nanosAfter(long moreInstructions) {
+        return (long) ((instructions + moreInstructions) * nanosPerInstruction) + idleNanos;
+    }
+
     /** Charges executed instructions. */
     public void advance(long executedInstructions) {
         if (executedInstructions < 0) throw new IllegalArgumentException("negative instruction count");
