@@ -186,6 +186,7 @@ public final class MachineFetchContext implements FetchContext {
 
     /** {@code strncpy_from_*_nofault}: page by page, stopping at the NUL. */
     private int readString(long address, byte[] dst, int offset, int max, boolean user) {
+        max = Math.min(max, dst.length - offset);
         int n = 0;
         try {
             while (n < max) {
