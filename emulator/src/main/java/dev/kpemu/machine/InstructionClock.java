@@ -61,6 +61,11 @@ final class InstructionClock implements AutoCloseable {
         state.set(JAVA_INT, STOPPED, 0);
     }
 
+    /** Moves the running slice's deadline earlier (never later); the block hook stops there. */
+    void lowerDeadline(long executedDeadline) {
+        if (executedDeadline < state.get(JAVA_LONG, DEADLINE)) state.set(JAVA_LONG, DEADLINE, executedDeadline);
+    }
+
     /** True when the last slice ended because the deadline came. */
     boolean reachedDeadline() { return state.get(JAVA_INT, STOPPED) != 0; }
 

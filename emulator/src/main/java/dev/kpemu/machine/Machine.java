@@ -36,8 +36,6 @@ public abstract class Machine implements AutoCloseable {
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
-    /** Executed-instruction count when the running slice started, or -1 outside {@link #run}. */
-    private long sliceStart = -1;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -45,7 +43,16 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
+        clock.setPendingInstructions(() -> inSlice ? icount.executed() - sliceStart : 0);
+        // A device that schedules an event while a slice runs (from a port or MMIO callback)
+        // pulls the slice's deadline in, so the event fires on time at the next block boundary.
+        clock.setScheduleListener(due -> {
+            if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
+        });
     }
+
+    private boolean inSlice;
+    private long sliceStart;
 
     public abstract Arch arch();
 
@@ -57,16 +64,6 @@ public abstract class Machine implements AutoCloseable {
     public DeviceBus bus() { return bus; }
 
     public VirtualClock clock() { return clock; }
-
-    /**
-     * Guest time now, in nanoseconds: {@link VirtualClock#nanos()} plus the instructions the
-     * running slice has executed so far (callable from hooks and trap handlers, where the clock
-     * itself is only charged at the end of the slice).
-     */
-    public long guestNanos() {
-        long s = sliceStart;
-        return s < 0 ? clock.nanos() : clock.nanosAfter(Math.max(0, icount.executed() - s));
-    }
 
     public abstract long pc();
 
@@ -239,21 +236,23 @@ public abstract class Machine implements AutoCloseable {
             long before = icount.executed();
             icount.arm(n);
             sliceStart = before;
+            inSlice = true;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
-                sliceStart = -1;
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
-                sliceStart = -1;
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
+            } finally {
+                inSlice = false;
             }
-            sliceStart = -1;
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;

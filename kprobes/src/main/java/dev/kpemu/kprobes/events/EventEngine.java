@@ -51,7 +51,7 @@ import java.util.function.LongSupplier;
  * need-resched, hardirq/softirq/NMI and preempt-depth columns are always {@code .} (kpemu does
  * not read the guest's preempt_count). Note that Linux, whose int3/BRK handlers run with
  * interrupts masked, prints {@code d} for every breakpoint-based probe; kpemu shows the probed
- * code's own interrupt state. The timestamp is guest time ({@link Machine#guestNanos()}).
+ * code's own interrupt state. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
  *
  * <p>Not emulated: {@code within_notrace_func} (Linux refuses functions without an ftrace site
  * unless CONFIG_KPROBE_EVENTS_ON_NOTRACE), perf/filter/trigger users of the events (only the
@@ -162,7 +162,7 @@ public final class EventEngine implements AutoCloseable {
         this.ctx = new MachineFetchContext(machine, kprobes.regs(), symbols, task);
         this.parser = new ProbeParser(arch, dialect, symbols);
         this.out = out;
-        this.clock = machine::guestNanos;
+        this.clock = machine.clock()::liveNanos;
     }
 
     /**
