@@ -60,6 +60,16 @@ class EventEngineTest {
             assertEquals(k.sym("kprobe_target"), recs.getFirst().ip());
             assertEquals(k.sym(callerFn(k)) + (x86(k) ? 9 : 12), recs.getFirst().retIp());
             assertTrue(recs.getFirst().isReturn());
+            // guest time inside one run: the return comes after the entry
+            k.write("p:entry kprobe_target");
+            k.engine.enable("entry");
+            k.records.clear();
+            k.call(callerFn(k), 30);
+            assertEquals(3, k.records.size());
+            assertEquals("entry", k.records.getFirst().event());
+            assertTrue(k.records.get(1).context().timestampNanos() > k.records.getFirst().context().timestampNanos());
+            k.engine.disable("entry");
+            k.write("-:entry");
             assertEquals("r:kprobes/ret kprobe_target rv=$retval:u64 raw=$retval\n"
                     + "r:kprobes/ret2 kprobe_target rv=$retval:s32\n", k.engine.listing());
         }
