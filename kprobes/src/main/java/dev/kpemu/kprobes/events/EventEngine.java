@@ -256,6 +256,34 @@ public final class EventEngine implements AutoCloseable {
         for (String l : lines) write(l);
     }
 
+    /**
+     * Boot-time probes, as the kernel's {@code kprobe_event=} with {@code trace_event=} naming
+     * them: writes every definition (stopping at the first rejected one) and enables each event
+     * the definitions created or appended to. What {@code ./kpemu boot -e DEF --events-file F} does.
+     *
+     * @return the events enabled, as {@code GROUP/EVENT}
+     */
+    public List<String> writeAndEnable(List<String> definitions) throws ProbeSyntaxException {
+        List<String> touched = new ArrayList<>();
+        for (String text : definitions) {
+            for (String line : text.split("\n", -1)) {
+                ProbeDefinition d;
+                try {
+                    d = parser.parse(line);
+                } catch (ProbeSyntaxException e) {
+                    throw log(e);
+                }
+                writeLine(line);
+                if (d instanceof TraceProbe p) {
+                    String key = p.group() + "/" + p.event();
+                    if (events.containsKey(key) && !touched.contains(key)) touched.add(key);
+                }
+            }
+        }
+        for (String key : touched) setEnabled(events.get(key), true);
+        return touched;
+    }
+
     private void writeLine(String line) throws ProbeSyntaxException {
         ProbeDefinition d;
         try {

@@ -406,4 +406,25 @@ class EventEngineTest {
             assertEquals(2, k.engine.recorded());
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void bootTimeDefinitionsAreEnabled(Arch a) throws Exception {
+        try (GuestKernel k = new GuestKernel(a)) {
+            k.write("p:other kprobe_target2");
+            List<String> on = k.engine.writeAndEnable(List.of(k.script("p:myopen kprobe_target dfd=R0 # the open"),
+                    "r:myret kprobe_target ret=$retval\n# comment\n"));
+            assertEquals(List.of("kprobes/myopen", "kprobes/myret"), on);
+            assertFalse(k.engine.isEnabled("other"));
+            k.call("kprobe_target", 9);
+            assertEquals(List.of("myopen: (kprobe_target+0x0/0x100) dfd=0x9", "myret: (halt_stub+0x0/0x100 <- kprobe_target) ret=0x3"),
+                    k.bodies());
+            ProbeSyntaxException e = assertThrows(ProbeSyntaxException.class,
+                    () -> k.engine.writeAndEnable(List.of("p:fine kprobe_target2", "p:bad kprobe_target $retval", "p:never kprobe_target2")));
+            assertEquals(KernelError.RETVAL_ON_PROBE, e.error());
+            assertTrue(k.engine.hasEvent("fine"));
+            assertFalse(k.engine.isEnabled("fine"), "nothing is enabled when a definition fails");
+            assertFalse(k.engine.hasEvent("never"));
+        }
+    }
 }
