@@ -147,4 +147,33 @@ class GenericTimerTest {
             assertEquals(null, t.read(SysRegs.CNTKCTL_EL1), "not a timer register");
         }
     }
+
+    @Test
+    void physicalTimerRegistersFromTheGuestAtEl1() {
+        String body = """
+                mrs x1, cntpct_el0
+                movz x2, #1000
+                add x2, x1, x2
+                msr cntp_cval_el0, x2
+                mov x3, #1
+                msr cntp_ctl_el0, x3
+                mrs x4, cntp_cval_el0
+                str x4, [x24]
+                mrs x5, cntp_tval_el0
+                str x5, [x24, #8]
+                mrs x6, cntp_ctl_el0
+                str x6, [x24, #16]
+                str x2, [x24, #24]
+                """;
+        try (Arm64Board b = board(withVectors(body, "b .\n"))) {
+            Arm64Machine m = b.machine();
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.PoweredOff.class, r, () -> r + " at 0x" + Long.toHexString(m.pc()));
+            assertEquals(m.memory().readLong(RESULTS + 24), m.memory().readLong(RESULTS), "CNTP_CVAL reads back");
+            long tval = m.memory().readLong(RESULTS + 8);
+            assertTrue(tval > 990 && tval <= 1000, "CNTP_TVAL counts down: " + tval);
+            assertEquals(GenericTimer.CTL_ENABLE, m.memory().readLong(RESULTS + 16), "enabled, not yet expired");
+            assertTrue(m.clock().hasEvents(), "expiry scheduled");
+        }
+    }
 }
