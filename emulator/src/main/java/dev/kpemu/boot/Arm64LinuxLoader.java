@@ -54,6 +54,15 @@ public final class Arm64LinuxLoader {
      * boot registers.
      */
     public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline) throws KernelImageException {
+        return load(m, kernel, kernelName, initrd, cmdline, m.memory().region(Arm64Layout.RAM_REGION).size());
+    }
+
+    /**
+     * As {@link #load(Arm64Machine, byte[], String, byte[], String)}, telling the guest (device
+     * tree) about only the first {@code guestRamBytes} of RAM: the rest stays the host's.
+     */
+    public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes)
+            throws KernelImageException {
         byte[] image = rawImage(kernel, kernelName);
         Arm64Image h = Arm64Image.parse(image, kernelName);
         if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
@@ -61,12 +70,13 @@ public final class Arm64LinuxLoader {
             throw new KernelImageException(kernelName + ": unsupported page size");
         }
         MemoryRegion ram = m.memory().region(Arm64Layout.RAM_REGION);
-        long ramEnd = ram.base() + ram.size();
+        if (guestRamBytes <= 0 || guestRamBytes > ram.size()) throw new IllegalArgumentException("guest RAM outside the machine's RAM");
+        long ramEnd = ram.base() + guestRamBytes;
         long base = h.loadAddress(ram.base() + ALIGN_2M);       // keep the first 2 MiB for the device tree
         long kernelEnd = base + Math.max(h.effectiveSize(), image.length);
         if (kernelEnd > ramEnd) {
             throw new KernelImageException(kernelName + ": the kernel needs 0x" + Long.toHexString(kernelEnd - ram.base())
-                    + " bytes of RAM, the machine has 0x" + Long.toHexString(ram.size()));
+                    + " bytes of RAM, the guest has 0x" + Long.toHexString(guestRamBytes));
         }
         m.memory().write(base, image);
 
@@ -79,7 +89,7 @@ public final class Arm64LinuxLoader {
             rd = new Arm64DeviceTree.Initrd(start, end);
         }
 
-        byte[] dtb = Arm64DeviceTree.build(ram.size(), cmdline, rd);
+        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, cmdline, rd);
         if (dtb.length > DTB_MAX) throw new IllegalStateException("device tree larger than 2 MiB");
         long dtbAddr = ram.base();
         m.memory().write(dtbAddr, dtb);

@@ -1,35 +1,40 @@
 package dev.kpemu.boot;
 
+import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Optional;
+import java.util.function.LongSupplier;
 
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
-import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.StopReason;
-import dev.kpemu.machine.x86.X86Pc;
-import dev.kpemu.unicorn.X86Reg;
 
 /**
- * Boots a Linux kernel on kpemu and maps the outcome to the CLI's exit codes:
- * {@value #EXIT_POWERED_OFF} the guest powered off, {@value #EXIT_GUEST_FAILED} guest panic or
- * unhandled fault (with the kernel's last lines and the PC/symbol), {@value #EXIT_TIMEOUT} the
- * guest-time limit passed. The timeout is in guest seconds (virtual time, so a given run always
- * stops at the same point).
+ * Boots a Linux kernel on kpemu, either architecture, and maps the outcome to the CLI's exit
+ * codes: {@value #EXIT_POWERED_OFF} the guest powered off, {@value #EXIT_GUEST_FAILED} guest
+ * panic or unhandled fault (with the kernel's last lines and the PC/symbol),
+ * {@value #EXIT_TIMEOUT} the guest-time limit passed. The timeout is in guest seconds (virtual
+ * time, so a given run always stops at the same point). Each arch prepares its guest
+ * ({@link X86LinuxGuest}, {@link Arm64LinuxGuest}); the run loop here is shared.
  */
 public final class BootRunner {
     public static final int EXIT_POWERED_OFF = 0, EXIT_ERROR = 1, EXIT_GUEST_FAILED = 3, EXIT_TIMEOUT = 4;
     /** The default x86-64 command line (see docs/x86-boot-notes.md for each option). */
-    public static final String X86_DEFAULT_APPEND = "console=ttyS0 nokaslr";
-    /** The default arm64 command line (see docs/arm64-boot-notes.md). */
-    public static final String ARM64_DEFAULT_APPEND = Arm64LinuxLoader.DEFAULT_CMDLINE;
+    public static final String X86_DEFAULT_APPEND = X86LinuxGuest.DEFAULT_APPEND;
+    /** Console lines kept for the failure report. */
+    public static final int KEEP_LINES = 40;
+    /** The line that ends a panic's oops. */
+    public static final String PANIC_END = "---[ end Kernel panic";
+    /** After a panic starts, how long to let the kernel finish printing it. */
+    static final long PANIC_GRACE_INSTRUCTIONS = 200_000_000L;
+    /** Instructions per run-loop call: the granularity of timeout and panic checks. */
+    static final long CHUNK = 20_000_000L;
 
     public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
                           OutputStream console, PrintStream trace) {
@@ -50,8 +55,11 @@ public final class BootRunner {
     private BootRunner() {}
 
     public static Result boot(Options o) throws KernelImageException {
-        if (o.arch() == Arch.ARM64) return Arm64BootRunner.boot(o);
-        if (o.arch() != Arch.X86_64) throw new IllegalArgumentException("BootRunner: no boot support for " + o.arch());
+        return boot(o, BootHooks.NONE);
+    }
+
+    /** Boots, calling {@code hooks} before the first instruction and at host breakpoints. */
+    public static Result boot(Options o, BootHooks hooks) throws KernelImageException {
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -59,42 +67,36 @@ public final class BootRunner {
             if (initrd == null) initrd = g.initramfs(o.arch());
         }
         long hostStart = System.nanoTime();
-        X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernel, kernelCacheDir());
-        byte[] initrdBytes;
-        try {
-            initrdBytes = Files.readAllBytes(initrd);
-        } catch (java.io.IOException e) {
-            throw new KernelImageException("cannot read initrd " + initrd + ": " + e.getMessage(), e);
-        }
-        String append = o.append() == null ? X86_DEFAULT_APPEND : o.append();
-        long ram = (long) o.memoryMiB() << 20;
-        ConsoleMonitor[] mon = new ConsoleMonitor[1];
-        X86Pc[] pcRef = new X86Pc[1];
-        mon[0] = new ConsoleMonitor(o.console(), 40, List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init"),
-                () -> pcRef[0] == null ? 0 : pcRef[0].machine().clock().nanos());
-        try (X86Pc pc = new X86Pc(ram, mon[0], false)) {
-            pcRef[0] = pc;
-            var m = pc.machine();
+        byte[] initrdBytes = read(initrd, "initrd");
+        try (LinuxGuest guest = o.arch() == Arch.X86_64
+                ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
+                : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
+            Machine m = guest.machine();
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
-            X86LinuxLoader.Loaded loaded = X86LinuxLoader.load(m, kf, initrdBytes, append, ram, pc.rsdp());
             if (o.trace() != null) {
-                o.trace().printf("kpemu: guest starts %.2f s after boot() (image, symbols, machine)%n", (System.nanoTime() - hostStart) / 1e9);
-                o.trace().printf("kpemu: x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"%n",
-                        kf.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
-                        loaded.initrdBase(), loaded.initrdSize(), o.memoryMiB(), append);
+                o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
+                o.trace().printf("kpemu: %s%n", guest.describe());
             }
+            hooks.ready(guest);
+            ConsoleMonitor con = guest.console();
             long limitNanos = (long) (o.timeoutSeconds() * 1e9);
-            long chunk = 20_000_000;
             StopReason stop;
             int exit;
             String status;
+            long panicAt = -1;
             while (true) {
-                stop = m.run(chunk);
-                if (mon[0].panicked()) {
-                    exit = EXIT_GUEST_FAILED;
-                    status = "guest kernel panic";
-                    break;
+                stop = m.run(CHUNK);
+                if (con.panicked()) {
+                    if (panicAt < 0) panicAt = m.clock().instructions();
+                    if (con.seen(PANIC_END) || m.clock().instructions() - panicAt >= PANIC_GRACE_INSTRUCTIONS
+                            || !(stop instanceof StopReason.BudgetExhausted)) {
+                        exit = EXIT_GUEST_FAILED;
+                        status = "guest kernel panic: " + panicLine(con.lastLines());
+                        break;
+                    }
+                    continue;
                 }
+                if (stop instanceof StopReason.Breakpoint b && hooks.breakpoint(guest, b.address())) continue;
                 if (stop instanceof StopReason.BudgetExhausted) {
                     if (m.clock().nanos() >= limitNanos) {
                         exit = EXIT_TIMEOUT;
@@ -103,37 +105,56 @@ public final class BootRunner {
                     }
                     continue;
                 }
-                if (stop instanceof StopReason.PoweredOff) {
-                    exit = EXIT_POWERED_OFF;
-                    status = "guest powered off";
-                } else if (stop instanceof StopReason.Reset) {
-                    exit = EXIT_POWERED_OFF;
-                    status = "guest reset";
-                } else if (stop instanceof StopReason.Halted h) {
-                    exit = EXIT_GUEST_FAILED;
-                    status = "guest halted with interrupts off";
-                } else if (stop instanceof StopReason.GuestError e) {
-                    exit = EXIT_GUEST_FAILED;
-                    status = "guest fault: " + e.message();
-                } else {
-                    exit = EXIT_GUEST_FAILED;
-                    status = "stopped: " + stop;
-                }
+                exit = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? EXIT_POWERED_OFF : EXIT_GUEST_FAILED;
+                status = switch (stop) {
+                    case StopReason.PoweredOff p -> "guest powered off";
+                    case StopReason.Reset r -> "guest reset";
+                    case StopReason.Halted h -> "guest halted with nothing that could wake it";
+                    case StopReason.GuestError e -> "guest fault: " + e.message();
+                    default -> "stopped: " + stop;
+                };
                 break;
             }
-            long rip = m.pc();
-            String sym;
+            hooks.finished(guest);
             try {
-                sym = Kallsyms.fromElf(kf.vmlinux()).format(rip);
-            } catch (KernelImageException e) {
-                sym = "?";
+                con.flush();
+            } catch (IOException ignored) {
+                // the console sink went away
             }
-            Result r = new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
-                    mon[0].seenAt(Initramfs.MARK_DONE), mon[0].seenAtHost(Initramfs.MARK_DONE) < 0 ? -1 : mon[0].seenAtHost(Initramfs.MARK_DONE) - hostStart,
-                    m.externalInterrupts(), mon[0].lastLines(), rip, sym,
-                    "exceptions=" + m.exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted());
-            try { mon[0].flush(); } catch (java.io.IOException ignored) { }
-            return r;
+            long pc = m.pc();
+            long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
+            return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
+                    con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
+                    con.lastLines(), pc, symbolize(guest, pc), guest.stats());
+        }
+    }
+
+    static ConsoleMonitor consoleMonitor(Options o, LongSupplier guestNanos) {
+        return new ConsoleMonitor(o.console(), KEEP_LINES,
+                List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init", PANIC_END), guestNanos);
+    }
+
+    private static String panicLine(List<String> lines) {
+        for (String l : lines) {
+            int i = l.indexOf(ConsoleMonitor.PANIC);
+            if (i >= 0) return l.substring(i);
+        }
+        return ConsoleMonitor.PANIC;
+    }
+
+    private static String symbolize(LinuxGuest guest, long pc) {
+        try {
+            return guest.symbols().format(pc);
+        } catch (RuntimeException e) {
+            return "(no symbols: " + e.getMessage() + ")";
+        }
+    }
+
+    static byte[] read(Path p, String what) throws KernelImageException {
+        try {
+            return Files.readAllBytes(p);
+        } catch (IOException e) {
+            throw new KernelImageException("cannot read " + what + " " + p + ": " + e.getMessage(), e);
         }
     }
 
@@ -146,7 +167,7 @@ public final class BootRunner {
         return c == null || c.isBlank() ? null : Path.of(c).resolve("kernels");
     }
 
-    /** For experiments: {@code BootRunner [--arch x86_64|arm64] [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
+    /** For experiments: {@code BootRunner [--arch A] [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
     public static void main(String[] args) throws Exception {
         Arch arch = Arch.X86_64;
         Path kernel = null, initrd = null;
@@ -155,7 +176,7 @@ public final class BootRunner {
         double timeout = 60;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
-                case "--arch" -> arch = "arm64".equals(args[++i]) || "aarch64".equals(args[i]) ? Arch.ARM64 : Arch.X86_64;
+                case "--arch" -> arch = Arch.parse(args[++i]);
                 case "--kernel" -> kernel = Path.of(args[++i]);
                 case "--initrd" -> initrd = Path.of(args[++i]);
                 case "--append" -> append = args[++i];

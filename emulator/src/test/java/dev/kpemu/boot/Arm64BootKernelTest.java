@@ -107,7 +107,7 @@ class Arm64BootKernelTest {
         String diag = r.status() + " at " + r.symbol() + "\n" + String.join("\n", r.lastLines());
         assertEquals(BootRunner.EXIT_GUEST_FAILED, r.exitCode(), diag);
         assertTrue(r.status().startsWith("guest kernel panic: Kernel panic - not syncing"), diag);
-        assertTrue(r.lastLines().stream().anyMatch(l -> l.contains(Arm64BootRunner.PANIC_END)), "the whole oops is kept\n" + diag);
+        assertTrue(r.lastLines().stream().anyMatch(l -> l.contains(BootRunner.PANIC_END)), "the whole oops is kept\n" + diag);
         assertTrue(r.symbol().matches("\\w[\\w.]*\\+0x[0-9a-f]+/0x[0-9a-f]+"), "PC symbolized: " + r.symbol());
     }
 

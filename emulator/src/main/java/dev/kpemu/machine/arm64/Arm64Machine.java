@@ -176,7 +176,7 @@ public final class Arm64Machine extends Machine {
      * the idle loop unmasks for only a few instructions, and every WFI ends the slice right
      * after itself (still masked), so slice ends never land in that window: Linux's idle loop
      * then never takes its timer interrupt (seen: boots hang in do_idle). Booting Linux needs
-     * the watch ({@code Arm64BootRunner} checks); this fallback serves bare-metal guests.
+     * the watch ({@code Arm64LinuxGuest} checks); this fallback serves bare-metal guests.
      */
     public static final long MASKED_PENDING_SLICE = 2_000;
 
