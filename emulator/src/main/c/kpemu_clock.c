@@ -15,12 +15,20 @@
  * hook, but QEMU ends the translated block after each of them, so the next block start is the
  * exact point where a CPU would take the interrupt. Costs one register read per block, and
  * only while the watch is on.
+ *
+ * Breakpoints: the host's stop addresses (up to KPEMU_BREAKS) are checked here at every block
+ * start, because a Unicorn UC_HOOK_CODE must not exist while Linux runs: its mere presence (even
+ * bounded to an address never executed) makes Unicorn 2.1.1 mis-execute kernel code (x86:
+ * jump_label_cmp faults on a corrupted pointer; arm64: panic_bad_stack before the first
+ * console line). A stop address therefore must be a block start (a branch or call target, e.g.
+ * a function entry). `skip_once` lets the host resume from the address it stopped at.
  */
 #include <stdint.h>
 #include <string.h>
 #include <unicorn/unicorn.h>
 
 #define KPEMU_CLOCK_CACHE 8192 /* power of two */
+#define KPEMU_BREAKS 64
 
 struct kpemu_clock {
     uint64_t executed;  /* instructions charged so far */
@@ -30,6 +38,10 @@ struct kpemu_clock {
     uint32_t arm64;     /* 1: arm64 (fixed 4-byte instructions) */
     uint32_t watch_irq; /* 1: stop before the first block that runs with interrupts enabled */
     uint32_t watch_stops; /* stops made by the watch */
+    uint32_t nbreaks;   /* entries used in breaks[] */
+    uint32_t break_hit; /* index + 1 of the break that stopped the engine, 0 if none */
+    uint64_t skip_once; /* a break address to ignore once (the host resumes from it) */
+    uint64_t breaks[KPEMU_BREAKS];
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
 };
@@ -37,8 +49,8 @@ struct kpemu_clock {
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
-   2 = the arm64 system-register filter (kpemu_sysreg_filter). */
-uint32_t kpemu_clock_features(void) { return 3; }
+   2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints. */
+uint32_t kpemu_clock_features(void) { return 7; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -71,6 +83,16 @@ static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t 
 
 void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
     struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    for (uint32_t i = 0; i < c->nbreaks; i++) {
+        if (c->breaks[i] != address) continue;
+        if (c->skip_once == address) {
+            c->skip_once = 0;
+            break;
+        }
+        c->break_hit = i + 1;
+        uc_emu_stop(uc);
+        return;
+    }
     uint32_t n = c->arm64 ? (size + 3) / 4 : x86_block_icount(uc, c, address, size);
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;

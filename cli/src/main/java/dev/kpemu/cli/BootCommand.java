@@ -3,26 +3,34 @@ package dev.kpemu.cli;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 
 /**
- * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs)
- * and exits with the guest's outcome. Guest console to stderr (or {@code --console}), kpemu's
- * own lines to stdout.
+ * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs),
+ * optionally with kprobe_events definitions, and exits with the guest's outcome. Guest console
+ * to stderr (or {@code --console}); kpemu's own lines and the trace to stdout.
  */
 @Command(name = "boot", mixinStandardHelpOptions = true,
-        description = {"Boot a Linux kernel (default: Debian's current kernel and kpemu's initramfs) until it powers off."},
-        footer = {"", "Exit codes: 0 the guest powered off, 1 error, 2 usage, 3 guest panic or unhandled guest fault, 4 timeout."})
+        description = {"Boot a Linux kernel (default: Debian's current kernel and kpemu's initramfs) until it powers off,",
+                "optionally with kprobe_events definitions whose hits print as ftrace's trace lines."},
+        footer = {"", "Exit codes: 0 the guest powered off, 1 error, 2 usage or probe-definition error,",
+                "3 guest panic or unhandled guest fault, 4 timeout."})
 final class BootCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -47,8 +55,24 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--console", paramLabel = "FILE|-", defaultValue = "-", description = "guest console: a file, or - for stderr (default)")
     String console;
 
+    @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%di'")
+    List<String> events = new ArrayList<>();
+
+    @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")
+    Path eventsFile;
+
+    @Option(names = "--profile", description = "print kprobe_profile (hits, misses) when the guest stops")
+    boolean profile;
+
+    @Option(names = "--list", description = "print the probe list (debugfs kprobes/list) and kprobe_events when the guest stops")
+    boolean list;
+
+    @Option(names = "--formats", description = "print each event's format description")
+    boolean formats;
+
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
         Arch a;
         try {
             a = Arch.parse(arch);
@@ -57,15 +81,29 @@ final class BootCommand implements Callable<Integer> {
         }
         if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
         if (timeoutSeconds <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
+        List<String> defs = definitions();
+        PrintStream trace = WriterOutputStream.printStream(out);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
             try {
-                r = BootRunner.boot(new BootRunner.Options(a, kernel, initrd, append, memoryMiB, timeoutSeconds, con, toPrintStream(out)));
+                r = BootRunner.boot(new BootRunner.Options(a, kernel, initrd, append, memoryMiB, timeoutSeconds, con, trace),
+                        traced == null ? BootHooks.NONE : traced);
+            } catch (TracedBoot.DefinitionRejected e) {
+                err.println(e.error.logged() ? e.error.errorLog() : "kpemu: definition rejected (" + e.error.errno() + ")");
+                return ExitCodes.USAGE;
             } catch (KernelImageException e) {
-                spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+                err.println("kpemu: " + e.getMessage());
                 return ExitCodes.ERROR;
             }
+            trace.flush();
+            if (traced != null && traced.rejectedAtRegistration() != null) {
+                var e = traced.rejectedAtRegistration();
+                err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
+                return ExitCodes.USAGE;
+            }
+            if (traced != null) printTables(out, traced);
             out.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
                     r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
             if (r.initDoneHostNanos() >= 0) out.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
@@ -83,10 +121,40 @@ final class BootCommand implements Callable<Integer> {
         }
     }
 
-    private static java.io.PrintStream toPrintStream(PrintWriter w) {
-        return new java.io.PrintStream(new OutputStream() {
-            @Override public void write(int b) { w.write(b); }
-            @Override public void flush() { w.flush(); }
-        }, true);
+    private void printTables(PrintWriter out, TracedBoot traced) {
+        var ev = traced.events();
+        if (ev == null) {
+            out.println("kpemu: the guest never reached " + TracedBoot.ARM_AT + "; no probe was registered");
+            return;
+        }
+        if (profile) {
+            out.println("kpemu: kprobe_profile");
+            out.print(ev.profile());
+        }
+        if (list) {
+            out.println("kpemu: kprobe_events");
+            out.print(ev.listing());
+            out.println("kpemu: kprobes/list");
+            out.print(traced.kprobes().list());
+        }
+        if (formats) {
+            ev.formats().forEach((name, text) -> {
+                out.println("kpemu: format of " + name);
+                out.print(text);
+            });
+        }
+    }
+
+    private List<String> definitions() throws IOException {
+        List<String> defs = new ArrayList<>(events);
+        if (eventsFile != null) {
+            try {
+                defs.addAll(Files.readAllLines(eventsFile));
+            } catch (NoSuchFileException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no such file: " + eventsFile);
+            }
+        }
+        defs.removeIf(l -> l.isBlank() || l.strip().startsWith("#"));
+        return defs;
     }
 }

@@ -8,6 +8,8 @@ import java.util.concurrent.CompletionException;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.image.btf.BtfLocator;
+import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.arm64.Arm64Machine;
@@ -17,13 +19,17 @@ final class Arm64LinuxGuest implements LinuxGuest {
     private final Arm64Board board;
     private final ConsoleMonitor console;
     private final Arm64LinuxLoader.Loaded loaded;
+    private final byte[] image;
+    private final String name;
     private final CompletableFuture<SymbolTable> symbols;
     private final HostArea hostArea;
     private final int memoryMiB;
 
-    private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded,
+    private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded, byte[] image, String name,
                             CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB) {
         this.board = board;
+        this.image = image;
+        this.name = name;
         this.console = console;
         this.loaded = loaded;
         this.symbols = symbols;
@@ -63,7 +69,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
             long guestRam = ram - HOST_AREA_BYTES;
             Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
-            return new Arm64LinuxGuest(board, con, l, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
+            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
         } catch (KernelImageException | RuntimeException e) {
             board.close();
             throw e;
@@ -84,6 +90,10 @@ final class Arm64LinuxGuest implements LinuxGuest {
         } catch (CompletionException e) {
             throw new IllegalStateException(e.getCause().getMessage(), e.getCause());
         }
+    }
+
+    @Override public KernelStructs kernelStructs() throws KernelImageException {
+        return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);
     }
 
     @Override public String describe() {

@@ -31,6 +31,12 @@ public interface LinuxGuest extends AutoCloseable {
     /** The kernel's own symbols (decoded from the image; may take a moment on first call). */
     SymbolTable symbols();
 
+    /**
+     * Structure offsets from the kernel's own BTF ({@code task_struct} comm/pid, the current
+     * task), for probe output.
+     */
+    dev.kpemu.image.btf.KernelStructs kernelStructs() throws dev.kpemu.image.KernelImageException;
+
     /** One line about what was loaded where, for the trace output. */
     String describe();
 

@@ -7,6 +7,8 @@ import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.image.btf.BtfLocator;
+import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.x86.X86Pc;
@@ -69,6 +71,10 @@ final class X86LinuxGuest implements LinuxGuest {
             }
         }
         return symbols;
+    }
+
+    @Override public KernelStructs kernelStructs() throws KernelImageException {
+        return KernelStructs.of(BtfLocator.fromElf(kernel.vmlinux(), symbols()).btf(), symbols(), Arch.X86_64);
     }
 
     @Override public String describe() {

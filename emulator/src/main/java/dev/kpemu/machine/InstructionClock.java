@@ -22,7 +22,12 @@ import dev.kpemu.unicorn.Unicorn;
  * an exception is charged in full, which keeps runs deterministic.
  */
 final class InstructionClock implements AutoCloseable {
-    private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36;
+    private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36,
+            NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, BREAKS = 56;
+    /** Capacity of the native break list (KPEMU_BREAKS in kpemu_clock.c). */
+    static final int MAX_BREAKS = 64;
+    /** Feature bit of {@code kpemu_clock_features}: the native break list. */
+    private static final int FEATURE_BREAKS = 4;
     /** Feature bit of {@code kpemu_clock_features}: the interrupt-enable watch. */
     private static final int FEATURE_WATCH_IRQ = 1;
     private static final MemorySegment BLOCK_HOOK;
@@ -67,6 +72,41 @@ final class InstructionClock implements AutoCloseable {
 
     /** Instructions charged so far. */
     long executed() { return state.get(JAVA_LONG, EXECUTED); }
+
+    static boolean supportsBreaks() { return (FEATURES & FEATURE_BREAKS) != 0; }
+
+    /** Adds a stop address (a block start): the engine stops before the block there runs. */
+    void addBreak(long address) {
+        if (!supportsBreaks()) {
+            throw new IllegalStateException("libkpemu_clock.so predates native breakpoints; rebuild it with scripts/fetch-natives.sh");
+        }
+        int n = state.get(JAVA_INT, NBREAKS);
+        for (int i = 0; i < n; i++) if (state.get(JAVA_LONG, BREAKS + 8L * i) == address) return;
+        if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
+        state.set(JAVA_LONG, BREAKS + 8L * n, address);
+        state.set(JAVA_INT, NBREAKS, n + 1);
+    }
+
+    void removeBreak(long address) {
+        int n = state.get(JAVA_INT, NBREAKS);
+        for (int i = 0; i < n; i++) {
+            if (state.get(JAVA_LONG, BREAKS + 8L * i) != address) continue;
+            state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
+            state.set(JAVA_INT, NBREAKS, n - 1);
+            return;
+        }
+    }
+
+    /** The break address that stopped the last slice, or -1 (and clears it). */
+    long takeBreakHit() {
+        int hit = state.get(JAVA_INT, BREAK_HIT);
+        if (hit == 0) return -1;
+        state.set(JAVA_INT, BREAK_HIT, 0);
+        return state.get(JAVA_LONG, BREAKS + 8L * (hit - 1));
+    }
+
+    /** The next time the block at {@code address} starts, do not stop there. */
+    void skipBreakOnce(long address) { state.set(JAVA_LONG, SKIP_ONCE, address); }
 
     /** Arms a slice: stop before a block that would pass {@code executed() + n}. */
     void arm(long n) {

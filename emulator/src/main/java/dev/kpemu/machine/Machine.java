@@ -30,7 +30,7 @@ public abstract class Machine implements AutoCloseable {
     protected final DeviceBus bus;
     protected final VirtualClock clock;
     private final InstructionClock icount;
-    private final Map<Long, Unicorn.Hook> breakpoints = new HashMap<>();
+    private final Map<Long, BreakpointAction> breakpoints = new HashMap<>();
     private StopReason pendingStop;
     private TrapHandler trapHandler;
     private long slice = DEFAULT_SLICE;
@@ -216,28 +216,36 @@ public abstract class Machine implements AutoCloseable {
 
     // ------------------------------------------------------------------ breakpoints and stops
 
-    /** A host breakpoint: {@link #run} returns {@link StopReason.Breakpoint} before executing {@code va}. */
+    /**
+     * A host breakpoint: {@link #run} returns {@link StopReason.Breakpoint} before executing
+     * {@code va}. Breakpoints are checked by the native block hook ({@link InstructionClock}),
+     * never by a Unicorn code hook (whose presence makes Unicorn mis-execute Linux), so
+     * {@code va} must start a translated block: a branch or call target such as a function entry.
+     */
     public void addBreakpoint(long va) {
-        if (breakpoints.containsKey(va)) return;
-        breakpoints.put(va, uc.hookCode(va, va, (u, address, size) -> {
-            if (address == va && !skipBreakpointOnce(va)) requestStop(new StopReason.Breakpoint(va));
-        }));
-        invalidateCode(va, 1);
+        addBreakpoint(va, null);
+    }
+
+    /**
+     * A host breakpoint with an action run when the guest reaches it: returning true goes on
+     * running (the action may also move the PC); false stops as {@link #addBreakpoint(long)}.
+     */
+    public void addBreakpoint(long va, BreakpointAction action) {
+        icount.addBreak(va);
+        breakpoints.put(va, action);
+    }
+
+    /** What to do when the guest reaches a host breakpoint. */
+    @FunctionalInterface
+    public interface BreakpointAction {
+        /** Returns true to go on running. */
+        boolean hit(Machine machine, long address);
     }
 
     public void removeBreakpoint(long va) {
-        Unicorn.Hook h = breakpoints.remove(va);
-        if (h != null) uc.delete(h);
-    }
-
-    private long resumeFromBreakpoint = -1;
-
-    private boolean skipBreakpointOnce(long va) {
-        if (resumeFromBreakpoint == va) {
-            resumeFromBreakpoint = -1;
-            return true;
-        }
-        return false;
+        if (!breakpoints.containsKey(va)) return;
+        breakpoints.remove(va);
+        icount.removeBreak(va);
     }
 
     /**
@@ -260,7 +268,7 @@ public abstract class Machine implements AutoCloseable {
     public StopReason run(long maxInstructions) {
         if (closed) throw new IllegalStateException("machine closed");
         long remaining = maxInstructions;
-        if (pendingStop instanceof StopReason.Breakpoint b && b.address() == pc()) resumeFromBreakpoint = b.address();
+        if (pendingStop instanceof StopReason.Breakpoint b && b.address() == pc()) icount.skipBreakOnce(b.address());
         pendingStop = null;
         while (true) {
             clock.fireDue();
@@ -292,6 +300,15 @@ public abstract class Machine implements AutoCloseable {
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;
+            long hit = icount.takeBreakHit();
+            if (hit != -1 && pendingStop == null) {
+                BreakpointAction action = breakpoints.get(hit);
+                if (action != null && action.hit(this, hit)) {
+                    if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
+                    continue;
+                }
+                pendingStop = new StopReason.Breakpoint(hit);
+            }
             if (pendingStop != null) return takeStop();
             if (!icount.reachedDeadline()) {
                 // The engine returned on its own: an idle instruction (HLT/WFI) ended the run.

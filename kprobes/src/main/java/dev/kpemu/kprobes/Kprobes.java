@@ -76,7 +76,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private long handlerFailures;
     private Throwable lastHandlerFailure;
     private long armWhenReachedAddress = -1;
-    private Unicorn.Hook armWhenReachedHook;
     private boolean armWhenReachedFired;
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
@@ -301,14 +300,18 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
      */
     public void armWhenReached(long address) {
         disarmAll();
+        if (armWhenReachedAddress != -1) machine.removeBreakpoint(armWhenReachedAddress);
         armWhenReachedAddress = address;
         armWhenReachedFired = false;
-        armWhenReachedHook = machine.engine().hookCode(address, address, (u, a, size) -> {
-            if (a != armWhenReachedAddress || armWhenReachedFired) return;
+        // A machine breakpoint (checked by the native block hook): the engine is stopped when
+        // the action runs, so arming patches text between slices, never inside a hook.
+        machine.addBreakpoint(address, (m, a) -> {
+            m.removeBreakpoint(a);
+            armWhenReachedAddress = -1;
             armWhenReachedFired = true;
             armAll();
+            return true;
         });
-        machine.invalidateCode(address, 1);
     }
 
     // ------------------------------------------------------------------ preparation and arming
@@ -772,10 +775,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     @Override
     public void onSafePoint(Machine m) {
         if (!textChanged.isEmpty()) syncText();
-        if (armWhenReachedFired && armWhenReachedHook != null) {
-            machine.engine().delete(armWhenReachedHook);
-            armWhenReachedHook = null;
-        }
     }
 
     // ------------------------------------------------------------------ debugfs
@@ -839,9 +838,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             for (Kprobe k : new ArrayList<>(p.children)) k.point = null;
             removePoint(p);
         }
-        if (armWhenReachedHook != null) {
-            machine.engine().delete(armWhenReachedHook);
-            armWhenReachedHook = null;
+        if (armWhenReachedAddress != -1) {
+            machine.removeBreakpoint(armWhenReachedAddress);
+            armWhenReachedAddress = -1;
         }
         if (machine.trapHandler() == this) machine.setTrapHandler(null);
         machine.holdInterrupts(false);

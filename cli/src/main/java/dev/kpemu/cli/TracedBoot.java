@@ -1,0 +1,117 @@
+package dev.kpemu.cli;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.Kprobes;
+import dev.kpemu.kprobes.SlotArea;
+import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.kprobes.events.Dialect;
+import dev.kpemu.kprobes.events.EventEngine;
+import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.ProbeParser;
+import dev.kpemu.kprobes.events.ProbeSyntaxException;
+import dev.kpemu.kprobes.events.TraceRecord;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * A boot with kprobe_events definitions: they are parsed against the kernel's kallsyms before
+ * the guest runs (syntax and symbol errors stop the boot before it starts), and registered
+ * when the guest first reaches {@value #ARM_AT}, after the kernel's boot-time text patching
+ * (ftrace's NOP conversion verifies the old bytes, alternatives, static calls) is over. From
+ * there on every hit prints an ftrace-format line.
+ */
+final class TracedBoot implements BootHooks {
+    /** Where probes are registered and armed: reached once, just before /init runs. */
+    static final String ARM_AT = "run_init_process";
+    /** Slot area on x86-64: the unused hole below the kernel text mapping (rel32 reach). */
+    static final long X86_SLOTS_VA = SlotArea.X86_KERNEL_DEFAULT_VA;
+    /**
+     * Slot area on arm64: the top 2 MiB of the module region, just below the kernel image
+     * (so a `B` back from a boosted slot reaches). The default guests load no modules and no
+     * BPF JIT code, which are what the kernel puts there.
+     */
+    static final long ARM64_SLOTS_VA = 0xffff_8000_07e0_0000L;
+
+    /** Thrown from {@link #ready} when a definition is rejected before boot. */
+    static final class DefinitionRejected extends RuntimeException {
+        final ProbeSyntaxException error;
+
+        DefinitionRejected(ProbeSyntaxException error) {
+            super(error.getMessage());
+            this.error = error;
+        }
+    }
+
+    private final List<String> definitions;
+    private final PrintStream out;
+    private final List<TraceRecord> records = new ArrayList<>();
+    private long armAt = -1;
+    private Kprobes kprobes;
+    private EventEngine events;
+    private ProbeSyntaxException rejectedAtRegistration;
+
+    TracedBoot(List<String> definitions, PrintStream out) {
+        this.definitions = List.copyOf(definitions);
+        this.out = out;
+    }
+
+    @Override public void ready(LinuxGuest guest) {
+        SymbolTable syms = guest.symbols();
+        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, kernelSymbols(syms));
+        for (String d : definitions) {
+            try {
+                parser.parse(d);
+            } catch (ProbeSyntaxException e) {
+                throw new DefinitionRejected(e);
+            }
+        }
+        armAt = syms.address(ARM_AT);
+        guest.machine().addBreakpoint(armAt);
+    }
+
+    @Override public boolean breakpoint(LinuxGuest guest, long address) {
+        if (address != armAt || events != null) return false;
+        Machine m = guest.machine();
+        m.removeBreakpoint(armAt);
+        LinuxGuest.HostArea area = guest.hostArea();
+        long va = guest.arch() == Arch.X86_64 ? X86_SLOTS_VA : ARM64_SLOTS_VA;
+        SymbolTable syms = guest.symbols();
+        kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()));
+        try {
+            events = EventEngine.attach(kprobes, kernelSymbols(syms), guest.kernelStructs(), out);
+        } catch (KernelImageException e) {
+            throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
+        }
+        events.addListener(records::add);
+        try {
+            events.writeAndEnable(definitions);
+        } catch (ProbeSyntaxException e) {
+            rejectedAtRegistration = e;
+            return false;
+        }
+        return true;
+    }
+
+    private static KallsymsSymbols kernelSymbols(SymbolTable syms) {
+        // Debian's kernels are built without IBT (CONFIG_X86_KERNEL_IBT unset): entry is offset 0.
+        return new KallsymsSymbols(syms, 0);
+    }
+
+    /** The definition the engine refused when registering it, or null. */
+    ProbeSyntaxException rejectedAtRegistration() { return rejectedAtRegistration; }
+
+    /** The event engine, once the probes are registered (null before). */
+    EventEngine events() { return events; }
+
+    Kprobes kprobes() { return kprobes; }
+
+    /** Every event recorded so far. */
+    List<TraceRecord> records() { return records; }
+}
