@@ -32,7 +32,7 @@ import java.util.Set;
  *     optimization off) are checked again at the next change.</li>
  * <li><b>Queued</b> (Linux: {@code KPROBE_FLAG_OPTIMIZED} set, on the optimizing list). The detour
  *     is built in slot memory ({@link Style#LIVE_REGISTERS}: the hand-off is the buffer's first
- *     instruction), its code hooks are added, and the translated code of the buffer is dropped so
+ *     instruction), its block hooks are added, and the translated code of the buffer is dropped so
  *     the hooks are in every translation. A breakpoint hit now runs the handlers on the breakpoint
  *     path and continues at the detour's displaced code (no single step;
  *     {@code setup_detour_execution}). {@code kprobes/list} already shows {@code [OPTIMIZED]}, as
@@ -48,12 +48,12 @@ import java.util.Set;
  *     ({@link SitePatch#breakpoint()}: x86 {@code int3} + the original bytes, arm64 {@code BRK}), as
  *     Linux's forced unoptimization; a post handler or the switch turned off unoptimizes at once
  *     too. When the condition clears, the probe is queued again (and waits the delay again).</li>
- * <li><b>Removed.</b> The hand-off hook goes at once; the buffer's memory (and the arm64 simulate
- *     hook) is freed at a later safe point where the pc is not inside it.</li>
+ * <li><b>Removed.</b> The buffer and its hooks are freed at a later safe point where the pc is not
+ *     inside it.</li>
  * </ol>
  *
  * <h2>Hit path</h2>
- * The jump leads to the detour; its first instruction carries a code hook that calls the engine's
+ * The jump leads to the detour; its first instruction carries a block hook that calls the engine's
  * {@code optimizedHit} (Linux's {@code optimized_callback}): pre handlers run on the live registers,
  * which are the guest's registers at the probe; {@code ip} reads as on the breakpoint path — x86
  * probe + 1 (after the {@code int3}), arm64 the probe address (at the {@code BRK}) — and changes to it
@@ -356,13 +356,27 @@ public final class JumpOptimizer implements ProbeOptimizer {
             DetourBuffer b = DetourBuffer.build(region, va, Style.LIVE_REGISTERS);
             SitePatch patch = SitePatch.of(b);
             engine.writeDetour(va, b.code());
+            // Block hooks, not code hooks: with any UC_HOOK_CODE installed, Unicorn 2.1.1 rewinds the
+            // pc to the previous block's start when the instruction clock stops the engine from its
+            // block hook (measured on both arches), which breaks the run loop. A block hook fires
+            // when a translated block starts at the address: the hand-off is the buffer's first
+            // instruction, the target of the site's jump, so every jump through it starts a block
+            // there; the int3 path enters at the displaced code and runs no handler.
             Unicorn uc = machine.engine();
             final long probe = s.address;
             final long handOff = b.handOffAddress();
-            s.handOffHook = uc.hookCode(handOff, handOff, (u, a, n) -> engine.optimizedHit(probe));
+            if (handOff != va) throw new IllegalStateException("the hand-off must be the buffer's first instruction");
             if (b.simulateAddress().isPresent()) {
+                // arm64 PC-relative instruction: simulated on the host right after the handlers (the
+                // pc write leaves the buffer); a breakpoint hit enters at the simulate address itself
                 long sim = b.simulateAddress().getAsLong();
-                s.simulateHook = uc.hookCode(sim, sim, (u, a, n) -> engine.simulate(probe));
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    engine.optimizedHit(probe);
+                    engine.simulate(probe);
+                });
+                s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> engine.simulate(probe));
+            } else {
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> engine.optimizedHit(probe));
             }
             // hooks added after a translation may not fire in it: translate the buffer afresh
             machine.invalidateCode(va, b.size());
@@ -408,19 +422,22 @@ public final class JumpOptimizer implements ProbeOptimizer {
         s.state = to;
     }
 
-    /** The hand-off hook goes now; memory and the simulate hook when no vCPU can be inside. */
+    /**
+     * The buffer leaves the site; it keeps its hooks (a vCPU inside it still needs them: a handler
+     * may unregister its own probe, and the arm64 simulation comes after the handlers) until a
+     * safe point where the pc is not inside it frees both.
+     */
     private void retire(Site s) {
         if (s.buffer == null) return;
-        if (s.handOffHook != null) machine.engine().delete(s.handOffHook);
-        s.handOffHook = null;
         Site old = new Site(s.address);
         old.buffer = s.buffer;
         old.bufferBytes = s.bufferBytes;
+        old.handOffHook = s.handOffHook;
         old.simulateHook = s.simulateHook;
         retired.add(old);
         s.buffer = null;
         s.patch = null;
-        s.simulateHook = null;
+        s.handOffHook = s.simulateHook = null;
     }
 
     private void freeRetired() {
