@@ -147,6 +147,13 @@ public final class JumpOptimizer implements ProbeOptimizer {
         return s == null ? null : s.verdict;
     }
 
+    /** The last verdict of every probe point, by address. */
+    public Map<Long, Verdict> verdicts() {
+        Map<Long, Verdict> m = new LinkedHashMap<>();
+        sites.forEach((a, s) -> m.put(a, s.verdict));
+        return m;
+    }
+
     /** The detour of the probe at {@code address}, or null. */
     public DetourBuffer detour(long address) {
         Site s = sites.get(address);
