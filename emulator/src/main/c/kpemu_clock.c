@@ -7,6 +7,14 @@
  *
  * x86 block instruction counts come from Unicorn's own translation (UC_CTL_TB_REQUEST_CACHE)
  * and are cached by (address, size); arm64 blocks are size/4 instructions.
+ *
+ * Interrupt-enable watch: while the host has an interrupt waiting that the guest masks
+ * (arm64 PSTATE.I, x86 EFLAGS.IF), it sets `watch_irq`; the hook then reads that flag at every
+ * block start and stops before the first block that runs with interrupts enabled. The guest's
+ * unmask (msr daifclr / msr daif / eret; sti / popf / iret) is no register access the host can
+ * hook, but QEMU ends the translated block after each of them, so the next block start is the
+ * exact point where a CPU would take the interrupt. Costs one register read per block, and
+ * only while the watch is on.
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,11 +28,27 @@ struct kpemu_clock {
     uint64_t blocks;    /* blocks started since the host last cleared it */
     uint32_t stopped;   /* 1 when this hook stopped the engine */
     uint32_t arm64;     /* 1: arm64 (fixed 4-byte instructions) */
+    uint32_t watch_irq; /* 1: stop before the first block that runs with interrupts enabled */
+    uint32_t watch_stops; /* stops made by the watch */
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
+
+/* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
+   2 = the arm64 system-register filter (kpemu_sysreg_filter). */
+uint32_t kpemu_clock_features(void) { return 3; }
+
+static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
+    uint64_t v = 0;
+    if (c->arm64) {
+        if (uc_reg_read(uc, UC_ARM64_REG_PSTATE, &v) != UC_ERR_OK) return 0;
+        return (v & 0x80) == 0;     /* PSTATE.I clear */
+    }
+    if (uc_reg_read(uc, UC_X86_REG_EFLAGS, &v) != UC_ERR_OK) return 0;
+    return (v & 0x200) != 0;        /* EFLAGS.IF set */
+}
 
 void kpemu_clock_forget(struct kpemu_clock *c) {
     memset(c->keys, 0, sizeof c->keys);
@@ -53,6 +77,44 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
         uc_emu_stop(uc);
         return;
     }
+    if (c->watch_irq && c->blocks != 0 && interrupts_enabled(uc, c)) {
+        c->stopped = 1;
+        c->watch_stops++;
+        uc_emu_stop(uc);
+        return;
+    }
     c->blocks++;
     c->executed += n;
+}
+
+/*
+ * System-register filter for arm64 MRS/MSR instruction hooks. Unicorn calls an instruction
+ * hook for every MRS/MSR the guest executes; Linux reads SP_EL0 ("current") and TPIDR_EL1 for
+ * nearly everything, millions of times per boot, and a Java upcall for each costs more than
+ * the rest of the boot's hooks together. This native hook answers "not handled" for every
+ * register outside the wanted (op0, op1, CRn) group (e.g. 3, 3, 14: the generic timer) and
+ * forwards the rest to the real hook (a Java upcall).
+ */
+typedef uint32_t (*kpemu_sysreg_cb)(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp_reg, void *user_data);
+
+struct kpemu_sysreg_filter {
+    kpemu_sysreg_cb forward;  /* the real hook */
+    void *forward_data;       /* its user_data */
+    int32_t op0, op1, crn;    /* wanted group; -1 matches anything */
+    uint32_t pad;
+    uint64_t seen;            /* hook calls */
+    uint64_t forwarded;       /* calls passed to `forward` */
+};
+
+size_t kpemu_sysreg_filter_size(void) { return sizeof(struct kpemu_sysreg_filter); }
+
+uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp, void *user_data) {
+    struct kpemu_sysreg_filter *f = (struct kpemu_sysreg_filter *)user_data;
+    f->seen++;
+    if ((f->crn >= 0 && (int32_t)cp->crn != f->crn) || (f->op0 >= 0 && (int32_t)cp->op0 != f->op0)
+            || (f->op1 >= 0 && (int32_t)cp->op1 != f->op1)) {
+        return 0;
+    }
+    f->forwarded++;
+    return f->forward(uc, reg, cp, f->forward_data);
 }

@@ -22,9 +22,12 @@ import dev.kpemu.unicorn.Unicorn;
  * an exception is charged in full, which keeps runs deterministic.
  */
 final class InstructionClock implements AutoCloseable {
-    private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28;
+    private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36;
+    /** Feature bit of {@code kpemu_clock_features}: the interrupt-enable watch. */
+    private static final int FEATURE_WATCH_IRQ = 1;
     private static final MemorySegment BLOCK_HOOK;
     private static final MethodHandle SIZE, FORGET;
+    private static final int FEATURES;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -32,6 +35,17 @@ final class InstructionClock implements AutoCloseable {
         BLOCK_HOOK = lib.find("kpemu_clock_block").orElseThrow();
         SIZE = linker.downcallHandle(lib.find("kpemu_clock_size").orElseThrow(), FunctionDescriptor.of(JAVA_LONG));
         FORGET = linker.downcallHandle(lib.find("kpemu_clock_forget").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
+        // Libraries built before the watch existed have no kpemu_clock_features: no features.
+        int f = 0;
+        var sym = lib.find("kpemu_clock_features");
+        if (sym.isPresent()) {
+            try {
+                f = (int) linker.downcallHandle(sym.get(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+            } catch (Throwable t) {
+                f = 0;
+            }
+        }
+        FEATURES = f;
     }
 
     private final Arena arena = Arena.ofShared();
@@ -61,6 +75,11 @@ final class InstructionClock implements AutoCloseable {
         state.set(JAVA_INT, STOPPED, 0);
     }
 
+    /** Moves the running slice's deadline earlier (never later); the block hook stops there. */
+    void lowerDeadline(long executedDeadline) {
+        if (executedDeadline < state.get(JAVA_LONG, DEADLINE)) state.set(JAVA_LONG, DEADLINE, executedDeadline);
+    }
+
     /** True when the last slice ended because the deadline came. */
     boolean reachedDeadline() { return state.get(JAVA_INT, STOPPED) != 0; }
 
@@ -72,6 +91,21 @@ final class InstructionClock implements AutoCloseable {
             throw new IllegalStateException("kpemu_clock_forget: " + t, t);
         }
     }
+
+    /** True when the native hook can watch for the guest enabling interrupts (see kpemu_clock.c). */
+    static boolean canWatchInterrupts() { return (FEATURES & FEATURE_WATCH_IRQ) != 0; }
+
+    /**
+     * Turns the interrupt-enable watch on or off: while on, the slice ends before the first
+     * block that starts with interrupts enabled (arm64 PSTATE.I clear, x86 EFLAGS.IF set).
+     * Ignored when the library lacks the feature.
+     */
+    void watchInterrupts(boolean on) {
+        if (canWatchInterrupts()) state.set(JAVA_INT, WATCH_IRQ, on ? 1 : 0);
+    }
+
+    /** Slices the watch ended. */
+    long watchStops() { return canWatchInterrupts() ? Integer.toUnsignedLong(state.get(JAVA_INT, WATCH_STOPS)) : 0; }
 
     @Override public void close() {
         arena.close();

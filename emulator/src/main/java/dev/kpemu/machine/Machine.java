@@ -43,7 +43,16 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
+        clock.setPendingInstructions(() -> inSlice ? icount.executed() - sliceStart : 0);
+        // A device that schedules an event while a slice runs (from a port or MMIO callback)
+        // pulls the slice's deadline in, so the event fires on time at the next block boundary.
+        clock.setScheduleListener(due -> {
+            if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
+        });
     }
+
+    private boolean inSlice;
+    private long sliceStart;
 
     public abstract Arch arch();
 
@@ -92,6 +101,42 @@ public abstract class Machine implements AutoCloseable {
         if (n <= 0) throw new IllegalArgumentException("slice must be positive");
         slice = n;
     }
+
+    /** The configured slice length; subclasses may run shorter slices ({@link #nextSliceLength}). */
+    public long sliceInstructions() { return slice; }
+
+    /**
+     * Length of the next slice. An arch machine may shorten it, e.g. while an interrupt waits
+     * for the guest to unmask it and the native interrupt-enable watch is not available.
+     */
+    protected long nextSliceLength() { return slice; }
+
+    /**
+     * Ends the running slice at the next translated-block boundary, so the run loop can act on
+     * something a device or hook just did (raise an interrupt). Safe from MMIO callbacks, unlike
+     * {@link Unicorn#stop()}: the stop happens in the instruction-clock block hook, never inside
+     * the memory access. Outside a slice it does nothing.
+     */
+    public void endSliceSoon() {
+        if (inSlice) icount.lowerDeadline(icount.executed());
+    }
+
+    /**
+     * True when the engine can end a slice exactly where the guest enables interrupts
+     * ({@link #watchInterruptEnable}); false with an older native clock library.
+     */
+    public static boolean canWatchInterruptEnable() { return InstructionClock.canWatchInterrupts(); }
+
+    /**
+     * While on, the running slice ends before the first translated block that starts with
+     * interrupts enabled: an arch machine turns it on when an interrupt waits for the guest to
+     * unmask it, so the interrupt is taken right after the unmask (kpemu_clock.c explains why
+     * block starts are exact). Without library support it does nothing.
+     */
+    protected void watchInterruptEnable(boolean on) { icount.watchInterrupts(on); }
+
+    /** Slices ended by the interrupt-enable watch so far. */
+    public long interruptWatchStops() { return icount.watchStops(); }
 
     // ------------------------------------------------------------------ virtual memory
 
@@ -223,20 +268,26 @@ public abstract class Machine implements AutoCloseable {
             if (!interruptsHeld) beforeSlice();
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
-            long n = Math.min(Math.min(remaining, slice), Math.max(1, clock.instructionsUntilNextEvent()));
+            long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             icount.arm(n);
+            sliceStart = before;
+            inSlice = true;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 throw e;
             } catch (UnicornException e) {
+                inSlice = false;
                 clock.advance(icount.executed() - before);
                 StopReason r = onEngineError(e);
                 if (r != null) return r;
                 remaining -= icount.executed() - before;
                 continue;
+            } finally {
+                inSlice = false;
             }
             long ran = icount.executed() - before;
             clock.advance(ran);

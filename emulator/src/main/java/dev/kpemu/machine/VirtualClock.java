@@ -24,6 +24,8 @@ public final class VirtualClock {
     private long idleNanos;
     private long seq;
     private final PriorityQueue<Scheduled> events = new PriorityQueue<>();
+    private java.util.function.LongSupplier pendingInstructions = () -> 0;
+    private java.util.function.LongConsumer onSchedule;
 
     /** @param instructionsPerSecond nominal guest speed (e.g. 1e9 = one instruction per ns) */
     public VirtualClock(long instructionsPerSecond) {
@@ -36,6 +38,27 @@ public final class VirtualClock {
     /** Guest time in nanoseconds since power-on. */
     public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
 
+    /**
+     * Guest time including the instructions the current slice has executed so far (exact to the
+     * block, from the machine's instruction clock): what a device register read mid-slice sees.
+     * Between slices it equals {@link #nanos()}.
+     */
+    public long liveNanos() {
+        return (long) ((instructions + pendingInstructions.getAsLong()) * nanosPerInstruction) + idleNanos;
+    }
+
+    /** The machine tells the clock how far the running slice has got (see {@link #liveNanos}). */
+    void setPendingInstructions(java.util.function.LongSupplier s) { this.pendingInstructions = s; }
+
+    /** The machine hears of every newly scheduled event (to cut a running slice short for it). */
+    void setScheduleListener(java.util.function.LongConsumer l) { this.onSchedule = l; }
+
+    /** Instructions from the live time until {@code dueNanos} (at least 1). */
+    long instructionsUntil(long dueNanos) {
+        long dn = dueNanos - liveNanos();
+        return dn <= 0 ? 1 : Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
+    }
+
     /** Charges executed instructions. */
     public void advance(long executedInstructions) {
         if (executedInstructions < 0) throw new IllegalArgumentException("negative instruction count");
@@ -46,6 +69,7 @@ public final class VirtualClock {
     public Object schedule(long dueNanos, Event e) {
         Scheduled s = new Scheduled(dueNanos, seq++, e);
         events.add(s);
+        if (onSchedule != null) onSchedule.accept(dueNanos);
         return s;
     }
 

@@ -66,7 +66,8 @@ public final class Unicorn implements AutoCloseable {
 
     // --- uc_ctl ---
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
-    private static final int CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
+    private static final int CTL_EXITS = 6;
+    private static final int CTL_USE_EXITS = 4, CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
             CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11;
 
     private static int ctl(int type, int nr, int rw) {
@@ -113,6 +114,7 @@ public final class Unicorn implements AutoCloseable {
     private static final MethodHandle UC_CTL_0 = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_INT = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_PTR_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
 
     // --- upcall descriptors ---
@@ -124,12 +126,13 @@ public final class Unicorn implements AutoCloseable {
     private static final FunctionDescriptor CB_IN = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_OUT = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_SYSCALL = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
+    private static final FunctionDescriptor CB_CPUID = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
     private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
     private static final FunctionDescriptor CB_MMIO_READ = FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_MMIO_WRITE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
 
     private static final MethodHandle ON_INTR, ON_CODE, ON_MEM, ON_MEM_EVENT, ON_INSN_INVALID, ON_IN, ON_OUT,
-            ON_SYSCALL, ON_ARM64_SYS, ON_MMIO_READ, ON_MMIO_WRITE;
+            ON_SYSCALL, ON_CPUID, ON_ARM64_SYS, ON_MMIO_READ, ON_MMIO_WRITE;
 
     static {
         try {
@@ -142,6 +145,7 @@ public final class Unicorn implements AutoCloseable {
             ON_IN = l.findVirtual(Unicorn.class, "onIn", MethodType.methodType(int.class, PortInHook.class, MemorySegment.class, int.class, int.class, MemorySegment.class));
             ON_OUT = l.findVirtual(Unicorn.class, "onOut", MethodType.methodType(void.class, PortOutHook.class, MemorySegment.class, int.class, int.class, int.class, MemorySegment.class));
             ON_SYSCALL = l.findVirtual(Unicorn.class, "onSyscall", MethodType.methodType(void.class, SyscallHook.class, MemorySegment.class, MemorySegment.class));
+            ON_CPUID = l.findVirtual(Unicorn.class, "onCpuid", MethodType.methodType(int.class, CpuidHook.class, MemorySegment.class, MemorySegment.class));
             ON_ARM64_SYS = l.findVirtual(Unicorn.class, "onArm64Sys", MethodType.methodType(int.class, SysRegHook.class, MemorySegment.class, int.class, MemorySegment.class, MemorySegment.class));
             ON_MMIO_READ = l.findVirtual(Unicorn.class, "onMmioRead", MethodType.methodType(long.class, MmioReadHandler.class, MemorySegment.class, long.class, int.class, MemorySegment.class));
             ON_MMIO_WRITE = l.findVirtual(Unicorn.class, "onMmioWrite", MethodType.methodType(void.class, MmioWriteHandler.class, MemorySegment.class, long.class, int.class, long.class, MemorySegment.class));
@@ -216,6 +220,37 @@ public final class Unicorn implements AutoCloseable {
     /** Sets the CPU model; must come right after {@link #open}, before any map or register access. */
     public void setCpuModel(int model) {
         ctlInt(ctl(CTL_CPU_MODEL, 1, CTL_IO_WRITE), model, "uc_ctl(CPU_MODEL)");
+    }
+
+    /**
+     * Switches to the exits list (UC_CTL_UC_USE_EXITS): {@code until} of {@link #start} is then
+     * ignored and, with no exits registered, nothing is invalidated when a run returns. Needed on
+     * x86 with guest paging: 2.1.1 invalidates the block at {@code until - 1} on every return by
+     * translating that virtual address, and when the current page tables do not map it
+     * executable the failed walk sets CR2 and the "exception in flight" state (and a run whose
+     * {@code until} is unmapped does not start at all).
+     */
+    public void useExits(boolean on) {
+        ctlInt(ctl(CTL_USE_EXITS, 1, CTL_IO_WRITE), on ? 1 : 0, "uc_ctl(USE_EXITS)");
+        exitsMode = on;
+    }
+
+    private boolean exitsMode;
+    private long currentExit = Long.MIN_VALUE;
+
+    /** In exits mode: a canonical x86-64 {@code until} becomes the one exit; a non-canonical one means none. */
+    private void setExitFor(long until) {
+        long exit = (until >> 47) == 0 || (until >> 47) == -1 ? until : Long.MIN_VALUE;
+        if (exit == currentExit) return;
+        scratch.set(JAVA_LONG, 0, exit);
+        try {
+            check((int) UC_CTL_PTR_LONG.invokeExact(uc, ctl(CTL_EXITS, 2, CTL_IO_WRITE), scratch, exit == Long.MIN_VALUE ? 0L : 1L), "uc_ctl(EXITS)");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+        currentExit = exit;
     }
 
     /** Drops every translated block. */
@@ -424,9 +459,14 @@ public final class Unicorn implements AutoCloseable {
 
     // ------------------------------------------------------------------ registers
 
-    /** Reads a register of up to 64 bits (ids from {@link X86Reg} / {@link Arm64Reg}). */
+    /**
+     * Reads a register of up to 64 bits (ids from {@link X86Reg} / {@link Arm64Reg}). Narrow
+     * registers come back zero-extended (Unicorn writes only their size, e.g. 2 bytes for an x86
+     * segment selector, so the buffer is cleared first).
+     */
     public long regRead(int reg) {
         int err;
+        scratch.set(JAVA_LONG, 0, 0);
         try {
             err = (int) UC_REG_READ.invokeExact(uc, reg, scratch);
         } catch (Throwable t) {
@@ -523,6 +563,7 @@ public final class Unicorn implements AutoCloseable {
      */
     public void start(long begin, long until, long timeoutMicros, long count) {
         ensureOpen();
+        if (exitsMode) setExitFor(until);
         hookFailure = null;
         int err;
         try {
@@ -652,6 +693,8 @@ public final class Unicorn implements AutoCloseable {
     @FunctionalInterface public interface PortInHook { int onIn(Unicorn uc, int port, int size); }
     @FunctionalInterface public interface PortOutHook { void onOut(Unicorn uc, int port, int size, int value); }
     @FunctionalInterface public interface SyscallHook { void onSyscall(Unicorn uc); }
+    /** Returns true when the hook produced the result itself (the engine's instruction is skipped). */
+    @FunctionalInterface public interface CpuidHook { boolean onCpuid(Unicorn uc); }
     /**
      * arm64 MRS/MSR/SYS hook: {@code reg} is the general register involved, {@code sysReg} the
      * encoded system register. Return true when the host handled the access (Unicorn skips it).
@@ -725,14 +768,47 @@ public final class Unicorn implements AutoCloseable {
         return add(HOOK_INSN, ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, h, 1, 0, X86_INS_SYSCALL);
     }
 
-    /** x86 {@code cpuid} (no arguments: read and write EAX..EDX in the hook; return handled). */
-    public Hook hookCpuid(SyscallHook h) {
-        return add(HOOK_INSN, ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, h, 1, 0, X86_INS_CPUID);
+    /**
+     * x86 {@code cpuid}: the hook reads EAX/ECX and may write EAX..EDX itself; returning true skips
+     * the engine's own CPUID (2.1.1 calls the callback as {@code int (*)(uc_engine*, void*)}).
+     * Unicorn 2.1.1 accepts UC_HOOK_INSN only for IN, OUT, SYSCALL, SYSENTER and CPUID (measured:
+     * RDTSC, RDTSCP, RDMSR and WRMSR are refused with UC_ERR_HOOK).
+     */
+    public Hook hookCpuid(CpuidHook h) {
+        return add(HOOK_INSN, ON_CPUID.bindTo(this).bindTo(h), CB_CPUID, h, 1, 0, X86_INS_CPUID);
     }
 
     /** arm64 MRS / MSR / SYS / SYSL ({@code insn}: ARM64_INS_*). */
     public Hook hookSysReg(int insn, SysRegHook h) {
         return add(HOOK_INSN, ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, h, 1, 0, insn);
+    }
+
+    /**
+     * The native function pointer of an upcall to {@code h} with Unicorn's arm64 MRS/MSR hook
+     * signature ({@code uc_cb_insn_sys_t}), for a native hook that forwards to Java. The stub
+     * lives as long as {@code arena}; failures inside {@code h} are handled as for any hook.
+     */
+    public MemorySegment sysRegUpcallStub(SysRegHook h, Arena arena) {
+        return LINKER.upcallStub(ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, arena);
+    }
+
+    /**
+     * An instruction hook ({@code insn}: e.g. {@link #ARM64_INS_MRS}) whose callback is native
+     * code with its own {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
+     */
+    public Hook hookInsnNative(int insn, MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        ensureOpen();
+        try {
+            MemorySegment hh = scratch;
+            check((int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, HOOK_INSN, callback, userData, 1L, 0L, insn), "uc_hook_add(native insn " + insn + ")");
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
+            hooks.put(h.handle, h);
+            return h;
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_hook_add: " + t);
+        }
     }
 
     private Hook add(int type, MethodHandle target, FunctionDescriptor fd, Object cb, long begin, long end, int insn) {
@@ -804,6 +880,10 @@ public final class Unicorn implements AutoCloseable {
 
     private void onSyscall(SyscallHook h, MemorySegment ucp, MemorySegment user) {
         try { h.onSyscall(this); } catch (Throwable t) { fail(t); }
+    }
+
+    private int onCpuid(CpuidHook h, MemorySegment ucp, MemorySegment user) {
+        try { return h.onCpuid(this) ? 1 : 0; } catch (Throwable t) { fail(t); return 1; }
     }
 
     private int onArm64Sys(SysRegHook h, MemorySegment ucp, int reg, MemorySegment cp, MemorySegment user) {

@@ -53,9 +53,11 @@ public final class Arm64Machine extends Machine {
     private final ExceptionStateLayout layout;
     private final Unicorn.Context scratchContext;
     private final BitSet irqLines = new BitSet();
+    private InterruptController irqController;
     private HypercallHandler hypercalls = new Psci();
     private final Unicorn.Hook intrHook, invalidHook;
     private long exceptionsTaken;
+    private long irqsTaken;
 
     private Arm64Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
@@ -166,21 +168,61 @@ public final class Arm64Machine extends Machine {
     // ------------------------------------------------------------------ interrupts
 
     /**
-     * Raises or lowers interrupt line {@code irq}. Until the GIC exists, any raised line makes an
-     * IRQ pending; it is taken at the next slice boundary when PSTATE.I is clear. Safe to call
-     * from MMIO callbacks and clock events.
+     * Slice length while an interrupt is signalled but PSTATE.I masks it, when the native clock
+     * cannot watch for the unmask ({@link #canWatchInterruptEnable()} false, an old library). The
+     * guest's unmask ({@code msr daifclr}, {@code msr daif}, {@code eret}) is no MRS/MSR register
+     * access the host can hook; with the watch the slice ends at the first block that starts
+     * unmasked (exact), without it short slices poll PSTATE. Short slices alone are not enough:
+     * the idle loop unmasks for only a few instructions, and every WFI ends the slice right
+     * after itself (still masked), so slice ends never land in that window: Linux's idle loop
+     * then never takes its timer interrupt (seen: boots hang in do_idle). Booting Linux needs
+     * the watch ({@code Arm64LinuxGuest} checks); this fallback serves bare-metal guests.
+     */
+    public static final long MASKED_PENDING_SLICE = 2_000;
+
+    /**
+     * Connects the interrupt controller (the GIC): {@link #setInterruptLine} then drives its
+     * lines and {@link #irqPending} is its IRQ output. Without one, any raised line is a pending
+     * IRQ (a simple latch for bare-metal tests).
+     */
+    public void setInterruptController(InterruptController c) { this.irqController = c; }
+
+    public InterruptController interruptController() { return irqController; }
+
+    /**
+     * Raises or lowers interrupt line {@code irq}: with a GIC, the GIC interrupt ID (PPIs 16-31,
+     * SPIs from 32); without one, any raised line makes an IRQ pending. The IRQ is taken at the
+     * next slice boundary when PSTATE.I is clear. Safe to call from MMIO callbacks and clock
+     * events.
      */
     @Override
     public void setInterruptLine(int irq, boolean level) {
-        irqLines.set(irq, level);
+        if (irqController != null) irqController.setLine(irq, level);
+        else irqLines.set(irq, level);
     }
 
-    public boolean irqPending() { return !irqLines.isEmpty(); }
+    /** True when an IRQ is signalled to the CPU (PSTATE.I not considered). */
+    public boolean irqPending() { return irqController != null ? irqController.irqAsserted() : !irqLines.isEmpty(); }
 
     @Override
     protected void beforeSlice() {
-        if (irqPending() && (pstate() & PSTATE_I) == 0) takeException(VECTOR_IRQ, -1, 0, false);
+        boolean pending = irqPending();
+        if (pending && (pstate() & PSTATE_I) == 0) {
+            takeException(VECTOR_IRQ, -1, 0, false);
+            irqsTaken++;
+        }
+        // An interrupt the guest masks: end the slice where the guest unmasks it.
+        watchInterruptEnable(pending && (pstate() & PSTATE_I) != 0);
     }
+
+    @Override
+    protected long nextSliceLength() {
+        long s = super.nextSliceLength();
+        return irqPending() && !canWatchInterruptEnable() ? Math.min(s, MASKED_PENDING_SLICE) : s;
+    }
+
+    /** IRQ exceptions taken so far. */
+    public long irqsTaken() { return irqsTaken; }
 
     /**
      * Unicorn 2.1.1 ends {@code uc_emu_start} without an error right after a WFI, PC on the next

@@ -21,7 +21,12 @@ import dev.kpemu.unicorn.X86Reg;
  * The calibration runs a tiny paged guest on a throwaway engine: a write to a not-present page
  * (error code 2), then a write to a present read-only page (error code 3).
  */
-public record X86ContextLayout(long errorCode, long oldException) {
+public record X86ContextLayout(long errorCode, long oldException, long hflags, long csCache, long ssCache) {
+    /** Offsets inside a QEMU SegmentCache {u32 selector; u64 base; u32 limit; u32 flags}. */
+    public static final int SEG_SELECTOR = 0, SEG_BASE = 8, SEG_LIMIT = 16, SEG_FLAGS = 20;
+    /** hflags bits 0-1 hold the CPL. */
+    public static final int HF_CPL_MASK = 3;
+
     private static volatile X86ContextLayout cached;
 
     public static X86ContextLayout get() {
@@ -42,7 +47,67 @@ public record X86ContextLayout(long errorCode, long oldException) {
         if (err < 0 || old < 0) {
             throw new IllegalStateException("cannot locate error_code/old_exception in the Unicorn context (offsets " + err + ", " + old + ")");
         }
-        return new X86ContextLayout(err, old);
+        byte[][] ring = iretToUser();
+        long cs = find(ring[0], KCS, ring[1], UCS, null, 0);
+        long ss = find(ring[0], KDS, ring[1], UDS, null, 0);
+        long hf = findHflags(ring[0], ring[1]);
+        if (cs < 0 || ss < 0 || hf < 0) {
+            throw new IllegalStateException("cannot locate hflags/CS/SS in the Unicorn context (offsets " + hf + ", " + cs + ", " + ss + ")");
+        }
+        return new X86ContextLayout(err, old, hf, cs, ss);
+    }
+
+    private static final int KCS = 0x10, KDS = 0x18, UDS = 0x23, UCS = 0x2b;
+
+    /**
+     * Runs an {@code iretq} from CPL 0 to CPL 3 (Unicorn emulates iretq for real, loading CS and
+     * SS from the GDT and changing the CPL) and returns the contexts before and after: the
+     * diff locates hflags (CPL in bits 0-1) and the CS and SS segment caches.
+     */
+    private static byte[][] iretToUser() {
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+            uc.memMap(0, 0x20_0000, Unicorn.PROT_ALL);
+            uc.memWriteLong(0x1000, 0x2007);
+            uc.memWriteLong(0x2000, 0x3007);
+            uc.memWriteLong(0x3000, 0x4007);
+            for (int i = 0; i < 512; i++) uc.memWriteLong(0x4000 + 8L * i, ((long) i << 12) | 0x7);
+            uc.memWriteLong(0x5000 + KCS, X86LongMode.GDT_CODE64);
+            uc.memWriteLong(0x5000 + KDS, X86LongMode.GDT_DATA);
+            uc.memWriteLong(0x5000 + (UDS & ~3), 0x00cf_f300_0000_ffffL); // data, DPL 3
+            uc.memWriteLong(0x5000 + (UCS & ~3), 0x00af_fb00_0000_ffffL); // code64, DPL 3
+            X86LongMode.enter(uc, 0x5000, 6 * 8 - 1, 0x1000);
+            uc.flushTlb();
+            uc.memWrite(0x10000, new byte[] {0x48, (byte) 0xcf});        // iretq
+            uc.memWrite(0x11000, new byte[] {(byte) 0x90, (byte) 0x90}); // nop; nop (CPL 3)
+            long sp = 0x7000;
+            long[] frame = {0x11000, UCS, 0x2, 0x8000, UDS};
+            for (int i = 0; i < frame.length; i++) uc.memWriteLong(sp + 8L * i, frame[i]);
+            uc.regWrite(X86Reg.RSP, sp);
+            try (Unicorn.Context ctx = uc.contextAlloc()) {
+                uc.contextSave(ctx);
+                byte[] kernel = copy(ctx.blob());
+                uc.start(0x10000, 0x11001, 0, 0);
+                if (uc.regRead(X86Reg.RIP) != 0x11001 || uc.regRead(X86Reg.CS) != UCS) {
+                    throw new IllegalStateException("iretq calibration did not reach CPL 3 (RIP 0x" + Long.toHexString(uc.regRead(X86Reg.RIP)) + ")");
+                }
+                uc.contextSave(ctx);
+                return new byte[][] {kernel, copy(ctx.blob())};
+            }
+        }
+    }
+
+    /** The one 4-byte offset whose value differs only in bits 0-1, from CPL 0 to CPL 3. */
+    private static long findHflags(byte[] a, byte[] b) {
+        MemorySegment sa = MemorySegment.ofArray(a), sb = MemorySegment.ofArray(b);
+        long found = -1;
+        for (long off = 0; off + 4 <= a.length; off += 4) {
+            int va = sa.get(ValueLayout.JAVA_INT_UNALIGNED, off), vb = sb.get(ValueLayout.JAVA_INT_UNALIGNED, off);
+            if ((va & 3) == 0 && (vb & 3) == 3 && (va & ~3) == (vb & ~3) && (va & (1 << 14)) != 0) { // HF_LMA set
+                if (found >= 0) return -1;
+                found = off;
+            }
+        }
+        return found;
     }
 
     /** Runs {@code movq $1, target} with paging on; returns the context blobs before and at the #PF. */

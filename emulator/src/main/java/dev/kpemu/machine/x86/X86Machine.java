@@ -32,12 +32,32 @@ public final class X86Machine extends Machine {
     private final MemorySegment contextBlob;
     private int pendingVector = -1;
     private long exceptionsDelivered;
+    private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
+    private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
+    private InterruptController interruptController;
+    private long externalInterrupts;
+
+    /** The interrupt controller in front of the CPU's INTR pin (the 8259 pair, an APIC model...). */
+    public interface InterruptController {
+        /** Drives ISA line {@code irq}. */
+        void setIrq(int irq, boolean level);
+
+        /** True while INTR is asserted. */
+        boolean hasInterrupt();
+
+        /** The interrupt acknowledge cycle: returns the vector to deliver. */
+        int acknowledge();
+    }
 
     private X86Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
         this.walker = new X86PageWalker(uc, memory);
         this.scratchContext = uc.contextAlloc();
         this.contextBlob = scratchContext.blob();
+        // uc_emu_start's `until` is ignored from now on (see Unicorn.useExits): with guest paging,
+        // 2.1.1's invalidation of the block at until-1 on every return walks an address the guest
+        // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
+        uc.useExits(true);
         uc.hookInterrupt((u, intno) -> onException(intno));
         uc.hookInvalidInstruction(u -> {
             if (!faultResolvedByHost(pc(), VEC_UD)) deliver(VEC_UD, pc(), null);
@@ -74,14 +94,30 @@ public final class X86Machine extends Machine {
     /** Number of exceptions and interrupts delivered to the guest so far. */
     public long exceptionsDelivered() { return exceptionsDelivered; }
 
+    /** Connects the interrupt controller; from then on {@link #setInterruptLine} drives its inputs. */
+    public void setInterruptController(InterruptController ic) { this.interruptController = ic; }
+
+    public InterruptController interruptController() { return interruptController; }
+
+    /** External interrupts delivered so far. */
+    public long externalInterrupts() { return externalInterrupts; }
+
     /**
-     * Raises external interrupt {@code vector} (a simple pending latch until the interrupt
-     * controllers exist): it is delivered at the next slice boundary where RFLAGS.IF is set.
+     * With an interrupt controller: drives its line {@code irq}. Without one: a latch for vector
+     * {@code irq}, delivered at the next slice boundary where RFLAGS.IF is set.
      */
     @Override
-    public void setInterruptLine(int vector, boolean level) {
-        if (level) pendingVector = vector;
-        else if (pendingVector == vector) pendingVector = -1;
+    public void setInterruptLine(int irq, boolean level) {
+        if (interruptController != null) {
+            interruptController.setIrq(irq, level);
+            return;
+        }
+        if (level) pendingVector = irq;
+        else if (pendingVector == irq) pendingVector = -1;
+    }
+
+    private boolean interruptPending() {
+        return interruptController != null ? interruptController.hasInterrupt() : pendingVector >= 0;
     }
 
     // ------------------------------------------------------------------ exceptions
@@ -134,6 +170,10 @@ public final class X86Machine extends Machine {
      * the error code, clear IF for interrupt gates, jump to the gate's offset.
      */
     public void deliver(int vector, long returnRip, Integer errorCode) {
+        if (TRACE && traceBudget-- > 0) {
+            System.err.printf("[deliver %d at 0x%x err %s cr2 0x%x rsp 0x%x cs 0x%x ss 0x%x]%n", vector, returnRip, errorCode,
+                    uc.regRead(X86Reg.CR2), uc.regRead(X86Reg.RSP), uc.regRead(X86Reg.CS), uc.regRead(X86Reg.SS));
+        }
         Unicorn.X86Mmr idtr = uc.mmrRead(X86Reg.IDTR);
         if ((long) vector * 16 + 15 > Integer.toUnsignedLong(idtr.limit())) {
             requestStop(new StopReason.GuestError("exception " + vector + " beyond the IDT limit (triple fault)", returnRip));
@@ -186,13 +226,50 @@ public final class X86Machine extends Machine {
         long newFlags = rflags & ~(RFLAGS_TF | RFLAGS_NT | RFLAGS_RF | RFLAGS_VM);
         if (type == 0xe) newFlags &= ~RFLAGS_IF;
         if (targetDpl != cpl) {
-            uc.regWrite(X86Reg.SS, targetDpl); // null selector with RPL = new CPL
+            // SS becomes the null selector with RPL = new CPL, as the CPU does in 64-bit mode.
+            switchPrivilege(selector, targetDpl, SEG_FLAGS_CODE64, targetDpl, 0, targetDpl);
+        } else if (selector != cs) {
+            uc.regWrite(X86Reg.CS, selector);
         }
-        if (selector != cs) uc.regWrite(X86Reg.CS, selector);
         uc.regWrite(X86Reg.RSP, newRsp);
         uc.regWrite(X86Reg.RFLAGS, newFlags);
         uc.regWrite(X86Reg.RIP, target);
         exceptionsDelivered++;
+    }
+
+    // QEMU segment-cache flags (the descriptor's high dword) for flat 64-bit code and data
+    static final int DESC_A = 1 << 8, DESC_RW = 1 << 9, DESC_CS = 1 << 11, DESC_S = 1 << 12, DESC_DPL_SHIFT = 13,
+            DESC_P = 1 << 15, DESC_L = 1 << 21, DESC_B = 1 << 22, DESC_G = 1 << 23;
+    static final int SEG_FLAGS_CODE64 = DESC_G | DESC_L | DESC_P | DESC_S | DESC_CS | DESC_RW | DESC_A;
+    static final int SEG_FLAGS_DATA = DESC_G | DESC_B | DESC_P | DESC_S | DESC_RW | DESC_A;
+
+    /**
+     * Loads CS and SS and sets the CPL the way the CPU does on an interrupt, exception or
+     * syscall that changes privilege. Unicorn's register writes change only the selectors in
+     * 64-bit mode (QEMU keeps the CPL in hflags and in SS's cached DPL), so the CPU state is
+     * edited through a saved context at the calibrated offsets.
+     */
+    private void switchPrivilege(int csSel, int csDpl, int csFlags, int ssSel, int ssFlags, int cpl) {
+        uc.contextSave(scratchContext);
+        MemorySegment b = contextBlob;
+        long cs = layout.csCache(), ss = layout.ssCache();
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, cs + X86ContextLayout.SEG_SELECTOR, csSel);
+        b.set(ValueLayout.JAVA_LONG_UNALIGNED, cs + X86ContextLayout.SEG_BASE, 0);
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, cs + X86ContextLayout.SEG_LIMIT, -1);
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, cs + X86ContextLayout.SEG_FLAGS, csFlags | (csDpl << DESC_DPL_SHIFT));
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, ss + X86ContextLayout.SEG_SELECTOR, ssSel);
+        b.set(ValueLayout.JAVA_LONG_UNALIGNED, ss + X86ContextLayout.SEG_BASE, 0);
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, ss + X86ContextLayout.SEG_LIMIT, ssFlags == 0 ? 0 : -1);
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, ss + X86ContextLayout.SEG_FLAGS, ssFlags | (cpl << DESC_DPL_SHIFT));
+        int hf = b.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags());
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags(), (hf & ~X86ContextLayout.HF_CPL_MASK) | cpl);
+        uc.contextRestore(scratchContext);
+    }
+
+    /** The current privilege level (QEMU's hflags CPL, read through the saved context). */
+    public int cpl() {
+        uc.contextSave(scratchContext);
+        return contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_CPL_MASK;
     }
 
     private int codeSegmentDpl(int selector) {
@@ -220,8 +297,7 @@ public final class X86Machine extends Machine {
         uc.regWrite(X86Reg.RCX, rip + 2);
         uc.regWrite(X86Reg.R11, rflags);
         int kernelCs = (int) ((star >>> 32) & 0xfffc);
-        uc.regWrite(X86Reg.SS, kernelCs + 8);
-        uc.regWrite(X86Reg.CS, kernelCs);
+        switchPrivilege(kernelCs, 0, SEG_FLAGS_CODE64, kernelCs + 8, SEG_FLAGS_DATA, 0);
         uc.regWrite(X86Reg.RFLAGS, rflags & ~fmask & ~RFLAGS_RF);
         uc.regWrite(X86Reg.RIP, lstar - 2); // Unicorn adds the instruction length after the hook
     }
@@ -230,18 +306,37 @@ public final class X86Machine extends Machine {
 
     @Override
     protected void beforeSlice() {
-        if (pendingVector >= 0 && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0) {
-            int v = pendingVector;
-            pendingVector = -1;
+        if (interruptPending() && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0) {
+            int v;
+            if (interruptController != null) {
+                v = interruptController.acknowledge();
+            } else {
+                v = pendingVector;
+                pendingVector = -1;
+            }
+            externalInterrupts++;
             deliver(v, pc(), null);
         }
+    }
+
+    /**
+     * Drops translated code for a guest-virtual range. Unicorn 2.1.1 translates {@code va} through
+     * the current page tables to find the blocks; when that walk fails it sets CR2 and the
+     * exception-in-flight state as if the guest had faulted. The CPU state is saved and restored
+     * around the call so the guest never sees that.
+     */
+    @Override
+    public void invalidateCode(long va, long len) {
+        uc.contextSave(scratchContext);
+        super.invalidateCode(va, len);
+        uc.contextRestore(scratchContext);
     }
 
     @Override
     protected StopReason afterIdleExit() {
         if (!haltedAtHlt()) return null;
         boolean canWake = (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0;
-        if (canWake && pendingVector >= 0) return null;
+        if (canWake && interruptPending()) return null;
         if (canWake && clock.idleToNextEvent()) return null;
         return new StopReason.Halted(pc());
     }

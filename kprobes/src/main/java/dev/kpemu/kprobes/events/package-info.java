@@ -1,9 +1,26 @@
 /**
- * The probe-language front end: Linux's {@code kprobe_events} language parsed with the
- * kernel's own error_log messages and caret positions ({@link dev.kpemu.kprobes.events.ProbeParser},
- * {@link dev.kpemu.kprobes.events.ProbeSyntaxException}), fetch plans the engine runs on each hit
+ * Linux's kprobe-event subsystem ({@code kprobe_events}) for kpemu guests.
+ *
+ * <p>The front end: the {@code kprobe_events} language parsed with the kernel's own error_log
+ * messages and caret positions ({@link dev.kpemu.kprobes.events.ProbeParser},
+ * {@link dev.kpemu.kprobes.events.ProbeSyntaxException}), fetch plans run on each hit
  * ({@link dev.kpemu.kprobes.events.CompiledProbe} over a {@link dev.kpemu.kprobes.events.FetchContext}),
  * and the tracefs text: trace lines, listing, kprobe_profile and format files
- * ({@link dev.kpemu.kprobes.events.TraceFormatter}). Default behaviour is Linux 6.1's (Debian 12).
+ * ({@link dev.kpemu.kprobes.events.TraceFormatter}).
+ *
+ * <p>The engine: {@link dev.kpemu.kprobes.events.EventEngine} turns definitions into kprobes and
+ * kretprobes on a {@link dev.kpemu.kprobes.Kprobes} engine (multiprobe rules, deletes,
+ * registration errors, enable/disable, kprobe_profile, format files, error_log); each hit
+ * fetches through {@link dev.kpemu.kprobes.events.MachineFetchContext} (registers, kernel and
+ * user memory through the guest page tables, the current task as
+ * {@link dev.kpemu.kprobes.events.TaskLayout} says) and prints one trace line
+ * ({@link dev.kpemu.kprobes.events.TraceRecord}).
+ *
+ * <p>Regression against Linux itself: {@link dev.kpemu.kprobes.events.ReferenceTrace} reads the
+ * traces recorded under QEMU ({@code guest-images/reference}),
+ * {@link dev.kpemu.kprobes.events.TraceComparator} compares kpemu's lines with them (exactly on
+ * the recorded kernel build, tolerantly on a rebuilt one; the rule is in its documentation).
+ *
+ * <p>Default behaviour is Linux 6.1's (Debian 12).
  */
 package dev.kpemu.kprobes.events;

@@ -1,0 +1,36 @@
+package dev.kpemu.boot;
+
+import dev.kpemu.machine.arm64.Arm64Layout;
+import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.machine.arm64.devices.GenericTimer;
+import dev.kpemu.machine.arm64.devices.GicV2;
+import dev.kpemu.machine.arm64.devices.Pl011;
+
+/**
+ * kpemu's arm64 board: an {@link Arm64Machine} with a GICv2, the generic timer and a PL011,
+ * wired together at the {@link Arm64Layout} addresses (QEMU {@code virt}'s). PSCI is the
+ * machine's default hypercall handler.
+ */
+public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl011 uart) implements AutoCloseable {
+
+    /** A board with {@code ramBytes} of RAM; console bytes go to {@code console}. */
+    public static Arm64Board create(long ramBytes, Pl011.Sink console) {
+        Arm64Machine m = Arm64Machine.create(ramBytes);
+        try {
+            GicV2 gic = new GicV2();
+            m.bus().attach(Arm64Layout.GIC_DIST_BASE, gic.distributor());
+            m.bus().attach(Arm64Layout.GIC_CPU_BASE, gic.cpuInterface());
+            m.setInterruptController(gic);
+            gic.onAssert(m::endSliceSoon);
+            GenericTimer timer = new GenericTimer(m, gic);
+            Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, level -> m.setInterruptLine(Arm64DeviceTree.UART_INTID, level)));
+            return new Arm64Board(m, gic, timer, uart);
+        } catch (RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public void close() { machine.close(); }
+}

@@ -1,0 +1,113 @@
+package dev.kpemu.boot;
+
+import dev.kpemu.machine.arm64.Arm64Layout;
+import dev.kpemu.machine.arm64.devices.GenericTimer;
+
+/**
+ * The device tree of kpemu's arm64 machine, describing exactly what it has: RAM, one
+ * Cortex-A57 started through PSCI (over HVC), a GICv2, the generic timer, one PL011 with its
+ * 24 MHz APB clock, and {@code /chosen} (command line, console, initrd). Node names, addresses
+ * and interrupt numbers follow QEMU's {@code virt} board ({@link Arm64Layout}).
+ */
+public final class Arm64DeviceTree {
+    /** phandles. */
+    public static final int PHANDLE_GIC = 1, PHANDLE_APB_CLOCK = 2;
+    /** The PL011's interrupt: SPI 1 (GIC interrupt ID 33). */
+    public static final int UART_SPI = 1;
+    public static final int UART_INTID = 32 + UART_SPI;
+    /** GIC interrupt specifier flags: edge rising 1, level high 4; PPIs carry a CPU mask in bits 15:8. */
+    static final int GIC_SPI = 0, GIC_PPI = 1, IRQ_LEVEL_HIGH = 4, PPI_CPU0 = 1 << 8;
+    public static final int APB_CLOCK_HZ = 24_000_000;
+
+    private Arm64DeviceTree() {}
+
+    /** Where the initrd lies in guest-physical memory ({@code end} exclusive). */
+    public record Initrd(long start, long end) {}
+
+    public static String uartNode() { return "pl011@" + Long.toHexString(Arm64Layout.UART_BASE); }
+
+    /**
+     * Builds the blob.
+     *
+     * @param ramSize bytes of RAM at {@link Arm64Layout#RAM_BASE}
+     * @param bootargs the kernel command line
+     * @param initrd the initrd's placement, or null
+     */
+    public static byte[] build(long ramSize, String bootargs, Initrd initrd) {
+        FdtWriter w = new FdtWriter();
+        w.beginNode("")
+                .property("compatible", "linux,dummy-virt")
+                .property("model", "kpemu arm64")
+                .propertyU32("#address-cells", 2)
+                .propertyU32("#size-cells", 2)
+                .propertyU32("interrupt-parent", PHANDLE_GIC);
+
+        w.beginNode("psci")
+                .property("compatible", "arm,psci-1.0", "arm,psci-0.2")
+                .property("method", "hvc")
+                .endNode();
+
+        w.beginNode("cpus")
+                .propertyU32("#address-cells", 1)
+                .propertyU32("#size-cells", 0);
+        w.beginNode("cpu@0")
+                .property("device_type", "cpu")
+                .property("compatible", "arm,cortex-a57")
+                .propertyU32("reg", 0)
+                .property("enable-method", "psci")
+                .endNode();
+        w.endNode();
+
+        w.beginNode("memory@" + Long.toHexString(Arm64Layout.RAM_BASE))
+                .property("device_type", "memory")
+                .propertyU64("reg", Arm64Layout.RAM_BASE, ramSize)
+                .endNode();
+
+        w.beginNode("intc@" + Long.toHexString(Arm64Layout.GIC_DIST_BASE))
+                .property("compatible", "arm,cortex-a15-gic")
+                .propertyU32("#interrupt-cells", 3)
+                .property("interrupt-controller")
+                .propertyU64("reg", Arm64Layout.GIC_DIST_BASE, Arm64Layout.GIC_DIST_SIZE, Arm64Layout.GIC_CPU_BASE, Arm64Layout.GIC_CPU_SIZE)
+                .propertyU32("phandle", PHANDLE_GIC)
+                .endNode();
+
+        int ppiFlags = PPI_CPU0 | IRQ_LEVEL_HIGH;
+        w.beginNode("timer")
+                .property("compatible", "arm,armv8-timer")
+                .propertyU32("interrupts",
+                        GIC_PPI, GenericTimer.PPI_SECURE_PHYS - 16, ppiFlags,
+                        GIC_PPI, GenericTimer.PPI_PHYS - 16, ppiFlags,
+                        GIC_PPI, GenericTimer.PPI_VIRT - 16, ppiFlags,
+                        GIC_PPI, GenericTimer.PPI_HYP - 16, ppiFlags)
+                .property("always-on")
+                .endNode();
+
+        w.beginNode("apb-pclk")
+                .property("compatible", "fixed-clock")
+                .propertyU32("#clock-cells", 0)
+                .propertyU32("clock-frequency", APB_CLOCK_HZ)
+                .property("clock-output-names", "clk24mhz")
+                .propertyU32("phandle", PHANDLE_APB_CLOCK)
+                .endNode();
+
+        w.beginNode(uartNode())
+                .property("compatible", "arm,pl011", "arm,primecell")
+                .propertyU64("reg", Arm64Layout.UART_BASE, Arm64Layout.UART_SIZE)
+                .propertyU32("interrupts", GIC_SPI, UART_SPI, IRQ_LEVEL_HIGH)
+                .propertyU32("clocks", PHANDLE_APB_CLOCK, PHANDLE_APB_CLOCK)
+                .property("clock-names", "uartclk", "apb_pclk")
+                .endNode();
+
+        w.beginNode("chosen")
+                .property("bootargs", bootargs)
+                .property("stdout-path", "/" + uartNode());
+        if (initrd != null) {
+            w.propertyU64("linux,initrd-start", initrd.start());
+            w.propertyU64("linux,initrd-end", initrd.end());
+        }
+        w.endNode();
+
+        w.endNode();
+        return w.finish();
+    }
+}

@@ -1,0 +1,106 @@
+package dev.kpemu.boot;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+import dev.kpemu.image.Kallsyms;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.arm64.Arm64Machine;
+
+/** An arm64 Linux guest on kpemu's board ({@link Arm64Board}), loaded by the arm64 boot protocol. */
+final class Arm64LinuxGuest implements LinuxGuest {
+    private final Arm64Board board;
+    private final ConsoleMonitor console;
+    private final Arm64LinuxLoader.Loaded loaded;
+    private final CompletableFuture<SymbolTable> symbols;
+    private final HostArea hostArea;
+    private final int memoryMiB;
+
+    private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded,
+                            CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB) {
+        this.board = board;
+        this.console = console;
+        this.loaded = loaded;
+        this.symbols = symbols;
+        this.hostArea = hostArea;
+        this.memoryMiB = memoryMiB;
+    }
+
+    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd) throws KernelImageException {
+        if (!Machine.canWatchInterruptEnable()) {
+            throw new IllegalStateException("the native instruction clock (libkpemu_clock.so) predates the interrupt-enable watch "
+                    + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
+        }
+        String name = kernelPath.toString();
+        byte[] image = Arm64LinuxLoader.rawImage(kernelBytes, name);
+        // Decode the symbols beside the boot: nothing needs them before the guest runs.
+        CompletableFuture<SymbolTable> symbols = CompletableFuture.supplyAsync(() -> {
+            try {
+                return Kallsyms.fromArm64Image(image, name);
+            } catch (KernelImageException e) {
+                throw new CompletionException(e);
+            }
+        });
+        String append = o.append() == null ? Arm64LinuxLoader.DEFAULT_CMDLINE : o.append();
+        long ram = (long) o.memoryMiB() << 20;
+        Arm64Machine[] ref = new Arm64Machine[1];
+        ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].clock().liveNanos());
+        Arm64Board board = Arm64Board.create(ram, b -> {
+            try {
+                con.write(b);
+                if (b == '\n') con.flush();
+            } catch (IOException e) {
+                // the console sink went away; the guest goes on
+            }
+        });
+        ref[0] = board.machine();
+        try {
+            long guestRam = ram - HOST_AREA_BYTES;
+            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam);
+            long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
+            return new Arm64LinuxGuest(board, con, l, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
+        } catch (KernelImageException | RuntimeException e) {
+            board.close();
+            throw e;
+        }
+    }
+
+    @Override public Arch arch() { return Arch.ARM64; }
+
+    @Override public Machine machine() { return board.machine(); }
+
+    @Override public ConsoleMonitor console() { return console; }
+
+    @Override public HostArea hostArea() { return hostArea; }
+
+    @Override public SymbolTable symbols() {
+        try {
+            return symbols.join();
+        } catch (CompletionException e) {
+            throw new IllegalStateException(e.getCause().getMessage(), e.getCause());
+        }
+    }
+
+    @Override public String describe() {
+        return String.format("arm64 Image at 0x%x (image_size 0x%x), device tree at 0x%x (%d bytes), initrd %s, %d MiB, cmdline \"%s\"",
+                loaded.kernelBase(), loaded.header().effectiveSize(), loaded.dtbAddress(), loaded.dtbSize(),
+                loaded.initrd() == null ? "none" : String.format("0x%x-0x%x", loaded.initrd().start(), loaded.initrd().end()),
+                memoryMiB, loaded.cmdline());
+    }
+
+    @Override public long interrupts() { return board.machine().irqsTaken(); }
+
+    @Override public String stats() {
+        Arm64Machine m = board.machine();
+        return String.format("irqs=%d exceptions=%d gicAcks=%d watchStops=%d sysregInsns=%d sysregJava=%d timerAccesses=%d uartBytes=%d",
+                m.irqsTaken(), m.exceptionsTaken(), board.gic().acknowledged(), m.interruptWatchStops(),
+                board.timer().sysRegInstructions(), board.timer().javaHookCalls(), board.timer().accesses(), board.uart().transmitted());
+    }
+
+    @Override public void close() { board.close(); }
+}

@@ -1,0 +1,105 @@
+package dev.kpemu.boot;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.util.zip.GZIPInputStream;
+
+import dev.kpemu.image.Arm64Image;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.MemoryRegion;
+import dev.kpemu.machine.arm64.Arm64Layout;
+import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.unicorn.Arm64Reg;
+
+/**
+ * Loads an arm64 Linux kernel the way Documentation/arch/arm64/booting.rst asks a boot loader
+ * to: the raw {@code Image} (header checked by {@link Arm64Image}; a gzip-compressed Image is
+ * inflated first) at a 2 MiB aligned base plus text_offset, the device tree 8-byte aligned and
+ * under 2 MiB, the initrd in RAM and described in {@code /chosen}; then x0 = the device tree's
+ * physical address, x1-x3 = 0, MMU and caches off, EL1h with DAIF masked, PC = the Image's
+ * first byte.
+ *
+ * <p>Placement in RAM (base {@link Arm64Layout#RAM_BASE}): the device tree at the start of RAM,
+ * the kernel at the first 2 MiB boundary above it, the initrd at the first 2 MiB boundary past
+ * the kernel's image_size (its BSS and early page tables).
+ */
+public final class Arm64LinuxLoader {
+    public static final long ALIGN_2M = 2L << 20;
+    public static final long DTB_MAX = 2L << 20;
+    /** The default command line: PL011 console, no KASLR (no seed is given either). */
+    public static final String DEFAULT_CMDLINE = "console=ttyAMA0 earlycon=pl011,0x" + Long.toHexString(Arm64Layout.UART_BASE) + " nokaslr";
+
+    private Arm64LinuxLoader() {}
+
+    /** What was placed where. */
+    public record Loaded(Arm64Image header, long kernelBase, long kernelEnd, long dtbAddress, int dtbSize,
+                         Arm64DeviceTree.Initrd initrd, String cmdline) {
+        public long entry() { return kernelBase; }
+    }
+
+    /** Returns the raw Image bytes of {@code kernel} (inflating a gzip-compressed Image). */
+    public static byte[] rawImage(byte[] kernel, String name) throws KernelImageException {
+        if (kernel.length >= 2 && (kernel[0] & 0xff) == 0x1f && (kernel[1] & 0xff) == 0x8b) {
+            try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(kernel))) {
+                return in.readAllBytes();
+            } catch (IOException e) {
+                throw new KernelImageException(name + ": cannot inflate the gzip-compressed Image: " + e.getMessage(), e);
+            }
+        }
+        return kernel;
+    }
+
+    /**
+     * Loads kernel, initrd (may be null) and a generated device tree into {@code m} and sets the
+     * boot registers.
+     */
+    public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline) throws KernelImageException {
+        return load(m, kernel, kernelName, initrd, cmdline, m.memory().region(Arm64Layout.RAM_REGION).size());
+    }
+
+    /**
+     * As {@link #load(Arm64Machine, byte[], String, byte[], String)}, telling the guest (device
+     * tree) about only the first {@code guestRamBytes} of RAM: the rest stays the host's.
+     */
+    public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes)
+            throws KernelImageException {
+        byte[] image = rawImage(kernel, kernelName);
+        Arm64Image h = Arm64Image.parse(image, kernelName);
+        if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
+        if (h.pageSize() != 0 && h.pageSize() != 4096 && h.pageSize() != 16384 && h.pageSize() != 65536) {
+            throw new KernelImageException(kernelName + ": unsupported page size");
+        }
+        MemoryRegion ram = m.memory().region(Arm64Layout.RAM_REGION);
+        if (guestRamBytes <= 0 || guestRamBytes > ram.size()) throw new IllegalArgumentException("guest RAM outside the machine's RAM");
+        long ramEnd = ram.base() + guestRamBytes;
+        long base = h.loadAddress(ram.base() + ALIGN_2M);       // keep the first 2 MiB for the device tree
+        long kernelEnd = base + Math.max(h.effectiveSize(), image.length);
+        if (kernelEnd > ramEnd) {
+            throw new KernelImageException(kernelName + ": the kernel needs 0x" + Long.toHexString(kernelEnd - ram.base())
+                    + " bytes of RAM, the guest has 0x" + Long.toHexString(guestRamBytes));
+        }
+        m.memory().write(base, image);
+
+        Arm64DeviceTree.Initrd rd = null;
+        if (initrd != null) {
+            long start = (kernelEnd + ALIGN_2M - 1) & ~(ALIGN_2M - 1);
+            long end = start + initrd.length;
+            if (end > ramEnd) throw new KernelImageException("the initrd (" + initrd.length + " bytes) does not fit in RAM after the kernel");
+            m.memory().write(start, initrd);
+            rd = new Arm64DeviceTree.Initrd(start, end);
+        }
+
+        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, cmdline, rd);
+        if (dtb.length > DTB_MAX) throw new IllegalStateException("device tree larger than 2 MiB");
+        long dtbAddr = ram.base();
+        m.memory().write(dtbAddr, dtb);
+
+        m.setReg(Arm64Reg.X0, dtbAddr);
+        m.setReg(Arm64Reg.X1, 0);
+        m.setReg(Arm64Reg.X2, 0);
+        m.setReg(Arm64Reg.X3, 0);
+        m.setPstate(Arm64Machine.PSTATE_EL1H_MASKED);
+        m.setPc(base);
+        return new Loaded(h, base, kernelEnd, dtbAddr, dtb.length, rd, cmdline);
+    }
+}

@@ -1,0 +1,199 @@
+package dev.kpemu.boot;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.LongSupplier;
+
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.StopReason;
+
+/**
+ * Boots a Linux kernel on kpemu, either architecture, and maps the outcome to the CLI's exit
+ * codes: {@value #EXIT_POWERED_OFF} the guest powered off, {@value #EXIT_GUEST_FAILED} guest
+ * panic or unhandled fault (with the kernel's last lines and the PC/symbol),
+ * {@value #EXIT_TIMEOUT} the guest-time limit passed. The timeout is in guest seconds (virtual
+ * time, so a given run always stops at the same point). Each arch prepares its guest
+ * ({@link X86LinuxGuest}, {@link Arm64LinuxGuest}); the run loop here is shared.
+ */
+public final class BootRunner {
+    public static final int EXIT_POWERED_OFF = 0, EXIT_ERROR = 1, EXIT_GUEST_FAILED = 3, EXIT_TIMEOUT = 4;
+    /** The default x86-64 command line (see docs/x86-boot-notes.md for each option). */
+    public static final String X86_DEFAULT_APPEND = X86LinuxGuest.DEFAULT_APPEND;
+    /** Console lines kept for the failure report. */
+    public static final int KEEP_LINES = 40;
+    /** The line that ends a panic's oops. */
+    public static final String PANIC_END = "---[ end Kernel panic";
+    /** After a panic starts, how long to let the kernel finish printing it. */
+    static final long PANIC_GRACE_INSTRUCTIONS = 200_000_000L;
+    /** Instructions per run-loop call: the granularity of timeout and panic checks. */
+    static final long CHUNK = 20_000_000L;
+
+    public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
+                          OutputStream console, PrintStream trace) {
+        public Options {
+            if (memoryMiB < 64) throw new IllegalArgumentException("--memory must be at least 64 MiB");
+            if (timeoutSeconds <= 0) throw new IllegalArgumentException("--timeout must be positive");
+        }
+
+        public static Options defaults(Arch arch) {
+            return new Options(arch, null, null, null, 256, 60, System.err, System.out);
+        }
+    }
+
+    public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
+                         long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
+                         List<String> lastLines, long pc, String symbol, String stats) {}
+
+    private BootRunner() {}
+
+    public static Result boot(Options o) throws KernelImageException {
+        return boot(o, BootHooks.NONE);
+    }
+
+    /** Boots, calling {@code hooks} before the first instruction and at host breakpoints. */
+    public static Result boot(Options o, BootHooks hooks) throws KernelImageException {
+        Path kernel = o.kernel(), initrd = o.initrd();
+        if (kernel == null || initrd == null) {
+            GuestImages g = GuestImages.forRepository();
+            if (kernel == null) kernel = g.kernel(o.arch());
+            if (initrd == null) initrd = g.initramfs(o.arch());
+        }
+        long hostStart = System.nanoTime();
+        byte[] initrdBytes = read(initrd, "initrd");
+        try (LinuxGuest guest = o.arch() == Arch.X86_64
+                ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
+                : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
+            Machine m = guest.machine();
+            m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
+            if (o.trace() != null) {
+                o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
+                o.trace().printf("kpemu: %s%n", guest.describe());
+            }
+            hooks.ready(guest);
+            ConsoleMonitor con = guest.console();
+            long limitNanos = (long) (o.timeoutSeconds() * 1e9);
+            StopReason stop;
+            int exit;
+            String status;
+            long panicAt = -1;
+            while (true) {
+                stop = m.run(CHUNK);
+                if (con.panicked()) {
+                    if (panicAt < 0) panicAt = m.clock().instructions();
+                    if (con.seen(PANIC_END) || m.clock().instructions() - panicAt >= PANIC_GRACE_INSTRUCTIONS
+                            || !(stop instanceof StopReason.BudgetExhausted)) {
+                        exit = EXIT_GUEST_FAILED;
+                        status = "guest kernel panic: " + panicLine(con.lastLines());
+                        break;
+                    }
+                    continue;
+                }
+                if (stop instanceof StopReason.Breakpoint b && hooks.breakpoint(guest, b.address())) continue;
+                if (stop instanceof StopReason.BudgetExhausted) {
+                    if (m.clock().nanos() >= limitNanos) {
+                        exit = EXIT_TIMEOUT;
+                        status = String.format("timeout after %.3f guest seconds", m.clock().nanos() / 1e9);
+                        break;
+                    }
+                    continue;
+                }
+                exit = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? EXIT_POWERED_OFF : EXIT_GUEST_FAILED;
+                status = switch (stop) {
+                    case StopReason.PoweredOff p -> "guest powered off";
+                    case StopReason.Reset r -> "guest reset";
+                    case StopReason.Halted h -> "guest halted with nothing that could wake it";
+                    case StopReason.GuestError e -> "guest fault: " + e.message();
+                    default -> "stopped: " + stop;
+                };
+                break;
+            }
+            hooks.finished(guest);
+            try {
+                con.flush();
+            } catch (IOException ignored) {
+                // the console sink went away
+            }
+            long pc = m.pc();
+            long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
+            return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
+                    con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
+                    con.lastLines(), pc, symbolize(guest, pc), guest.stats());
+        }
+    }
+
+    static ConsoleMonitor consoleMonitor(Options o, LongSupplier guestNanos) {
+        return new ConsoleMonitor(o.console(), KEEP_LINES,
+                List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init", PANIC_END), guestNanos);
+    }
+
+    private static String panicLine(List<String> lines) {
+        for (String l : lines) {
+            int i = l.indexOf(ConsoleMonitor.PANIC);
+            if (i >= 0) return l.substring(i);
+        }
+        return ConsoleMonitor.PANIC;
+    }
+
+    private static String symbolize(LinuxGuest guest, long pc) {
+        try {
+            return guest.symbols().format(pc);
+        } catch (RuntimeException e) {
+            return "(no symbols: " + e.getMessage() + ")";
+        }
+    }
+
+    static byte[] read(Path p, String what) throws KernelImageException {
+        try {
+            return Files.readAllBytes(p);
+        } catch (IOException e) {
+            throw new KernelImageException("cannot read " + what + " " + p + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** -Dkpemu.kernelCache, else {@code <kpemu cache>/kernels} when a cache is configured (-Dkpemu.cache or $KPEMU_CACHE), else null. */
+    static Path kernelCacheDir() {
+        String k = System.getProperty("kpemu.kernelCache");
+        if (k != null && !k.isBlank()) return Path.of(k);
+        String c = System.getProperty("kpemu.cache");
+        if (c == null || c.isBlank()) c = System.getenv("KPEMU_CACHE");
+        return c == null || c.isBlank() ? null : Path.of(c).resolve("kernels");
+    }
+
+    /** For experiments: {@code BootRunner [--arch A] [--kernel F] [--initrd F] [--append S] [--memory MiB] [--timeout S]}. */
+    public static void main(String[] args) throws Exception {
+        Arch arch = Arch.X86_64;
+        Path kernel = null, initrd = null;
+        String append = null;
+        int mem = 256;
+        double timeout = 60;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--arch" -> arch = Arch.parse(args[++i]);
+                case "--kernel" -> kernel = Path.of(args[++i]);
+                case "--initrd" -> initrd = Path.of(args[++i]);
+                case "--append" -> append = args[++i];
+                case "--memory" -> mem = Integer.parseInt(args[++i]);
+                case "--timeout" -> timeout = Double.parseDouble(args[++i]);
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        Result r = boot(new Options(arch, kernel, initrd, append, mem, timeout, System.err, System.out));
+        System.out.printf("kpemu: stats %s%n", r.stats());
+        System.out.printf("kpemu: %s (exit %d) at pc 0x%x %s; guest %.3f s, %d instructions, %d interrupts, host %.2f s; init done at guest %.3f s host %.2f s%n",
+                r.status(), r.exitCode(), r.pc(), r.symbol(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(),
+                r.hostNanos() / 1e9, r.initDoneGuestNanos() / 1e9, r.initDoneHostNanos() / 1e9);
+        if (r.exitCode() == EXIT_GUEST_FAILED) {
+            System.out.println("kpemu: last console lines:");
+            for (String l : r.lastLines()) System.out.println("  " + l);
+        }
+        System.exit(r.exitCode());
+    }
+}

@@ -1,0 +1,44 @@
+package dev.kpemu.boot;
+
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * A Linux guest of one architecture, loaded into its machine and ready to run its first
+ * instruction: what {@link BootRunner} needs from each arch ({@link X86LinuxGuest},
+ * {@link Arm64LinuxGuest}) and what {@link BootHooks} may use.
+ */
+public interface LinuxGuest extends AutoCloseable {
+    /**
+     * The RAM at the top of the machine that the guest's memory map (e820 / device tree) leaves
+     * out: the kernel never allocates it, so the host can keep its own code there (kprobes'
+     * out-of-line slots and trampolines).
+     */
+    record HostArea(long physicalBase, long size) {}
+
+    /** Bytes of RAM kept for the host at the top of every guest. */
+    long HOST_AREA_BYTES = 2L << 20;
+
+    Arch arch();
+
+    Machine machine();
+
+    ConsoleMonitor console();
+
+    HostArea hostArea();
+
+    /** The kernel's own symbols (decoded from the image; may take a moment on first call). */
+    SymbolTable symbols();
+
+    /** One line about what was loaded where, for the trace output. */
+    String describe();
+
+    /** External interrupts taken so far. */
+    long interrupts();
+
+    /** Device and engine counters for the report. */
+    String stats();
+
+    @Override void close();
+}

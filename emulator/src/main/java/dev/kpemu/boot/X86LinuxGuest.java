@@ -1,0 +1,89 @@
+package dev.kpemu.boot;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.Kallsyms;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.x86.X86Pc;
+
+/** An x86-64 Linux guest on kpemu's PC ({@link X86Pc}), loaded by the 64-bit boot protocol. */
+final class X86LinuxGuest implements LinuxGuest {
+    /** The default x86-64 command line (see docs/x86-boot-notes.md). */
+    static final String DEFAULT_APPEND = "console=ttyS0 nokaslr";
+
+    private final X86Pc pc;
+    private final ConsoleMonitor console;
+    private final X86LinuxLoader.KernelFile kernel;
+    private final X86LinuxLoader.Loaded loaded;
+    private final HostArea hostArea;
+    private final int memoryMiB;
+    private SymbolTable symbols;
+
+    private X86LinuxGuest(X86Pc pc, ConsoleMonitor console, X86LinuxLoader.KernelFile kernel, X86LinuxLoader.Loaded loaded,
+                          HostArea hostArea, int memoryMiB) {
+        this.pc = pc;
+        this.console = console;
+        this.kernel = kernel;
+        this.loaded = loaded;
+        this.hostArea = hostArea;
+        this.memoryMiB = memoryMiB;
+    }
+
+    static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd) throws KernelImageException {
+        X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernelPath, BootRunner.kernelCacheDir());
+        String append = o.append() == null ? DEFAULT_APPEND : o.append();
+        long ram = (long) o.memoryMiB() << 20;
+        long guestRam = ram - HOST_AREA_BYTES;
+        X86Pc[] ref = new X86Pc[1];
+        ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].machine().clock().liveNanos());
+        X86Pc pc = new X86Pc(ram, con, false);
+        ref[0] = pc;
+        try {
+            X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp());
+            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB());
+        } catch (KernelImageException | RuntimeException e) {
+            pc.close();
+            throw e;
+        }
+    }
+
+    @Override public Arch arch() { return Arch.X86_64; }
+
+    @Override public Machine machine() { return pc.machine(); }
+
+    @Override public ConsoleMonitor console() { return console; }
+
+    @Override public HostArea hostArea() { return hostArea; }
+
+    @Override public SymbolTable symbols() {
+        if (symbols == null) {
+            try {
+                symbols = Kallsyms.fromElf(kernel.vmlinux());
+            } catch (KernelImageException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+        }
+        return symbols;
+    }
+
+    @Override public String describe() {
+        return String.format("x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"",
+                kernel.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
+                loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline());
+    }
+
+    @Override public long interrupts() { return pc.machine().externalInterrupts(); }
+
+    @Override public String stats() {
+        return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted();
+    }
+
+    @Override public void close() { pc.close(); }
+
+    static List<String> markers() { return List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init"); }
+}

@@ -1,0 +1,101 @@
+package dev.kpemu.machine.arm64;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.util.Optional;
+
+import dev.kpemu.natives.NativeLibraries;
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * MRS/MSR hooks for one group of system registers. Unicorn calls an MRS/MSR hook for every
+ * such instruction, and Linux executes millions (SP_EL0 holds {@code current}, TPIDR_EL1 the
+ * per-CPU offset: 2.1 M of the 2.5 M in one boot), so a Java upcall for each costs seconds.
+ * With the native filter in {@code kpemu_clock.c} the engine calls a C function that returns
+ * "not handled" for registers outside the group and forwards only the group to the Java hook;
+ * with an older library without it, the Java hook is installed directly (correct, slower).
+ */
+public final class SysRegHooks {
+    private static final long FORWARD = 0, FORWARD_DATA = 8, OP0 = 16, OP1 = 20, CRN = 24, SEEN = 32, FORWARDED = 40;
+    private static final MemorySegment FILTER;
+    private static final long FILTER_SIZE;
+
+    static {
+        SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
+        Optional<MemorySegment> f = lib.find("kpemu_sysreg_filter");
+        Optional<MemorySegment> size = lib.find("kpemu_sysreg_filter_size");
+        long sz = 0;
+        if (f.isPresent() && size.isPresent()) {
+            try {
+                MethodHandle h = Linker.nativeLinker().downcallHandle(size.get(), FunctionDescriptor.of(JAVA_LONG));
+                sz = (long) h.invokeExact();
+            } catch (Throwable t) {
+                sz = 0;
+            }
+        }
+        FILTER = sz > 0 ? f.get() : null;
+        FILTER_SIZE = sz;
+    }
+
+    /** An installed hook; {@link #seen()} counts every MRS/MSR the engine reported. */
+    public static final class Installed {
+        private final Unicorn.Hook hook;
+        private final MemorySegment state;     // null without the native filter
+        private long javaCalls;
+
+        private Installed(Unicorn.Hook hook, MemorySegment state) {
+            this.hook = hook;
+            this.state = state;
+        }
+
+        public boolean filtered() { return state != null; }
+
+        /** MRS/MSR instructions the engine reported (with the filter), else Java calls. */
+        public long seen() { return state != null ? state.get(JAVA_LONG, SEEN) : javaCalls; }
+
+        /** Calls that reached the Java hook. */
+        public long forwarded() { return state != null ? state.get(JAVA_LONG, FORWARDED) : javaCalls; }
+
+        public Unicorn.Hook hook() { return hook; }
+    }
+
+    private SysRegHooks() {}
+
+    /** True when the loaded native library has the filter. */
+    public static boolean nativeFilter() { return FILTER != null; }
+
+    /**
+     * Hooks {@code insn} ({@link Unicorn#ARM64_INS_MRS} or {@link Unicorn#ARM64_INS_MSR}) for the
+     * registers with the given op0, op1 and CRn (-1: any); {@code h} sees only those.
+     */
+    public static Installed install(Unicorn uc, int insn, int op0, int op1, int crn, Unicorn.SysRegHook h) {
+        if (FILTER == null) {
+            Installed[] self = new Installed[1];
+            Unicorn.Hook hk = uc.hookSysReg(insn, (u, reg, acc) -> {
+                self[0].javaCalls++;
+                if ((op0 >= 0 && acc.op0() != op0) || (op1 >= 0 && acc.op1() != op1) || (crn >= 0 && acc.crn() != crn)) return false;
+                return h.onSysReg(u, reg, acc);
+            });
+            return self[0] = new Installed(hk, null);
+        }
+        Arena arena = Arena.ofShared();       // lives as long as the engine (never closed before it)
+        MemorySegment stub = uc.sysRegUpcallStub(h, arena);
+        MemorySegment state = arena.allocate(FILTER_SIZE, 16);
+        state.fill((byte) 0);
+        state.set(ADDRESS, FORWARD, stub);
+        state.set(ADDRESS, FORWARD_DATA, MemorySegment.NULL);
+        state.set(JAVA_INT, OP0, op0);
+        state.set(JAVA_INT, OP1, op1);
+        state.set(JAVA_INT, CRN, crn);
+        Unicorn.Hook hk = uc.hookInsnNative(insn, FILTER, state, new Object[] {arena, stub, state, h});
+        return new Installed(hk, state);
+    }
+}

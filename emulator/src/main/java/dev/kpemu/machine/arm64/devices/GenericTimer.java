@@ -1,0 +1,179 @@
+package dev.kpemu.machine.arm64.devices;
+
+import dev.kpemu.machine.Device;
+import dev.kpemu.machine.VirtualClock;
+import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.machine.arm64.InterruptController;
+import dev.kpemu.machine.arm64.SysRegHooks;
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.SysRegs;
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * The ARMv8 generic timer of one CPU (ARM ARM D11): the system counter and the EL1 physical
+ * and virtual timers, driven by the machine's {@link VirtualClock} instead of host time.
+ * Unicorn's own counter reads the host clock and its timer outputs go nowhere, so every
+ * access to the CNT* registers is intercepted with the MRS/MSR instruction hooks and answered
+ * here.
+ *
+ * <p>Counter: {@code CNTPCT = CNTVCT = guest nanoseconds / 16} (CNTFRQ = 62.5 MHz, QEMU's
+ * frequency; CNTVOFF is 0). A timer whose CNTx_CTL has ENABLE set fires when the counter
+ * reaches CNTx_CVAL: ISTATUS reads 1 from then on and, unless IMASK is set, its PPI is high
+ * (level-sensitive): 30 for the physical timer, 27 for the virtual one. The expiry is a
+ * virtual-clock event, so WFI idles straight to it.
+ */
+public final class GenericTimer implements Device {
+    /** Counter frequency; must divide 1e9 (nanoseconds per tick is an integer). */
+    public static final long FREQUENCY_HZ = 62_500_000L;
+    public static final long NANOS_PER_TICK = 1_000_000_000L / FREQUENCY_HZ;
+    /** GIC interrupt IDs of the timers (DT: PPI 13, 14, 11, 10 = IDs 29, 30, 27, 26). */
+    public static final int PPI_SECURE_PHYS = 29, PPI_PHYS = 30, PPI_VIRT = 27, PPI_HYP = 26;
+    /** CNTx_CTL bits. */
+    public static final long CTL_ENABLE = 1, CTL_IMASK = 2, CTL_ISTATUS = 4;
+
+    /** One EL1 timer (physical or virtual). */
+    public final class Timer {
+        private final int ppi;
+        private long ctl, cval;
+        private Object event;
+        private boolean line;
+
+        Timer(int ppi) { this.ppi = ppi; }
+
+        public long ctl() { return (ctl & (CTL_ENABLE | CTL_IMASK)) | (istatus() ? CTL_ISTATUS : 0); }
+
+        public long cval() { return cval; }
+
+        /** TVAL: the signed 32-bit distance from the counter to CVAL. */
+        public long tval() { return (int) (cval - counter()) & 0xffff_ffffL; }
+
+        public boolean istatus() { return (ctl & CTL_ENABLE) != 0 && Long.compareUnsigned(counter(), cval) >= 0; }
+
+        public boolean interruptLine() { return line; }
+
+        void writeCtl(long v) {
+            ctl = v & (CTL_ENABLE | CTL_IMASK);
+            update();
+        }
+
+        void writeCval(long v) {
+            cval = v;
+            update();
+        }
+
+        void writeTval(long v) {
+            cval = counter() + (int) v;          // sign-extended 32-bit
+            update();
+        }
+
+        void reset() {
+            ctl = cval = 0;
+            clock.cancel(event);
+            event = null;
+            setLine(false);
+        }
+
+        /** Re-evaluates the output and (re)schedules the expiry event. */
+        void update() {
+            clock.cancel(event);
+            event = null;
+            boolean status = istatus();
+            setLine(status && (ctl & CTL_IMASK) == 0);
+            if ((ctl & CTL_ENABLE) != 0 && !status && Long.compareUnsigned(cval, Long.MAX_VALUE / NANOS_PER_TICK) < 0) {
+                event = clock.schedule(cval * NANOS_PER_TICK, now -> {
+                    event = null;
+                    update();
+                });
+            }
+        }
+
+        private void setLine(boolean l) {
+            if (l == line) return;
+            line = l;
+            gic.setLine(ppi, l);
+        }
+    }
+
+    private final Arm64Machine machine;
+    private final VirtualClock clock;
+    private final InterruptController gic;
+    private final Timer phys = new Timer(PPI_PHYS), virt = new Timer(PPI_VIRT);
+    private final SysRegHooks.Installed mrsHook, msrHook;
+    private long accesses;
+
+    /** Attaches the timer to {@code machine} (installs the MRS/MSR hooks; do it before the guest runs). */
+    public GenericTimer(Arm64Machine machine, InterruptController gic) {
+        this.machine = machine;
+        this.clock = machine.clock();
+        this.gic = gic;
+        Unicorn uc = machine.engine();
+        // Only op0=3, op1=3, CRn=14 (CNTFRQ, CNTPCT, CNTVCT, CNTP_*, CNTV_*) reach Java.
+        this.mrsHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()));
+        this.msrHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MSR, 3, 3, 14, (u, reg, acc) -> onMsr(u, reg, acc.key()));
+    }
+
+    @Override public String name() { return "generic-timer"; }
+
+    @Override
+    public void reset() {
+        phys.reset();
+        virt.reset();
+    }
+
+    /** The system counter now (CNTPCT_EL0 = CNTVCT_EL0). */
+    public long counter() { return clock.liveNanos() / NANOS_PER_TICK; }
+
+    public Timer physical() { return phys; }
+
+    public Timer virtual() { return virt; }
+
+    /** CNT* register accesses answered so far. */
+    public long accesses() { return accesses; }
+
+    /** The value an MRS of {@code key} reads, or null when the register is not the timer's. */
+    Long read(int key) {
+        if (key == SysRegs.CNTFRQ_EL0) return FREQUENCY_HZ;
+        if (key == SysRegs.CNTVCT_EL0 || key == SysRegs.CNTPCT_EL0) return counter();
+        if (key == SysRegs.CNTV_CTL_EL0) return virt.ctl();
+        if (key == SysRegs.CNTV_CVAL_EL0) return virt.cval();
+        if (key == SysRegs.CNTV_TVAL_EL0) return virt.tval();
+        if (key == SysRegs.CNTP_CTL_EL0) return phys.ctl();
+        if (key == SysRegs.CNTP_CVAL_EL0) return phys.cval();
+        if (key == SysRegs.CNTP_TVAL_EL0) return phys.tval();
+        return null;
+    }
+
+    /** Applies an MSR to {@code key}; false when the register is not the timer's. */
+    boolean write(int key, long v) {
+        if (key == SysRegs.CNTV_CTL_EL0) virt.writeCtl(v);
+        else if (key == SysRegs.CNTV_CVAL_EL0) virt.writeCval(v);
+        else if (key == SysRegs.CNTV_TVAL_EL0) virt.writeTval(v);
+        else if (key == SysRegs.CNTP_CTL_EL0) phys.writeCtl(v);
+        else if (key == SysRegs.CNTP_CVAL_EL0) phys.writeCval(v);
+        else if (key == SysRegs.CNTP_TVAL_EL0) phys.writeTval(v);
+        else return key == SysRegs.CNTFRQ_EL0;       // read-only below EL3: ignore
+        return true;
+    }
+
+    /** MRS/MSR instructions the engine reported to the timer's hooks (all registers). */
+    public long sysRegInstructions() { return mrsHook.seen() + msrHook.seen(); }
+
+    /** Hook calls that reached Java (timer registers only, with the native filter). */
+    public long javaHookCalls() { return mrsHook.forwarded() + msrHook.forwarded(); }
+
+    private boolean onMrs(Unicorn u, int reg, int key) {
+        Long v = read(key);
+        if (v == null) return false;
+        accesses++;
+        if (reg != Arm64Reg.XZR) u.regWrite(reg, v);
+        return true;
+    }
+
+    private boolean onMsr(Unicorn u, int reg, int key) {
+        if ((key >>> 7) != (SysRegs.CNTFRQ_EL0 >>> 7)) return false;     // fast path: not op0=3 op1=3 CRn=14
+        long v = reg == Arm64Reg.XZR ? 0 : u.regRead(reg);
+        if (!write(key, v)) return false;
+        accesses++;
+        return true;
+    }
+}

@@ -1,0 +1,130 @@
+package dev.kpemu.machine.x86;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+import dev.kpemu.machine.GuestMemory;
+import dev.kpemu.machine.x86.devices.AcpiPm;
+
+/**
+ * A minimal ACPI table set generated for this machine, written into the reserved BIOS area:
+ * RSDP (ACPI 2.0) → XSDT → FADT (revision 6, not hardware-reduced) → FACS and a DSDT whose only
+ * content is the \_S5 sleep package. There is no MADT (the machine has no local APIC or
+ * IOAPIC; Linux keeps the 8259), no HPET, no MCFG (no PCI). The FADT points at the PM1a event
+ * and control blocks and the PM timer of {@link AcpiPm}, and at the 0xcf9 reset register.
+ */
+public final class AcpiTables {
+    public static final String OEM_ID = "KPEMU ", OEM_TABLE_ID = "KPEMUPC ";
+    public static final int HEADER = 36, FADT_LENGTH = 276, FACS_LENGTH = 64;
+    // FADT field offsets (ACPI 6.x, table 5.9)
+    static final int FADT_FIRMWARE_CTRL = 36, FADT_DSDT = 40, FADT_SCI_INT = 46, FADT_SMI_CMD = 48,
+            FADT_PM1A_EVT_BLK = 56, FADT_PM1A_CNT_BLK = 64, FADT_PM_TMR_BLK = 76, FADT_PM1_EVT_LEN = 88,
+            FADT_PM1_CNT_LEN = 89, FADT_PM_TMR_LEN = 91, FADT_IAPC_BOOT_ARCH = 109, FADT_FLAGS = 112,
+            FADT_RESET_REG = 116, FADT_RESET_VALUE = 128, FADT_MINOR_VERSION = 131, FADT_X_FIRMWARE_CTRL = 132,
+            FADT_X_DSDT = 140, FADT_X_PM1A_EVT_BLK = 148, FADT_X_PM1A_CNT_BLK = 172, FADT_X_PM_TMR_BLK = 208;
+    // FADT flags
+    static final int FADT_F_WBINVD = 1, FADT_F_PROC_C1 = 1 << 2, FADT_F_PWR_BUTTON = 1 << 4, FADT_F_SLP_BUTTON = 1 << 5,
+            FADT_F_TMR_VAL_EXT = 1 << 8, FADT_F_RESET_REG_SUP = 1 << 10;
+    static final int IAPC_VGA_NOT_PRESENT = 1 << 2, IAPC_MSI_NOT_SUPPORTED = 1 << 3;
+    static final int GAS_SYSTEM_IO = 1, GAS_ACCESS_BYTE = 1, GAS_ACCESS_WORD = 2, GAS_ACCESS_DWORD = 3;
+
+    private AcpiTables() {}
+
+    /** Writes the tables at {@code base} (16-byte aligned, in the BIOS area); returns the RSDP address. */
+    public static long write(GuestMemory mem, long base, int pmBase, int sciIrq, int resetPort) {
+        long rsdp = base, xsdt = base + 0x40, fadt = base + 0x100, facs = base + 0x240, dsdt = base + 0x300;
+        byte[] dsdtAml = dsdtAml();
+        mem.write(dsdt, table("DSDT", 2, dsdtAml));
+
+        ByteBuffer f = le(FACS_LENGTH);
+        f.put(0, "FACS".getBytes(StandardCharsets.US_ASCII));
+        f.putInt(4, FACS_LENGTH);
+        f.put(32, (byte) 2); // version
+        mem.write(facs, f.array());
+
+        ByteBuffer b = le(FADT_LENGTH - HEADER);
+        int o = -HEADER; // field offsets are from the table start
+        b.putInt(FADT_FIRMWARE_CTRL + o, (int) facs);
+        b.putInt(FADT_DSDT + o, (int) dsdt);
+        b.putShort(FADT_SCI_INT + o, (short) sciIrq);
+        b.putInt(FADT_SMI_CMD + o, 0); // no SMI: always in ACPI mode
+        b.putInt(FADT_PM1A_EVT_BLK + o, pmBase + AcpiPm.PM1_STS);
+        b.putInt(FADT_PM1A_CNT_BLK + o, pmBase + AcpiPm.PM1_CNT);
+        b.putInt(FADT_PM_TMR_BLK + o, pmBase + AcpiPm.PM_TMR);
+        b.put(FADT_PM1_EVT_LEN + o, (byte) 4);
+        b.put(FADT_PM1_CNT_LEN + o, (byte) 2);
+        b.put(FADT_PM_TMR_LEN + o, (byte) 4);
+        b.putShort(FADT_IAPC_BOOT_ARCH + o, (short) (IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED));
+        b.putInt(FADT_FLAGS + o, FADT_F_WBINVD | FADT_F_PROC_C1 | FADT_F_PWR_BUTTON | FADT_F_SLP_BUTTON
+                | FADT_F_TMR_VAL_EXT | FADT_F_RESET_REG_SUP);
+        gas(b, FADT_RESET_REG + o, 8, GAS_ACCESS_BYTE, resetPort);
+        b.put(FADT_RESET_VALUE + o, (byte) 0x06);
+        b.put(FADT_MINOR_VERSION + o, (byte) 4);
+        b.putLong(FADT_X_FIRMWARE_CTRL + o, facs);
+        b.putLong(FADT_X_DSDT + o, dsdt);
+        gas(b, FADT_X_PM1A_EVT_BLK + o, 32, GAS_ACCESS_WORD, pmBase + AcpiPm.PM1_STS);
+        gas(b, FADT_X_PM1A_CNT_BLK + o, 16, GAS_ACCESS_WORD, pmBase + AcpiPm.PM1_CNT);
+        gas(b, FADT_X_PM_TMR_BLK + o, 32, GAS_ACCESS_DWORD, pmBase + AcpiPm.PM_TMR);
+        mem.write(fadt, table("FACP", 6, b.array()));
+
+        ByteBuffer x = le(8);
+        x.putLong(0, fadt);
+        mem.write(xsdt, table("XSDT", 1, x.array()));
+
+        ByteBuffer r = le(36);
+        r.put(0, "RSD PTR ".getBytes(StandardCharsets.US_ASCII));
+        r.put(9, OEM_ID.getBytes(StandardCharsets.US_ASCII));
+        r.put(15, (byte) 2);      // revision: ACPI 2.0+
+        r.putInt(16, 0);          // no RSDT
+        r.putInt(20, 36);
+        r.putLong(24, xsdt);
+        r.put(8, checksum(r.array(), 0, 20));
+        r.put(32, checksum(r.array(), 0, 36));
+        mem.write(rsdp, r.array());
+        return rsdp;
+    }
+
+    /** DSDT body: {@code Name (_S5, Package (4) {5, 5, 0, 0})}. */
+    static byte[] dsdtAml() {
+        int s5 = AcpiPm.SLP_TYP_S5;
+        return new byte[] {
+            0x08, '_', 'S', '5', '_',                 // NameOp "_S5_"
+            0x12, 0x08, 0x04,                          // PackageOp, PkgLength 8, NumElements 4
+            0x0a, (byte) s5, 0x0a, (byte) s5,          // BytePrefix SLP_TYPa, BytePrefix SLP_TYPb
+            0x00, 0x00                                 // Zero, Zero (reserved)
+        };
+    }
+
+    private static void gas(ByteBuffer b, int at, int bitWidth, int access, long address) {
+        b.put(at, (byte) GAS_SYSTEM_IO);
+        b.put(at + 1, (byte) bitWidth);
+        b.put(at + 2, (byte) 0);
+        b.put(at + 3, (byte) access);
+        b.putLong(at + 4, address);
+    }
+
+    /** A table: standard 36-byte header + body, checksummed. */
+    static byte[] table(String signature, int revision, byte[] body) {
+        ByteBuffer t = le(HEADER + body.length);
+        t.put(0, signature.getBytes(StandardCharsets.US_ASCII));
+        t.putInt(4, HEADER + body.length);
+        t.put(8, (byte) revision);
+        t.put(10, OEM_ID.getBytes(StandardCharsets.US_ASCII));
+        t.put(16, OEM_TABLE_ID.getBytes(StandardCharsets.US_ASCII));
+        t.putInt(24, 1);                                              // OEM revision
+        t.put(28, "KPEM".getBytes(StandardCharsets.US_ASCII));        // creator ID
+        t.putInt(32, 1);                                              // creator revision
+        t.put(HEADER, body);
+        t.put(9, checksum(t.array(), 0, HEADER + body.length));
+        return t.array();
+    }
+
+    static byte checksum(byte[] d, int from, int to) {
+        int sum = 0;
+        for (int i = from; i < to; i++) sum += d[i];
+        return (byte) -sum;
+    }
+
+    private static ByteBuffer le(int n) { return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN); }
+}

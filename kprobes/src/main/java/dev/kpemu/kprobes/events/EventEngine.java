@@ -1,0 +1,615 @@
+package dev.kpemu.kprobes.events;
+
+import dev.kpemu.image.btf.KernelStructs;
+import dev.kpemu.kprobes.Errno;
+import dev.kpemu.kprobes.Kprobe;
+import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.Kprobes;
+import dev.kpemu.kprobes.Kretprobe;
+import dev.kpemu.kprobes.KretprobeInstance;
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+
+/**
+ * Linux's {@code kprobe_events} on a running guest: the tracefs files of the kprobe-event
+ * subsystem ({@code kernel/trace/trace_kprobe.c}, Linux 6.1 by default) over kpemu's
+ * {@link Kprobes} engine.
+ *
+ * <ul>
+ * <li>{@link #write(String)} is a write to {@code kprobe_events}: each definition becomes a
+ *     kprobe or kretprobe registered on the engine (disabled, as the kernel registers them);
+ *     a definition naming an existing event appends a probe to it (multiprobe:
+ *     {@code DIFF_PROBE_TYPE}, {@code DIFF_ARG_TYPE}, {@code SAME_PROBE}); {@code -:EVENT}
+ *     deletes; registration failures are logged like the kernel's ({@code BAD_INSN_BNDRY},
+ *     {@code BAD_PROBE_ADDR}, {@code FAIL_REG_PROBE}) in {@link #errorLog()}.</li>
+ * <li>{@link #enable(String)} / {@link #disable(String)}: {@code events/GRP/EVENT/enable}.</li>
+ * <li>Each hit of an enabled event fetches its arguments from the trapped registers and guest
+ *     memory ({@link MachineFetchContext}) and records one {@code trace} line, printed to the
+ *     output stream and handed to the listeners.</li>
+ * <li>{@link #listing()}, {@link #profile()}, {@link #format(String)} / {@link #formats()}:
+ *     {@code kprobe_events}, {@code kprobe_profile}, {@code events/GRP/EVENT/format}.</li>
+ * </ul>
+ *
+ * <p>The trace context of a line: comm and pid of the guest's current task ({@link TaskLayout};
+ * {@code <...>-0} when unknown, {@code <idle>} for pid 0), cpu {@code 000} (one vCPU), and the
+ * latency columns: irqs-off ({@code d}) from the trapped context's RFLAGS.IF / PSTATE.I; the
+ * need-resched, hardirq/softirq/NMI and preempt-depth columns are always {@code .} (kpemu does
+ * not read the guest's preempt_count). Note that Linux, whose int3/BRK handlers run with
+ * interrupts masked, prints {@code d} for every breakpoint-based probe; kpemu shows the probed
+ * code's own interrupt state. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
+ *
+ * <p>Not emulated: {@code within_notrace_func} (Linux refuses functions without an ftrace site
+ * unless CONFIG_KPROBE_EVENTS_ON_NOTRACE), perf/filter/trigger users of the events (only the
+ * event's own enable makes it busy), event ids of the guest's static events (ids are given
+ * from {@link #firstEventId(int)} upward, never reused, as the kernel's {@code next_event_type}).
+ *
+ * <p>Everything runs on the emulating thread; handlers run inside the engine's hit path.
+ */
+public final class EventEngine implements AutoCloseable {
+    /** {@code TRACING_LOG_ERRS_MAX}: error_log keeps the last 8 entries. */
+    public static final int ERROR_LOG_MAX = 8;
+    /** Default id of the first event created (the kernel's depends on its static events). */
+    public static final int DEFAULT_FIRST_EVENT_ID = 2000;
+
+    /** One event ({@code struct trace_probe_event}): a name and the probes firing it. */
+    private static final class Event {
+        final String group, name;
+        final boolean isReturn;
+        final int id;
+        final List<Probe> probes = new ArrayList<>(1);
+        boolean enabled;
+
+        Event(String group, String name, boolean isReturn, int id) {
+            this.group = group;
+            this.name = name;
+            this.isReturn = isReturn;
+            this.id = id;
+        }
+
+        String key() { return group + "/" + name; }
+    }
+
+    /** One probe of an event ({@code struct trace_kprobe}). */
+    private final class Probe {
+        final TraceProbe def;
+        final CompiledProbe compiled;
+        Event event;
+        Kprobe kp;
+        Kretprobe rp;
+        boolean registered;
+        long nhit;
+
+        Probe(TraceProbe def, CompiledProbe compiled) {
+            this.def = def;
+            this.compiled = compiled;
+        }
+
+        long misses() {
+            if (rp != null) return rp.kprobe().nmissed() + rp.nmissed();
+            return kp == null ? 0 : kp.nmissed();
+        }
+
+        int onEntry(Kprobe k, Regs regs) {
+            nhit++;
+            if (!event.enabled) return 0;
+            ctx.begin();
+            if (!compiled.fetch(ctx, buffer)) {
+                dropped++;
+                return 0;
+            }
+            long ip = k.address();
+            emit(this, formatter.kprobeEvent(compiled, ip, buffer.bytes()), false, ip, 0);
+            return 0;
+        }
+
+        int onReturn(KretprobeInstance ri, Regs regs) {
+            nhit++;
+            if (!event.enabled) return 0;
+            ctx.begin();
+            if (!compiled.fetch(ctx, buffer)) {
+                dropped++;
+                return 0;
+            }
+            long func = rp.kprobe().address();
+            long ret = ri.returnAddress();
+            emit(this, formatter.kretprobeEvent(compiled, func, ret, buffer.bytes()), true, func, ret);
+            return 0;
+        }
+    }
+
+    private final Kprobes kprobes;
+    private final Machine machine;
+    private final Arch arch;
+    private final KernelSymbols symbols;
+    private final TraceFormatter formatter;
+    private final MachineFetchContext ctx;
+    private final CompiledProbe.FetchBuffer buffer = new CompiledProbe.FetchBuffer();
+    /** Every probe in creation order (the dyn_event list: listing and profile order). */
+    private final List<Probe> probes = new ArrayList<>();
+    private final Map<String, Event> events = new LinkedHashMap<>();
+    private final Set<String> foreignEvents = new HashSet<>();
+    private final List<Consumer<TraceRecord>> listeners = new CopyOnWriteArrayList<>();
+    private final ArrayDeque<String> errorLog = new ArrayDeque<>();
+    private Dialect dialect = Dialect.LINUX_6_1;
+    private ProbeParser parser;
+    private PrintStream out;
+    private LongSupplier clock;
+    private int nextId = DEFAULT_FIRST_EVENT_ID;
+    private boolean anyEventCreated;
+    private long recorded, dropped;
+
+    private EventEngine(Kprobes kprobes, KernelSymbols symbols, TaskLayout task, PrintStream out) {
+        this.kprobes = Objects.requireNonNull(kprobes);
+        this.machine = kprobes.machine();
+        this.arch = machine.arch();
+        this.symbols = Objects.requireNonNull(symbols);
+        this.formatter = new TraceFormatter(symbols);
+        this.ctx = new MachineFetchContext(machine, kprobes.regs(), symbols, task);
+        this.parser = new ProbeParser(arch, dialect, symbols);
+        this.out = out;
+        this.clock = machine.clock()::liveNanos;
+    }
+
+    /**
+     * The kprobe-event subsystem on {@code kprobes}' machine.
+     *
+     * @param symbols the guest kernel's kallsyms (parsing, {@code @SYM}, {@code %pS} printing)
+     * @param task    where the current task is (null: comm and pid unknown)
+     * @param out     where trace lines go, one per event (null: nowhere, listeners only)
+     */
+    public static EventEngine attach(Kprobes kprobes, KernelSymbols symbols, TaskLayout task, PrintStream out) {
+        return new EventEngine(kprobes, symbols, task, out);
+    }
+
+    /** As {@link #attach(Kprobes, KernelSymbols, TaskLayout, PrintStream)} with the layout from the kernel's BTF. */
+    public static EventEngine attach(Kprobes kprobes, KernelSymbols symbols, KernelStructs structs, PrintStream out) {
+        return new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
+    }
+
+    /** Trace lines to standard output. */
+    public static EventEngine attach(Kprobes kprobes, KernelSymbols symbols, TaskLayout task) {
+        return attach(kprobes, symbols, task, System.out);
+    }
+
+    // ------------------------------------------------------------------ options
+
+    /** Which kernel's parser to imitate (Linux 6.1 by default). */
+    public EventEngine dialect(Dialect d) {
+        this.dialect = Objects.requireNonNull(d);
+        this.parser = new ProbeParser(arch, d, symbols);
+        return this;
+    }
+
+    /** Where trace lines go (null: nowhere). */
+    public EventEngine output(PrintStream out) {
+        this.out = out;
+        return this;
+    }
+
+    /** Receives every recorded event (after it was printed). */
+    public EventEngine addListener(Consumer<TraceRecord> listener) {
+        listeners.add(Objects.requireNonNull(listener));
+        return this;
+    }
+
+    public EventEngine removeListener(Consumer<TraceRecord> listener) {
+        listeners.remove(listener);
+        return this;
+    }
+
+    /** The id given to the first event; only before any event is created. */
+    public EventEngine firstEventId(int id) {
+        if (anyEventCreated) throw new IllegalStateException("events were already created");
+        if (id <= 0 || id > 0xffff) throw new IllegalArgumentException("event id " + id);
+        this.nextId = id;
+        return this;
+    }
+
+    /** Declares an event of another subsystem (a tracepoint, a uprobe): creating a kprobe event of that name gives EVENT_EXIST. */
+    public EventEngine foreignEvent(String group, String event) {
+        foreignEvents.add(group + "/" + event);
+        return this;
+    }
+
+    /** The timestamp source, in nanoseconds (default: the machine's guest time). */
+    public EventEngine clock(LongSupplier nanos) {
+        this.clock = Objects.requireNonNull(nanos);
+        return this;
+    }
+
+    public Kprobes kprobes() { return kprobes; }
+
+    public Arch arch() { return arch; }
+
+    public ProbeParser parser() { return parser; }
+
+    // ------------------------------------------------------------------ kprobe_events
+
+    /**
+     * Writes {@code text} to {@code kprobe_events} (opened for append): one command per line,
+     * {@code #} comments and blank lines ignored. Like the kernel, stops at the first rejected
+     * line (earlier lines stay in effect).
+     *
+     * @throws ProbeSyntaxException what the write fails with; logged entries are also in {@link #errorLog()}
+     */
+    public void write(String text) throws ProbeSyntaxException {
+        for (String line : text.split("\n", -1)) writeLine(line);
+    }
+
+    /** Writes all {@code lines}, stopping at the first rejected one. */
+    public void writeAll(List<String> lines) throws ProbeSyntaxException {
+        for (String l : lines) write(l);
+    }
+
+    /**
+     * Boot-time probes, as the kernel's {@code kprobe_event=} with {@code trace_event=} naming
+     * them: writes every definition (stopping at the first rejected one) and enables each event
+     * the definitions created or appended to. What {@code ./kpemu boot -e DEF --events-file F} does.
+     *
+     * @return the events enabled, as {@code GROUP/EVENT}
+     */
+    public List<String> writeAndEnable(List<String> definitions) throws ProbeSyntaxException {
+        List<String> touched = new ArrayList<>();
+        for (String text : definitions) {
+            for (String line : text.split("\n", -1)) {
+                ProbeDefinition d;
+                try {
+                    d = parser.parse(line);
+                } catch (ProbeSyntaxException e) {
+                    throw log(e);
+                }
+                writeLine(line);
+                if (d instanceof TraceProbe p) {
+                    String key = p.group() + "/" + p.event();
+                    if (events.containsKey(key) && !touched.contains(key)) touched.add(key);
+                }
+            }
+        }
+        for (String key : touched) setEnabled(events.get(key), true);
+        return touched;
+    }
+
+    private void writeLine(String line) throws ProbeSyntaxException {
+        ProbeDefinition d;
+        try {
+            d = parser.parse(line);
+            if (d == null) return;
+            switch (d) {
+                case DeleteDef del -> delete(del);
+                case TraceProbe p -> create(p);
+            }
+        } catch (ProbeSyntaxException e) {
+            throw log(e);
+        }
+    }
+
+    /** Opening {@code kprobe_events} with O_TRUNC: deletes every kprobe event, or nothing (EBUSY) when one is enabled. */
+    public void truncate() throws ProbeSyntaxException {
+        for (Event e : events.values())
+            if (e.enabled) throw ProbeSyntaxException.silent("", Errno.EBUSY, "event " + e.key() + " is enabled");
+        for (Probe p : new ArrayList<>(probes)) release(p);
+    }
+
+    /** Reading {@code kprobe_events}: one line per probe ({@code trace_kprobe_show}). */
+    public String listing() {
+        StringBuilder sb = new StringBuilder();
+        for (Probe p : probes) sb.append(TraceFormatter.listing(p.def)).append('\n');
+        return sb.toString();
+    }
+
+    private ProbeSyntaxException log(ProbeSyntaxException e) {
+        if (e.logged()) {
+            errorLog.addLast(e.errorLog(clock.getAsLong()));
+            while (errorLog.size() > ERROR_LOG_MAX) errorLog.removeFirst();
+        }
+        return e;
+    }
+
+    /** Reading {@code error_log}: the last {@link #ERROR_LOG_MAX} entries, oldest first. */
+    public String errorLog() { return String.join("", errorLog); }
+
+    /** Writing to {@code error_log} with O_TRUNC clears it. */
+    public void clearErrorLog() { errorLog.clear(); }
+
+    // ------------------------------------------------------------------ create (register_trace_kprobe)
+
+    private void create(TraceProbe def) throws ProbeSyntaxException {
+        String cmd = def.command();
+        Event ev = events.get(def.group() + "/" + def.event());
+        if (ev != null) {
+            // register_trace_kprobe + append_trace_kprobe
+            if (ev.isReturn != def.isReturn())
+                throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.DIFF_PROBE_TYPE, Errno.EEXIST);
+            int diff = compareArgTypes(def, ev.probes.getFirst().def);
+            if (diff != 0)
+                throw ProbeSyntaxException.registration(cmd, diff + 1, 0, KernelError.DIFF_ARG_TYPE, Errno.EEXIST);
+            if (hasSameProbe(ev, def))
+                throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.SAME_PROBE, Errno.EEXIST);
+        } else if (foreignEvents.contains(def.group() + "/" + def.event())) {
+            throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST);
+        }
+        CompiledProbe compiled = CompiledProbe.compile(def, arch, symbols); // traceprobe_update_arg: @SYM
+        Probe p = new Probe(def, compiled);
+        boolean enabled = ev != null && ev.enabled;
+        try {
+            register(p, enabled);
+        } catch (KprobeException e) {
+            throw registrationError(def, e);
+        }
+        if (ev == null) {
+            ev = new Event(def.group(), def.event(), def.isReturn(), nextId++);
+            anyEventCreated = true;
+            events.put(ev.key(), ev);
+        }
+        p.event = ev;
+        ev.probes.add(p);
+        probes.add(p);
+    }
+
+    /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
+    private void register(Probe p, boolean enabled) {
+        TraceProbe def = p.def;
+        if (def instanceof KretprobeDef r) {
+            Kretprobe rp = switch (def.target()) {
+                case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
+                case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
+            };
+            rp.maxactive(r.maxactive()).handler(p::onReturn);
+            if (!enabled) rp.kprobe().disabled();
+            p.rp = rp;
+        } else {
+            Kprobe kp = switch (def.target()) {
+                case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
+                case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
+            };
+            kp.pre(p::onEntry);
+            if (!enabled) kp.disabled();
+            p.kp = kp;
+        }
+        try {
+            if (p.rp != null) kprobes.register(p.rp);
+            else kprobes.register(p.kp);
+            p.registered = true;
+        } catch (KprobeException e) {
+            if (e.errno() == Errno.ENOENT && def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null) {
+                // "This probe might be able to register after target module is loaded. Continue."
+                p.registered = false;
+                return;
+            }
+            throw e;
+        }
+    }
+
+    /** The error {@code __trace_kprobe_create} logs for a failed registration (index 1, offset 0). */
+    private static ProbeSyntaxException registrationError(TraceProbe def, KprobeException e) {
+        String cmd = def.command();
+        return switch (e.errno()) {
+            case EILSEQ -> ProbeSyntaxException.registration(cmd, 1, 0, KernelError.BAD_INSN_BNDRY, Errno.EILSEQ);
+            case ENOENT -> ProbeSyntaxException.registration(cmd, 1, 0, KernelError.BAD_PROBE_ADDR, Errno.ENOENT);
+            case ENOMEM, EEXIST -> ProbeSyntaxException.silent(cmd, e.errno(), e.getMessage());
+            default -> ProbeSyntaxException.registration(cmd, 1, 0, KernelError.FAIL_REG_PROBE, e.errno());
+        };
+    }
+
+    /** {@code trace_probe_compare_arg_type}: 0 when equal, else the 1-based index of the first differing argument. */
+    static int compareArgTypes(TraceProbe a, TraceProbe b) {
+        int na = a.args().size(), nb = b.args().size();
+        if (na < nb) return na + 1;
+        if (na > nb) return nb + 1;
+        for (int i = 0; i < na; i++) {
+            FetchArg x = a.args().get(i), y = b.args().get(i);
+            if (x.type() != y.type() || x.arrayLength() != y.arrayLength() || !x.name().equals(y.name())) return i + 1;
+        }
+        return 0;
+    }
+
+    /**
+     * {@code trace_kprobe_has_same_kprobe}: a probe of the event with the same symbol and offset
+     * and the same argument expressions. As in the kernel, address probes all compare as symbol
+     * {@code "unknown"} offset 0, so two address probes with the same arguments are "the same".
+     */
+    private static boolean hasSameProbe(Event ev, TraceProbe comp) {
+        for (Probe p : ev.probes) {
+            if (!symbolOf(p.def).equals(symbolOf(comp)) || offsetOf(p.def) != offsetOf(comp)) continue;
+            boolean same = true;
+            for (int i = 0; i < p.def.args().size(); i++) {
+                if (!p.def.args().get(i).expression().equals(comp.args().get(i).expression())) {
+                    same = false;
+                    break;
+                }
+            }
+            if (same) return true;
+        }
+        return false;
+    }
+
+    private static String symbolOf(TraceProbe p) {
+        return p.target() instanceof ProbeTarget.SymbolTarget s ? s.qualifiedName() : "unknown";
+    }
+
+    private static long offsetOf(TraceProbe p) {
+        return p.target() instanceof ProbeTarget.SymbolTarget s ? s.offset() : 0;
+    }
+
+    // ------------------------------------------------------------------ delete (dyn_event_release)
+
+    private void delete(DeleteDef del) throws ProbeSyntaxException {
+        Errno ret = Errno.ENOENT;
+        for (Probe p : new ArrayList<>(probes)) {
+            if (!del.matches(p.def)) continue;
+            ret = release(p);
+            if (ret != null) break;
+        }
+        if (ret != null) throw ProbeSyntaxException.silent(del.command(), ret,
+                ret == Errno.ENOENT ? "no such event" : "the event is enabled");
+    }
+
+    /** {@code unregister_trace_kprobe}: null on success, EBUSY for the last probe of an enabled event. */
+    private Errno release(Probe p) {
+        Event ev = p.event;
+        if (ev.probes.size() == 1 && ev.enabled) return Errno.EBUSY;
+        if (p.registered) {
+            if (p.rp != null) kprobes.unregister(p.rp);
+            else kprobes.unregister(p.kp);
+            p.registered = false;
+        }
+        ev.probes.remove(p);
+        probes.remove(p);
+        if (ev.probes.isEmpty()) events.remove(ev.key());
+        return null;
+    }
+
+    // ------------------------------------------------------------------ events/GRP/EVENT
+
+    /** Every event as {@code GROUP/EVENT}, in creation order. */
+    public List<String> events() { return List.copyOf(events.keySet()); }
+
+    private Event event(String name) {
+        Event e = events.get(name);
+        if (e != null) return e;
+        if (name.indexOf('/') < 0) {
+            for (Event x : events.values()) if (x.name.equals(name)) return x;
+        }
+        throw new IllegalArgumentException("no kprobe event " + name);
+    }
+
+    /** Whether {@code name} ({@code GROUP/EVENT} or {@code EVENT}) exists. */
+    public boolean hasEvent(String name) {
+        try {
+            event(name);
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    /** {@code echo 1 > events/GROUP/EVENT/enable} ({@code name} may omit the group). */
+    public void enable(String name) { setEnabled(event(name), true); }
+
+    /** {@code echo 0 > events/GROUP/EVENT/enable}. */
+    public void disable(String name) { setEnabled(event(name), false); }
+
+    /** {@code echo 1 > events/kprobes/enable} for every group. */
+    public void enableAll() { for (Event e : events.values()) setEnabled(e, true); }
+
+    public void disableAll() { for (Event e : events.values()) setEnabled(e, false); }
+
+    /** {@code events/GROUP/enable} (the events of one group). */
+    public void enableGroup(String group, boolean on) {
+        for (Event e : events.values()) if (e.group.equals(group)) setEnabled(e, on);
+    }
+
+    public boolean isEnabled(String name) { return event(name).enabled; }
+
+    private void setEnabled(Event e, boolean on) {
+        if (e.enabled == on) return;
+        e.enabled = on;
+        for (Probe p : e.probes) {
+            if (!p.registered) continue;
+            if (p.rp != null) {
+                if (on) kprobes.enable(p.rp);
+                else kprobes.disable(p.rp);
+            } else {
+                if (on) kprobes.enable(p.kp);
+                else kprobes.disable(p.kp);
+            }
+        }
+    }
+
+    /** The event's trace-event id ({@code events/GROUP/EVENT/id}). */
+    public int id(String name) { return event(name).id; }
+
+    /** {@code events/GROUP/EVENT/format}. */
+    public String format(String name) {
+        Event e = event(name);
+        return TraceFormatter.formatFile(e.probes.getFirst().compiled, e.id);
+    }
+
+    /** Every event's format file, by {@code GROUP/EVENT}. */
+    public Map<String, String> formats() {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (Event e : events.values()) m.put(e.key(), TraceFormatter.formatFile(e.probes.getFirst().compiled, e.id));
+        return m;
+    }
+
+    // ------------------------------------------------------------------ kprobe_profile
+
+    /** A line of {@code kprobe_profile}: one per probe (a multiprobe event has several). */
+    public record ProfileEntry(String event, long hits, long misses) {
+        public String line() { return TraceFormatter.profileLine(event, hits, misses); }
+    }
+
+    public List<ProfileEntry> profileEntries() {
+        List<ProfileEntry> l = new ArrayList<>(probes.size());
+        for (Probe p : probes) l.add(new ProfileEntry(p.event.name, p.nhit, p.misses()));
+        return l;
+    }
+
+    /** Reading {@code kprobe_profile}. */
+    public String profile() {
+        StringBuilder sb = new StringBuilder();
+        for (ProfileEntry e : profileEntries()) sb.append(e.line()).append('\n');
+        return sb.toString();
+    }
+
+    /** Sum of the hits of every probe of {@code name}. */
+    public long hits(String name) {
+        long n = 0;
+        for (Probe p : event(name).probes) n += p.nhit;
+        return n;
+    }
+
+    /** Sum of the misses of every probe of {@code name}. */
+    public long misses(String name) {
+        long n = 0;
+        for (Probe p : event(name).probes) n += p.misses();
+        return n;
+    }
+
+    /** Events recorded so far. */
+    public long recorded() { return recorded; }
+
+    /** Hits whose record exceeded the ring buffer's page and were lost. */
+    public long dropped() { return dropped; }
+
+    // ------------------------------------------------------------------ records
+
+    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp) {
+        int pid = ctx.pid();
+        String comm;
+        if (ctx.currentTask() == 0) comm = "<...>";
+        else if (pid == 0) comm = "<idle>";
+        else comm = new String(ctx.comm(), StandardCharsets.UTF_8);
+        String lat = TraceContext.latency(ctx.irqsDisabled(), false, false, false, false, false, false, 0, 0);
+        TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
+        TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, body, isReturn, ip, retIp);
+        recorded++;
+        PrintStream o = out;
+        if (o != null) o.println(r.line());
+        for (Consumer<TraceRecord> l : listeners) l.accept(r);
+    }
+
+    /** Unregisters every probe (enabled or not) and forgets every event. */
+    @Override
+    public void close() {
+        for (Probe p : new ArrayList<>(probes)) {
+            p.event.enabled = false;
+            release(p);
+        }
+    }
+}

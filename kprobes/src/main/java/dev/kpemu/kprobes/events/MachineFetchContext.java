@@ -1,0 +1,271 @@
+package dev.kpemu.kprobes.events;
+
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.MemoryRegion;
+import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.X86Reg;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The {@link FetchContext} of a probe hit on a running {@link Machine}: registers by
+ * {@code struct pt_regs} slot from the trapped CPU ({@link Regs}), guest memory through the
+ * guest's current page tables, and the current task found as {@link TaskLayout} says.
+ *
+ * <p>One instance serves every hit of an engine; {@link #begin()} starts a hit (it forgets the
+ * previous hit's task). Never throws: a read the MMU would refuse returns false.
+ *
+ * <p>Memory rules (what the kernel's nofault accessors allow):
+ * <ul>
+ * <li>{@link #readKernel}: x86-64 only addresses from {@code 0xffff800000000000} up
+ *     ({@code copy_from_kernel_nofault_allowed}: above TASK_SIZE_MAX + one page, canonical);
+ *     arm64 refuses the TTBR0 (user) half, as PAN makes those loads fault.</li>
+ * <li>{@link #readUser}: every byte below TASK_SIZE_MAX ({@code access_ok}: x86-64
+ *     {@code 0x7ffffffff000}, arm64 {@code 1 << 48}); on arm64 the page must also be EL0
+ *     readable, as the kernel's uaccess uses unprivileged {@code LDTR} loads. On x86-64 the
+ *     U/S bit is not checked (the kernel reaches user pages with SMAP lifted).</li>
+ * <li>Both: every page must be present in the current tables and backed by RAM (never MMIO).
+ *     A failed read leaves the destination untouched.</li>
+ * </ul>
+ */
+public final class MachineFetchContext implements FetchContext {
+    /** x86-64 {@code TASK_SIZE_MAX} with 4-level paging. */
+    public static final long X86_TASK_SIZE_MAX = (1L << 47) - 4096;
+    /** arm64 {@code TASK_SIZE_MAX} with 48-bit VAs. */
+    public static final long ARM64_TASK_SIZE_MAX = 1L << 48;
+    private static final long X86_KERNEL_MIN = 0xffff_8000_0000_0000L;
+
+    private static final String[] X86_SLOTS = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
+            "rax", "rcx", "rdx", "rsi", "rdi", null /* orig_ax */, "rip", "cs", "rflags", "rsp", "ss"};
+    private static final int X86_ORIG_AX = 15;
+    private static final String[] ARM64_SLOTS;
+
+    static {
+        ARM64_SLOTS = new String[34];
+        for (int i = 0; i <= 30; i++) ARM64_SLOTS[i] = "x" + i;
+        ARM64_SLOTS[31] = "sp";
+        ARM64_SLOTS[32] = "pc";
+        ARM64_SLOTS[33] = "pstate";
+    }
+
+    private final Machine machine;
+    private final Regs regs;
+    private final Arch arch;
+    private final KernelSymbols symbols;
+    private final TaskLayout task;
+    private final String[] slots;
+    private final byte[] word = new byte[8];
+
+    private boolean taskKnown;
+    private long taskPointer;
+    private byte[] comm;
+
+    /**
+     * @param regs    the engine's register view ({@link dev.kpemu.kprobes.Kprobes#regs()})
+     * @param task    where current is; null when unknown ({@code $comm} is empty, pid 0)
+     */
+    public MachineFetchContext(Machine machine, Regs regs, KernelSymbols symbols, TaskLayout task) {
+        this.machine = Objects.requireNonNull(machine);
+        this.regs = Objects.requireNonNull(regs);
+        this.arch = machine.arch();
+        this.symbols = Objects.requireNonNull(symbols);
+        if (task != null && task.arch() != arch)
+            throw new IllegalArgumentException("task layout for " + task.arch() + " on a " + arch + " machine");
+        this.task = task;
+        this.slots = arch == Arch.X86_64 ? X86_SLOTS : ARM64_SLOTS;
+    }
+
+    /** Starts a new hit: the current task is read again when asked for. */
+    public void begin() {
+        taskKnown = false;
+        comm = null;
+    }
+
+    // ---- registers -----------------------------------------------------------------------
+
+    @Override
+    public long register(int slot) {
+        if (slot < 0 || slot >= slots.length) return 0;
+        if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return -1; // a trap frame's orig_ax
+        return regs.get(slots[slot]);
+    }
+
+    @Override
+    public long stackPointer() { return regs.sp(); }
+
+    /** Interrupts masked in the trapped context: x86 RFLAGS.IF clear, arm64 PSTATE.I set. */
+    public boolean irqsDisabled() {
+        if (arch == Arch.X86_64) return (regs.get("rflags") & 0x200) == 0;
+        return (regs.get("pstate") & 0x80) != 0;
+    }
+
+    // ---- memory --------------------------------------------------------------------------
+
+    /** Whether {@code copy_from_kernel_nofault} may read at {@code address}. */
+    public boolean kernelAddress(long address) {
+        if (arch == Arch.X86_64) return Long.compareUnsigned(address, X86_KERNEL_MIN) >= 0;
+        return Long.compareUnsigned(address, ARM64_TASK_SIZE_MAX) >= 0;
+    }
+
+    /** Whether {@code access_ok(address, len)} holds. */
+    public boolean userRange(long address, long len) {
+        long max = arch == Arch.X86_64 ? X86_TASK_SIZE_MAX : ARM64_TASK_SIZE_MAX;
+        return Long.compareUnsigned(address, max) <= 0 && Long.compareUnsigned(len, max - address) <= 0;
+    }
+
+    @Override
+    public boolean readKernel(long address, byte[] dst, int offset, int len) {
+        if (!kernelAddress(address)) return false;
+        return read(address, dst, offset, len, false);
+    }
+
+    @Override
+    public boolean readUser(long address, byte[] dst, int offset, int len) {
+        if (!userRange(address, len)) return false;
+        return read(address, dst, offset, len, true);
+    }
+
+    /** The physical address of {@code va} if readable, else -1. */
+    private long physical(long va, boolean user) {
+        PageTableWalker.Translation t;
+        try {
+            t = machine.pageTables().translate(va);
+        } catch (RuntimeException e) {
+            return -1;
+        }
+        if (t == null) return -1;
+        if (user && arch == Arch.ARM64 && !t.user()) return -1;
+        MemoryRegion r = machine.memory().regionAt(t.physical());
+        if (r == null || r.kind() != MemoryRegion.Kind.RAM) return -1;
+        return t.physical();
+    }
+
+    private boolean read(long address, byte[] dst, int offset, int len, boolean user) {
+        if (len <= 0) return true;
+        long lastByte = address + len - 1;
+        if (Long.compareUnsigned(lastByte, address) < 0) return false;       // wraps around
+        // check every page first, so a failed read leaves dst untouched
+        long first = address & ~0xfffL, last = lastByte & ~0xfffL;
+        for (long p = first; ; p += 0x1000) {
+            if (physical(p == first ? address : p, user) < 0) return false;
+            if (p == last) break;
+        }
+        int done = 0;
+        try {
+            while (done < len) {
+                long a = address + done;
+                int n = (int) Math.min(len - done, 0x1000 - (a & 0xfff));
+                machine.memory().read(physical(a, user), dst, offset + done, n);
+                done += n;
+            }
+        } catch (RuntimeException e) {
+            return false;
+        }
+        return true;
+    }
+
+    @Override
+    public int readKernelString(long address, byte[] dst, int offset, int max) {
+        if (max <= 0) return 0;
+        if (!kernelAddress(address)) {
+            dst[offset] = 0;
+            return -1;
+        }
+        return readString(address, dst, offset, max, false);
+    }
+
+    @Override
+    public int readUserString(long address, byte[] dst, int offset, int max) {
+        if (max <= 0) return 0;
+        return readString(address, dst, offset, max, true);
+    }
+
+    /** {@code strncpy_from_*_nofault}: page by page, stopping at the NUL. */
+    private int readString(long address, byte[] dst, int offset, int max, boolean user) {
+        max = Math.min(max, dst.length - offset);
+        int n = 0;
+        try {
+            while (n < max) {
+                long a = address + n;
+                if (user && !userRange(a, 1)) break;
+                long pa = physical(a, user);
+                if (pa < 0) break;
+                int chunk = (int) Math.min(max - n, 0x1000 - (a & 0xfff));
+                machine.memory().read(pa, dst, offset + n, chunk);
+                for (int i = 0; i < chunk; i++) {
+                    if (dst[offset + n + i] == 0) return n + i + 1;
+                }
+                n += chunk;
+            }
+        } catch (RuntimeException e) {
+            n = -1;
+        }
+        if (n >= max) {
+            dst[offset + max - 1] = 0;
+            return max;
+        }
+        dst[offset] = 0;
+        return -1;
+    }
+
+    // ---- current task --------------------------------------------------------------------
+
+    /** The current {@code struct task_struct *}, or 0 when it cannot be found. */
+    public long currentTask() {
+        if (taskKnown) return taskPointer;
+        taskKnown = true;
+        taskPointer = 0;
+        if (task == null) return 0;
+        try {
+            if (arch == Arch.X86_64) {
+                long gs = machine.engine().regRead(X86Reg.GS_BASE);
+                if (readKernel(gs + task.gsOffset(), word, 0, 8)) taskPointer = le64(word);
+            } else {
+                taskPointer = machine.engine().regRead(Arm64Reg.SP_EL0);
+            }
+        } catch (RuntimeException e) {
+            taskPointer = 0;
+        }
+        return taskPointer;
+    }
+
+    @Override
+    public byte[] comm() {
+        if (comm != null) return comm;
+        long t = currentTask();
+        byte[] b = new byte[TaskLayout.COMM_LEN];
+        if (t == 0 || !readKernel(t + task.commOffset(), b, 0, b.length)) {
+            comm = new byte[0];
+            return comm;
+        }
+        int n = 0;
+        while (n < b.length - 1 && b[n] != 0) n++;
+        comm = Arrays.copyOf(b, n);
+        return comm;
+    }
+
+    /** {@code current->pid} (the thread id), or 0 when unknown. */
+    public int pid() { return field(task == null ? 0 : task.pidOffset()); }
+
+    /** {@code current->tgid} (the process id), or 0 when unknown. */
+    public int tgid() { return field(task == null ? 0 : task.tgidOffset()); }
+
+    private int field(long off) {
+        long t = currentTask();
+        if (t == 0 || !readKernel(t + off, word, 0, 4)) return 0;
+        return (word[0] & 0xff) | (word[1] & 0xff) << 8 | (word[2] & 0xff) << 16 | (word[3] & 0xff) << 24;
+    }
+
+    private static long le64(byte[] b) {
+        long v = 0;
+        for (int i = 7; i >= 0; i--) v = (v << 8) | (b[i] & 0xff);
+        return v;
+    }
+
+    @Override
+    public KernelSymbols symbols() { return symbols; }
+}
