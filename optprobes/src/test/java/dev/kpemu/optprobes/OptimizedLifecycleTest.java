@@ -204,4 +204,28 @@ class OptimizedLifecycleTest {
             assertEquals(1, o.jumpsWritten());
         }
     }
+
+    /** A kretprobe's entry probe optimized: the return address is swapped from the detour, the return handler sees the result. */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void kretprobeEntryOptimized(Arch arch) {
+        try (EngineGuest g = new EngineGuest(arch, functions(arch)); Kprobes k = g.kprobes()) {
+            JumpOptimizer o = JumpOptimizer.attach(k);
+            List<Long> returned = new ArrayList<>();
+            List<Long> entered = new ArrayList<>();
+            dev.kpemu.kprobes.Kretprobe rp = dev.kpemu.kprobes.Kretprobe.at("prologue")
+                    .entryHandler((ri, r) -> { entered.add(r.arg(0)); return 0; })
+                    .handler((ri, r) -> { returned.add(r.returnValue()); return 0; });
+            k.register(rp);
+            o.flush();
+            long p = g.sym("prologue");
+            assertEquals(State.OPTIMIZED, o.state(p));
+            assertTrue(k.list().contains("  r  prologue+0x0    [OPTIMIZED]"), k.list());
+            assertEquals(10, g.call("prologue", 3));
+            assertEquals(13, g.call("prologue", 4));
+            assertEquals(List.of(3L, 4L), entered);
+            assertEquals(List.of(10L, 13L), returned);
+            assertEquals(0, k.outstandingInstances());
+        }
+    }
 }
