@@ -228,4 +228,31 @@ class OptimizedLifecycleTest {
             assertEquals(0, k.outstandingInstances());
         }
     }
+
+    /**
+     * A fault raised by a displaced instruction's copy in the detour is handed to the guest at the
+     * original instruction's address (so the guest's own fault handling sees kernel text, not slot
+     * memory): the engine moves the pc before delivery, as for a stepped copy.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void faultInTheDetourCopyIsReportedAtTheOriginalAddress(Arch arch) {
+        try (EngineGuest g = new EngineGuest(arch, functions(arch)); Kprobes k = g.kprobes()) {
+            JumpOptimizer o = JumpOptimizer.attach(k);
+            long p = g.sym("prologue");
+            k.register(Kprobe.at(p).pre((pr, r) -> 0));
+            o.flush();
+            DetourBuffer d = o.detour(p);
+            long copy = d.displacedCodeAddress();
+            for (var insn : d.region().instructions()) {
+                g.machine.setPc(copy);
+                assertFalse(k.onFault(g.machine, copy, arch == Arch.X86_64 ? 14 : 0x25));
+                assertEquals(insn.address(), g.machine.pc());
+                copy += insn.length();
+            }
+            g.machine.setPc(d.handOffAddress());
+            assertFalse(k.onFault(g.machine, d.handOffAddress(), 14));
+            assertEquals(d.handOffAddress(), g.machine.pc());   // not a displaced instruction: left alone
+        }
+    }
 }
