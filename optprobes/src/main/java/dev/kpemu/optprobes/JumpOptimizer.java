@@ -280,7 +280,14 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private void evaluate(Site s) {
         ProbeOptimizer.ProbeState st = engine.probe(s.address);
         if (st == null || s.permanent) return;
-        Verdict v = OptimizationSafety.check(decoder, candidate(st));
+        Verdict v;
+        try {
+            v = OptimizationSafety.check(decoder, candidate(st));
+        } catch (RuntimeException e) {
+            // e.g. the function's text is not all mapped: never optimized, the probe keeps working
+            LOG.log(Level.DEBUG, "optprobes: cannot check 0x{0}: {1}", Long.toHexString(s.address), e.toString());
+            v = new Verdict.Refused(List.of(new Refusal(Refusal.Reason.FUNCTION_UNDECODABLE, s.address, e.toString())), null);
+        }
         s.verdict = v;
         if (v instanceof Verdict.Optimizable o) {
             if (s.state != State.BREAKPOINT) return;
