@@ -713,7 +713,14 @@ public final class Unicorn implements AutoCloseable {
         return add(HOOK_INTR, ON_INTR.bindTo(this).bindTo(h), CB_INTR, h, 1, 0, -1);
     }
 
-    /** Code hook on [begin, end] (inclusive; begin > end means everywhere — avoid, it is slow). */
+    /**
+     * Code hook on [begin, end] (inclusive; begin > end means everywhere — avoid, it is slow).
+     * <p><b>Never together with {@code Machine}'s run loop:</b> on Unicorn 2.1.1 the mere presence
+     * of a code hook (even on an address never executed) makes a run stopped from a block hook
+     * resume at the previous block's start with that block's effects kept, so it runs twice
+     * (Linux breaks on both arches; {@code CodeHookRewindTest}). Use block hooks or
+     * {@code Machine.addBreakpoint}.
+     */
     public Hook hookCode(long begin, long end, CodeHook h) {
         return add(HOOK_CODE, ON_CODE.bindTo(this).bindTo(h), CB_CODE, h, begin, end, -1);
     }

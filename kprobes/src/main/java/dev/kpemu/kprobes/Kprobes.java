@@ -77,6 +77,11 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private Throwable lastHandlerFailure;
     private long armWhenReachedAddress = -1;
     private boolean armWhenReachedFired;
+    /** Jump optimization, or null (every probe a breakpoint probe). */
+    private ProbeOptimizer optimizer;
+    /** {@code debug.kprobes_optimization}. */
+    private boolean optimizationAllowed = true;
+    private final OptimizedRegs optimizedRegs;
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
         this.machine = machine;
@@ -85,6 +90,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.symbols = symbols;
         this.slots = slots;
         this.textWatch = new TextWatch(machine.engine(), this::onTextWrite);
+        this.optimizedRegs = new OptimizedRegs(regs);
         this.trampoline = slots.allocate();
         this.callStop = slots.allocate();
         slots.write(machine, trampoline, arch.trampolineCode());
@@ -137,6 +143,46 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         return this;
     }
 
+    /**
+     * Attaches jump optimization (module {@code optprobes}): {@code factory} gets the engine's
+     * {@link ProbeOptimizer.Engine} view. Probes already registered are offered to it.
+     */
+    public <T extends ProbeOptimizer> T attachOptimizer(java.util.function.Function<ProbeOptimizer.Engine, T> factory) {
+        if (optimizer != null) throw new IllegalStateException("an optimizer is already attached");
+        T o = factory.apply(new OptimizerView());
+        optimizer = o;
+        for (Long a : List.copyOf(points.keySet())) o.probeChanged(a);
+        return o;
+    }
+
+    /** The attached optimizer, or null. */
+    public ProbeOptimizer optimizer() { return optimizer; }
+
+    /**
+     * {@code debug.kprobes_optimization} (1 by default, as Linux at boot): 0 unoptimizes every
+     * probe (each becomes a breakpoint probe), 1 lets the optimizer optimize them again.
+     */
+    public Kprobes optimization(boolean allow) {
+        if (allow == optimizationAllowed) return this;
+        optimizationAllowed = allow;
+        LOG.log(Level.INFO, allow ? "kprobe jump-optimization is enabled. All kprobes are optimized if possible."
+                : "kprobe jump-optimization is disabled. All kprobes are based on software breakpoint.");
+        for (Long a : List.copyOf(points.keySet())) optimizerChanged(a);
+        return this;
+    }
+
+    /** Reads {@code debug.kprobes_optimization}. */
+    public boolean optimization() { return optimizationAllowed; }
+
+    /** True when {@code kprobes/list} shows the probe at {@code address} as {@code [OPTIMIZED]}. */
+    public boolean isOptimized(long address) {
+        return optimizer != null && points.containsKey(address) && optimizer.listedOptimized(address);
+    }
+
+    private void optimizerChanged(long address) {
+        if (optimizer != null) optimizer.probeChanged(address);
+    }
+
     /** The address of the kretprobe trampoline (in slot memory). */
     public long trampolineAddress() { return trampoline; }
 
@@ -172,6 +218,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         p.setAddress(addr);
         refreshSlot(point);
         updateArming(point);
+        optimizerChanged(addr);
     }
 
     /** {@code register_kprobes}: all or nothing; on the first failure the earlier ones are unregistered. */
@@ -204,6 +251,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         } else {
             refreshSlot(point);
             updateArming(point);
+            optimizerChanged(point.address);
         }
     }
 
@@ -263,6 +311,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         if (p.point == null) throw new KprobeException(Errno.EINVAL, p + " is not registered");
         p.flags |= Kprobe.FLAG_DISABLED;
         updateArming(p.point);
+        optimizerChanged(p.point.address);
     }
 
     /** {@code enable_kprobe}. */
@@ -271,6 +320,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         if (p.isGone()) throw new KprobeException(Errno.EINVAL, p + " is gone");
         p.flags &= ~Kprobe.FLAG_DISABLED;
         updateArming(p.point);
+        optimizerChanged(p.point.address);
     }
 
     public void disable(Kretprobe rp) { disable(rp.kp); }
@@ -282,12 +332,14 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         syncText();
         allArmed = true;
         for (ProbePoint p : points.values()) updateArming(p);
+        for (Long a : List.copyOf(points.keySet())) optimizerChanged(a);
     }
 
     /** debugfs {@code kprobes/enabled} = 0: disarms everything, keeping each probe's own disabled state. */
     public void disarmAll() {
         allArmed = false;
         for (ProbePoint p : points.values()) updateArming(p);
+        for (Long a : List.copyOf(points.keySet())) optimizerChanged(a);
     }
 
     /** Reads debugfs {@code kprobes/enabled}. */
@@ -348,7 +400,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         ArchInsn insn = arch.prepare(addr, this::originalText, sym);
         ProbePoint p = new ProbePoint(addr, sym, physical, sequence++);
         p.insn = insn;
-        p.saved = machine.readVirtual(addr, arch.breakpoint().length);
+        p.saved = originalText(addr, arch.breakpoint().length);
         if (insn.outOfLine()) {
             ensureSlotsMapped();
             p.slot = slots.allocate();
@@ -378,6 +430,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     private void updateArming(ProbePoint p) {
         boolean want = allArmed && p.anyEnabled() && !p.unprobeable;
+        if (want != p.armed && optimizer != null) optimizer.beforeTextWrite(p.address, p.saved.length);
         if (want && !p.armed) {
             machine.writeVirtual(p.address, arch.breakpoint());
             machine.invalidateCode(p.address, p.saved.length);
@@ -401,6 +454,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         }
         if (watchText) textWatch.unwatch(p);
         textChanged.remove(p);
+        if (optimizer != null) optimizer.probeRemoved(p.address);
     }
 
     /** Guest text with every armed breakpoint replaced by the original bytes (recover_probed_instruction). */
@@ -413,6 +467,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                 if (off >= 0 && off < len) b[(int) off] = p.saved[i];
             }
         }
+        if (optimizer != null) optimizer.recoverText(va, b);
         return b;
     }
 
@@ -539,6 +594,13 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** {@code setup_singlestep}; {@code a} is null on reentry. */
     private void startStep(ProbePoint p, Activation a) {
+        long detour = optimizer == null ? -1 : optimizer.detourFor(p.address);
+        if (detour != -1) {
+            // setup_detour_execution: a probe queued for optimization runs the detour's displaced copy
+            if (a != null) pop(a);
+            machine.setPc(detour);
+            return;
+        }
         if (p.boosted) {
             if (a != null) pop(a);
             machine.setPc(p.slot);
@@ -590,7 +652,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             if (k.isDisabled()) continue;
             int r;
             try {
-                if (k.owner != null) r = preHandlerKretprobe(k.owner);
+                if (k.owner != null) r = preHandlerKretprobe(k.owner, regs);
                 else if (k.preHandler() != null) r = k.preHandler().handle(k, regs);
                 else r = 0;
             } catch (Throwable t) {
@@ -600,6 +662,85 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             if (r != 0) return true;
         }
         return false;
+    }
+
+    /**
+     * {@code optimized_callback}: the hand-off of an optimized probe's detour was reached. The live
+     * registers are the guest's at the probe; the handlers see the ip the breakpoint path shows
+     * ({@link OptimizedRegs}); their return values and ip changes are ignored ({@code opt_pre_handler}).
+     */
+    private void optimizedHit(long address) {
+        if (!textChanged.isEmpty()) syncText();
+        ProbePoint p = points.get(address);
+        if (p == null || !p.anyEnabled()) return; // unregistered or disabled while a vCPU was in the detour
+        if (!active.isEmpty()) {
+            p.missed();
+            return;
+        }
+        Activation a = new Activation(p, Status.HIT_ACTIVE);
+        active.push(a);
+        Regs view = optimizedRegs.at(trapIp(address));
+        for (Kprobe k : p.children) {
+            if (k.isDisabled()) continue;
+            try {
+                if (k.owner != null) preHandlerKretprobe(k.owner, view);
+                else if (k.preHandler() != null) k.preHandler().handle(k, view);
+            } catch (Throwable t) {
+                handlerFailed(k, "pre", t);
+            }
+        }
+        pop(a);
+    }
+
+    /** The ip a breakpoint hit at {@code address} shows the handlers: x86 after the {@code int3}, arm64 at the {@code BRK}. */
+    private long trapIp(long address) {
+        return arch.arch() == dev.kpemu.machine.Arch.X86_64 ? address + arch.breakpoint().length : address;
+    }
+
+    /** The engine as an attached {@link ProbeOptimizer} sees it. */
+    private final class OptimizerView implements ProbeOptimizer.Engine {
+        @Override public Machine machine() { return machine; }
+
+        @Override public List<Long> probeAddresses() { return List.copyOf(points.keySet()); }
+
+        @Override
+        public ProbeOptimizer.ProbeState probe(long address) {
+            ProbePoint p = points.get(address);
+            if (p == null) return null;
+            return new ProbeOptimizer.ProbeState(p.address, p.symbol, p.armed, p.anyEnabled() && !p.unprobeable, p.hasPostHandler());
+        }
+
+        @Override public boolean optimizationAllowed() { return optimizationAllowed; }
+
+        @Override public byte[] originalText(long va, int len) { return Kprobes.this.originalText(va, len); }
+
+        @Override
+        public long allocateDetour(int bytes, long near, long reach) {
+            ensureSlotsMapped();
+            return slots.allocate(bytes, near, reach);
+        }
+
+        @Override public void writeDetour(long va, byte[] code) { slots.write(machine, va, code); }
+
+        @Override public void freeDetour(long va, int bytes) { slots.free(va, bytes); }
+
+        @Override public void optimizedHit(long address) { Kprobes.this.optimizedHit(address); }
+
+        @Override
+        public void simulate(long address) {
+            ProbePoint p = points.get(address);
+            ArchInsn insn;
+            if (p != null) {
+                insn = p.insn;
+            } else {
+                // unregistered while a vCPU was inside the detour: the text is original again, decode it
+                SymbolResolver.SymbolInfo sym = symbols.lookup(address).orElseThrow(
+                        () -> new IllegalStateException(String.format("0x%x is in no symbol", address)));
+                insn = arch.prepare(address, Kprobes.this::originalText, sym);
+            }
+            if (insn.outOfLine()) throw new IllegalStateException(String.format("the instruction at 0x%x is not simulated", address));
+            arch.simulate(insn, address, regs);
+        }
     }
 
     private void handlerFailed(Kprobe k, String which, Throwable t) {
@@ -625,7 +766,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     // ------------------------------------------------------------------ kretprobes
 
     /** {@code pre_handler_kretprobe}. */
-    private int preHandlerKretprobe(Kretprobe rp) {
+    private int preHandlerKretprobe(Kretprobe rp, Regs regs) {
         ArrayDeque<KretprobeInstance> pool = pools.get(rp);
         KretprobeInstance ri = pool == null ? null : pool.poll();
         if (ri == null) {
@@ -769,12 +910,17 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                 return false;
             }
         }
+        if (optimizer != null) {
+            long original = optimizer.originalAddress(pc);
+            if (original != -1) machine.setPc(original); // a fault in a detour's displaced copy: the guest sees the original pc
+        }
         return false;
     }
 
     @Override
     public void onSafePoint(Machine m) {
         if (!textChanged.isEmpty()) syncText();
+        if (optimizer != null && active.isEmpty()) optimizer.onSafePoint();
     }
 
     // ------------------------------------------------------------------ debugfs
@@ -793,6 +939,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                         p.symbol.name(), p.address - p.symbol.start(), " "));
                 if (k.isGone()) sb.append("[GONE]");
                 if (k.isDisabled() && !k.isGone()) sb.append("[DISABLED]");
+                if (optimizer != null && optimizer.listedOptimized(p.address)) sb.append("[OPTIMIZED]");
                 sb.append('\n');
             }
         }
@@ -841,6 +988,10 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         if (armWhenReachedAddress != -1) {
             machine.removeBreakpoint(armWhenReachedAddress);
             armWhenReachedAddress = -1;
+        }
+        if (optimizer != null) {
+            optimizer.close();
+            optimizer = null;
         }
         if (machine.trapHandler() == this) machine.setTrapHandler(null);
         machine.holdInterrupts(false);

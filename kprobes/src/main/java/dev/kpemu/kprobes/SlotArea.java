@@ -79,6 +79,45 @@ public final class SlotArea {
         used.clear((int) ((slot - virtualBase) / SLOT_SIZE));
     }
 
+    /**
+     * Allocates {@code bytes} of consecutive slots (a jump-optimization detour buffer) whose whole
+     * range lies within {@code reach} bytes of {@code near} (x86 rel32: ±2 GiB; arm64 {@code B}:
+     * ±128 MiB). ERANGE when the area is out of reach, ENOMEM when no run is free.
+     */
+    long allocate(int bytes, long near, long reach) {
+        if (bytes <= 0) throw new IllegalArgumentException("bytes " + bytes);
+        long end = virtualBase + slotBytes();
+        if (!within(virtualBase, near, reach) && !within(end, near, reach)) {
+            throw new KprobeException(Errno.ERANGE, String.format("slot area at 0x%x is out of reach (±0x%x) of 0x%x", virtualBase, reach, near));
+        }
+        int n = (bytes + SLOT_SIZE - 1) / SLOT_SIZE;
+        for (int i = used.nextClearBit(0); i + n <= slots; i = used.nextClearBit(i)) {
+            int taken = used.nextSetBit(i);
+            if (taken >= 0 && taken < i + n) {
+                i = taken;
+                continue;
+            }
+            long va = virtualBase + (long) i * SLOT_SIZE;
+            if (within(va, near, reach) && within(va + (long) n * SLOT_SIZE, near, reach)) {
+                used.set(i, i + n);
+                return va;
+            }
+            i++;
+        }
+        throw new KprobeException(Errno.ENOMEM, "no " + bytes + " free bytes of kprobe slot memory in reach");
+    }
+
+    /** Frees what {@link #allocate(int, long, long)} returned. */
+    void free(long va, int bytes) {
+        int i = (int) ((va - virtualBase) / SLOT_SIZE);
+        used.clear(i, i + (bytes + SLOT_SIZE - 1) / SLOT_SIZE);
+    }
+
+    private static boolean within(long va, long near, long reach) {
+        long d = va - near;
+        return d > -reach && d < reach;
+    }
+
     int slotsInUse() { return used.cardinality(); }
 
     /** Writes slot bytes through physical memory and drops translated code for them. */

@@ -1,5 +1,5 @@
 /**
- * Jump optimization of kprobes (Linux's optprobes), the analysis and code-generation half.
+ * Jump optimization of kprobes (Linux's optprobes): analysis, code generation and the optimizer the kprobes engine runs.
  *
  * <ol>
  * <li>{@link dev.kpemu.optprobes.OptimizationSafety#check} takes a {@link dev.kpemu.optprobes.Candidate}
@@ -11,8 +11,12 @@
  *     the host hand-off, the displaced code and the return point.</li>
  * <li>{@link dev.kpemu.optprobes.SitePatch#of} gives the bytes for the probe site: original,
  *     jump, and breakpoint (unoptimized).</li>
+ * <li>{@link dev.kpemu.optprobes.JumpOptimizer} is the kprobes engine's {@code ProbeOptimizer}: it
+ *     applies the three steps above to registered probes, writes jumps at safe points and puts the
+ *     breakpoints back when a probe stops being optimizable; {@link dev.kpemu.optprobes.OptimizationInputs}
+ *     gives it the kernel tables the rules need (empty for bare-metal guests).</li>
  * </ol>
- * Nothing here touches a running guest: the kprobes engine owns the text, the buffers, the hooks
- * and the moment patches are written.
+ * Steps 1–3 never touch a running guest; the optimizer does, only through the engine's view and
+ * at the points the engine allows.
  */
 package dev.kpemu.optprobes;

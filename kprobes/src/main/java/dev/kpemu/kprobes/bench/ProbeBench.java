@@ -3,6 +3,7 @@ package dev.kpemu.kprobes.bench;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.function.Consumer;
 
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.kprobes.Kprobes;
@@ -29,15 +30,26 @@ import dev.kpemu.unicorn.X86Reg;
  * kprobe (the copy ends with a jump back), kretprobe (boosted entry probe + trampoline trap).
  * The guest is bare metal; the probe sits on the function's first instruction
  * ({@code push %rbp} / {@code stp x29, x30, [sp, #-16]!}).
+ *
+ * <p>With an optimizer ({@link #run(Arch, int, int, Consumer)}, given by module {@code optprobes},
+ * which this module cannot depend on) a fourth variant is measured in the same run: the same
+ * kprobe jump-optimized (the optimizer is attached after registration and must leave the jump
+ * written).
  */
 public final class ProbeBench {
     private ProbeBench() {}
 
     /** Median µs: per loop iteration unprobed, and per hit added by each probe kind. */
-    public record Result(Arch arch, int calls, int batches, double unprobedLoop, double kprobe, double boosted, double kretprobe) {
+    public record Result(Arch arch, int calls, int batches, double unprobedLoop, double kprobe, double boosted, double kretprobe,
+                         double optimized) {
+        public Result(Arch arch, int calls, int batches, double unprobedLoop, double kprobe, double boosted, double kretprobe) {
+            this(arch, calls, batches, unprobedLoop, kprobe, boosted, kretprobe, Double.NaN);
+        }
+
         public String format() {
-            return String.format("%-7s unprobed loop %.3f µs/call | kprobe %.3f µs/hit | boosted %.3f µs/hit | kretprobe %.3f µs/hit"
-                    + "  (median of %d batches of %d calls)", arch.linuxName(), unprobedLoop, kprobe, boosted, kretprobe, batches, calls);
+            String opt = Double.isNaN(optimized) ? "" : String.format(" | optimized %.3f µs/hit", optimized);
+            return String.format("%-7s unprobed loop %.3f µs/call | kprobe %.3f µs/hit | boosted %.3f µs/hit%s | kretprobe %.3f µs/hit"
+                    + "  (median of %d batches of %d calls)", arch.linuxName(), unprobedLoop, kprobe, boosted, opt, kretprobe, batches, calls);
         }
     }
 
@@ -63,25 +75,39 @@ public final class ProbeBench {
     public static Result run(Arch arch) { return run(arch, 100_000, 9); }
 
     public static Result run(Arch arch, int calls, int batches) {
-        // Warm-up: the hit path is Java code reached through FFM upcalls; measure it JIT-compiled.
-        for (Variant v : Variant.values()) measure(arch, Math.max(1, calls / 4), 3, v);
-        double base = measure(arch, calls, batches, Variant.NONE);
-        double k = measure(arch, calls, batches, Variant.KPROBE);
-        double b = measure(arch, calls, batches, Variant.BOOSTED);
-        double r = measure(arch, calls, batches, Variant.KRETPROBE);
-        return new Result(arch, calls, batches, base / calls, (k - base) / calls, (b - base) / calls, (r - base) / calls);
+        return run(arch, calls, batches, null);
     }
 
-    private enum Variant { NONE, KPROBE, BOOSTED, KRETPROBE }
+    /**
+     * As {@link #run(Arch, int, int)}, plus the optimized variant when {@code optimizer} is not
+     * null: it is called with the engine after the kprobe is registered and must attach jump
+     * optimization and write the jump (e.g. {@code k -> JumpOptimizer.attach(k).flush()}).
+     */
+    public static Result run(Arch arch, int calls, int batches, Consumer<Kprobes> optimizer) {
+        // Warm-up: the hit path is Java code reached through FFM upcalls; measure it JIT-compiled.
+        for (Variant v : Variant.values()) {
+            if (v != Variant.OPTIMIZED || optimizer != null) measure(arch, Math.max(1, calls / 4), 3, v, optimizer);
+        }
+        double base = measure(arch, calls, batches, Variant.NONE, null);
+        double k = measure(arch, calls, batches, Variant.KPROBE, null);
+        double b = measure(arch, calls, batches, Variant.BOOSTED, null);
+        double o = optimizer == null ? Double.NaN : measure(arch, calls, batches, Variant.OPTIMIZED, optimizer);
+        double r = measure(arch, calls, batches, Variant.KRETPROBE, null);
+        return new Result(arch, calls, batches, base / calls, (k - base) / calls, (b - base) / calls, (r - base) / calls,
+                (o - base) / calls);
+    }
+
+    private enum Variant { NONE, KPROBE, BOOSTED, KRETPROBE, OPTIMIZED }
 
     /** Median µs of one batch. */
-    private static double measure(Arch arch, int calls, int batches, Variant v) {
+    private static double measure(Arch arch, int calls, int batches, Variant v, Consumer<Kprobes> optimizer) {
         try (Machine m = machine(arch)) {
             long target = arch == Arch.X86_64 ? X86_TARGET : A_TARGET;
             SlotArea slots = arch == Arch.X86_64 ? new SlotArea(X86_SLOTS, X86_SLOTS, 0x10_0000) : new SlotArea(A_SLOTS, A_SLOTS, 0x10_0000);
             SymbolResolver syms = SymbolResolver.of(List.of(
                     new SymbolResolver.SymbolInfo("driver", target - (arch == Arch.X86_64 ? 0x20 : 0x40), arch == Arch.X86_64 ? 0x20 : 0x40, true),
-                    new SymbolResolver.SymbolInfo("target", target, 0x40, true)));
+                    // the target's exact size, as kallsyms gives it (the optimizer decodes the whole function)
+                    new SymbolResolver.SymbolInfo("target", target, arch == Arch.X86_64 ? X86_CODE.length - 0x20 : 4 * ARM64_TARGET.length, true)));
             long[] hits = {0};
             try (Kprobes k = Kprobes.attach(m, syms, slots)) {
                 k.watchText(false);
@@ -93,6 +119,11 @@ public final class ProbeBench {
                     }
                     case BOOSTED -> k.register(Kprobe.at("target", 0).pre((p, regs) -> { hits[0]++; return 0; }));
                     case KRETPROBE -> k.register(Kretprobe.at("target").handler((ri, regs) -> { hits[0]++; return 0; }));
+                    case OPTIMIZED -> {
+                        k.register(Kprobe.at("target", 0).pre((p, regs) -> { hits[0]++; return 0; }));
+                        optimizer.accept(k);
+                        if (!k.isOptimized(target)) throw new IllegalStateException("the bench probe was not optimized");
+                    }
                 }
                 double[] t = new double[batches];
                 runBatch(m, arch, calls); // warm-up: translation, JIT

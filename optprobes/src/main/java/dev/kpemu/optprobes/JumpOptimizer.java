@@ -1,0 +1,483 @@
+package dev.kpemu.optprobes;
+
+import dev.kpemu.decoder.Decoder;
+import dev.kpemu.decoder.Instruction;
+import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.Kprobes;
+import dev.kpemu.kprobes.ProbeOptimizer;
+import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.optprobes.DetourBuffer.Style;
+import dev.kpemu.unicorn.Unicorn;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Jump optimization wired into the kprobes engine (Linux's optimizer in {@code kernel/kprobes.c}
+ * plus {@code arch/x86/kernel/kprobes/opt.c}). Attach with {@link #attach(Kprobes)}.
+ *
+ * <h2>Life of a probe</h2>
+ * <ol>
+ * <li><b>Breakpoint.</b> A registered probe starts as a breakpoint probe. Whenever the engine
+ *     reports a change (register, unregister, enable, disable, a child added to the aggregate, the
+ *     global arm switch, {@code debug.kprobes_optimization}) every site is checked again with
+ *     {@link OptimizationSafety#check}. A refusal for a permanent reason is remembered until the
+ *     probe is removed; temporary reasons (post handler, another probe in the region, disabled,
+ *     optimization off) are checked again at the next change.</li>
+ * <li><b>Queued</b> (Linux: {@code KPROBE_FLAG_OPTIMIZED} set, on the optimizing list). The detour
+ *     is built in slot memory ({@link Style#LIVE_REGISTERS}: the hand-off is the buffer's first
+ *     instruction), its block hooks are added, and the translated code of the buffer is dropped so
+ *     the hooks are in every translation. A breakpoint hit now runs the handlers on the breakpoint
+ *     path and continues at the detour's displaced code (no single step;
+ *     {@code setup_detour_execution}). {@code kprobes/list} already shows {@code [OPTIMIZED]}, as
+ *     Linux does from this point.</li>
+ * <li><b>Optimized.</b> At the first safe point (run-loop slice boundary) after the delay
+ *     ({@link #DEFAULT_DELAY}, Linux's {@code OPTIMIZE_DELAY} of 5 jiffies, taken as 20 ms of guest
+ *     time = 5 jiffies at Debian's HZ=250), when the inputs' patch window is open and the vCPU's pc
+ *     is not in the interior of the displaced region ({@link DisplacedRegion#interior}), the jump is
+ *     written ({@link SitePatch#optimized()}) and the translated code of the site dropped. A pc in
+ *     the interior postpones the write to a later safe point.</li>
+ * <li><b>Unoptimized.</b> Before the engine writes text overlapping an optimized site (another
+ *     probe armed in the region, disable, disarm, unregister) the site gets its breakpoint form back
+ *     ({@link SitePatch#breakpoint()}: x86 {@code int3} + the original bytes, arm64 {@code BRK}), as
+ *     Linux's forced unoptimization; a post handler or the switch turned off unoptimizes at once
+ *     too. When the condition clears, the probe is queued again (and waits the delay again).</li>
+ * <li><b>Removed.</b> The buffer and its hooks are freed at a later safe point where the pc is not
+ *     inside it.</li>
+ * </ol>
+ *
+ * <h2>Hit path</h2>
+ * The jump leads to the detour; its first instruction carries a block hook that calls the engine's
+ * {@code optimizedHit} (Linux's {@code optimized_callback}): pre handlers run on the live registers,
+ * which are the guest's registers at the probe; {@code ip} reads as on the breakpoint path — x86
+ * probe + 1 (after the {@code int3}), arm64 the probe address (at the {@code BRK}) — and changes to it
+ * (and to the stack pointer) are ignored; reentry counts {@code nmissed} and runs no handler. Then
+ * the displaced instructions run (x86 relocated copies; arm64 a copy, or a second hook that
+ * simulates a PC-relative instruction on the host) and a jump goes back after the region.
+ */
+public final class JumpOptimizer implements ProbeOptimizer {
+    private static final System.Logger LOG = System.getLogger("dev.kpemu.optprobes");
+
+    /** Linux's {@code OPTIMIZE_DELAY}: 5 jiffies, at HZ=250 (Debian's kernels). */
+    public static final Duration DEFAULT_DELAY = Duration.ofMillis(20);
+
+    /** The optimization state of a probe point. */
+    public enum State {
+        /** A breakpoint probe (not optimizable now, or not yet checked). */
+        BREAKPOINT,
+        /** Detour ready, jump not written yet; breakpoint hits take the detour's displaced code. */
+        QUEUED,
+        /** The jump is in guest text. */
+        OPTIMIZED
+    }
+
+    private static final long X86_REACH = 0x7fff_0000L, ARM64_REACH = (128L << 20) - 0x1000;
+
+    private final ProbeOptimizer.Engine engine;
+    private final Machine machine;
+    private final Decoder decoder;
+    private final OptimizationInputs inputs;
+    private final Map<Long, Site> sites = new LinkedHashMap<>();
+    private final List<Site> retired = new ArrayList<>();
+    private long delayNanos = DEFAULT_DELAY.toNanos();
+    private int queued;
+    private long jumpsWritten, postponedByPc;
+
+    private static final class Site {
+        final long address;
+        State state = State.BREAKPOINT;
+        Verdict verdict;
+        /** Refused for a permanent reason: not checked again while registered. */
+        boolean permanent;
+        DetourBuffer buffer;
+        int bufferBytes;
+        SitePatch patch;
+        Unicorn.Hook handOffHook, simulateHook;
+        long queuedAt;
+
+        Site(long address) {
+            this.address = address;
+        }
+
+        DisplacedRegion region() {
+            return buffer.region();
+        }
+    }
+
+    private JumpOptimizer(ProbeOptimizer.Engine engine, OptimizationInputs inputs) {
+        this.engine = engine;
+        this.machine = engine.machine();
+        this.inputs = inputs;
+        this.decoder = Decoder.open(machine.arch());
+    }
+
+    /** Attaches jump optimization to {@code kprobes} with no kernel tables ({@link OptimizationInputs#NONE}). */
+    public static JumpOptimizer attach(Kprobes kprobes) {
+        return attach(kprobes, OptimizationInputs.NONE);
+    }
+
+    public static JumpOptimizer attach(Kprobes kprobes, OptimizationInputs inputs) {
+        return kprobes.attachOptimizer(e -> new JumpOptimizer(e, inputs));
+    }
+
+    /** Guest time between a probe becoming optimizable and its jump being written (default {@link #DEFAULT_DELAY}). */
+    public JumpOptimizer delay(Duration d) {
+        if (d.isNegative()) throw new IllegalArgumentException("negative delay");
+        this.delayNanos = d.toNanos();
+        return this;
+    }
+
+    public Duration delay() { return Duration.ofNanos(delayNanos); }
+
+    /** The state of the probe at {@code address} ({@link State#BREAKPOINT} when unknown). */
+    public State state(long address) {
+        Site s = sites.get(address);
+        return s == null ? State.BREAKPOINT : s.state;
+    }
+
+    /** The last safety verdict for the probe at {@code address}, or null. */
+    public Verdict verdict(long address) {
+        Site s = sites.get(address);
+        return s == null ? null : s.verdict;
+    }
+
+    /** The last verdict of every probe point, by address. */
+    public Map<Long, Verdict> verdicts() {
+        Map<Long, Verdict> m = new LinkedHashMap<>();
+        sites.forEach((a, s) -> m.put(a, s.verdict));
+        return m;
+    }
+
+    /** The detour of the probe at {@code address}, or null. */
+    public DetourBuffer detour(long address) {
+        Site s = sites.get(address);
+        return s == null ? null : s.buffer;
+    }
+
+    /** Jumps written so far. */
+    public long jumpsWritten() { return jumpsWritten; }
+
+    /** Times a due jump was not written because the pc was inside its displaced region. */
+    public long postponedByPc() { return postponedByPc; }
+
+    /**
+     * {@code wait_for_kprobe_optimizer}: writes every queued jump now, without waiting for the
+     * delay, where the patch window is open and the pc is not inside the region. Call it while
+     * the guest is stopped (between runs). Returns how many stay queued.
+     */
+    public int flush() {
+        writeDueJumps(true);
+        return queued;
+    }
+
+    // ------------------------------------------------------------------ engine notifications
+
+    @Override
+    public void probeChanged(long address) {
+        if (engine.probe(address) != null) sites.computeIfAbsent(address, Site::new);
+        evaluateAll();
+    }
+
+    @Override
+    public void beforeTextWrite(long address, int length) {
+        for (Site s : sites.values()) {
+            if (s.state == State.OPTIMIZED && overlaps(s.address, s.patch.length(), address, length)) {
+                unoptimize(s);
+            } else if (s.state == State.QUEUED && overlaps(s.address, s.region().length(), address, length)) {
+                setState(s, State.BREAKPOINT);
+            }
+        }
+    }
+
+    @Override
+    public void probeRemoved(long address) {
+        Site s = sites.remove(address);
+        if (s != null) {
+            if (s.state == State.OPTIMIZED) unoptimize(s); // not expected: the engine wrote the text first
+            setState(s, State.BREAKPOINT);
+            retire(s);
+        }
+        evaluateAll();
+    }
+
+    @Override
+    public void onSafePoint() {
+        if (!retired.isEmpty()) freeRetired();
+        if (queued > 0) writeDueJumps(false);
+    }
+
+    @Override
+    public long detourFor(long address) {
+        Site s = sites.get(address);
+        return s == null || s.state == State.BREAKPOINT ? -1 : s.buffer.displacedCodeAddress();
+    }
+
+    @Override
+    public long originalAddress(long pc) {
+        for (Site s : sites.values()) {
+            long a = originalAddress(s, pc);
+            if (a != -1) return a;
+        }
+        for (Site s : retired) {
+            long a = originalAddress(s, pc);
+            if (a != -1) return a;
+        }
+        return -1;
+    }
+
+    private static long originalAddress(Site s, long pc) {
+        if (s.buffer == null) return -1;
+        long at = s.buffer.displacedCodeAddress();
+        for (Instruction i : s.region().instructions()) {
+            if (pc == at) return i.address();
+            at += i.length();
+        }
+        return -1;
+    }
+
+    @Override
+    public void recoverText(long va, byte[] buf) {
+        for (Site s : sites.values()) {
+            if (s.state != State.OPTIMIZED) continue;
+            byte[] orig = s.patch.original();
+            for (int i = 0; i < orig.length; i++) {
+                long off = s.address + i - va;
+                if (off >= 0 && off < buf.length) buf[(int) off] = orig[i];
+            }
+        }
+    }
+
+    @Override
+    public boolean listedOptimized(long address) {
+        return state(address) != State.BREAKPOINT;
+    }
+
+    @Override
+    public void close() {
+        for (Site s : sites.values()) {
+            if (s.state == State.OPTIMIZED) unoptimize(s);
+            setState(s, State.BREAKPOINT);
+            release(s);
+        }
+        sites.clear();
+        for (Site s : retired) release(s);
+        retired.clear();
+        decoder.close();
+    }
+
+    // ------------------------------------------------------------------ decisions
+
+    private void evaluateAll() {
+        for (Site s : List.copyOf(sites.values())) evaluate(s);
+    }
+
+    private void evaluate(Site s) {
+        ProbeOptimizer.ProbeState st = engine.probe(s.address);
+        if (st == null || s.permanent) return;
+        Verdict v;
+        try {
+            v = OptimizationSafety.check(decoder, candidate(st));
+        } catch (RuntimeException e) {
+            // e.g. the function's text is not all mapped: never optimized, the probe keeps working
+            LOG.log(Level.DEBUG, "optprobes: cannot check 0x{0}: {1}", Long.toHexString(s.address), e.toString());
+            v = new Verdict.Refused(List.of(new Refusal(Refusal.Reason.FUNCTION_UNDECODABLE, s.address, e.toString())), null);
+        }
+        s.verdict = v;
+        if (v instanceof Verdict.Optimizable o) {
+            if (s.state != State.BREAKPOINT) return;
+            try {
+                if (s.buffer == null || !sameRegion(s.region(), o.region())) {
+                    retire(s);
+                    prepare(s, o.region());
+                }
+            } catch (OptimizationRefusedException e) {
+                s.verdict = new Verdict.Refused(List.of(e.refusal()), o.region());
+                s.permanent = true;
+                return;
+            } catch (KprobeException e) {
+                // no slot memory in reach: stays a breakpoint probe (checked again at the next change)
+                LOG.log(Level.DEBUG, "optprobes: no detour for 0x{0}: {1}", Long.toHexString(s.address), e.getMessage());
+                return;
+            }
+            s.queuedAt = machine.clock().nanos();
+            setState(s, State.QUEUED);
+        } else {
+            Verdict.Refused r = (Verdict.Refused) v;
+            if (s.state == State.OPTIMIZED) unoptimize(s);
+            setState(s, State.BREAKPOINT);
+            if (!r.onlyTemporary()) {
+                s.permanent = true;
+                retire(s);
+            }
+        }
+    }
+
+    private Candidate candidate(ProbeOptimizer.ProbeState st) {
+        SymbolResolver.SymbolInfo sym = st.symbol();
+        TextRange fn = TextRange.of(sym.start(), sym.size());
+        Candidate.Builder b = Candidate.builder(sym.start(), engine.originalText(sym.start(), (int) sym.size()), st.address())
+                .postHandler(st.postHandler())
+                .enabled(st.enabled() && st.armed())
+                .optimizationOn(engine.optimizationAllowed())
+                .exceptionTable(inFunction(inputs.exceptionTable(), fn))
+                .ftraceSites(inFunction(inputs.ftraceSites(), fn))
+                .indirectJumpCheck(inputs.indirectJumpCheck())
+                .indirectThunks(inputs.indirectThunks())
+                .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
+                .landingPadsEnforced(inputs.landingPadsEnforced());
+        for (TextRange r : inputs.reservedText()) if (r.overlaps(fn)) b.reservedText(r);
+        for (long other : engine.probeAddresses()) {
+            if (other == st.address() || !fn.contains(other)) continue;
+            ProbeOptimizer.ProbeState o = engine.probe(other);
+            if (o != null && o.armed()) b.otherProbe(other);
+        }
+        return b.build();
+    }
+
+    private static List<Long> inFunction(Set<Long> all, TextRange fn) {
+        List<Long> out = new ArrayList<>();
+        if (all instanceof java.util.NavigableSet<Long> ns) {
+            out.addAll(ns.subSet(fn.start(), true, fn.end(), false));
+        } else {
+            for (long a : all) if (fn.contains(a)) out.add(a);
+        }
+        return out;
+    }
+
+    private static boolean sameRegion(DisplacedRegion a, DisplacedRegion b) {
+        return a.probeAddress() == b.probeAddress() && java.util.Arrays.equals(a.originalBytes(), b.originalBytes());
+    }
+
+    // ------------------------------------------------------------------ detours and text
+
+    /** Builds the detour in slot memory and hooks its hand-off (before the buffer can first run). */
+    private void prepare(Site s, DisplacedRegion region) {
+        Arch arch = machine.arch();
+        int size;
+        try {
+            size = DetourBuffer.build(region, s.address, Style.LIVE_REGISTERS).size();
+        } catch (OptimizationRefusedException e) {
+            size = DetourBuffer.maxSize(arch);
+        }
+        long va = engine.allocateDetour(size, s.address, arch == Arch.X86_64 ? X86_REACH : ARM64_REACH);
+        try {
+            DetourBuffer b = DetourBuffer.build(region, va, Style.LIVE_REGISTERS);
+            SitePatch patch = SitePatch.of(b);
+            engine.writeDetour(va, b.code());
+            // Block hooks, not code hooks: with any UC_HOOK_CODE installed, Unicorn 2.1.1 rewinds the
+            // pc to the previous block's start when the instruction clock stops the engine from its
+            // block hook (measured on both arches), which breaks the run loop. A block hook fires
+            // when a translated block starts at the address: the hand-off is the buffer's first
+            // instruction, the target of the site's jump, so every jump through it starts a block
+            // there; the int3 path enters at the displaced code and runs no handler.
+            Unicorn uc = machine.engine();
+            final long probe = s.address;
+            final long handOff = b.handOffAddress();
+            if (handOff != va) throw new IllegalStateException("the hand-off must be the buffer's first instruction");
+            if (b.simulateAddress().isPresent()) {
+                // arm64 PC-relative instruction: simulated on the host right after the handlers (the
+                // pc write leaves the buffer); a breakpoint hit enters at the simulate address itself
+                long sim = b.simulateAddress().getAsLong();
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    engine.optimizedHit(probe);
+                    engine.simulate(probe);
+                });
+                s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> engine.simulate(probe));
+            } else {
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> engine.optimizedHit(probe));
+            }
+            // hooks added after a translation may not fire in it: translate the buffer afresh
+            machine.invalidateCode(va, b.size());
+            s.buffer = b;
+            s.bufferBytes = size;
+            s.patch = patch;
+        } catch (RuntimeException e) {
+            if (s.handOffHook != null) machine.engine().delete(s.handOffHook);
+            if (s.simulateHook != null) machine.engine().delete(s.simulateHook);
+            s.handOffHook = s.simulateHook = null;
+            engine.freeDetour(va, size);
+            throw e;
+        }
+    }
+
+    private void writeDueJumps(boolean ignoreDelay) {
+        if (queued == 0 || !inputs.patchWindowOpen(machine)) return;
+        long now = machine.clock().nanos();
+        long pc = machine.pc();
+        for (Site s : sites.values()) {
+            if (s.state != State.QUEUED || (!ignoreDelay && now - s.queuedAt < delayNanos)) continue;
+            if (s.region().interior(pc)) {
+                postponedByPc++;
+                continue; // a thread inside the displaced region would resume in the middle of the jump
+            }
+            machine.writeVirtual(s.address, s.patch.optimized());
+            machine.invalidateCode(s.address, s.patch.length());
+            jumpsWritten++;
+            setState(s, State.OPTIMIZED);
+        }
+    }
+
+    /** The jump goes, the breakpoint form comes back (Linux {@code arch_unoptimize_kprobe}). */
+    private void unoptimize(Site s) {
+        machine.writeVirtual(s.address, s.patch.breakpoint());
+        machine.invalidateCode(s.address, s.patch.length());
+        setState(s, State.BREAKPOINT);
+    }
+
+    private void setState(Site s, State to) {
+        if (s.state == State.QUEUED) queued--;
+        if (to == State.QUEUED) queued++;
+        s.state = to;
+    }
+
+    /**
+     * The buffer leaves the site; it keeps its hooks (a vCPU inside it still needs them: a handler
+     * may unregister its own probe, and the arm64 simulation comes after the handlers) until a
+     * safe point where the pc is not inside it frees both.
+     */
+    private void retire(Site s) {
+        if (s.buffer == null) return;
+        Site old = new Site(s.address);
+        old.buffer = s.buffer;
+        old.bufferBytes = s.bufferBytes;
+        old.handOffHook = s.handOffHook;
+        old.simulateHook = s.simulateHook;
+        retired.add(old);
+        s.buffer = null;
+        s.patch = null;
+        s.handOffHook = s.simulateHook = null;
+    }
+
+    private void freeRetired() {
+        if (!inputs.patchWindowOpen(machine)) return;
+        long pc = machine.pc();
+        retired.removeIf(s -> {
+            long d = pc - s.buffer.address();
+            if (d >= 0 && d < s.bufferBytes) return false;
+            release(s);
+            return true;
+        });
+    }
+
+    private void release(Site s) {
+        if (s.buffer == null) return;
+        Unicorn uc = machine.engine();
+        if (s.handOffHook != null) uc.delete(s.handOffHook);
+        if (s.simulateHook != null) uc.delete(s.simulateHook);
+        s.handOffHook = s.simulateHook = null;
+        machine.invalidateCode(s.buffer.address(), s.bufferBytes);
+        engine.freeDetour(s.buffer.address(), s.bufferBytes);
+        s.buffer = null;
+        s.patch = null;
+    }
+
+    private static boolean overlaps(long a, int alen, long b, int blen) {
+        return b + blen - a > 0 && a + alen - b > 0;
+    }
+}

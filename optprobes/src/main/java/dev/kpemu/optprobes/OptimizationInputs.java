@@ -1,0 +1,69 @@
+package dev.kpemu.optprobes;
+
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.unicorn.X86Reg;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What the {@link JumpOptimizer} needs to know about the guest kernel besides its text and
+ * symbols: the tables {@link OptimizationSafety} checks against, and when a jump may be written.
+ * Every method has an empty default, which is right for the bare-metal guests of the tests.
+ * For a real kernel these come from the image: {@code __ex_table} (fault addresses),
+ * {@code __mcount_loc} / {@code __patchable_function_entries} (ftrace sites), the alternatives,
+ * jump-label and static-call sites ({@code reservedText}), {@code __indirect_thunk_start..end}
+ * on retpoline kernels, BTI on arm64 — not parsed yet.
+ */
+public interface OptimizationInputs {
+
+    /** Bare metal: no tables, the patch window always open. */
+    OptimizationInputs NONE = new OptimizationInputs() {};
+
+    /** Faulting-instruction addresses of the kernel's exception table. */
+    default Set<Long> exceptionTable() { return Set.of(); }
+
+    /** ftrace call sites. */
+    default Set<Long> ftraceSites() { return Set.of(); }
+
+    /** Other text the guest patches at run time (alternatives, jump labels, static calls). */
+    default List<TextRange> reservedText() { return List.of(); }
+
+    /** x86: refuse functions with indirect jumps (see {@link Candidate#indirectJumpCheck()}). */
+    default boolean indirectJumpCheck() { return true; }
+
+    /** x86: the retpoline thunk range, or null. */
+    default TextRange indirectThunks() { return null; }
+
+    /** x86: recognise the entry ftrace site by its bytes (see {@link Candidate#detectEntryFtraceSite()}). */
+    default boolean detectEntryFtraceSite() { return true; }
+
+    /** arm64: BTI is enforced. */
+    default boolean landingPadsEnforced() { return false; }
+
+    /**
+     * True when no <em>interrupted</em> guest context can have its pc inside kernel text that is
+     * about to be patched (the optimizer separately checks the vCPU's own pc against the displaced
+     * region). Bare metal without interrupts: always. For a kernel use {@link #kernelPatchWindow}.
+     */
+    default boolean patchWindowOpen(Machine machine) { return true; }
+
+    /**
+     * The window for a kernel built without full preemption (Linux's own optprobe condition,
+     * {@code CONFIG_PREEMPT=n}): the vCPU runs user code (x86 CPL 3, arm64 EL0), so the current
+     * task has no interrupted kernel context, and tasks asleep in the kernel sleep at call sites
+     * (a return address is never inside a displaced region: a region holds no call), or the pc is
+     * in one of {@code idleText} (the idle loop after an idle exit, e.g. {@code default_idle},
+     * {@code cpu_do_idle}).
+     */
+    static boolean kernelPatchWindow(Machine machine, List<TextRange> idleText) {
+        boolean user = switch (machine.arch()) {
+            case X86_64 -> (machine.engine().regRead(X86Reg.CS) & 3) == 3;
+            case ARM64 -> ((Arm64Machine) machine).currentEl() == 0;
+        };
+        if (user) return true;
+        long pc = machine.pc();
+        for (TextRange r : idleText) if (r.contains(pc)) return true;
+        return false;
+    }
+}
