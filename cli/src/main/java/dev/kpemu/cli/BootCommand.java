@@ -91,7 +91,7 @@ final class BootCommand implements Callable<Integer> {
                 r = BootRunner.boot(new BootRunner.Options(a, kernel, initrd, append, memoryMiB, timeoutSeconds, con, trace),
                         traced == null ? BootHooks.NONE : traced);
             } catch (TracedBoot.DefinitionRejected e) {
-                err.println(e.error.logged() ? e.error.errorLog() : "kpemu: definition rejected (" + e.error.errno() + ")");
+                err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
                 return ExitCodes.USAGE;
             } catch (KernelImageException e) {
                 err.println("kpemu: " + e.getMessage());

@@ -27,9 +27,9 @@ import dev.kpemu.machine.Machine;
  * (ftrace's NOP conversion verifies the old bytes, alternatives, static calls) is over. From
  * there on every hit prints an ftrace-format line.
  */
-final class TracedBoot implements BootHooks {
+public final class TracedBoot implements BootHooks {
     /** Where probes are registered and armed: reached once, just before /init runs. */
-    static final String ARM_AT = "run_init_process";
+    public static final String ARM_AT = "run_init_process";
     /** Slot area on x86-64: the unused hole below the kernel text mapping (rel32 reach). */
     static final long X86_SLOTS_VA = SlotArea.X86_KERNEL_DEFAULT_VA;
     /**
@@ -40,13 +40,15 @@ final class TracedBoot implements BootHooks {
     static final long ARM64_SLOTS_VA = 0xffff_8000_07e0_0000L;
 
     /** Thrown from {@link #ready} when a definition is rejected before boot. */
-    static final class DefinitionRejected extends RuntimeException {
-        final ProbeSyntaxException error;
+    public static final class DefinitionRejected extends RuntimeException {
+        private final ProbeSyntaxException error;
 
         DefinitionRejected(ProbeSyntaxException error) {
             super(error.getMessage());
             this.error = error;
         }
+
+        public ProbeSyntaxException error() { return error; }
     }
 
     private final List<String> definitions;
@@ -57,7 +59,8 @@ final class TracedBoot implements BootHooks {
     private EventEngine events;
     private ProbeSyntaxException rejectedAtRegistration;
 
-    TracedBoot(List<String> definitions, PrintStream out) {
+    /** @param out where trace lines go as they happen (null: only {@link #records()}) */
+    public TracedBoot(List<String> definitions, PrintStream out) {
         this.definitions = List.copyOf(definitions);
         this.out = out;
     }
@@ -105,13 +108,13 @@ final class TracedBoot implements BootHooks {
     }
 
     /** The definition the engine refused when registering it, or null. */
-    ProbeSyntaxException rejectedAtRegistration() { return rejectedAtRegistration; }
+    public ProbeSyntaxException rejectedAtRegistration() { return rejectedAtRegistration; }
 
     /** The event engine, once the probes are registered (null before). */
-    EventEngine events() { return events; }
+    public EventEngine events() { return events; }
 
-    Kprobes kprobes() { return kprobes; }
+    public Kprobes kprobes() { return kprobes; }
 
     /** Every event recorded so far. */
-    List<TraceRecord> records() { return records; }
+    public List<TraceRecord> records() { return records; }
 }
