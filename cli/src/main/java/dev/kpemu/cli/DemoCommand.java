@@ -1,67 +1,78 @@
 package dev.kpemu.cli;
 
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
-import dev.kpemu.machine.StopReason;
-import dev.kpemu.machine.x86.X86LongMode;
-import dev.kpemu.machine.x86.X86Machine;
-import dev.kpemu.unicorn.X86Reg;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.Arch;
 
 /**
- * {@code kpemu demo}: the first thing a newcomer runs. Until a kernel boots, it runs a bare-metal
- * guest with paging on and reports what the guest and the host did.
+ * {@code kpemu demo}: the first thing a newcomer runs. Boots Debian's kernel on each
+ * architecture with a built-in probe script on the open path (a kprobe with the file name read
+ * from user memory, a kretprobe with the return value), prints the ftrace-format trace and then
+ * the kprobe_profile table.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Run the demo guest and print what happened.")
+        description = {"Boot Debian's kernel on x86_64 and arm64 with a kprobe and a kretprobe on the open path;",
+                "print the trace and the kprobe_profile table. The guest consoles go to files (shown)."})
 final class DemoCommand implements Callable<Integer> {
-    static final long CODE = 0x100000, RESULTS = 0x200000, PT = 0x10000;
+    /** The built-in script: the open path, as written to kprobe_events (registers per arch). */
+    static List<String> script(Arch arch) {
+        String args = arch == Arch.X86_64 ? "dfd=%di fn=+0(%si):ustring" : "dfd=%x0 fn=+0(%x1):ustring";
+        return List.of("p:myopen do_sys_openat2 " + args, "r:myret do_sys_openat2 ret=$retval");
+    }
+
+    @Option(names = "--arch", description = "only this architecture (x86_64 or arm64)")
+    String arch;
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-    @Override public Integer call() throws IOException {
+    @Override public Integer call() throws IOException, KernelImageException {
+        List<Arch> arches;
+        try {
+            arches = arch == null ? List.of(Arch.X86_64, Arch.ARM64) : List.of(Arch.parse(arch));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
         PrintWriter out = spec.commandLine().getOut();
-        byte[] program = resource("demo-x86.bin");
-        try (X86Machine m = X86Machine.create(12 << 20)) {
-            var mem = m.memory();
-            X86LongMode.identityMap(mem, 0x1000, 16 << 20);
-            mem.writeLong(0x3000 + 8 * 4, PT | 3);
-            mem.writeLong(0x3000 + 8 * 5, (PT + 0x1000) | 3);
-            X86LongMode.enter(m.engine(), 0x5000, X86LongMode.writeGdt(mem, 0x5000), 0x1000);
-            m.engine().regWrite(X86Reg.RSP, 0x80000);
-            mem.write(CODE, program);
-            m.setPc(CODE);
-            long[] offered = {0};
-            m.setTrapHandler((machine, address, imm) -> {
-                offered[0]++;
-                out.printf("host: int3 at 0x%x is not a host probe; delivering it to the guest's IDT%n", address);
-                return false;
-            });
-            out.printf("x86_64: bare-metal guest, %d bytes at 0x%x, 4-level paging, 1000 pages left unmapped%n", program.length, CODE);
-            long t0 = System.nanoTime();
-            StopReason r = m.run(100_000_000);
-            long wall = System.nanoTime() - t0;
-            out.printf("stopped: %s at rip 0x%x%n", r, m.pc());
-            out.printf("guest:  sum(1..100) = %d, page faults handled by the guest = %d (last error code 0x%x), int3 handled = %d%n",
-                    mem.readLong(RESULTS), mem.readLong(RESULTS + 8), mem.readLong(RESULTS + 24), mem.readLong(RESULTS + 16));
-            out.printf("host:   exceptions delivered = %d, traps offered to the host first = %d%n", m.exceptionsDelivered(), offered[0]);
-            out.printf("clock:  %d instructions charged, %.3f ms guest time, %.1f ms wall%n",
-                    m.clock().instructions(), m.clock().nanos() / 1e6, wall / 1e6);
+        PrintStream trace = WriterOutputStream.printStream(out);
+        Path logs = GuestImages.forRepository().cacheRoot().resolve("demo");
+        Files.createDirectories(logs);
+        List<Integer> codes = new ArrayList<>();
+        for (Arch a : arches) {
+            Path consoleLog = logs.resolve(a.linuxName() + "-console.log");
+            out.printf("== %s: Debian %s, probes:%n", a.linuxName(), GuestImages.forRepository().kernelVersion(a).get("release"));
+            for (String d : script(a)) out.println("   " + d);
+            out.printf("   (guest console: %s)%n", consoleLog);
             out.flush();
-            boolean ok = r instanceof StopReason.Halted && mem.readLong(RESULTS) == 5050 && mem.readLong(RESULTS + 8) == 1000;
-            return ok ? ExitCodes.OK : ExitCodes.GUEST_PANIC;
+            TracedBoot traced = new TracedBoot(script(a), trace);
+            BootRunner.Result r;
+            try (OutputStream con = Files.newOutputStream(consoleLog)) {
+                r = BootRunner.boot(new BootRunner.Options(a, null, null, null, 256, 60, con, null), traced);
+            }
+            trace.flush();
+            if (traced.events() != null) {
+                out.println("-- kprobe_profile");
+                out.print(traced.events().profile());
+            }
+            out.printf("-- %s: %s (exit %d); guest %.3f s, %d instructions; host %.2f s%n%n", a.linuxName(), r.status(),
+                    r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.hostNanos() / 1e9);
+            out.flush();
+            codes.add(r.exitCode());
         }
-    }
-
-    static byte[] resource(String name) throws IOException {
-        try (InputStream in = DemoCommand.class.getResourceAsStream(name)) {
-            if (in == null) throw new IOException("demo program " + name + " missing from the build");
-            return in.readAllBytes();
-        }
+        return codes.stream().filter(c -> c != ExitCodes.OK).findFirst().orElse(ExitCodes.OK);
     }
 }

@@ -38,4 +38,31 @@ class BootCommandTest {
         assertTrue(con.contains("KPEMU-INIT-DONE"), con);
         assertTrue(r.out().contains("guest powered off"), r.out());
     }
+
+    @Test
+    void wrongArchitectureKernelIsAOneLineError() throws Exception {
+        Path x86 = dev.kpemu.image.GuestImages.forRepository().kernel(dev.kpemu.machine.Arch.X86_64);
+        CliTest.Run r = CliTest.run("boot", "--arch", "arm64", "--kernel", x86.toString());
+        assertEquals(ExitCodes.ERROR, r.code(), r.out() + r.err());
+        assertEquals(1, r.err().lines().count(), r.err());
+        assertTrue(r.err().startsWith("kpemu: "), r.err());
+    }
+
+    @Test
+    void badProbeDefinitionStopsBeforeBootWithTheKernelsErrorLog() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-e", "p:bad do_sys_openat2 x=%xx");
+        assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
+        assertTrue(r.err().startsWith("trace_kprobe: error: Invalid register name"), r.err());
+        assertTrue(!r.out().contains("guest powered off"), "the guest never ran: " + r.out());
+    }
+
+    @Test
+    @Tag("kernel")
+    void demoPrintsTheOpenPathTraceAndTheProfile() {
+        CliTest.Run r = CliTest.run("demo", "--arch", "arm64");
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("myopen: (do_sys_openat2+0x0/0x190) dfd=0xffffffffffffff9c fn=\"/hello.txt\""), r.out());
+        assertTrue(r.out().contains("myret: (__arm64_sys_openat+0x70/0xbc <- do_sys_openat2) ret=0x3"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.matches("\\s+myopen\\s+\\d+\\s+0")), "kprobe_profile row: " + r.out());
+    }
 }

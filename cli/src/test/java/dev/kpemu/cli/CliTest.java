@@ -1,19 +1,15 @@
 package dev.kpemu.cli;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
 
 import picocli.CommandLine;
 
-import dev.kpemu.testing.Asm;
 
 class CliTest {
     record Run(int code, String out, String err) {}
@@ -31,7 +27,7 @@ class CliTest {
     void helpListsSubcommands() {
         Run r = run("--help");
         assertEquals(0, r.code());
-        for (String sub : new String[] {"demo", "bench"}) assertTrue(r.out().contains("  " + sub + " "), r.out());
+        for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench"}) assertTrue(r.out().contains("  " + sub + " "), r.out());
     }
 
     @Test
@@ -54,21 +50,6 @@ class CliTest {
         assertEquals(0, r.code(), r.err());
         assertEquals(4, r.out().lines().filter(l -> l.startsWith("x86_64 ")).count(), r.out());
         assertEquals(4, r.out().lines().filter(l -> l.startsWith("arm64 ")).count(), r.out());
-    }
-
-    @Test
-    void demoGuestHandlesItsOwnFaultsAndExitsZero() {
-        Run r = run("demo");
-        assertEquals(0, r.code(), r.out() + r.err());
-        assertTrue(r.out().contains("sum(1..100) = 5050"), r.out());
-        assertTrue(r.out().contains("page faults handled by the guest = 1000"), r.out());
-    }
-
-    @Test
-    void demoProgramMatchesItsSource() throws IOException {
-        String src = new String(DemoCommand.resource("demo-x86.S"), StandardCharsets.UTF_8);
-        assertArrayEquals(Asm.x86(src, DemoCommand.CODE), DemoCommand.resource("demo-x86.bin"),
-                "demo-x86.bin is stale: re-assemble demo-x86.S");
     }
 
     @Test
