@@ -12,10 +12,13 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
@@ -46,10 +49,15 @@ class KernelTraceRegressionTest {
         return new Run(r, traced, console.toString(StandardCharsets.ISO_8859_1));
     }
 
-    @ParameterizedTest
-    @EnumSource(Arch.class)
-    void openPathTraceEqualsLinuxOwn(Arch arch) throws Exception {
-        ReferenceTrace ref = ReferenceTrace.read(REFERENCE, arch, "open");
+    /** Every recorded probe script, on both arches: "open" (the example), "args" (every fetch kind). */
+    static Stream<Arguments> scripts() {
+        return Stream.of("open", "args").flatMap(n -> Stream.of(Arch.values()).map(a -> Arguments.of(a, n)));
+    }
+
+    @ParameterizedTest(name = "{1} on {0}")
+    @MethodSource("scripts")
+    void traceEqualsLinuxOwn(Arch arch, String script) throws Exception {
+        ReferenceTrace ref = ReferenceTrace.read(REFERENCE, arch, script);
         Run run = boot(arch, ref.definitions());
         assertEquals(BootRunner.EXIT_POWERED_OFF, run.result().exitCode(), run.result().status() + "\n" + String.join("\n", run.result().lastLines()));
         List<String> lines = run.traced().records().stream().map(TraceRecord::line).toList();
