@@ -41,12 +41,7 @@ final class BenchCommand implements Callable<Integer> {
         int batches = this.batches != null ? this.batches : what == What.unicorn ? 31 : 9;
         int perBatch = this.perBatch != null ? this.perBatch : what == What.unicorn ? 20000 : 100_000;
         if (batches < 1 || perBatch < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--batches and --per-batch must be positive");
-        List<Arch> arches;
-        try {
-            arches = arch == null ? List.of(Arch.X86_64, Arch.ARM64) : List.of(Arch.parse(arch));
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-        }
+        List<Arch> arches = ArchOption.orBoth(spec, arch);
         PrintWriter out = spec.commandLine().getOut();
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"

@@ -73,12 +73,7 @@ final class BootCommand implements Callable<Integer> {
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        Arch a;
-        try {
-            a = Arch.parse(arch);
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "unknown --arch '" + arch + "' (x86_64 or arm64)");
-        }
+        Arch a = ArchOption.one(spec, arch);
         if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
         if (timeoutSeconds <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
         List<String> defs = definitions();

@@ -56,12 +56,7 @@ final class CheckEventsCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws IOException {
-        Arch a;
-        try {
-            a = Arch.parse(arch);
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-        }
+        Arch a = ArchOption.one(spec, arch);
         List<String> lines = new ArrayList<>(definitions);
         if (file != null) lines.addAll(readLines(file));
         if (lines.isEmpty()) throw new CommandLine.ParameterException(spec.commandLine(), "no definitions: give -e DEF or a FILE");

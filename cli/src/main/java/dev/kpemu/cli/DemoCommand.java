@@ -41,12 +41,7 @@ final class DemoCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws IOException, KernelImageException {
-        List<Arch> arches;
-        try {
-            arches = arch == null ? List.of(Arch.X86_64, Arch.ARM64) : List.of(Arch.parse(arch));
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-        }
+        List<Arch> arches = ArchOption.orBoth(spec, arch);
         PrintWriter out = spec.commandLine().getOut();
         PrintStream trace = WriterOutputStream.printStream(out);
         Path logs = GuestImages.forRepository().cacheRoot().resolve("demo");

@@ -27,12 +27,7 @@ final class ImagesCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws KernelImageException {
-        List<Arch> arches;
-        try {
-            arches = arch == null ? List.of(Arch.X86_64, Arch.ARM64) : List.of(Arch.parse(arch));
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-        }
+        List<Arch> arches = ArchOption.orBoth(spec, arch);
         if (print != null && arches.size() != 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--print needs --arch");
         }
