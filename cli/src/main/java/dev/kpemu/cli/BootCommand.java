@@ -67,6 +67,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--list", description = "print the probe list (debugfs kprobes/list) and kprobe_events when the guest stops")
     boolean list;
 
+    @Option(names = "--optimize", negatable = true, paramLabel = "BOOL",
+            description = "jump-optimize the probes the safety rules accept ([OPTIMIZED] in --list); default on for x86_64 (as Linux), off for arm64 (kpemu's own extension); --no-optimize turns it off")
+    Boolean optimize;
+
     @Option(names = "--formats", description = "print each event's format description")
     boolean formats;
 
@@ -84,6 +88,7 @@ final class BootCommand implements Callable<Integer> {
         List<String> defs = definitions();
         PrintStream trace = WriterOutputStream.printStream(out);
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        if (traced != null && optimize != null) traced.optimize(optimize);
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
@@ -136,6 +141,10 @@ final class BootCommand implements Callable<Integer> {
             out.print(ev.listing());
             out.println("kpemu: kprobes/list");
             out.print(traced.kprobes().list());
+            if (traced.optimizer() != null) {
+                out.println("kpemu: jump optimization: " + traced.optimizer().jumpsWritten() + " jumps written; " + traced.optimizationInputs());
+                traced.optimizer().verdicts().forEach((addr, v) -> out.printf("  %016x %s%n", addr, v));
+            }
         }
         if (formats) {
             ev.formats().forEach((name, text) -> {

@@ -19,6 +19,8 @@ import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.optprobes.KernelOptimizationInputs;
 
 /**
  * A boot with kprobe_events definitions: they are parsed against the kernel's kallsyms before
@@ -58,12 +60,32 @@ public final class TracedBoot implements BootHooks {
     private Kprobes kprobes;
     private EventEngine events;
     private ProbeSyntaxException rejectedAtRegistration;
+    private Boolean optimize;
+    private JumpOptimizer optimizer;
+    private KernelOptimizationInputs optimizationInputs;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
     public TracedBoot(List<String> definitions, PrintStream out) {
         this.definitions = List.copyOf(definitions);
         this.out = out;
     }
+
+    /**
+     * Jump optimization on or off (default {@link #optimizesByDefault}): with it, probes the rules
+     * accept become {@code [OPTIMIZED]} after Linux's delay, with the kernel's own tables
+     * ({@link KernelOptimizationInputs}).
+     */
+    public TracedBoot optimize(boolean on) {
+        this.optimize = on;
+        return this;
+    }
+
+    /**
+     * x86-64: on, as in Linux ({@code CONFIG_OPTPROBES=y}, {@code debug.kprobes_optimization=1}).
+     * arm64: off — Linux has no optprobes there, and kpemu cannot read the arm64 kernel's exception
+     * and jump-label tables (no {@code CONFIG_KALLSYMS_ALL}); {@code --optimize} turns it on.
+     */
+    public static boolean optimizesByDefault(Arch arch) { return arch == Arch.X86_64; }
 
     @Override public void ready(LinuxGuest guest) {
         SymbolTable syms = guest.symbols();
@@ -87,6 +109,10 @@ public final class TracedBoot implements BootHooks {
         long va = guest.arch() == Arch.X86_64 ? X86_SLOTS_VA : ARM64_SLOTS_VA;
         SymbolTable syms = guest.symbols();
         kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()));
+        if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
+            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
+            optimizer = JumpOptimizer.attach(kprobes, optimizationInputs);
+        }
         try {
             events = EventEngine.attach(kprobes, kernelSymbols(syms), guest.kernelStructs(), out);
         } catch (KernelImageException e) {
@@ -114,6 +140,12 @@ public final class TracedBoot implements BootHooks {
     public EventEngine events() { return events; }
 
     public Kprobes kprobes() { return kprobes; }
+
+    /** The jump optimizer, once the probes are registered, when optimization is on (else null). */
+    public JumpOptimizer optimizer() { return optimizer; }
+
+    /** The kernel tables the optimizer uses (null without optimization). */
+    public KernelOptimizationInputs optimizationInputs() { return optimizationInputs; }
 
     /** Every event recorded so far. */
     public List<TraceRecord> records() { return records; }

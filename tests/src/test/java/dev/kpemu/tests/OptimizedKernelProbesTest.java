@@ -1,0 +1,80 @@
+package dev.kpemu.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.kprobes.events.TraceRecord;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.optprobes.Verdict;
+
+/**
+ * Jump optimization on Debian's booted kernels: probes on common kernel functions become
+ * {@code [OPTIMIZED]} with the kernel's own tables, and the trace is the same as without it.
+ */
+@Tag("kernel")
+class OptimizedKernelProbesTest {
+
+    /** Probes of which at least the offset ones are optimizable; the +0 ones sit on ftrace sites. */
+    static List<String> definitions(Arch arch) {
+        return switch (arch) {
+            case X86_64 -> List.of(
+                    "p:myopen do_sys_openat2 dfd=%di",
+                    "p:rd ksys_read+5 fd=%di count=%dx",
+                    "p:wr vfs_write+5 count=%dx",
+                    "r:rdret ksys_read ret=$retval");
+            case ARM64 -> List.of(
+                    "p:myopen do_sys_openat2 dfd=%x0",
+                    "p:rd ksys_read+16 fd=%x0 count=%x2",
+                    "p:wr vfs_write+16 count=%x2",
+                    "r:rdret ksys_read ret=$retval");
+        };
+    }
+
+    record Run(BootRunner.Result result, TracedBoot traced, String console, Map<Long, Verdict> verdicts) {}
+
+    static Run boot(Arch arch, boolean optimize) throws Exception {
+        TracedBoot traced = new TracedBoot(definitions(arch), null).optimize(optimize);
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, console, null), traced);
+        JumpOptimizer opt = traced.optimizer();
+        return new Run(r, traced, console.toString(StandardCharsets.ISO_8859_1), opt == null ? Map.of() : opt.verdicts());
+    }
+
+    /** An event without its timestamp. */
+    static String body(TraceRecord r) {
+        return r.context().comm() + "-" + r.context().pid() + " [" + r.context().cpu() + "] " + r.group() + "/" + r.event() + ": " + r.body();
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void optimizedProbesGiveTheSameTrace(Arch arch) throws Exception {
+        Run opt = boot(arch, true);
+        System.out.println("[" + arch + "] " + opt.traced().optimizationInputs() + "\n  " + String.join("\n  ", opt.traced().optimizationInputs().notes()));
+        System.out.println("[" + arch + "] list:\n" + opt.traced().kprobes().list());
+        opt.verdicts().forEach((a, v) -> System.out.printf("[%s] %016x %s%n", arch, a, v));
+        System.out.println("[" + arch + "] jumps written " + opt.traced().optimizer().jumpsWritten() + ", postponed by pc " + opt.traced().optimizer().postponedByPc());
+        assertEquals(BootRunner.EXIT_POWERED_OFF, opt.result().exitCode(), opt.result().status() + "\n" + String.join("\n", opt.result().lastLines()));
+        Run plain = boot(arch, false);
+        assertEquals(BootRunner.EXIT_POWERED_OFF, plain.result().exitCode(), plain.result().status());
+        List<String> a = opt.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
+        List<String> b = plain.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
+        System.out.println("[" + arch + "] events optimized " + a.size() + ", plain " + b.size());
+        assertEquals(b, a);
+        for (String bad : new String[] {"WARNING:", "BUG:", "Oops", "ftrace failed", "ftrace bug", "text_poke"}) {
+            assertFalse(opt.console().contains(bad), "console shows '" + bad + "':\n" + opt.console());
+        }
+    }
+}
