@@ -37,8 +37,8 @@ class OptimizedKernelProbesTest {
                     "r:rdret ksys_read ret=$retval");
             case ARM64 -> List.of(
                     "p:myopen do_sys_openat2 dfd=%x0",
-                    "p:rd ksys_read+16 fd=%x0 count=%x2",
-                    "p:wr vfs_write+16 count=%x2",
+                    "p:rd ksys_read+12 fd=%x0 count=%x2",
+                    "p:wr vfs_write+12 count=%x2",
                     "r:rdret ksys_read ret=$retval");
         };
     }
