@@ -100,6 +100,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
         SitePatch patch;
         Unicorn.Hook handOffHook, simulateHook;
         long queuedAt;
+        /** Hits through the detour's hand-off (the jump), not through the breakpoint. */
+        long detourHits;
 
         Site(long address) {
             this.address = address;
@@ -162,6 +164,12 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     /** Jumps written so far. */
     public long jumpsWritten() { return jumpsWritten; }
+
+    /** Hits of the probe at {@code address} that came through its jump and detour (0 for an unknown address). */
+    public long detourHits(long address) {
+        Site s = sites.get(address);
+        return s == null ? 0 : s.detourHits;
+    }
 
     /** Times a due jump was not written because the pc was inside its displaced region. */
     public long postponedByPc() { return postponedByPc; }
@@ -385,12 +393,16 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 // pc write leaves the buffer); a breakpoint hit enters at the simulate address itself
                 long sim = b.simulateAddress().getAsLong();
                 s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    s.detourHits++;
                     engine.optimizedHit(probe);
                     engine.simulate(probe);
                 });
                 s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> engine.simulate(probe));
             } else {
-                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> engine.optimizedHit(probe));
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    s.detourHits++;
+                    engine.optimizedHit(probe);
+                });
             }
             // hooks added after a translation may not fire in it: translate the buffer afresh
             machine.invalidateCode(va, b.size());

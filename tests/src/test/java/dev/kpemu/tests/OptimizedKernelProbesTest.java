@@ -67,6 +67,21 @@ class OptimizedKernelProbesTest {
         opt.verdicts().forEach((a, v) -> System.out.printf("[%s] %016x %s%n", arch, a, v));
         System.out.println("[" + arch + "] jumps written " + opt.traced().optimizer().jumpsWritten() + ", postponed by pc " + opt.traced().optimizer().postponedByPc());
         assertEquals(BootRunner.EXIT_POWERED_OFF, opt.result().exitCode(), opt.result().status() + "\n" + String.join("\n", opt.result().lastLines()));
+        String list = opt.traced().kprobes().list();
+        String off = arch == Arch.X86_64 ? "0x5" : "0xc";
+        assertTrue(list.lines().anyMatch(l -> l.contains("ksys_read+" + off) && l.endsWith("[OPTIMIZED]")), list);
+        assertTrue(list.lines().anyMatch(l -> l.contains("vfs_write+" + off) && l.endsWith("[OPTIMIZED]")), list);
+        // the entries are ftrace sites: breakpoint probes, as Linux (which puts an ftrace-based kprobe there)
+        assertTrue(list.lines().noneMatch(l -> l.contains("do_sys_openat2+0x0") && l.contains("[OPTIMIZED]")), list);
+        JumpOptimizer jo = opt.traced().optimizer();
+        long detour = 0;
+        for (var e : opt.verdicts().entrySet()) {
+            if (e.getValue().optimizable()) detour += jo.detourHits(e.getKey());
+        }
+        System.out.println("[" + arch + "] hits through the detours " + detour);
+        assertTrue(detour > 0, "the optimized probes were hit through their jumps");
+        long optimizedEvents = opt.traced().records().stream().filter(r -> r.event().equals("rd") || r.event().equals("wr")).count();
+        assertTrue(optimizedEvents > 0, "events from the optimized probes");
         Run plain = boot(arch, false);
         assertEquals(BootRunner.EXIT_POWERED_OFF, plain.result().exitCode(), plain.result().status());
         List<String> a = opt.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
