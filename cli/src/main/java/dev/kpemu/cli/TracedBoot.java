@@ -61,6 +61,7 @@ public final class TracedBoot implements BootHooks {
     private EventEngine events;
     private ProbeSyntaxException rejectedAtRegistration;
     private Boolean optimize;
+    private java.time.Duration optimizeDelay = JumpOptimizer.DEFAULT_DELAY;
     private JumpOptimizer optimizer;
     private KernelOptimizationInputs optimizationInputs;
 
@@ -77,6 +78,12 @@ public final class TracedBoot implements BootHooks {
      */
     public TracedBoot optimize(boolean on) {
         this.optimize = on;
+        return this;
+    }
+
+    /** Guest time between a probe becoming optimizable and its jump (default Linux's 5 jiffies, {@link JumpOptimizer#DEFAULT_DELAY}). */
+    public TracedBoot optimizeDelay(java.time.Duration delay) {
+        this.optimizeDelay = delay;
         return this;
     }
 
@@ -111,7 +118,7 @@ public final class TracedBoot implements BootHooks {
         kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()));
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
             optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
-            optimizer = JumpOptimizer.attach(kprobes, optimizationInputs);
+            optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
             events = EventEngine.attach(kprobes, kernelSymbols(syms), guest.kernelStructs(), out);
@@ -124,6 +131,16 @@ public final class TracedBoot implements BootHooks {
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        }
+        if (optimizer != null && optimizer.queued() > 0) {
+            // Pending jumps are written at safe points where the patch window is open; besides the
+            // run loop's slice boundaries, make every return to user mode one, until none is pending.
+            for (long at : optimizationInputs.returnToUser()) {
+                m.addBreakpoint(at, (mm, a) -> {
+                    if (optimizer.queued() == 0) mm.removeBreakpoint(a);
+                    return true;
+                });
+            }
         }
         return true;
     }

@@ -165,6 +165,9 @@ public final class JumpOptimizer implements ProbeOptimizer {
     /** Jumps written so far. */
     public long jumpsWritten() { return jumpsWritten; }
 
+    /** Probes whose detour is ready and whose jump is not written yet. */
+    public int queued() { return queued; }
+
     /** Hits of the probe at {@code address} that came through its jump and detour (0 for an unknown address). */
     public long detourHits(long address) {
         Site s = sites.get(address);

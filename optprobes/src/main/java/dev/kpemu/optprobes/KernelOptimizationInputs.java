@@ -62,6 +62,14 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     static final List<String> X86_IDLE = List.of("default_idle", "arch_cpu_idle", "default_idle_call", "cpu_idle_poll",
             "native_safe_halt", "pv_native_safe_halt", "acpi_safe_halt", "mwait_idle");
     static final List<String> ARM64_IDLE = List.of("cpu_do_idle", "arch_cpu_idle", "default_idle_call", "cpu_idle_poll");
+    /**
+     * Entries of the kernel's return-to-user paths: reached only from the top of a task's kernel
+     * stack (a syscall or an exception or interrupt taken in user mode is being left), so no
+     * interrupted kernel context exists there. x86: the C syscall exit and the interrupt/exception
+     * return; arm64: {@code ret_to_user} (every return to EL0 from an EL0 exception).
+     */
+    static final List<String> X86_RETURN_TO_USER = List.of("syscall_exit_to_user_mode", "swapgs_restore_regs_and_return_to_usermode");
+    static final List<String> ARM64_RETURN_TO_USER = List.of("ret_to_user");
 
     private final Arch arch;
     private final NavigableSet<Long> exceptionTable;
@@ -69,17 +77,19 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final List<TextRange> reserved;
     private final List<TextRange> idle;
     private final TextRange thunks;
+    private final List<Long> returnToUser;
     private final boolean bti;
     private final List<String> notes;
 
     private KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
-                                     List<TextRange> idle, TextRange thunks, boolean bti, List<String> notes) {
+                                     List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes) {
         this.arch = arch;
         this.exceptionTable = Collections.unmodifiableNavigableSet(ex);
         this.ftraceSites = Collections.unmodifiableNavigableSet(ftrace);
         this.reserved = List.copyOf(reserved);
         this.idle = List.copyOf(idle);
         this.thunks = thunks;
+        this.returnToUser = List.copyOf(returnToUser);
         this.bti = bti;
         this.notes = List.copyOf(notes);
     }
@@ -118,7 +128,8 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         Optional<Symbol> ts = syms.byName("__indirect_thunk_start"), te = syms.byName("__indirect_thunk_end");
         if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());
         else notes.add("no __indirect_thunk_start/end in kallsyms");
-        return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, merge(reserved), idle(syms, X86_IDLE), thunks, false, notes);
+        return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, merge(reserved), idle(syms, X86_IDLE),
+                starts(syms, X86_RETURN_TO_USER), thunks, false, notes);
     }
 
     // ------------------------------------------------------------------ arm64
@@ -151,7 +162,8 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
             }
         }
         notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
-        return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), idle(syms, ARM64_IDLE), null, true, notes);
+        return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), idle(syms, ARM64_IDLE),
+                starts(syms, ARM64_RETURN_TO_USER), null, true, notes);
     }
 
     // ------------------------------------------------------------------ common
@@ -161,6 +173,12 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         for (String n : names) {
             for (Symbol s : syms.allByName(n)) if (s.text() && s.size() > 0) out.add(TextRange.of(s.address(), s.size()));
         }
+        return out;
+    }
+
+    private static List<Long> starts(SymbolTable syms, List<String> names) {
+        List<Long> out = new ArrayList<>();
+        for (String n : names) for (Symbol s : syms.allByName(n)) if (s.text()) out.add(s.address());
         return out;
     }
 
@@ -223,7 +241,21 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
 
     @Override public boolean landingPadsEnforced() { return bti; }
 
-    @Override public boolean patchWindowOpen(Machine machine) { return OptimizationInputs.kernelPatchWindow(machine, idle); }
+    /**
+     * {@link OptimizationInputs#kernelPatchWindow} (user mode or the idle loop), or the pc exactly at
+     * the entry of a return-to-user path ({@link #returnToUser()}).
+     */
+    @Override public boolean patchWindowOpen(Machine machine) {
+        if (OptimizationInputs.kernelPatchWindow(machine, idle)) return true;
+        return returnToUser.contains(machine.pc());
+    }
+
+    /**
+     * Entry addresses of the kernel's return-to-user paths, where the patch window is open: a boot
+     * puts host breakpoints there while jumps are pending, so that they are written at the next
+     * return to user mode rather than at the next slice boundary that happens to be in user mode.
+     */
+    public List<Long> returnToUser() { return returnToUser; }
 
     /** The idle-loop text where the patch window is open besides user mode. */
     public List<TextRange> idleText() { return idle; }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -46,7 +47,11 @@ class OptimizedKernelProbesTest {
     record Run(BootRunner.Result result, TracedBoot traced, String console, Map<Long, Verdict> verdicts) {}
 
     static Run boot(Arch arch, boolean optimize) throws Exception {
-        TracedBoot traced = new TracedBoot(definitions(arch), null).optimize(optimize);
+        return boot(arch, optimize, JumpOptimizer.DEFAULT_DELAY);
+    }
+
+    static Run boot(Arch arch, boolean optimize, Duration delay) throws Exception {
+        TracedBoot traced = new TracedBoot(definitions(arch), null).optimize(optimize).optimizeDelay(delay);
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, console, null), traced);
         JumpOptimizer opt = traced.optimizer();
@@ -61,7 +66,32 @@ class OptimizedKernelProbesTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void optimizedProbesGiveTheSameTrace(Arch arch) throws Exception {
-        Run opt = boot(arch, true);
+        check(arch, JumpOptimizer.DEFAULT_DELAY);
+    }
+
+    /**
+     * No delay: the jumps are written at the first safe point after registration (the vCPU in user
+     * mode or idle), so every hit of the offset probes comes through its jump.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void everyHitThroughTheJumpWithoutDelay(Arch arch) throws Exception {
+        Run opt = check(arch, Duration.ZERO);
+        long events = opt.traced().records().stream().filter(r -> r.event().equals("rd") || r.event().equals("wr")).count();
+        long detour = detourHits(opt);
+        assertEquals(events, detour, "every event of the optimized probes came through the jump");
+    }
+
+    static long detourHits(Run opt) {
+        long detour = 0;
+        for (var e : opt.verdicts().entrySet()) {
+            if (e.getValue().optimizable()) detour += opt.traced().optimizer().detourHits(e.getKey());
+        }
+        return detour;
+    }
+
+    static Run check(Arch arch, Duration delay) throws Exception {
+        Run opt = boot(arch, true, delay);
         System.out.println("[" + arch + "] " + opt.traced().optimizationInputs() + "\n  " + String.join("\n  ", opt.traced().optimizationInputs().notes()));
         System.out.println("[" + arch + "] list:\n" + opt.traced().kprobes().list());
         opt.verdicts().forEach((a, v) -> System.out.printf("[%s] %016x %s%n", arch, a, v));
@@ -73,15 +103,11 @@ class OptimizedKernelProbesTest {
         assertTrue(list.lines().anyMatch(l -> l.contains("vfs_write+" + off) && l.endsWith("[OPTIMIZED]")), list);
         // the entries are ftrace sites: breakpoint probes, as Linux (which puts an ftrace-based kprobe there)
         assertTrue(list.lines().noneMatch(l -> l.contains("do_sys_openat2+0x0") && l.contains("[OPTIMIZED]")), list);
-        JumpOptimizer jo = opt.traced().optimizer();
-        long detour = 0;
-        for (var e : opt.verdicts().entrySet()) {
-            if (e.getValue().optimizable()) detour += jo.detourHits(e.getKey());
-        }
-        System.out.println("[" + arch + "] hits through the detours " + detour);
+        long detour = detourHits(opt);
         assertTrue(detour > 0, "the optimized probes were hit through their jumps");
         long optimizedEvents = opt.traced().records().stream().filter(r -> r.event().equals("rd") || r.event().equals("wr")).count();
         assertTrue(optimizedEvents > 0, "events from the optimized probes");
+        System.out.println("[" + arch + "] delay " + delay + ": " + optimizedEvents + " events of the offset probes, " + detour + " through the jumps");
         Run plain = boot(arch, false);
         assertEquals(BootRunner.EXIT_POWERED_OFF, plain.result().exitCode(), plain.result().status());
         List<String> a = opt.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
@@ -91,5 +117,6 @@ class OptimizedKernelProbesTest {
         for (String bad : new String[] {"WARNING:", "BUG:", "Oops", "ftrace failed", "ftrace bug", "text_poke"}) {
             assertFalse(opt.console().contains(bad), "console shows '" + bad + "':\n" + opt.console());
         }
+        return opt;
     }
 }
