@@ -126,6 +126,16 @@ final class BootCommand implements Callable<Integer> {
         }
     }
 
+    /** One line: what the jump displaces, or every rule that refused. */
+    static String describe(dev.kpemu.optprobes.Verdict v) {
+        return switch (v) {
+            case dev.kpemu.optprobes.Verdict.Optimizable o -> "optimizable, the jump displaces " + o.region().length() + " bytes: "
+                    + o.region().instructions().stream().map(dev.kpemu.decoder.Instruction::text).collect(java.util.stream.Collectors.joining("; "));
+            case dev.kpemu.optprobes.Verdict.Refused r -> "refused: " + r.refusals().stream().map(Object::toString)
+                    .collect(java.util.stream.Collectors.joining("; "));
+        };
+    }
+
     private void printTables(PrintWriter out, TracedBoot traced) {
         var ev = traced.events();
         if (ev == null) {
@@ -143,7 +153,7 @@ final class BootCommand implements Callable<Integer> {
             out.print(traced.kprobes().list());
             if (traced.optimizer() != null) {
                 out.println("kpemu: jump optimization: " + traced.optimizer().jumpsWritten() + " jumps written; " + traced.optimizationInputs());
-                traced.optimizer().verdicts().forEach((addr, v) -> out.printf("  %016x %s%n", addr, v));
+                traced.optimizer().verdicts().forEach((addr, v) -> out.printf("  %016x %s%n", addr, describe(v)));
             }
         }
         if (formats) {
