@@ -13,7 +13,7 @@ import java.util.Set;
  * For a real kernel these come from the image: {@code __ex_table} (fault addresses),
  * {@code __mcount_loc} / {@code __patchable_function_entries} (ftrace sites), the alternatives,
  * jump-label and static-call sites ({@code reservedText}), {@code __indirect_thunk_start..end}
- * on retpoline kernels, BTI on arm64 — not parsed yet.
+ * on retpoline kernels, BTI on arm64: {@link KernelOptimizationInputs} reads them from a kernel.
  */
 public interface OptimizationInputs {
 
