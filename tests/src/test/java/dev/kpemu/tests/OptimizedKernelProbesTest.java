@@ -19,6 +19,7 @@ import dev.kpemu.cli.TracedBoot;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.optprobes.Refusal;
 import dev.kpemu.optprobes.Verdict;
 
 /**
@@ -35,7 +36,9 @@ class OptimizedKernelProbesTest {
                     "p:myopen do_sys_openat2 dfd=%di",
                     "p:rd ksys_read+5 fd=%di count=%dx",
                     "p:wr vfs_write+5 count=%dx",
-                    "r:rdret ksys_read ret=$retval");
+                    "r:rdret ksys_read ret=$retval",
+                    // a uaccess function: its __ex_table entries keep it a breakpoint probe
+                    "p:cp strncpy_from_user+9");
             case ARM64 -> List.of(
                     "p:myopen do_sys_openat2 dfd=%x0",
                     "p:rd ksys_read+12 fd=%x0 count=%x2",
@@ -104,6 +107,12 @@ class OptimizedKernelProbesTest {
         // the entries are ftrace sites: breakpoint probes, as Linux (which puts an ftrace-based kprobe there)
         assertTrue(list.lines().noneMatch(l -> l.contains("do_sys_openat2+0x0") && l.contains("[OPTIMIZED]")), list);
         long detour = detourHits(opt);
+        if (arch == Arch.X86_64) {
+            Verdict v = opt.verdicts().entrySet().stream()
+                    .filter(e -> list.lines().anyMatch(l -> l.startsWith(String.format("%016x", e.getKey())) && l.contains("strncpy_from_user+0x9")))
+                    .map(Map.Entry::getValue).findFirst().orElseThrow();
+            assertTrue(v instanceof Verdict.Refused r && r.has(Refusal.Reason.EXCEPTION_TABLE_ENTRY), v.toString());
+        }
         assertTrue(detour > 0, "the optimized probes were hit through their jumps");
         long optimizedEvents = opt.traced().records().stream().filter(r -> r.event().equals("rd") || r.event().equals("wr")).count();
         assertTrue(optimizedEvents > 0, "events from the optimized probes");
