@@ -132,17 +132,24 @@ public final class TracedBoot implements BootHooks {
             rejectedAtRegistration = e;
             return false;
         }
-        if (optimizer != null && optimizer.queued() > 0) {
-            // Pending jumps are written at safe points where the patch window is open; besides the
-            // run loop's slice boundaries, make every return to user mode one, until none is pending.
-            for (long at : optimizationInputs.returnToUser()) {
-                m.addBreakpoint(at, (mm, a) -> {
-                    if (optimizer.queued() == 0) mm.removeBreakpoint(a);
-                    return true;
-                });
-            }
-        }
+        watchReturnToUser(m);
         return true;
+    }
+
+    /**
+     * Pending jumps are written at safe points where the patch window is open; besides the run
+     * loop's slice boundaries, this makes every return to user mode one (host breakpoints at the
+     * kernel's return-to-user entries), until no jump is pending. Called after registration; call
+     * it again after registering more probes directly with {@link #kprobes()}.
+     */
+    public void watchReturnToUser(Machine m) {
+        if (optimizer == null || optimizer.queued() == 0) return;
+        for (long at : optimizationInputs.returnToUser()) {
+            m.addBreakpoint(at, (mm, a) -> {
+                if (optimizer.queued() == 0) mm.removeBreakpoint(a);
+                return true;
+            });
+        }
     }
 
     private static KallsymsSymbols kernelSymbols(SymbolTable syms) {
