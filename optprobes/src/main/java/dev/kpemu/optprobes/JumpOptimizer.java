@@ -342,7 +342,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 .indirectThunks(inputs.indirectThunks())
                 .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
                 .landingPadsEnforced(inputs.landingPadsEnforced());
-        for (TextRange r : inputs.reservedText()) if (r.overlaps(fn)) b.reservedText(r);
+        for (TextRange r : inputs.reservedText(fn)) b.reservedText(r);
         for (long other : engine.probeAddresses()) {
             if (other == st.address() || !fn.contains(other)) continue;
             ProbeOptimizer.ProbeState o = engine.probe(other);

@@ -50,10 +50,12 @@ import dev.kpemu.machine.Machine;
  * <li>ftrace sites: derived from the code — every text symbol's first two instructions after an
  *     optional landing pad ({@code bti c}, {@code paciasp}, {@code pacibsp}) when they are the
  *     {@code -fpatchable-function-entry=2} pair (NOP/{@code mov x9, x30} then NOP/{@code bl}).</li>
- * <li>reserved text: <b>not read</b> — {@code __jump_table} and {@code .static_call_sites} cannot be
- *     bounded. A jump-label site is a {@code nop} or {@code b} that the kernel rewrites when the key
- *     flips; Linux refuses any kprobe there ({@code jump_label_text_reserved}), kpemu's engine does not
- *     know the sites either. Documented gap, shared with breakpoint probes.</li>
+ * <li>reserved text: {@code __jump_table} and {@code .static_call_sites} cannot be bounded. A
+ *     jump-label site is a {@code nop} or a {@code b} that the kernel rewrites when its key flips
+ *     (Linux refuses any kprobe there: {@code jump_label_text_reserved}), so every {@code nop} and
+ *     unconditional {@code b} of a candidate function (read from the file) is reserved —
+ *     conservative: ordinary branches and alignment NOPs are refused too. Breakpoint probes keep the
+ *     gap (kpemu's engine does not know the sites either).</li>
  * <li>BTI: the kernel is built with {@code CONFIG_ARM64_BTI_KERNEL}, so landing pads are refused.</li>
  * </ul>
  */
@@ -79,10 +81,16 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final TextRange thunks;
     private final List<Long> returnToUser;
     private final boolean bti;
+    /** arm64: the file and symbols, for per-function reserved text. */
+    private final SymbolTable syms;
+    private final byte[] file;
     private final List<String> notes;
 
     private KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
-                                     List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes) {
+                                     List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes,
+                                     SymbolTable syms, byte[] file) {
+        this.syms = syms;
+        this.file = file;
         this.arch = arch;
         this.exceptionTable = Collections.unmodifiableNavigableSet(ex);
         this.ftraceSites = Collections.unmodifiableNavigableSet(ftrace);
@@ -129,7 +137,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());
         else notes.add("no __indirect_thunk_start/end in kallsyms");
         return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, merge(reserved), idle(syms, X86_IDLE),
-                starts(syms, X86_RETURN_TO_USER), thunks, false, notes);
+                starts(syms, X86_RETURN_TO_USER), thunks, false, notes, null, null);
     }
 
     // ------------------------------------------------------------------ arm64
@@ -162,8 +170,9 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
             }
         }
         notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
+        notes.add("arm64: every nop and b of a candidate function is reserved (possible jump-label sites)");
         return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), idle(syms, ARM64_IDLE),
-                starts(syms, ARM64_RETURN_TO_USER), null, true, notes);
+                starts(syms, ARM64_RETURN_TO_USER), null, true, notes, syms, file);
     }
 
     // ------------------------------------------------------------------ common
@@ -236,6 +245,25 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     @Override public Set<Long> ftraceSites() { return ftraceSites; }
 
     @Override public List<TextRange> reservedText() { return reserved; }
+
+    /**
+     * x86: the parsed tables. arm64: every {@code nop} and unconditional {@code b} of the function in
+     * the file except its ftrace pair (possible jump-label sites; see the class comment).
+     */
+    @Override public List<TextRange> reservedText(TextRange function) {
+        if (arch == Arch.X86_64) return OptimizationInputs.super.reservedText(function);
+        OptionalLong off = syms.fileOffset(function.start());
+        long len = function.end() - function.start();
+        if (off.isEmpty() || off.getAsLong() + len > file.length || len > (1 << 20)) return List.of(function);
+        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+        List<TextRange> out = new ArrayList<>();
+        for (long i = 0; i + 4 <= len; i += 4) {
+            int w = b.getInt((int) (off.getAsLong() + i));
+            long at = function.start() + i;
+            if ((w == NOP || (w & 0xfc00_0000) == 0x1400_0000) && !ftraceSites.contains(at)) out.add(TextRange.of(at, 4));
+        }
+        return out;
+    }
 
     @Override public TextRange indirectThunks() { return thunks; }
 

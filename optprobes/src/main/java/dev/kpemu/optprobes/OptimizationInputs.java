@@ -29,6 +29,14 @@ public interface OptimizationInputs {
     /** Other text the guest patches at run time (alternatives, jump labels, static calls). */
     default List<TextRange> reservedText() { return List.of(); }
 
+    /**
+     * The reserved text that overlaps {@code function} (the optimizer asks per candidate). Default:
+     * {@link #reservedText()} filtered; an implementation may derive ranges from the function's code.
+     */
+    default List<TextRange> reservedText(TextRange function) {
+        return reservedText().stream().filter(r -> r.overlaps(function)).toList();
+    }
+
     /** x86: refuse functions with indirect jumps (see {@link Candidate#indirectJumpCheck()}). */
     default boolean indirectJumpCheck() { return true; }
 

@@ -76,6 +76,17 @@ class KernelOptimizationInputsTest {
             assertTrue(!in.ftraceSites().contains(a + 12), fn);
         }
         assertTrue(in.ftraceSites().size() > 20_000);
+        // possible jump-label sites: every nop and b of a function, except its ftrace pair
+        var vfsWrite = syms.byName("vfs_write").orElseThrow();
+        TextRange fn = TextRange.of(vfsWrite.address(), vfsWrite.size());
+        var reserved = in.reservedText(fn);
+        assertTrue(!reserved.isEmpty(), "vfs_write has branches");
+        long off = syms.fileOffset(fn.start()).getAsLong();
+        for (TextRange r : reserved) {
+            int w = ByteBuffer.wrap(image, (int) (off + r.start() - fn.start()), 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
+            assertTrue(w == 0xd503201f || (w & 0xfc000000) == 0x14000000, Integer.toHexString(w));
+            assertTrue(r.start() != fn.start() && r.start() != fn.start() + 4, "the ftrace pair is an ftrace site, not reserved");
+        }
         assertTrue(in.exceptionTable().isEmpty(), "not readable on arm64 (no CONFIG_KALLSYMS_ALL)");
         assertTrue(in.landingPadsEnforced());
         assertEquals(1, in.returnToUser().size());
