@@ -128,4 +128,57 @@ class OptimizedKernelProbesTest {
         }
         return opt;
     }
+
+    /**
+     * An optimized probe removed mid-run: the jump is in the text while the probe is optimized, and
+     * after unregistering the text is byte for byte what it was; the guest goes on to power off.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void unregisteringAnOptimizedProbeRestoresTheText(Arch arch) throws Exception {
+        String fn = "ksys_read";
+        int off = arch == Arch.X86_64 ? 5 : 12;
+        List<String> defs = List.of("p:rd " + fn + "+" + off + (arch == Arch.X86_64 ? " fd=%di" : " fd=%x0"));
+        TracedBoot traced = new TracedBoot(defs, null).optimize(true).optimizeDelay(Duration.ZERO);
+        byte[][] text = new byte[3][];  // before registration, optimized, after removal
+        boolean[] optimized = new boolean[1];
+        dev.kpemu.boot.BootHooks hooks = new dev.kpemu.boot.BootHooks() {
+            @Override public void ready(dev.kpemu.boot.LinuxGuest g) { traced.ready(g); }
+
+            @Override public boolean breakpoint(dev.kpemu.boot.LinuxGuest g, long a) {
+                long at = g.symbols().address(fn) + off;
+                text[0] = g.machine().readVirtual(at, 8);
+                boolean go = traced.breakpoint(g, a);
+                traced.events().addListener(r -> {
+                    if (traced.records().size() != 4) return;
+                    g.machine().clock().schedule(g.machine().clock().liveNanos(), now -> {
+                        text[1] = g.machine().readVirtual(at, 8);
+                        optimized[0] = traced.kprobes().list().contains("[OPTIMIZED]");
+                        traced.events().disableAll();
+                        try {
+                            traced.events().truncate();
+                        } catch (dev.kpemu.kprobes.events.ProbeSyntaxException e) {
+                            throw new IllegalStateException(e);
+                        }
+                        text[2] = g.machine().readVirtual(at, 8);
+                    });
+                });
+                return go;
+            }
+        };
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, console, null), hooks);
+        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + console.toString(StandardCharsets.ISO_8859_1));
+        assertTrue(optimized[0], "optimized when removed");
+        if (arch == Arch.X86_64) {
+            assertEquals((byte) 0xe9, text[1][0], "a jmp rel32 at the probe");
+        } else {
+            int w = java.nio.ByteBuffer.wrap(text[1], 0, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt();
+            assertEquals(0x14000000, w & 0xfc000000, "a B at the probe: " + Integer.toHexString(w));
+        }
+        org.junit.jupiter.api.Assertions.assertArrayEquals(text[0], text[2], "after unregistering, the text is byte for byte what it was");
+        assertEquals(4, traced.records().size(), "no event after the probe was removed");
+        String con = console.toString(StandardCharsets.ISO_8859_1);
+        for (String bad : new String[] {"WARNING:", "BUG:", "Oops"}) assertFalse(con.contains(bad), con);
+    }
 }
