@@ -67,6 +67,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--list", description = "print the probe list (debugfs kprobes/list) and kprobe_events when the guest stops")
     boolean list;
 
+    @Option(names = "--optimize", negatable = true, paramLabel = "BOOL",
+            description = "jump-optimize the probes the safety rules accept ([OPTIMIZED] in --list); default on for x86_64 (as Linux), off for arm64 (kpemu's own extension); --no-optimize turns it off")
+    Boolean optimize;
+
     @Option(names = "--formats", description = "print each event's format description")
     boolean formats;
 
@@ -79,6 +83,7 @@ final class BootCommand implements Callable<Integer> {
         List<String> defs = definitions();
         PrintStream trace = WriterOutputStream.printStream(out);
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        if (traced != null && optimize != null) traced.optimize(optimize);
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
@@ -116,6 +121,16 @@ final class BootCommand implements Callable<Integer> {
         }
     }
 
+    /** One line: what the jump displaces, or every rule that refused. */
+    static String describe(dev.kpemu.optprobes.Verdict v) {
+        return switch (v) {
+            case dev.kpemu.optprobes.Verdict.Optimizable o -> "optimizable, the jump displaces " + o.region().length() + " bytes: "
+                    + o.region().instructions().stream().map(dev.kpemu.decoder.Instruction::text).collect(java.util.stream.Collectors.joining("; "));
+            case dev.kpemu.optprobes.Verdict.Refused r -> "refused: " + r.refusals().stream().map(Object::toString)
+                    .collect(java.util.stream.Collectors.joining("; "));
+        };
+    }
+
     private void printTables(PrintWriter out, TracedBoot traced) {
         var ev = traced.events();
         if (ev == null) {
@@ -131,6 +146,10 @@ final class BootCommand implements Callable<Integer> {
             out.print(ev.listing());
             out.println("kpemu: kprobes/list");
             out.print(traced.kprobes().list());
+            if (traced.optimizer() != null) {
+                out.println("kpemu: jump optimization: " + traced.optimizer().jumpsWritten() + " jumps written; " + traced.optimizationInputs());
+                traced.optimizer().verdicts().forEach((addr, v) -> out.printf("  %016x %s%n", addr, describe(v)));
+            }
         }
         if (formats) {
             ev.formats().forEach((name, text) -> {

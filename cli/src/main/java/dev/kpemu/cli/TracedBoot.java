@@ -19,6 +19,8 @@ import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.optprobes.KernelOptimizationInputs;
 
 /**
  * A boot with kprobe_events definitions: they are parsed against the kernel's kallsyms before
@@ -58,12 +60,39 @@ public final class TracedBoot implements BootHooks {
     private Kprobes kprobes;
     private EventEngine events;
     private ProbeSyntaxException rejectedAtRegistration;
+    private Boolean optimize;
+    private java.time.Duration optimizeDelay = JumpOptimizer.DEFAULT_DELAY;
+    private JumpOptimizer optimizer;
+    private KernelOptimizationInputs optimizationInputs;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
     public TracedBoot(List<String> definitions, PrintStream out) {
         this.definitions = List.copyOf(definitions);
         this.out = out;
     }
+
+    /**
+     * Jump optimization on or off (default {@link #optimizesByDefault}): with it, probes the rules
+     * accept become {@code [OPTIMIZED]} after Linux's delay, with the kernel's own tables
+     * ({@link KernelOptimizationInputs}).
+     */
+    public TracedBoot optimize(boolean on) {
+        this.optimize = on;
+        return this;
+    }
+
+    /** Guest time between a probe becoming optimizable and its jump (default Linux's 5 jiffies, {@link JumpOptimizer#DEFAULT_DELAY}). */
+    public TracedBoot optimizeDelay(java.time.Duration delay) {
+        this.optimizeDelay = delay;
+        return this;
+    }
+
+    /**
+     * x86-64: on, as in Linux ({@code CONFIG_OPTPROBES=y}, {@code debug.kprobes_optimization=1}).
+     * arm64: off — Linux has no optprobes there, and kpemu cannot read the arm64 kernel's exception
+     * and jump-label tables (no {@code CONFIG_KALLSYMS_ALL}); {@code --optimize} turns it on.
+     */
+    public static boolean optimizesByDefault(Arch arch) { return arch == Arch.X86_64; }
 
     @Override public void ready(LinuxGuest guest) {
         SymbolTable syms = guest.symbols();
@@ -87,6 +116,10 @@ public final class TracedBoot implements BootHooks {
         long va = guest.arch() == Arch.X86_64 ? X86_SLOTS_VA : ARM64_SLOTS_VA;
         SymbolTable syms = guest.symbols();
         kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()));
+        if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
+            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
+            optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
+        }
         try {
             events = EventEngine.attach(kprobes, kernelSymbols(syms), guest.kernelStructs(), out);
         } catch (KernelImageException e) {
@@ -99,7 +132,24 @@ public final class TracedBoot implements BootHooks {
             rejectedAtRegistration = e;
             return false;
         }
+        watchReturnToUser(m);
         return true;
+    }
+
+    /**
+     * Pending jumps are written at safe points where the patch window is open; besides the run
+     * loop's slice boundaries, this makes every return to user mode one (host breakpoints at the
+     * kernel's return-to-user entries), until no jump is pending. Called after registration; call
+     * it again after registering more probes directly with {@link #kprobes()}.
+     */
+    public void watchReturnToUser(Machine m) {
+        if (optimizer == null || optimizer.queued() == 0) return;
+        for (long at : optimizationInputs.returnToUser()) {
+            m.addBreakpoint(at, (mm, a) -> {
+                if (optimizer.queued() == 0) mm.removeBreakpoint(a);
+                return true;
+            });
+        }
     }
 
     private static KallsymsSymbols kernelSymbols(SymbolTable syms) {
@@ -114,6 +164,12 @@ public final class TracedBoot implements BootHooks {
     public EventEngine events() { return events; }
 
     public Kprobes kprobes() { return kprobes; }
+
+    /** The jump optimizer, once the probes are registered, when optimization is on (else null). */
+    public JumpOptimizer optimizer() { return optimizer; }
+
+    /** The kernel tables the optimizer uses (null without optimization). */
+    public KernelOptimizationInputs optimizationInputs() { return optimizationInputs; }
 
     /** Every event recorded so far. */
     public List<TraceRecord> records() { return records; }

@@ -65,4 +65,21 @@ class BootCommandTest {
         assertTrue(r.out().contains("myret: (__arm64_sys_openat+0x70/0xbc <- do_sys_openat2) ret=0x3"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.matches("\\s+myopen\\s+\\d+\\s+0")), "kprobe_profile row: " + r.out());
     }
+
+    /** x86 optimizes by default (as Linux), --no-optimize keeps breakpoint probes; --list shows it and the verdicts. */
+    @Test
+    @Tag("kernel")
+    void optimizeShowsInTheProbeList(@TempDir Path tmp) {
+        String con = tmp.resolve("console.txt").toString();
+        CliTest.Run on = CliTest.run("boot", "--arch", "x86_64", "--console", con, "-e", "p:rd ksys_read+5 fd=%di", "--list");
+        assertEquals(ExitCodes.OK, on.code(), on.out() + on.err());
+        assertTrue(on.out().lines().anyMatch(l -> l.contains("ksys_read+0x5") && l.endsWith("[OPTIMIZED]")), on.out());
+        assertTrue(on.out().contains("optimizable, the jump displaces 5 bytes: push r13; mov r13, rsi"), on.out());
+        CliTest.Run off = CliTest.run("boot", "--arch", "x86_64", "--console", con, "-e", "p:rd ksys_read+5 fd=%di", "--list", "--no-optimize");
+        assertEquals(ExitCodes.OK, off.code(), off.out() + off.err());
+        assertTrue(off.out().lines().anyMatch(l -> l.contains("ksys_read+0x5")) && !off.out().contains("[OPTIMIZED]"), off.out());
+        CliTest.Run arm = CliTest.run("boot", "--arch", "arm64", "--console", con, "-e", "p:rd ksys_read+12 fd=%x0", "--list", "--optimize");
+        assertEquals(ExitCodes.OK, arm.code(), arm.out() + arm.err());
+        assertTrue(arm.out().lines().anyMatch(l -> l.contains("ksys_read+0xc") && l.endsWith("[OPTIMIZED]")), arm.out());
+    }
 }

@@ -92,6 +92,8 @@ final class Arm64LinuxGuest implements LinuxGuest {
         }
     }
 
+    @Override public byte[] kernelFile() { return image; }
+
     @Override public KernelStructs kernelStructs() throws KernelImageException {
         return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);
     }

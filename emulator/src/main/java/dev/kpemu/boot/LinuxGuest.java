@@ -32,6 +32,13 @@ public interface LinuxGuest extends AutoCloseable {
     SymbolTable symbols();
 
     /**
+     * The kernel file as loaded, before the kernel changed anything (init sections included):
+     * the bytes {@link SymbolTable#fileOffset} indexes (x86-64: the vmlinux ELF; arm64: the raw
+     * Image). For tables the kernel frees or rewrites at boot ({@code __mcount_loc}, the jump table).
+     */
+    byte[] kernelFile();
+
+    /**
      * Structure offsets from the kernel's own BTF ({@code task_struct} comm/pid, the current
      * task), for probe output.
      */

@@ -73,6 +73,8 @@ final class X86LinuxGuest implements LinuxGuest {
         return symbols;
     }
 
+    @Override public byte[] kernelFile() { return kernel.vmlinux().bytes(); }
+
     @Override public KernelStructs kernelStructs() throws KernelImageException {
         return KernelStructs.of(BtfLocator.fromElf(kernel.vmlinux(), symbols()).btf(), symbols(), Arch.X86_64);
     }

@@ -85,6 +85,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private final OptimizationInputs inputs;
     private final Map<Long, Site> sites = new LinkedHashMap<>();
     private final List<Site> retired = new ArrayList<>();
+    /** Hooks of released buffers, inert, deleted only by {@link #close()} (see {@link #release}). */
+    private final List<Unicorn.Hook> inertHooks = new ArrayList<>();
     private long delayNanos = DEFAULT_DELAY.toNanos();
     private int queued;
     private long jumpsWritten, postponedByPc;
@@ -99,7 +101,11 @@ public final class JumpOptimizer implements ProbeOptimizer {
         int bufferBytes;
         SitePatch patch;
         Unicorn.Hook handOffHook, simulateHook;
+        /** Cleared when the buffer is released: its hooks then do nothing (see {@link #release}). */
+        java.util.concurrent.atomic.AtomicBoolean hooksLive;
         long queuedAt;
+        /** Hits through the detour's hand-off (the jump), not through the breakpoint. */
+        long detourHits;
 
         Site(long address) {
             this.address = address;
@@ -162,6 +168,15 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     /** Jumps written so far. */
     public long jumpsWritten() { return jumpsWritten; }
+
+    /** Probes whose detour is ready and whose jump is not written yet. */
+    public int queued() { return queued; }
+
+    /** Hits of the probe at {@code address} that came through its jump and detour (0 for an unknown address). */
+    public long detourHits(long address) {
+        Site s = sites.get(address);
+        return s == null ? 0 : s.detourHits;
+    }
 
     /** Times a due jump was not written because the pc was inside its displaced region. */
     public long postponedByPc() { return postponedByPc; }
@@ -268,6 +283,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
         sites.clear();
         for (Site s : retired) release(s);
         retired.clear();
+        for (Unicorn.Hook h : inertHooks) machine.engine().delete(h);
+        inertHooks.clear();
         decoder.close();
     }
 
@@ -331,7 +348,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 .indirectThunks(inputs.indirectThunks())
                 .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
                 .landingPadsEnforced(inputs.landingPadsEnforced());
-        for (TextRange r : inputs.reservedText()) if (r.overlaps(fn)) b.reservedText(r);
+        for (TextRange r : inputs.reservedText(fn)) b.reservedText(r);
         for (long other : engine.probeAddresses()) {
             if (other == st.address() || !fn.contains(other)) continue;
             ProbeOptimizer.ProbeState o = engine.probe(other);
@@ -379,18 +396,28 @@ public final class JumpOptimizer implements ProbeOptimizer {
             Unicorn uc = machine.engine();
             final long probe = s.address;
             final long handOff = b.handOffAddress();
+            final java.util.concurrent.atomic.AtomicBoolean live = new java.util.concurrent.atomic.AtomicBoolean(true);
+            s.hooksLive = live;
             if (handOff != va) throw new IllegalStateException("the hand-off must be the buffer's first instruction");
             if (b.simulateAddress().isPresent()) {
                 // arm64 PC-relative instruction: simulated on the host right after the handlers (the
                 // pc write leaves the buffer); a breakpoint hit enters at the simulate address itself
                 long sim = b.simulateAddress().getAsLong();
                 s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    if (!live.get()) return;
+                    s.detourHits++;
                     engine.optimizedHit(probe);
                     engine.simulate(probe);
                 });
-                s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> engine.simulate(probe));
+                s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> {
+                    if (live.get()) engine.simulate(probe);
+                });
             } else {
-                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> engine.optimizedHit(probe));
+                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                    if (!live.get()) return;
+                    s.detourHits++;
+                    engine.optimizedHit(probe);
+                });
             }
             // hooks added after a translation may not fire in it: translate the buffer afresh
             machine.invalidateCode(va, b.size());
@@ -398,6 +425,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
             s.bufferBytes = size;
             s.patch = patch;
         } catch (RuntimeException e) {
+            if (s.hooksLive != null) s.hooksLive.set(false);
             if (s.handOffHook != null) machine.engine().delete(s.handOffHook);
             if (s.simulateHook != null) machine.engine().delete(s.simulateHook);
             s.handOffHook = s.simulateHook = null;
@@ -448,6 +476,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
         old.bufferBytes = s.bufferBytes;
         old.handOffHook = s.handOffHook;
         old.simulateHook = s.simulateHook;
+        old.hooksLive = s.hooksLive;
         retired.add(old);
         s.buffer = null;
         s.patch = null;
@@ -465,11 +494,17 @@ public final class JumpOptimizer implements ProbeOptimizer {
         });
     }
 
+    /**
+     * Frees the buffer's slot memory. Its hooks are not deleted while the guest runs: deleting a
+     * block hook from Unicorn 2.1.1 between runs broke a booted x86-64 kernel (a double fault soon
+     * after an optimized probe was unregistered; measured, see OptimizedKernelProbesTest), so they are
+     * made inert and deleted by {@link #close()}. A later buffer at the same address has its own hooks.
+     */
     private void release(Site s) {
         if (s.buffer == null) return;
-        Unicorn uc = machine.engine();
-        if (s.handOffHook != null) uc.delete(s.handOffHook);
-        if (s.simulateHook != null) uc.delete(s.simulateHook);
+        if (s.hooksLive != null) s.hooksLive.set(false);
+        if (s.handOffHook != null) inertHooks.add(s.handOffHook);
+        if (s.simulateHook != null) inertHooks.add(s.simulateHook);
         s.handOffHook = s.simulateHook = null;
         machine.invalidateCode(s.buffer.address(), s.bufferBytes);
         engine.freeDetour(s.buffer.address(), s.bufferBytes);

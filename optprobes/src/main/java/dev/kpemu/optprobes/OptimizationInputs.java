@@ -13,7 +13,7 @@ import java.util.Set;
  * For a real kernel these come from the image: {@code __ex_table} (fault addresses),
  * {@code __mcount_loc} / {@code __patchable_function_entries} (ftrace sites), the alternatives,
  * jump-label and static-call sites ({@code reservedText}), {@code __indirect_thunk_start..end}
- * on retpoline kernels, BTI on arm64 — not parsed yet.
+ * on retpoline kernels, BTI on arm64: {@link KernelOptimizationInputs} reads them from a kernel.
  */
 public interface OptimizationInputs {
 
@@ -28,6 +28,14 @@ public interface OptimizationInputs {
 
     /** Other text the guest patches at run time (alternatives, jump labels, static calls). */
     default List<TextRange> reservedText() { return List.of(); }
+
+    /**
+     * The reserved text that overlaps {@code function} (the optimizer asks per candidate). Default:
+     * {@link #reservedText()} filtered; an implementation may derive ranges from the function's code.
+     */
+    default List<TextRange> reservedText(TextRange function) {
+        return reservedText().stream().filter(r -> r.overlaps(function)).toList();
+    }
 
     /** x86: refuse functions with indirect jumps (see {@link Candidate#indirectJumpCheck()}). */
     default boolean indirectJumpCheck() { return true; }

@@ -1,0 +1,300 @@
+package dev.kpemu.optprobes;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.NavigableSet;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+
+import dev.kpemu.image.Symbol;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * {@link OptimizationInputs} read from a real Linux 6.1 kernel: the tables are parsed from the
+ * kernel <em>file</em> (the bytes {@link SymbolTable#fileOffset} indexes), because the kernel frees
+ * {@code __mcount_loc} with its init memory and sorts {@code __jump_table} in place (moving entries
+ * whose fields are relative to their own address) before any probe is registered.
+ *
+ * <h2>x86-64 (Debian's 6.1, {@code CONFIG_KALLSYMS_ALL=y}: every table has its bounds in kallsyms)</h2>
+ * <ul>
+ * <li>exception table {@code __start___ex_table..__stop___ex_table}: {@code struct
+ *     exception_table_entry {int insn, fixup, data;}}, 12 bytes, {@code insn} relative to itself;</li>
+ * <li>ftrace sites {@code __start_mcount_loc..__stop_mcount_loc}: 8-byte absolute addresses;</li>
+ * <li>reserved text: jump labels {@code __start___jump_table..__stop___jump_table} ({@code struct
+ *     jump_entry {s32 code; s32 target; long key;}}, 16 bytes, 5 bytes reserved at {@code code} —
+ *     the longest form), static calls {@code __start_static_call_sites..__stop_static_call_sites}
+ *     ({@code struct static_call_site {s32 addr; s32 key;}}, the 5-byte call), and alternatives
+ *     {@code __alt_instructions..__alt_instructions_end} ({@code struct alt_instr {s32 instr_offset;
+ *     s32 repl_offset; u16 cpuid; u8 instrlen; u8 replacementlen;}}, 12 bytes; {@code instrlen} bytes);
+ *     {@code .smp_locks} is not reserved (patched only when CPUs come and go; kpemu has one CPU);</li>
+ * <li>the retpoline thunks {@code __indirect_thunk_start..__indirect_thunk_end} (a direct jump there
+ *     is an indirect jump, as Linux 6.1's {@code insn_is_indirect_jump} says);</li>
+ * <li>the patch window: {@link OptimizationInputs#kernelPatchWindow} with the idle functions.</li>
+ * </ul>
+ *
+ * <h2>arm64 (Debian's 6.1 has no {@code CONFIG_KALLSYMS_ALL}: kallsyms holds text symbols only)</h2>
+ * The Image has no section headers and kallsyms does not bound {@code __ex_table},
+ * {@code __patchable_function_entries} or {@code __jump_table}, so:
+ * <ul>
+ * <li>exception table: <b>not read</b> (empty). kpemu's arm64 rule only needs it at the probed
+ *     instruction itself (a one-instruction region; see {@link OptimizationSafety}), and Linux
+ *     refuses to kprobe such an instruction at all; the optimizer also maps a fault in a detour copy
+ *     back to the original address. Documented gap: a probe on a uaccess instruction is not refused.</li>
+ * <li>ftrace sites: derived from the code — every text symbol's first two instructions after an
+ *     optional landing pad ({@code bti c}, {@code paciasp}, {@code pacibsp}) when they are the
+ *     {@code -fpatchable-function-entry=2} pair (NOP/{@code mov x9, x30} then NOP/{@code bl}).</li>
+ * <li>reserved text: {@code __jump_table} and {@code .static_call_sites} cannot be bounded. A
+ *     jump-label site is a {@code nop} or a {@code b} that the kernel rewrites when its key flips
+ *     (Linux refuses any kprobe there: {@code jump_label_text_reserved}), so every {@code nop} and
+ *     unconditional {@code b} of a candidate function (read from the file) is reserved —
+ *     conservative: ordinary branches and alignment NOPs are refused too. Breakpoint probes keep the
+ *     gap (kpemu's engine does not know the sites either).</li>
+ * <li>BTI: the kernel is built with {@code CONFIG_ARM64_BTI_KERNEL}, so landing pads are refused.</li>
+ * </ul>
+ */
+public final class KernelOptimizationInputs implements OptimizationInputs {
+    /** Functions the idle loop waits in, by arch: a vCPU there has no interrupted kernel context. */
+    static final List<String> X86_IDLE = List.of("default_idle", "arch_cpu_idle", "default_idle_call", "cpu_idle_poll",
+            "native_safe_halt", "pv_native_safe_halt", "acpi_safe_halt", "mwait_idle");
+    static final List<String> ARM64_IDLE = List.of("cpu_do_idle", "arch_cpu_idle", "default_idle_call", "cpu_idle_poll");
+    /**
+     * Entries of the kernel's return-to-user paths: reached only from the top of a task's kernel
+     * stack (a syscall or an exception or interrupt taken in user mode is being left), so no
+     * interrupted kernel context exists there. x86: the C syscall exit and the interrupt/exception
+     * return; arm64: {@code ret_to_user} (every return to EL0 from an EL0 exception).
+     */
+    static final List<String> X86_RETURN_TO_USER = List.of("syscall_exit_to_user_mode", "swapgs_restore_regs_and_return_to_usermode");
+    static final List<String> ARM64_RETURN_TO_USER = List.of("ret_to_user");
+
+    private final Arch arch;
+    private final NavigableSet<Long> exceptionTable;
+    private final NavigableSet<Long> ftraceSites;
+    private final List<TextRange> reserved;
+    private final List<TextRange> idle;
+    private final TextRange thunks;
+    private final List<Long> returnToUser;
+    private final boolean bti;
+    /** arm64: the file and symbols, for per-function reserved text. */
+    private final SymbolTable syms;
+    private final byte[] file;
+    private final List<String> notes;
+
+    private KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
+                                     List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes,
+                                     SymbolTable syms, byte[] file) {
+        this.syms = syms;
+        this.file = file;
+        this.arch = arch;
+        this.exceptionTable = Collections.unmodifiableNavigableSet(ex);
+        this.ftraceSites = Collections.unmodifiableNavigableSet(ftrace);
+        this.reserved = List.copyOf(reserved);
+        this.idle = List.copyOf(idle);
+        this.thunks = thunks;
+        this.returnToUser = List.copyOf(returnToUser);
+        this.bti = bti;
+        this.notes = List.copyOf(notes);
+    }
+
+    /**
+     * Reads the tables.
+     *
+     * @param file the kernel file whose offsets {@code syms.fileOffset} gives (x86: vmlinux ELF; arm64: Image)
+     */
+    public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, byte[] file) {
+        return switch (arch) {
+            case X86_64 -> x86(syms, file);
+            case ARM64 -> arm64(syms, file);
+        };
+    }
+
+    // ------------------------------------------------------------------ x86-64
+
+    private static KernelOptimizationInputs x86(SymbolTable syms, byte[] file) {
+        Reader r = new Reader(syms, file);
+        List<String> notes = new ArrayList<>();
+        TreeSet<Long> ex = new TreeSet<>();
+        r.table("__start___ex_table", "__stop___ex_table", 12, notes, (at, b) -> ex.add(at + b.getInt(0)));
+        TreeSet<Long> ftrace = new TreeSet<>();
+        r.table("__start_mcount_loc", "__stop_mcount_loc", 8, notes, (at, b) -> ftrace.add(b.getLong(0)));
+        List<TextRange> reserved = new ArrayList<>();
+        r.table("__start___jump_table", "__stop___jump_table", 16, notes,
+                (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
+        r.table("__start_static_call_sites", "__stop_static_call_sites", 8, notes,
+                (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
+        r.table("__alt_instructions", "__alt_instructions_end", 12, notes, (at, b) -> {
+            int len = b.get(10) & 0xff;
+            if (len > 0) reserved.add(TextRange.of(at + b.getInt(0), len));
+        });
+        TextRange thunks = null;
+        Optional<Symbol> ts = syms.byName("__indirect_thunk_start"), te = syms.byName("__indirect_thunk_end");
+        if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());
+        else notes.add("no __indirect_thunk_start/end in kallsyms");
+        return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, merge(reserved), idle(syms, X86_IDLE),
+                starts(syms, X86_RETURN_TO_USER), thunks, false, notes, null, null);
+    }
+
+    // ------------------------------------------------------------------ arm64
+
+    private static final int NOP = 0xd503201f, MOV_X9_X30 = 0xaa1e03e9, BTI_C = 0xd503245f, PACIASP = 0xd503233f,
+            PACIBSP = 0xd503237f;
+
+    private static KernelOptimizationInputs arm64(SymbolTable syms, byte[] file) {
+        List<String> notes = new ArrayList<>();
+        notes.add("arm64: __ex_table and __jump_table are not bounded in kallsyms (no CONFIG_KALLSYMS_ALL): not read");
+        TreeSet<Long> ftrace = new TreeSet<>();
+        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+        for (Symbol s : syms.symbols()) {
+            if (!s.text() || s.size() < 8) continue;
+            OptionalLong off = syms.fileOffset(s.address());
+            if (off.isEmpty() || off.getAsLong() + 12 > file.length) continue;
+            int o = (int) off.getAsLong();
+            long at = s.address();
+            int w = b.getInt(o);
+            if (w == BTI_C || w == PACIASP || w == PACIBSP) {
+                o += 4;
+                at += 4;
+            }
+            int w0 = b.getInt(o), w1 = b.getInt(o + 4);
+            boolean first = w0 == NOP || w0 == MOV_X9_X30;
+            boolean second = w1 == NOP || (w1 & 0xfc00_0000) == 0x9400_0000; // nop or bl
+            if (first && second) {
+                ftrace.add(at);
+                ftrace.add(at + 4);
+            }
+        }
+        notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
+        notes.add("arm64: every nop and b of a candidate function is reserved (possible jump-label sites)");
+        return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), idle(syms, ARM64_IDLE),
+                starts(syms, ARM64_RETURN_TO_USER), null, true, notes, syms, file);
+    }
+
+    // ------------------------------------------------------------------ common
+
+    private static List<TextRange> idle(SymbolTable syms, List<String> names) {
+        List<TextRange> out = new ArrayList<>();
+        for (String n : names) {
+            for (Symbol s : syms.allByName(n)) if (s.text() && s.size() > 0) out.add(TextRange.of(s.address(), s.size()));
+        }
+        return out;
+    }
+
+    private static List<Long> starts(SymbolTable syms, List<String> names) {
+        List<Long> out = new ArrayList<>();
+        for (String n : names) for (Symbol s : syms.allByName(n)) if (s.text()) out.add(s.address());
+        return out;
+    }
+
+    private static List<TextRange> merge(List<TextRange> in) {
+        List<TextRange> sorted = new ArrayList<>(in);
+        sorted.sort((x, y) -> Long.compareUnsigned(x.start(), y.start()));
+        List<TextRange> out = new ArrayList<>();
+        for (TextRange r : sorted) {
+            if (!out.isEmpty() && Long.compareUnsigned(r.start(), out.getLast().end()) <= 0) {
+                TextRange last = out.removeLast();
+                out.add(new TextRange(last.start(), Long.compareUnsigned(r.end(), last.end()) > 0 ? r.end() : last.end()));
+            } else {
+                out.add(r);
+            }
+        }
+        return out;
+    }
+
+    private interface Entry {
+        void accept(long at, ByteBuffer entry);
+    }
+
+    private record Reader(SymbolTable syms, byte[] file) {
+        void table(String start, String stop, int entrySize, List<String> notes, Entry e) {
+            Optional<Symbol> a = syms.byName(start), z = syms.byName(stop);
+            if (a.isEmpty() || z.isEmpty()) {
+                notes.add("no " + start + "/" + stop + " in kallsyms: not read");
+                return;
+            }
+            long from = a.get().address(), to = z.get().address();
+            long len = to - from;
+            if (len < 0 || len % entrySize != 0) {
+                notes.add(start + ": " + len + " bytes is not a multiple of " + entrySize + ": not read");
+                return;
+            }
+            OptionalLong off = syms.fileOffset(from);
+            if (off.isEmpty() || off.getAsLong() + len > file.length) {
+                notes.add(start + ": no file bytes: not read");
+                return;
+            }
+            ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+            int n = (int) (len / entrySize);
+            for (int i = 0; i < n; i++) {
+                int o = (int) off.getAsLong() + i * entrySize;
+                e.accept(from + (long) i * entrySize, b.slice(o, entrySize).order(ByteOrder.LITTLE_ENDIAN));
+            }
+            notes.add(start + ": " + n + " entries");
+        }
+    }
+
+    // ------------------------------------------------------------------ OptimizationInputs
+
+    @Override public Set<Long> exceptionTable() { return exceptionTable; }
+
+    @Override public Set<Long> ftraceSites() { return ftraceSites; }
+
+    @Override public List<TextRange> reservedText() { return reserved; }
+
+    /**
+     * x86: the parsed tables. arm64: every {@code nop} and unconditional {@code b} of the function in
+     * the file except its ftrace pair (possible jump-label sites; see the class comment).
+     */
+    @Override public List<TextRange> reservedText(TextRange function) {
+        if (arch == Arch.X86_64) return OptimizationInputs.super.reservedText(function);
+        OptionalLong off = syms.fileOffset(function.start());
+        long len = function.end() - function.start();
+        if (off.isEmpty() || off.getAsLong() + len > file.length || len > (1 << 20)) return List.of(function);
+        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+        List<TextRange> out = new ArrayList<>();
+        for (long i = 0; i + 4 <= len; i += 4) {
+            int w = b.getInt((int) (off.getAsLong() + i));
+            long at = function.start() + i;
+            if ((w == NOP || (w & 0xfc00_0000) == 0x1400_0000) && !ftraceSites.contains(at)) out.add(TextRange.of(at, 4));
+        }
+        return out;
+    }
+
+    @Override public TextRange indirectThunks() { return thunks; }
+
+    @Override public boolean landingPadsEnforced() { return bti; }
+
+    /**
+     * {@link OptimizationInputs#kernelPatchWindow} (user mode or the idle loop), or the pc exactly at
+     * the entry of a return-to-user path ({@link #returnToUser()}).
+     */
+    @Override public boolean patchWindowOpen(Machine machine) {
+        if (OptimizationInputs.kernelPatchWindow(machine, idle)) return true;
+        return returnToUser.contains(machine.pc());
+    }
+
+    /**
+     * Entry addresses of the kernel's return-to-user paths, where the patch window is open: a boot
+     * puts host breakpoints there while jumps are pending, so that they are written at the next
+     * return to user mode rather than at the next slice boundary that happens to be in user mode.
+     */
+    public List<Long> returnToUser() { return returnToUser; }
+
+    /** The idle-loop text where the patch window is open besides user mode. */
+    public List<TextRange> idleText() { return idle; }
+
+    public Arch arch() { return arch; }
+
+    /** What was read and what was not, one line each. */
+    public List<String> notes() { return notes; }
+
+    @Override public String toString() {
+        return "KernelOptimizationInputs[" + arch + ", ex_table " + exceptionTable.size() + ", ftrace " + ftraceSites.size()
+                + ", reserved " + reserved.size() + ", idle " + idle.size() + "]";
+    }
+}
