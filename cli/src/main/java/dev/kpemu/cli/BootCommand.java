@@ -27,8 +27,8 @@ import dev.kpemu.machine.Arch;
  * to stderr (or {@code --console}); kpemu's own lines and the trace to stdout.
  */
 @Command(name = "boot", mixinStandardHelpOptions = true,
-        description = {"Boot a Linux kernel (default: Debian's current kernel and kpemu's initramfs) until it powers off,",
-                "optionally with kprobe_events definitions whose hits print as ftrace's trace lines."},
+        description = {"Boot a Linux kernel until it powers off, optionally with kprobe_events probes.",
+                "Default: Debian's current kernel and kpemu's initramfs; probe hits print as ftrace's trace lines."},
         footer = {"", "Exit codes: 0 the guest powered off, 1 error, 2 usage or probe-definition error,",
                 "3 guest panic or unhandled guest fault, 4 timeout."})
 final class BootCommand implements Callable<Integer> {

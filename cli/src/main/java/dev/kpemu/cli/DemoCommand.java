@@ -26,8 +26,8 @@ import dev.kpemu.machine.Arch;
  * the kprobe_profile table.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = {"Boot Debian's kernel on x86_64 and arm64 with a kprobe and a kretprobe on the open path;",
-                "print the trace and the kprobe_profile table. The guest consoles go to files (shown)."})
+        description = {"Boot Debian's kernel on both arches with probes on the open path; print the trace.",
+                "A kprobe and a kretprobe on do_sys_openat2; then the kprobe_profile table. Guest consoles go to files."})
 final class DemoCommand implements Callable<Integer> {
     /** The built-in script: the open path, as written to kprobe_events (registers per arch). */
     static List<String> script(Arch arch) {

@@ -14,8 +14,8 @@ import dev.kpemu.machine.Arch;
 
 /** {@code kpemu images}: fetch (if needed) and show the default guest images. */
 @Command(name = "images", mixinStandardHelpOptions = true,
-        description = {"Fetch the default guest images (Debian's newest kernel and busybox-static, and the",
-                "initramfs built from it) if they are not cached yet, and print where they are."})
+        description = {"Fetch (if not cached) and show the default guest images.",
+                "Debian's newest kernel and busybox-static, and the initramfs kpemu builds from it."})
 final class ImagesCommand implements Callable<Integer> {
     @Option(names = "--arch", description = "only this architecture (x86_64 or arm64)")
     String arch;
