@@ -73,3 +73,19 @@ apt_download() {
   [ -n "$deb" ] && [ -s "$deb" ] || die "apt-get download $pkg produced no .deb"
   echo "$deb"
 }
+
+# Parses the scripts' common arguments "[--refresh] x86_64|arm64" into $refresh and $arch;
+# $1 is the range of the calling script's header lines that --help prints (e.g. 2,8).
+parse_arch_args() {
+  local help=$1; shift
+  refresh=0; arch=""
+  for a in "$@"; do
+    case "$a" in
+      --refresh) refresh=1 ;;
+      -h|--help) sed -n "${help}p" "$0"; exit 0 ;;
+      -*) die "unknown option '$a'" ;;
+      *) [ -z "$arch" ] || die "only one architecture may be given"; arch=$a ;;
+    esac
+  done
+  [ -n "$arch" ] || die "usage: $(basename "$0") [--refresh] x86_64|arm64"
+}

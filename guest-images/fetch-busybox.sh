@@ -11,16 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
-refresh=0; arch=""
-for a in "$@"; do
-  case "$a" in
-    --refresh) refresh=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-    -*) die "unknown option '$a'" ;;
-    *) [ -z "$arch" ] || die "only one architecture may be given"; arch=$a ;;
-  esac
-done
-[ -n "$arch" ] || die "usage: fetch-busybox.sh [--refresh] x86_64|arm64"
+parse_arch_args 2,8 "$@"
 debarch=$(debarch_of "$arch")
 case "$debarch" in amd64) arch=x86_64; machine=3e ;; arm64) arch=arm64; machine=b7 ;; esac
 cache=${KPEMU_CACHE:-$root/.cache}/guest/$arch

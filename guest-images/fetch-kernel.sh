@@ -13,16 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
-refresh=0; arch=""
-for a in "$@"; do
-  case "$a" in
-    --refresh) refresh=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    -*) die "unknown option '$a'" ;;
-    *) [ -z "$arch" ] || die "only one architecture may be given"; arch=$a ;;
-  esac
-done
-[ -n "$arch" ] || die "usage: fetch-kernel.sh [--refresh] x86_64|arm64"
+parse_arch_args 2,10 "$@"
 debarch=$(debarch_of "$arch")
 case "$debarch" in amd64) arch=x86_64 ;; arm64) arch=arm64 ;; esac
 cache=${KPEMU_CACHE:-$root/.cache}/guest/$arch

@@ -25,8 +25,6 @@ import dev.kpemu.machine.StopReason;
  */
 public final class BootRunner {
     public static final int EXIT_POWERED_OFF = 0, EXIT_ERROR = 1, EXIT_GUEST_FAILED = 3, EXIT_TIMEOUT = 4;
-    /** The default x86-64 command line (see docs/x86-boot-notes.md for each option). */
-    public static final String X86_DEFAULT_APPEND = X86LinuxGuest.DEFAULT_APPEND;
     /** Console lines kept for the failure report. */
     public static final int KEEP_LINES = 40;
     /** The line that ends a panic's oops. */

@@ -1,9 +1,6 @@
 package dev.kpemu.boot;
 
 import java.nio.file.Path;
-import java.util.List;
-
-import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
@@ -92,6 +89,4 @@ final class X86LinuxGuest implements LinuxGuest {
     }
 
     @Override public void close() { pc.close(); }
-
-    static List<String> markers() { return List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init"); }
 }
