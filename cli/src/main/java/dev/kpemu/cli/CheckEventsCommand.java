@@ -82,18 +82,9 @@ final class CheckEventsCommand implements Callable<Integer> {
     }
 
     private KernelSymbols kernelSymbols(Arch a) throws KernelImageException {
-        GuestImages images = GuestImages.forRepository();
-        Path k = kernel != null ? kernel : images.kernel(a);
-        boolean ibt = a == Arch.X86_64 && kernel == null && configHas(images.config(a), "CONFIG_X86_KERNEL_IBT=y");
-        return new KallsymsSymbols(Kallsyms.read(k), ibt ? 4 : 0);
-    }
-
-    private static boolean configHas(Path config, String line) {
-        try {
-            return Files.readAllLines(config).contains(line);
-        } catch (IOException e) {
-            return false;
-        }
+        Path k = kernel != null ? kernel : GuestImages.forRepository().kernel(a);
+        Kallsyms.KernelText kt = Kallsyms.load(k);
+        return KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes());
     }
 
     private List<String> readLines(String f) throws IOException {

@@ -96,7 +96,7 @@ public final class TracedBoot implements BootHooks {
 
     @Override public void ready(LinuxGuest guest) {
         SymbolTable syms = guest.symbols();
-        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, kernelSymbols(syms));
+        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, kernelSymbols(guest));
         for (String d : definitions) {
             try {
                 parser.parse(d);
@@ -121,7 +121,7 @@ public final class TracedBoot implements BootHooks {
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
-            events = EventEngine.attach(kprobes, kernelSymbols(syms), guest.kernelStructs(), out);
+            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -152,9 +152,8 @@ public final class TracedBoot implements BootHooks {
         }
     }
 
-    private static KallsymsSymbols kernelSymbols(SymbolTable syms) {
-        // Debian's kernels are built without IBT (CONFIG_X86_KERNEL_IBT unset): entry is offset 0.
-        return new KallsymsSymbols(syms, 0);
+    private static KallsymsSymbols kernelSymbols(LinuxGuest guest) {
+        return KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
     }
 
     /** The definition the engine refused when registering it, or null. */

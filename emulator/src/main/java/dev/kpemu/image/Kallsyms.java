@@ -48,11 +48,24 @@ public final class Kallsyms {
 
     /** Reads a kernel file of any supported kind: arm64 Image, x86 bzImage (decompressed) or ELF vmlinux. */
     public static SymbolTable read(Path kernel) throws KernelImageException {
+        return load(kernel).symbols();
+    }
+
+    /**
+     * A kernel's symbols with the bytes they index: the raw arm64 Image or the ELF vmlinux (a
+     * bzImage's payload, decompressed); {@link SymbolTable#fileOffset} gives offsets into them.
+     */
+    public record KernelText(SymbolTable symbols, byte[] bytes) {}
+
+    /** Like {@link #read}, keeping the kernel's bytes (to read its text before boot). */
+    public static KernelText load(Path kernel) throws KernelImageException {
         byte[] d = ImageFiles.read(kernel);
-        if (ImageFiles.isArm64Image(d)) return fromArm64Image(d, kernel.toString());
-        if (ImageFiles.isBzImage(d)) return fromElf(BzImage.parse(d, kernel.toString()).vmlinux());
-        if (ImageFiles.isElf(d)) return fromElf(ElfImage.parse(d, kernel.toString()));
-        throw new KernelImageException(kernel + ": not a kernel image: it is " + ImageFiles.describe(d));
+        if (ImageFiles.isArm64Image(d)) return new KernelText(fromArm64Image(d, kernel.toString()), d);
+        ElfImage elf;
+        if (ImageFiles.isBzImage(d)) elf = BzImage.parse(d, kernel.toString()).vmlinux();
+        else if (ImageFiles.isElf(d)) elf = ElfImage.parse(d, kernel.toString());
+        else throw new KernelImageException(kernel + ": not a kernel image: it is " + ImageFiles.describe(d));
+        return new KernelText(fromElf(elf), elf.bytes());
     }
 
     /** Symbols of a raw arm64 {@code Image}; file offset = address - link base. */

@@ -23,6 +23,18 @@ public interface ArchKprobes extends AutoCloseable {
     @FunctionalInterface
     interface TextReader { byte[] read(long va, int len); }
 
+    /** Where a probe {@code offset} bytes into a function goes, and whether that is the function's entry. */
+    record ProbeAddress(long address, boolean onFunctionEntry) {}
+
+    /**
+     * {@code arch_adjust_kprobe_addr}: the probe address for {@code offset} bytes into the function
+     * starting at {@code functionStart}. By default the entry is offset 0; an arch whose functions
+     * may begin with a landing pad (x86 IBT's {@code endbr64}) moves entry probes past it.
+     */
+    default ProbeAddress adjustAddress(long functionStart, long offset, TextReader text) {
+        return new ProbeAddress(functionStart + offset, offset == 0);
+    }
+
     /**
      * {@code arch_prepare_kprobe}: checks and decodes the instruction at {@code address} inside
      * {@code symbol}. Throws {@link KprobeException} with the kernel's errno.

@@ -197,13 +197,14 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     public void register(Kprobe p) {
         syncText();
         if (p.isRegistered()) throw new KprobeException(Errno.EINVAL, p + " is already registered");
-        long addr = canonicalAddress(p);
-        if (slots.contains(addr)) throw new KprobeException(Errno.EINVAL, "kprobe slot memory cannot be probed");
-        SymbolResolver.SymbolInfo sym = symbols.lookup(addr).orElseThrow(
-                () -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
+        long requested = canonicalAddress(p);
+        if (slots.contains(requested)) throw new KprobeException(Errno.EINVAL, "kprobe slot memory cannot be probed");
+        SymbolResolver.SymbolInfo sym = symbolOf(requested);
+        ArchKprobes.ProbeAddress where = arch.adjustAddress(sym.start(), requested - sym.start(), this::originalText);
+        long addr = where.address();
         checkAddressSafe(addr, sym);
         p.flags &= Kprobe.FLAG_DISABLED;
-        if (addr == sym.start()) p.flags |= Kprobe.FLAG_ON_FUNC_ENTRY;
+        if (where.onFunctionEntry()) p.flags |= Kprobe.FLAG_ON_FUNC_ENTRY;
         p.nmissed = 0;
         ProbePoint point = points.get(addr);
         if (point == null) {
@@ -264,9 +265,10 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         Kprobe kp = rp.kp;
         if (kp.isRegistered()) throw new KprobeException(Errno.EINVAL, rp + " is already registered");
         long addr = canonicalAddress(kp);
-        SymbolResolver.SymbolInfo sym = symbols.lookup(addr).orElseThrow(
-                () -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
-        if (addr != sym.start()) throw new KprobeException(Errno.EINVAL, "kretprobe not at a function entry: " + sym.name() + "+0x" + Long.toHexString(addr - sym.start()));
+        SymbolResolver.SymbolInfo sym = symbolOf(addr);
+        if (!arch.adjustAddress(sym.start(), addr - sym.start(), this::originalText).onFunctionEntry()) {
+            throw new KprobeException(Errno.EINVAL, "kretprobe not at a function entry: " + sym.name() + "+0x" + Long.toHexString(addr - sym.start()));
+        }
         if (rp.dataSize() > Kretprobe.MAX_DATA_SIZE) throw new KprobeException(Errno.E2BIG, "data size " + rp.dataSize() + " > " + Kretprobe.MAX_DATA_SIZE);
         if (rp.maxactive() <= 0) rp.setMaxactive(DEFAULT_MAXACTIVE);
         ArrayDeque<KretprobeInstance> pool = new ArrayDeque<>(rp.maxactive());
@@ -382,6 +384,11 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             addr = p.address() + p.offset();
         }
         return addr;
+    }
+
+    /** kallsyms_lookup_size_offset: the symbol an address lies in, or ENOENT. */
+    private SymbolResolver.SymbolInfo symbolOf(long addr) {
+        return symbols.lookup(addr).orElseThrow(() -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
     }
 
     private void checkAddressSafe(long addr, SymbolResolver.SymbolInfo sym) {

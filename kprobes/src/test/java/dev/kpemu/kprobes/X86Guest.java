@@ -24,7 +24,7 @@ final class X86Guest extends Guest {
         "kprobe_target", "kprobe_target2", "kprobe_recursed_target", "kprobe_stacktrace_internal_target",
         "kprobe_stacktrace_target", "kprobe_stacktrace_driver", "halt_stub", "rip_load", "rel32_call", "jcc_func",
         "ret_func", "pushf_func", "fault_func", "pf_handler", "bp_handler", "int3_func", "read_text", "patch_text",
-        "patchme", "loop_func", "nokprobe_func", "mul_loop", "recurse",
+        "patchme", "loop_func", "nokprobe_func", "mul_loop", "recurse", "ibt_func",
     };
 
     private static byte[] code;
@@ -145,6 +145,8 @@ final class X86Guest extends Guest {
             ret
             """,
             "push %rbp\nmov %rsp, %rbp\ntest %rdi, %rdi\njz 1f\ndec %rdi\ncall recurse\ninc %rax\npop %rbp\nret\n1: xor %eax, %eax\npop %rbp\nret\n",
+            // ibt_func(x): x + 7, entered through an IBT landing pad as in kernels built with CONFIG_X86_KERNEL_IBT
+            "endbr64\npush %rbp\nmov %rsp, %rbp\nlea 7(%rdi), %rax\npop %rbp\nret\n",
         };
         for (int i = 0; i < NAMES.length; i++) {
             s.append(".org ").append(0x100 * i).append('\n').append(NAMES[i]).append(":\n").append(bodies[i]).append('\n');

@@ -101,6 +101,33 @@ class X86KprobesTest {
     }
 
     @Test
+    void entryProbesGoPastTheIbtLandingPad() {
+        try (Guest g = Guest.create(Arch.X86_64); Kprobes k = g.kprobes()) {
+            long fn = g.sym("ibt_func");
+            Kprobe atZero = Kprobe.at("ibt_func", 0), atFour = Kprobe.at("ibt_func", 4);
+            k.register(atZero);
+            k.register(atFour);
+            assertEquals(fn + 4, atZero.address(), "offset 0 moves past endbr64");
+            assertEquals(fn + 4, atFour.address());
+            assertTrue((atZero.flags() & Kprobe.FLAG_ON_FUNC_ENTRY) != 0, "offset 0 is the entry");
+            assertTrue((atFour.flags() & Kprobe.FLAG_ON_FUNC_ENTRY) != 0, "offset 4 is the entry too");
+            assertEquals(Errno.EILSEQ, assertThrows(KprobeException.class, () -> k.register(Kprobe.at("ibt_func", 2))).errno());
+            long[] returned = {0};
+            Kretprobe rp = Kretprobe.at("ibt_func").handler((ri, r) -> { returned[0] = r.returnValue(); return 0; });
+            k.register(rp);
+            assertEquals(fn + 4, rp.kp.address());
+            assertEquals(12, g.call("ibt_func", 5));
+            assertEquals(12, returned[0], "the kretprobe saw the return value");
+            Kretprobe mid = Kretprobe.at("ibt_func", 5);
+            assertEquals(Errno.EINVAL, assertThrows(KprobeException.class, () -> k.register(mid)).errno(), "+5 is not the entry");
+            Kprobe plain = Kprobe.at("kprobe_target", 0);
+            k.register(plain);
+            assertEquals(g.sym("kprobe_target"), plain.address(), "no landing pad: the probe stays at offset 0");
+            KprobesKunitTest.noHandlerFailures(k);
+        }
+    }
+
+    @Test
     void boostedWithoutPostHandlerNotWithOne() {
         try (Guest g = Guest.create(Arch.X86_64); Kprobes k = g.kprobes()) {
             int[] hits = {0};

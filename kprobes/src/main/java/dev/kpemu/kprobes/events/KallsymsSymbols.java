@@ -2,23 +2,37 @@ package dev.kpemu.kprobes.events;
 
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.function.LongPredicate;
 
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.x86.X86LandingPad;
+import dev.kpemu.machine.Arch;
 
 /**
  * {@link KernelSymbols} over the kallsyms tables decoded from a kernel image (vmlinux only: the
- * default guests load no modules). A function entry is offset 0 of a text symbol, or up to 4
- * bytes past it on an x86 kernel built with IBT, where the entry may be the instruction after
- * {@code endbr64} (as {@code arch_kprobe_on_func_entry} allows).
+ * default guests load no modules). A function entry is offset 0 of a text symbol, or offset 4 of
+ * an x86 function that begins with an IBT landing pad ({@code endbr64}), as x86's
+ * {@code arch_adjust_kprobe_addr} decides; the landing pad is read from the image's own text.
  */
 public final class KallsymsSymbols implements KernelSymbols {
     private final SymbolTable table;
-    private final int entryWindow;
+    private final LongPredicate landingPadAt;
 
-    /** @param entryWindow bytes past a symbol that still count as its entry (4 on x86 with IBT, else 0) */
-    public KallsymsSymbols(SymbolTable table, int entryWindow) {
+    /** @param landingPadAt whether the function at an address starts with a landing pad (x86 IBT's {@code endbr}) */
+    public KallsymsSymbols(SymbolTable table, LongPredicate landingPadAt) {
         this.table = table;
-        this.entryWindow = entryWindow;
+        this.landingPadAt = landingPadAt;
+    }
+
+    /** For a kernel file: x86 landing pads are read from {@code kernelFile} through the table's file offsets. */
+    public static KallsymsSymbols forKernel(SymbolTable table, Arch arch, byte[] kernelFile) {
+        if (arch != Arch.X86_64) return new KallsymsSymbols(table, a -> false);
+        return new KallsymsSymbols(table, a -> {
+            var off = table.fileOffset(a);
+            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() + X86LandingPad.LENGTH > kernelFile.length) return false;
+            int i = (int) off.getAsLong();
+            return X86LandingPad.is(kernelFile[i], kernelFile[i + 1], kernelFile[i + 2], kernelFile[i + 3]);
+        });
     }
 
     public SymbolTable table() { return table; }
@@ -32,7 +46,8 @@ public final class KallsymsSymbols implements KernelSymbols {
         if (symbol.indexOf(':') >= 0) return FuncEntry.NOT_FOUND; // no modules in the image
         var s = table.byName(symbol);
         if (s.isEmpty()) return FuncEntry.NOT_FOUND;
-        return offset >= 0 && offset <= entryWindow ? FuncEntry.ENTRY : FuncEntry.NOT_ENTRY;
+        boolean entry = offset == 0 || (offset == X86LandingPad.LENGTH && landingPadAt.test(s.get().address()));
+        return entry ? FuncEntry.ENTRY : FuncEntry.NOT_ENTRY;
     }
 
     @Override public OptionalLong lookupName(String name) {

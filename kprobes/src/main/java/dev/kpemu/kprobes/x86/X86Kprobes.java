@@ -47,6 +47,16 @@ public final class X86Kprobes implements ArchKprobes {
 
     @Override public int maxInstructionLength() { return 16; }
 
+    @Override
+    public ProbeAddress adjustAddress(long functionStart, long offset, TextReader text) {
+        byte[] b = text.read(functionStart, X86LandingPad.LENGTH);
+        if (X86LandingPad.is(b[0], b[1], b[2], b[3])) {
+            boolean entry = offset == 0 || offset == X86LandingPad.LENGTH;
+            return new ProbeAddress(functionStart + (entry ? X86LandingPad.LENGTH : offset), entry);
+        }
+        return new ProbeAddress(functionStart + offset, offset == 0);
+    }
+
     @Override public Regs regs() { return regs; }
 
     // ------------------------------------------------------------------ prepare

@@ -31,7 +31,7 @@ class DebianKernelEventsTest {
         if (a == Arch.X86_64) assertTrue(layout.gsOffset() > 0, layout.toString());
         System.out.println(a.linuxName() + ": " + layout);
 
-        KernelSymbols symbols = new KallsymsSymbols(table, 0);
+        KernelSymbols symbols = new KallsymsSymbols(table, address -> false);
         Path ref = RecordedReferenceTest.reference();
         org.junit.jupiter.api.Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
         ReferenceTrace r = ReferenceTrace.read(ref, a, "open");
