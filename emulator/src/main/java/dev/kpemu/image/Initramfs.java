@@ -49,8 +49,10 @@ public final class Initramfs {
     public Initramfs symlink(String path, String target) { return add(new Entry(path, S_IFLNK | 0777, target.getBytes(StandardCharsets.UTF_8), 0, 0)); }
     public Initramfs charDevice(String path, int perm, int major, int minor) { return add(new Entry(path, S_IFCHR | (perm & 07777), null, major, minor)); }
 
+    /** Adds an entry; an earlier non-directory entry with the same path is replaced. */
     public Initramfs add(Entry e) {
         if (e.path.isEmpty()) throw new IllegalArgumentException("the archive root itself cannot be an entry");
+        if (!e.isDirectory()) entries.removeIf(x -> x.path.equals(e.path) && !x.isDirectory());
         entries.add(e);
         return this;
     }

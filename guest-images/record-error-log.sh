@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Records the Linux kernel's OWN answer to kprobe_events definitions: for each definition, whether
+# the write to tracefs was accepted (and how kprobe_events then lists it) or refused (the write's
+# errno and the error_log entry with its caret). Boots the same kernel that kpemu boots, under QEMU
+# TCG, with kpemu's busybox initramfs whose /init writes each definition to
+# /sys/kernel/tracing/kprobe_events, one at a time on an empty list.
+#
+#   guest-images/record-error-log.sh ARCH NAME
+#     reads  guest-images/reference/NAME.ARCH.commands   (one definition per line; '#' comments)
+#     writes guest-images/reference/ARCH/NAME.error_log  (header, then one block per definition)
+#
+# Block format (a line starting with "> " opens a block):
+#   > DEFINITION           as written
+#   < ok | < ERRNO-TEXT    the write's outcome (busybox printf's error text, e.g. "Invalid argument")
+#   ! LINE                 error_log lines, timestamp removed (message, "  Command: ...", caret line)
+#   = LINE                 kprobe_events lines after an accepted write
+#   ~ LINE                 what the kernel printed to its console about it (trace_kprobe: ...)
+# Needs qemu-system-x86 / qemu-system-arm (installed with apt-get when missing and run as root).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+die() { echo "record-error-log: $*" >&2; exit 1; }
+
+[ $# -eq 2 ] || die "usage: record-error-log.sh x86_64|arm64 NAME"
+arch=$1; name=$2
+defs="$here/reference/$name.$arch.commands"
+[ -f "$defs" ] || die "no definitions file $defs"
+case "$arch" in
+  x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
+  arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
+  *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
+esac
+if ! command -v "$qemu" >/dev/null; then
+  [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"
+  apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+grep -vE '^[[:space:]]*(#|$)' "$defs" > "$work/defs.txt" || die "$defs has no definitions"
+cat > "$work/init" <<'INIT'
+#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t tracefs tracefs /sys/kernel/tracing
+T=/sys/kernel/tracing
+echo KPEMU-ERRLOG-BEGIN
+while IFS= read -r def; do
+  : > $T/kprobe_events
+  : > $T/error_log
+  busybox printf 'KPEMU-DEF> %s\n' "$def"
+  if out=$(echo "$def" 2>&1 >> $T/kprobe_events); then echo "KPEMU-RC< ok"; else echo "KPEMU-RC< ${out##*: }"; fi
+  busybox sed -e 's/^\[[ 0-9.]*\] //' -e 's/^/KPEMU-LOG! /' $T/error_log
+  busybox sed 's/^/KPEMU-LIST= /' $T/kprobe_events
+done < /defs.txt
+: > $T/kprobe_events
+echo KPEMU-ERRLOG-END
+poweroff -f
+INIT
+initramfs=$("$root/kpemu" initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
+release=$("$root/kpemu" images --arch "$arch" --print release)
+version=$(grep -E '^(package|version)=' "$(dirname "$("$root/kpemu" images --arch "$arch" --print kernel)")/version" | tr '\n' ' ')
+
+if [ "$arch" = x86_64 ]; then
+  kernel=$("$root/kpemu" images --arch x86_64 --print vmlinux)
+  cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyS0 nokaslr panic=-1")
+else
+  kernel=$("$root/kpemu" images --arch arm64 --print kernel)
+  cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyAMA0 nokaslr panic=-1")
+fi
+log="$work/console.log"
+timeout 600 "${cmd[@]}" >"$log" 2>&1 || true
+grep -q 'KPEMU-ERRLOG-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-ERRLOG-END"; }
+
+out="$here/reference/$arch/$name.error_log"
+mkdir -p "$(dirname "$out")"
+{
+  echo "# Linux's own answers to kprobe_events writes, recorded by guest-images/record-error-log.sh."
+  echo "# kernel: $release ($version)"
+  echo "# qemu: $("$qemu" --version | head -n1)"
+  echo "# definitions: $name.$arch.commands; blocks: '> def', '< ok|errno text', '! error_log line', '= kprobe_events line'"
+  tr -d '\r' < "$log" | sed -n '/^KPEMU-ERRLOG-BEGIN/,/^KPEMU-ERRLOG-END/p' \
+    | sed -nE -e 's/^KPEMU-(DEF|RC|LOG|LIST)([<>!=]) ?(.*)$/\2 \3/p' -e 's/^\[ *[0-9]+\.[0-9]+\] (trace_kprobe: .*)$/~ \1/p'
+} > "$out"
+echo "recorded $(grep -c '^> ' "$out") definitions for $arch to $out"
