@@ -7,39 +7,16 @@ import dev.kpemu.machine.Machine;
 
 /**
  * The arch half of the engine, as Linux splits {@code kernel/kprobes.c} from
- * {@code arch/*}{@code /kernel/probes}: decoding at registration, slot contents, simulation, the
+ * {@code arch/*}{@code /kernel/probes}: decoding at registration (its {@link ProbeDecoder}), slot contents, simulation, the
  * return-address swap of kretprobes, the frame walk and the page-table entries of the slot area.
  */
-public interface ArchKprobes extends AutoCloseable {
-    Arch arch();
+public interface ArchKprobes extends ProbeDecoder {
 
     /** The breakpoint written over a probed instruction (x86 {@code int3}, arm64 {@code BRK #4}). */
     byte[] breakpoint();
 
     /** Bytes {@link #prepare} needs at the probe address (x86 16, arm64 4). */
     int maxInstructionLength();
-
-    /** Reads original guest text (with every probe's breakpoint undone). */
-    @FunctionalInterface
-    interface TextReader { byte[] read(long va, int len); }
-
-    /** Where a probe {@code offset} bytes into a function goes, and whether that is the function's entry. */
-    record ProbeAddress(long address, boolean onFunctionEntry) {}
-
-    /**
-     * {@code arch_adjust_kprobe_addr}: the probe address for {@code offset} bytes into the function
-     * starting at {@code functionStart}. By default the entry is offset 0; an arch whose functions
-     * may begin with a landing pad (x86 IBT's {@code endbr64}) moves entry probes past it.
-     */
-    default ProbeAddress adjustAddress(long functionStart, long offset, TextReader text) {
-        return new ProbeAddress(functionStart + offset, offset == 0);
-    }
-
-    /**
-     * {@code arch_prepare_kprobe}: checks and decodes the instruction at {@code address} inside
-     * {@code symbol}. Throws {@link KprobeException} with the kernel's errno.
-     */
-    ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol);
 
     /**
      * The slot's bytes for an out-of-line copy at {@code slot}: the (fixed-up) copy followed by a
@@ -96,7 +73,4 @@ public interface ArchKprobes extends AutoCloseable {
      */
     long callFunction(Machine machine, long function, long returnStop, long[] args);
 
-    /** Releases the decoder. */
-    @Override
-    void close();
 }

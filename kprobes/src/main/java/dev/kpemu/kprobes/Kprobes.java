@@ -200,7 +200,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         long requested = canonicalAddress(p);
         if (slots.contains(requested)) throw new KprobeException(Errno.EINVAL, "kprobe slot memory cannot be probed");
         SymbolResolver.SymbolInfo sym = symbolOf(requested);
-        ArchKprobes.ProbeAddress where = arch.adjustAddress(sym.start(), requested - sym.start(), this::originalText);
+        ProbeDecoder.ProbeAddress where = arch.adjustAddress(sym.start(), requested - sym.start(), this::originalText);
         long addr = where.address();
         checkAddressSafe(addr, sym);
         p.flags &= Kprobe.FLAG_DISABLED;

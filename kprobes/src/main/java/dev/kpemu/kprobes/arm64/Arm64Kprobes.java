@@ -2,16 +2,9 @@ package dev.kpemu.kprobes.arm64;
 
 import java.util.function.IntToLongFunction;
 
-import dev.kpemu.decoder.Decoder;
-import dev.kpemu.decoder.Instruction;
-import dev.kpemu.decoder.OutOfLine;
-import dev.kpemu.decoder.UndecodableInstructionException;
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.ArchKprobes;
-import dev.kpemu.kprobes.Errno;
-import dev.kpemu.kprobes.KprobeException;
 import dev.kpemu.kprobes.Regs;
-import dev.kpemu.kprobes.SlotArea;
 import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -27,13 +20,11 @@ import dev.kpemu.unicorn.Unicorn;
  */
 public final class Arm64Kprobes implements ArchKprobes {
     public static final int BRK_KPROBE = 0xd420_0080, BRK_SS = 0xd420_00c0, BRK_KRETPROBE = 0xd420_00e0;
-    /** {@code MAX_ATOMIC_CONTEXT_SIZE}: instructions scanned back for an open LDXR…STXR sequence. */
-    private static final int MAX_ATOMIC_CONTEXT = 32;
     private static final long CALL_BUDGET = 100_000_000L;
 
     private final Machine machine;
     private final Arm64Regs regs;
-    private final Decoder decoder = Decoder.open(Arch.ARM64);
+    private final Arm64ProbeDecoder probeDecoder = new Arm64ProbeDecoder();
 
     public Arm64Kprobes(Machine machine) {
         this.machine = machine;
@@ -52,51 +43,7 @@ public final class Arm64Kprobes implements ArchKprobes {
 
     @Override
     public ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
-        if ((address & 3) != 0) throw new KprobeException(Errno.EINVAL, String.format("0x%x is not 4-byte aligned", address));
-        byte[] bytes = text.read(address, 4);
-        int w = word(bytes, 0);
-        Instruction insn;
-        try {
-            insn = decoder.decodeOne(bytes, address);
-        } catch (UndecodableInstructionException e) {
-            throw new KprobeException(Errno.EINVAL, e.getMessage());
-        }
-        if (insn.outOfLine() == OutOfLine.REJECT) throw new KprobeException(Errno.EINVAL, "cannot probe " + insn.text());
-        if (insideExclusiveSequence(address, text, symbol)) {
-            throw new KprobeException(Errno.EINVAL, String.format("0x%x is inside a load/store-exclusive sequence", address));
-        }
-        if (insn.outOfLine() != OutOfLine.SIMULATE) return new Arm64Insn(Arm64Insn.Kind.COPY, w);
-        Arm64Insn.Kind kind;
-        if ((w & 0xFC000000) == 0x14000000) kind = Arm64Insn.Kind.B;
-        else if ((w & 0xFC000000) == 0x94000000) kind = Arm64Insn.Kind.BL;
-        else if ((w & 0xFF000010) == 0x54000000) kind = Arm64Insn.Kind.B_COND;
-        else if ((w & 0x7F000000) == 0x34000000) kind = Arm64Insn.Kind.CBZ;
-        else if ((w & 0x7F000000) == 0x35000000) kind = Arm64Insn.Kind.CBNZ;
-        else if ((w & 0x7F000000) == 0x36000000) kind = Arm64Insn.Kind.TBZ;
-        else if ((w & 0x7F000000) == 0x37000000) kind = Arm64Insn.Kind.TBNZ;
-        else if ((w & 0x9F000000) == 0x10000000) kind = Arm64Insn.Kind.ADR;
-        else if ((w & 0x9F000000) == 0x90000000) kind = Arm64Insn.Kind.ADRP;
-        else if ((w & 0xBF000000) == 0x18000000) kind = Arm64Insn.Kind.LDR_LITERAL;
-        else if ((w & 0xFF000000) == 0x98000000) kind = Arm64Insn.Kind.LDRSW_LITERAL;
-        else if ((w & 0xFFFFFC1F) == 0xD61F0000) kind = Arm64Insn.Kind.BR;
-        else if ((w & 0xFFFFFC1F) == 0xD63F0000) kind = Arm64Insn.Kind.BLR;
-        else if ((w & 0xFFFFFC1F) == 0xD65F0000) kind = Arm64Insn.Kind.RET;
-        else if (w == 0xD503201F) kind = Arm64Insn.Kind.NOP;
-        else throw new KprobeException(Errno.EINVAL, "no simulation for " + insn.text());
-        return new Arm64Insn(kind, w);
-    }
-
-    /** Scans back (at most 32 instructions, not before the symbol): a load-exclusive before any store-exclusive means inside. */
-    private static boolean insideExclusiveSequence(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
-        int n = (int) Math.min(MAX_ATOMIC_CONTEXT, (address - symbol.start()) / 4);
-        if (n <= 0) return false;
-        byte[] before = text.read(address - 4L * n, 4 * n);
-        for (int i = n - 1; i >= 0; i--) {
-            int w = word(before, 4 * i);
-            if ((w & 0x3F400000) == 0x08000000) return false;   // store-exclusive
-            if ((w & 0x3F400000) == 0x08400000) return true;    // load-exclusive
-        }
-        return false;
+        return probeDecoder.prepare(address, text, symbol);
     }
 
     // ------------------------------------------------------------------ slots
@@ -279,7 +226,7 @@ public final class Arm64Kprobes implements ArchKprobes {
     }
 
     @Override
-    public void close() { decoder.close(); }
+    public void close() { probeDecoder.close(); }
 
     static int word(byte[] b, int off) {
         return (b[off] & 0xff) | (b[off + 1] & 0xff) << 8 | (b[off + 2] & 0xff) << 16 | (b[off + 3] & 0xff) << 24;

@@ -64,6 +64,7 @@ public enum FetchType {
         for (FetchType t : values()) {
             if (t.typeName.equals(name)) {
                 if (t == SYMSTR && !dialect.symstr) return null;
+                if (t == CHAR && !dialect.charType) return null;
                 return t;
             }
         }

@@ -25,7 +25,7 @@ public enum KernelError {
     RETVAL_ON_PROBE("$retval is not available on probe"),
     BAD_STACK_NUM("Invalid stack number"),
     BAD_ARG_NUM("Invalid argument number"),
-    BAD_VAR("Invalid $-valiable specified"),
+    BAD_VAR("Invalid $-variable specified"),   // recorded from Debian's 6.1 (the older "valiable" typo is fixed there)
     BAD_REG_NAME("Invalid register name"),
     BAD_MEM_ADDR("Invalid memory address"),
     BAD_IMM("Invalid immediate value"),

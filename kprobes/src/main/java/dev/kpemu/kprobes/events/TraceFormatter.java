@@ -1,5 +1,7 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.kprobes.Kprobes;
+
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
@@ -118,11 +120,15 @@ public final class TraceFormatter {
         };
     }
 
-    /** {@code trace_kprobe_show}: {@code p:GRP/EVENT place name=expr...} ({@code r[N]:} for return probes). */
+    /**
+     * {@code trace_kprobe_show}: {@code p:GRP/EVENT place name=expr...} ({@code rN:} for return
+     * probes). N is the kretprobe's maxactive after registration, which fills in the default
+     * (recorded: Linux 6.1 lists {@code r:e f} as {@code r10:kprobes/e f} on one CPU).
+     */
     public static String listing(TraceProbe p) {
         StringBuilder sb = new StringBuilder();
         sb.append(p.isReturn() ? 'r' : 'p');
-        if (p instanceof KretprobeDef r && r.maxactive() != 0) sb.append(r.maxactive());
+        if (p instanceof KretprobeDef r) sb.append(r.maxactive() != 0 ? r.maxactive() : Kprobes.DEFAULT_MAXACTIVE);
         sb.append(':').append(p.group()).append('/').append(p.event()).append(' ').append(place(p.target()));
         for (FetchArg a : p.args()) sb.append(' ').append(a.name()).append('=').append(a.expression());
         return sb.toString();

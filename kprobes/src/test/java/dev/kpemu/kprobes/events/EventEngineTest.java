@@ -70,8 +70,8 @@ class EventEngineTest {
             assertTrue(k.records.get(1).context().timestampNanos() > k.records.getFirst().context().timestampNanos());
             k.engine.disable("entry");
             k.write("-:entry");
-            assertEquals("r:kprobes/ret kprobe_target rv=$retval:u64 raw=$retval\n"
-                    + "r:kprobes/ret2 kprobe_target rv=$retval:s32\n", k.engine.listing());
+            assertEquals("r10:kprobes/ret kprobe_target rv=$retval:u64 raw=$retval\n"
+                    + "r10:kprobes/ret2 kprobe_target rv=$retval:s32\n", k.engine.listing());
         }
     }
 
@@ -172,7 +172,7 @@ class EventEngineTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void bitfieldsArraysAndCharacters(Arch a) throws Exception {
-        try (GuestKernel k = new GuestKernel(a)) {
+        try (GuestKernel k = new GuestKernel(a, Dialect.MAINLINE)) {
             long v = k.data + 0x600, ptrs = k.data + 0x640;
             k.writeInt(v, 0x12ab);
             k.writeString(k.data + 0x680, "one");

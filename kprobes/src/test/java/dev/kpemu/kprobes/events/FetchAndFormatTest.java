@@ -39,7 +39,7 @@ class FetchAndFormatTest {
                 args(a, "p vfs_read a=%ax:u8 b=%ax:u16 c=%ax:u32 d=%ax:u64 e=%ax:s8 f=%ax:s16 g=%ax:s32 h=%ax:s64 "
                         + "i=%ax:x8 j=%ax:x16 k=%ax:x32 l=%ax:x64"));
         k.regs[slot(a, "ax")] = 0x41;
-        assertEquals(" c='A' d=0x41 z=0", args(a, "p vfs_read c=%ax:char d=%ax z=\\0:u8"));
+        assertEquals(" c='A' d=0x41 z=0", args(a, Dialect.MAINLINE, "p vfs_read c=%ax:char d=%ax z=\\0:u8"));
     }
 
     @ParameterizedTest
@@ -170,7 +170,8 @@ class FetchAndFormatTest {
 
                 print fmt: "(%lx) dfd=%d filename=\\"%s\\" flags=0x%x a={%u,%u,%u} b=%u arg6=0x%Lx", REC->__probe_ip, REC->dfd, __get_str(filename), REC->flags, REC->a[0], REC->a[1], REC->a[2], REC->b, REC->arg6
                 """, TraceFormatter.formatFile(c, 1234));
-        CompiledProbe r = CompiledProbe.compile((TraceProbe) p.parse("r:myret do_sys_open $retval s=+0(%ax):string[2] c=%ax:char y=%ax:symbol"), Arch.X86_64, k);
+        CompiledProbe r = CompiledProbe.compile((TraceProbe) new ProbeParser(Arch.X86_64, Dialect.MAINLINE, k)   // char: 6.5+
+                .parse("r:myret do_sys_open $retval s=+0(%ax):string[2] c=%ax:char y=%ax:symbol"), Arch.X86_64, k);
         assertEquals("""
                 name: myret
                 ID: 7

@@ -126,7 +126,6 @@ class ProbeParserErrorTest {
                 {"p vfs_read @11:^:x16", "BAD_TYPE"},
                 {"p vfs_read @11:^y16", "BAD_TYPE"},
                 {"p vfs_read x16:^%ax", "BAD_TYPE"},
-                {"p vfs_read @11:^symstr", "BAD_TYPE"},
                 {"p vfs_read @11:^b4@4/12", "BAD_TYPE"},
                 {"p vfs_read @11:^b4@4", "BAD_TYPE"},
                 {"p vfs_read $stack0:^string", "BAD_STRING"},

@@ -1,0 +1,20 @@
+package dev.kpemu.kprobes.events;
+
+import java.util.List;
+
+/**
+ * The probe-point checks Linux makes when a kprobe event is registered ({@code register_kprobe}
+ * and trace_kprobe's own), answered before boot from the kernel's file: the instruction boundary,
+ * the kprobe blacklist, functions ftrace cannot trace (trace_kprobe refuses "notrace" functions),
+ * jump-label and static-call sites, and init text after boot.
+ */
+public interface ProbeSites {
+    /** A refusal: the error_log entry and errno, and the console lines the kernel prints with it. */
+    record Refusal(ProbeSyntaxException error, List<String> console) {}
+
+    /** Null when Linux would register the probe. */
+    Refusal check(TraceProbe probe);
+
+    /** Checks nothing (syntax-only checks, guests without tables). */
+    static ProbeSites none() { return p -> null; }
+}
