@@ -19,21 +19,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
-die() { echo "record-error-log: $*" >&2; exit 1; }
+prog=record-error-log
+. "$here/qemu-reference.sh"
 
 [ $# -eq 2 ] || die "usage: record-error-log.sh x86_64|arm64 NAME"
 arch=$1; name=$2
 defs="$here/reference/$name.$arch.commands"
 [ -f "$defs" ] || die "no definitions file $defs"
-case "$arch" in
-  x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
-  arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
-  *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
-esac
-if ! command -v "$qemu" >/dev/null; then
-  [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"
-  apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
-fi
+need_qemu "$arch"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -59,26 +52,15 @@ echo KPEMU-ERRLOG-END
 poweroff -f
 INIT
 initramfs=$("$root/kpemu" initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
-release=$("$root/kpemu" images --arch "$arch" --print release)
-version=$(grep -E '^(package|version)=' "$(dirname "$("$root/kpemu" images --arch "$arch" --print kernel)")/version" | tr '\n' ' ')
-
-if [ "$arch" = x86_64 ]; then
-  kernel=$("$root/kpemu" images --arch x86_64 --print vmlinux)
-  cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyS0 nokaslr panic=-1")
-else
-  kernel=$("$root/kpemu" images --arch arm64 --print kernel)
-  cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyAMA0 nokaslr panic=-1")
-fi
 log="$work/console.log"
-timeout 600 "${cmd[@]}" >"$log" 2>&1 || true
+qemu_boot "$arch" "$initramfs" "nokaslr panic=-1" "$log"
 grep -q 'KPEMU-ERRLOG-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-ERRLOG-END"; }
 
 out="$here/reference/$arch/$name.error_log"
 mkdir -p "$(dirname "$out")"
 {
   echo "# Linux's own answers to kprobe_events writes, recorded by guest-images/record-error-log.sh."
-  echo "# kernel: $release ($version)"
-  echo "# qemu: $("$qemu" --version | head -n1)"
+  kernel_header "$arch"
   echo "# definitions: $name.$arch.commands; blocks: '> def', '< ok|errno text', '! error_log line', '= kprobe_events line'"
   tr -d '\r' < "$log" | sed -n '/^KPEMU-ERRLOG-BEGIN/,/^KPEMU-ERRLOG-END/p' \
     | sed -nE -e 's/^KPEMU-(DEF|RC|LOG|LIST)([<>!=]) ?(.*)$/\2 \3/p' -e 's/^\[ *[0-9]+\.[0-9]+\] (trace_kprobe: .*)$/~ \1/p'

@@ -12,7 +12,8 @@ public record Symbol(String name, long address, char type, long size) {
     /** Upper-case type: visible outside its translation unit. */
     public boolean global() { return Character.isUpperCase(type); }
 
-    public boolean text() { return type == 'T' || type == 't'; }
+    /** Code: T/t, and W/w (weak functions; kallsyms shows weak objects as V/v). */
+    public boolean text() { return type == 'T' || type == 't' || type == 'W' || type == 'w'; }
 
     @Override
     public String toString() { return String.format("%016x %c %s", address, type, name); }

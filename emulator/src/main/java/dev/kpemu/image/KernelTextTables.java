@@ -1,0 +1,312 @@
+package dev.kpemu.image;
+
+import dev.kpemu.machine.Arch;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.NavigableSet;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What the kernel records about its own text, read from the kernel <em>file</em> before boot (the
+ * kernel frees {@code __mcount_loc} with its init memory and sorts some tables in place, so the
+ * file is the stable source): where ftrace can patch (its call sites), the kprobe blacklist, the
+ * jump-label, static-call and alternative sites, the exception and bug tables, and named text
+ * sections. Tables are bounded by their {@code __start_X/__stop_X} symbols (kallsyms with
+ * CONFIG_KALLSYMS_ALL, or the vmlinux's own symbol table); a relocatable arm64 Image's pointers
+ * come from its RELATIVE relocations ({@link Arm64Relocations}).
+ *
+ * <p>Where a table cannot be bounded (Debian 12's arm64 kernel has no CONFIG_KALLSYMS_ALL), it is
+ * found by its shape among the Image's relocated pointers: {@code __mcount_loc} is the longest
+ * run of pointers into text, {@code _kprobe_blacklist} the run around a pointer to a known
+ * NOKPROBE function that is not in ascending order. Both are checked against what Linux itself
+ * lists after boot (debugfs kprobes/blacklist, tracefs available_filter_functions).
+ * {@link #notes()} says which way each table was read.
+ */
+public final class KernelTextTables {
+    /** An address range [start, end) with a name. */
+    public record Range(long start, long end, String name) {
+        public boolean contains(long a) { return Long.compareUnsigned(a, start) >= 0 && Long.compareUnsigned(a, end) < 0; }
+        public long size() { return end - start; }
+    }
+
+    private static final int BTI_C = 0xd503245f, PACIASP = 0xd503233f, PACIBSP = 0xd503237f;
+    /**
+     * NOKPROBE_SYMBOL functions of arm64's exception and debug code: seeds for finding
+     * {@code _kprobe_blacklist} by shape when no symbol bounds it.
+     */
+    private static final List<String> ARM64_BLACKLIST_SEEDS = List.of("do_el1_bti", "do_undefinstr", "call_break_hook",
+            "single_step_handler", "call_step_hook", "do_mem_abort", "do_sp_pc_abort");
+
+    private final Arch arch;
+    private final SymbolTable syms;
+    private final byte[] file;
+    private final Arm64Relocations relocations;
+    private final List<String> notes = new ArrayList<>();
+    private final NavigableSet<Long> ftraceSites = new TreeSet<>(Long::compareUnsigned);
+    private final List<Range> blacklist = new ArrayList<>();
+    private final NavigableSet<Long> exceptionTable = new TreeSet<>(Long::compareUnsigned);
+    private final Set<Long> bugSites = new LinkedHashSet<>();
+    private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>(), alternatives = new ArrayList<>();
+
+    private KernelTextTables(Arch arch, SymbolTable syms, byte[] file) {
+        this.arch = arch;
+        this.syms = syms;
+        this.file = file;
+        this.relocations = arch == Arch.ARM64 ? Arm64Relocations.of(file) : null;
+    }
+
+    /**
+     * Reads the tables of a kernel.
+     *
+     * @param file the bytes {@code syms.fileOffset} indexes (x86: the vmlinux ELF; arm64: the Image)
+     */
+    public static KernelTextTables read(Arch arch, SymbolTable syms, byte[] file) {
+        KernelTextTables t = new KernelTextTables(arch, syms, file);
+        t.readFtraceSites();
+        t.readBlacklist();
+        t.readReservedSites();
+        return t;
+    }
+
+    // ------------------------------------------------------------------ ftrace
+
+    private void readFtraceSites() {
+        List<Long> records = new ArrayList<>();
+        boolean bounded = table("__start_mcount_loc", "__stop_mcount_loc", 8, (at, b) -> records.add(pointer(at, b, 0)));
+        if (!bounded && arch == Arch.ARM64) records.addAll(arm64McountByShape());
+        for (long r : records) ftraceSites.add(arch == Arch.ARM64 ? arm64CallSite(r) : r);
+    }
+
+    /**
+     * arm64's {@code ftrace_call_adjust}: a record points at the function's patchable NOPs (or the
+     * pre-function NOPs with CALL_OPS, or its landing pad); ftrace patches the second NOP of the
+     * pair that follows the entry's landing pad ({@code bti c}, {@code paciasp}).
+     */
+    private long arm64CallSite(long record) {
+        long at = record;
+        Optional<Symbol> s = syms.lookup(at);
+        if (s.isEmpty() || s.get().address() != at) {
+            Optional<Symbol> next = syms.lookup(at + 8);   // CALL_OPS: two pre-function NOPs before the symbol
+            if (next.isPresent() && next.get().address() == at + 8) at += 8;
+        }
+        OptionalLong off = syms.fileOffset(at);
+        if (off.isPresent() && off.getAsLong() + 4 <= file.length) {
+            int w = ImageFiles.le(file).getInt((int) off.getAsLong());
+            if (w == BTI_C || w == PACIASP || w == PACIBSP) at += 4;
+        }
+        return at + 4;
+    }
+
+    private static final int MIN_MCOUNT_BY_SHAPE = 5000;
+
+    /**
+     * arm64 without a bounded {@code __mcount_loc}: the table is the longest run of relocated
+     * pointers that all point into text (one per traceable function: tens of thousands; the next
+     * longest such tables, e.g. the system-call table, hold a few hundred).
+     */
+    private List<Long> arm64McountByShape() {
+        int bestStart = 0, bestLen = 0, start = -1;
+        for (int i = 0; i <= relocations.size(); i++) {
+            boolean text = i < relocations.size() && isText(relocations.addendAt(i));
+            boolean adjacent = start >= 0 && text && relocations.offsetAt(i) - relocations.offsetAt(i - 1) == 8;
+            if (adjacent) continue;
+            if (start >= 0 && i - start > bestLen) { bestLen = i - start; bestStart = start; }
+            start = text ? i : -1;
+        }
+        if (bestLen < MIN_MCOUNT_BY_SHAPE) {
+            notes.add("ftrace sites: no __start_mcount_loc and no run of text pointers long enough to be it: none");
+            return List.of();
+        }
+        List<Long> out = new ArrayList<>(bestLen);
+        for (int i = bestStart; i < bestStart + bestLen; i++) out.add(relocations.addendAt(i));
+        notes.add("ftrace sites: no __start_mcount_loc; " + bestLen + " records found by shape");
+        return out;
+    }
+
+    // ------------------------------------------------------------------ blacklist
+
+    private void readBlacklist() {
+        List<Long> entries = new ArrayList<>();
+        boolean bounded = table("__start_kprobe_blacklist", "__stop_kprobe_blacklist", 8, (at, b) -> entries.add(pointer(at, b, 0)));
+        if (!bounded && arch == Arch.ARM64) entries.addAll(arm64BlacklistByShape());
+        for (long e : entries) addFunction(e);
+        area("__kprobes_text_start", "__kprobes_text_end");
+        area("__noinstr_text_start", "__noinstr_text_end");
+        area("__entry_text_start", "__entry_text_end");
+        if (arch == Arch.ARM64) {
+            area("__irqentry_text_start", "__irqentry_text_end");
+            area("__idmap_text_start", "__idmap_text_end");
+            area("__hyp_text_start", "__hyp_text_end");
+            area("__hyp_idmap_text_start", "__hyp_idmap_text_end");
+        }
+    }
+
+    /** {@code kprobe_add_ksym_blacklist}: the whole function containing {@code entry}; its size, or 0. */
+    private long addFunction(long entry) {
+        Optional<Symbol> s = syms.lookup(entry);
+        if (s.isEmpty() || !s.get().text()) return 0;
+        blacklist.add(new Range(s.get().address(), s.get().address() + s.get().size(), s.get().name()));
+        return s.get().size();
+    }
+
+    /** {@code kprobe_add_area_blacklist}: every function from {@code start} to {@code end}. */
+    private void area(String start, String end) {
+        Optional<Symbol> a = syms.byName(start), z = syms.byName(end);
+        if (a.isEmpty() || z.isEmpty()) return;
+        for (long e = a.get().address(); Long.compareUnsigned(e, z.get().address()) < 0; ) {
+            long size = addFunction(e);
+            e += size > 0 ? size : 1;
+        }
+    }
+
+    /**
+     * The run of relocated function-start pointers around a pointer to a NOKPROBE seed function.
+     * The seeds are pointed to from other tables too, above all ftrace's {@code __mcount_loc}
+     * (a far longer run, in ascending address order); {@code _kprobe_blacklist} is in declaration
+     * order, so runs that ascend almost everywhere are not it.
+     */
+    private List<Long> arm64BlacklistByShape() {
+        List<Long> best = List.of();
+        for (String seed : ARM64_BLACKLIST_SEEDS) {
+            Optional<Symbol> s = syms.byName(seed);
+            if (s.isEmpty()) continue;
+            for (long slot : relocations.pointersTo(s.get().address())) {
+                List<Long> run = pointerRun(slot);
+                if (run.size() > best.size() && ascendingFraction(run) < 0.9) best = run;
+            }
+        }
+        notes.add("kprobe blacklist: no __start_kprobe_blacklist; " + (best.size() >= 16
+                ? best.size() + " entries found by shape" : "not found by shape"));
+        return best.size() >= 16 ? best : List.of();
+    }
+
+    private static double ascendingFraction(List<Long> run) {
+        int up = 0;
+        for (int i = 1; i < run.size(); i++) if (Long.compareUnsigned(run.get(i), run.get(i - 1)) > 0) up++;
+        return run.size() < 2 ? 1 : (double) up / (run.size() - 1);
+    }
+
+    /**
+     * The relocated pointers adjacent to {@code slot} (8 bytes apart) that point into text. Linux's
+     * table may hold a few entries that are not text (its loader skips them), so up to
+     * {@value #MAX_NON_TEXT_RUN} consecutive non-text pointers inside the run are stepped over;
+     * the neighbouring tables (pointers to data, or entries of another stride) end it.
+     */
+    private List<Long> pointerRun(long slot) {
+        int i = relocations.indexOf(slot);
+        int lo = extend(i, -1), hi = extend(i, +1);
+        List<Long> out = new ArrayList<>();
+        for (int k = lo; k <= hi; k++) if (isText(relocations.addendAt(k))) out.add(relocations.addendAt(k));
+        return out;
+    }
+
+    private static final int MAX_NON_TEXT_RUN = 2;
+
+    /** The last index from {@code i} in direction {@code dir} that still belongs to the run (a text pointer). */
+    private int extend(int i, int dir) {
+        int last = i, nonText = 0;
+        for (int k = i + dir; k >= 0 && k < relocations.size(); k += dir) {
+            if (relocations.offsetAt(k) - relocations.offsetAt(k - dir) != 8L * dir) break;
+            if (isText(relocations.addendAt(k))) {
+                last = k;
+                nonText = 0;
+            } else if (++nonText > MAX_NON_TEXT_RUN) {
+                break;
+            }
+        }
+        return last;
+    }
+
+    private boolean isText(long a) {
+        Optional<Symbol> s = syms.lookup(a);
+        return s.isPresent() && s.get().text() && Long.compareUnsigned(a - s.get().address(), Math.max(1, s.get().size())) < 0;
+    }
+
+    // ------------------------------------------------------------------ reserved sites
+
+    private void readReservedSites() {
+        table("__start___ex_table", "__stop___ex_table", 12, (at, b) -> exceptionTable.add(at + b.getInt(0)));
+        table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(), "jump label")));
+        table("__start_static_call_sites", "__stop_static_call_sites", 8, (at, b) -> staticCalls.add(new Range(at + b.getInt(0), at + b.getInt(0) + 5, "static call")));
+        table("__alt_instructions", "__alt_instructions_end", 12, (at, b) -> {
+            int len = b.get(10) & 0xff;
+            if (len > 0) alternatives.add(new Range(at + b.getInt(0), at + b.getInt(0) + len, "alternative"));
+        });
+        table("__start___bug_table", "__stop___bug_table", 12, (at, b) -> bugSites.add(at + b.getInt(0)));
+    }
+
+    /** Bytes a jump-label site occupies: x86's longest form (a 5-byte jmp), arm64's one instruction. */
+    private int jumpLabelLength() { return arch == Arch.X86_64 ? 5 : 4; }
+
+    // ------------------------------------------------------------------ reading
+
+    private interface Entry { void accept(long at, ByteBuffer entry); }
+
+    /** Reads {@code [start, stop)} in entries of {@code entrySize}; false (with a note) when it cannot. */
+    private boolean table(String start, String stop, int entrySize, Entry e) {
+        Optional<Symbol> a = syms.byName(start), z = syms.byName(stop);
+        String name = start.replaceFirst("^__start_", "");
+        if (a.isEmpty() || z.isEmpty()) {
+            notes.add(name + ": no " + start + "/" + stop + " in the symbols: not read");
+            return false;
+        }
+        long from = a.get().address(), len = z.get().address() - from;
+        OptionalLong off = syms.fileOffset(from);
+        if (len < 0 || len % entrySize != 0 || off.isEmpty() || off.getAsLong() + len > file.length) {
+            notes.add(name + ": " + len + " bytes at 0x" + Long.toHexString(from) + " are not whole " + entrySize + "-byte entries in the file: not read");
+            return false;
+        }
+        ByteBuffer b = ImageFiles.le(file);
+        int n = (int) (len / entrySize);
+        for (int i = 0; i < n; i++) {
+            int o = (int) off.getAsLong() + i * entrySize;
+            e.accept(from + (long) i * entrySize, b.slice(o, entrySize).order(java.nio.ByteOrder.LITTLE_ENDIAN));
+        }
+        notes.add(name + ": " + n + " entries");
+        return true;
+    }
+
+    /** An absolute pointer in an entry at link address {@code at}: the file's value, or its relocation's. */
+    private long pointer(long at, ByteBuffer entry, int offset) {
+        long v = entry.getLong(offset);
+        if (v == 0 && relocations != null) return relocations.valueAt(at + offset).orElse(0);
+        return v;
+    }
+
+    // ------------------------------------------------------------------ results
+
+    public Arch arch() { return arch; }
+
+    /** Addresses ftrace records as call sites (after {@code ftrace_call_adjust}), init text included. */
+    public NavigableSet<Long> ftraceSites() { return Collections.unmodifiableNavigableSet(ftraceSites); }
+
+    /** The kprobe blacklist as debugfs {@code kprobes/blacklist} lists it: one function extent per entry. */
+    public List<Range> kprobeBlacklist() { return List.copyOf(blacklist); }
+
+    /** Faulting-instruction addresses of the exception table (x86; empty where not bounded). */
+    public NavigableSet<Long> exceptionTable() { return Collections.unmodifiableNavigableSet(exceptionTable); }
+
+    /** {@code BUG()}/{@code WARN()} trap addresses ({@code find_bug}). */
+    public Set<Long> bugSites() { return Collections.unmodifiableSet(bugSites); }
+
+    public List<Range> jumpLabels() { return List.copyOf(jumpLabels); }
+
+    public List<Range> staticCalls() { return List.copyOf(staticCalls); }
+
+    public List<Range> alternatives() { return List.copyOf(alternatives); }
+
+    /** A section bounded by two symbols, e.g. {@code _sinittext}/{@code _einittext}. */
+    public Optional<Range> section(String start, String end) {
+        Optional<Symbol> a = syms.byName(start), z = syms.byName(end);
+        return a.isPresent() && z.isPresent() ? Optional.of(new Range(a.get().address(), z.get().address(), start)) : Optional.empty();
+    }
+
+    /** What was read and how, one line per table. */
+    public List<String> notes() { return List.copyOf(notes); }
+}
