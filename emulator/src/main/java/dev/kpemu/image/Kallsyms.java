@@ -46,10 +46,13 @@ public final class Kallsyms {
 
     private Kallsyms() {}
 
-    /** Reads a kernel file of any supported kind: arm64 Image, x86 bzImage (decompressed) or ELF vmlinux. */
+    /**
+     * Reads a kernel file of any supported kind: arm64 Image (also Image.gz or EFI zboot,
+     * decompressed), x86 bzImage (decompressed) or ELF vmlinux.
+     */
     public static SymbolTable read(Path kernel) throws KernelImageException {
         byte[] d = ImageFiles.read(kernel);
-        if (ImageFiles.isArm64Image(d)) return fromArm64Image(d, kernel.toString());
+        if (KernelFiles.isArm64Kernel(d)) return fromArm64Image(KernelFiles.arm64Image(d, kernel.toString()), kernel.toString());
         if (ImageFiles.isBzImage(d)) return fromElf(BzImage.parse(d, kernel.toString()).vmlinux());
         if (ImageFiles.isElf(d)) return fromElf(ElfImage.parse(d, kernel.toString()));
         throw new KernelImageException(kernel + ": not a kernel image: it is " + ImageFiles.describe(d));
