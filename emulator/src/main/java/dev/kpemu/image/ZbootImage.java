@@ -65,6 +65,7 @@ public record ZbootImage(String name, int payloadOffset, int payloadSize, String
         } else if (end + 4 <= d.length) {
             expected = ImageFiles.le(d).getInt(end) & 0xffffffffL;
         }
+        if (expected > Compression.MAX_OUTPUT) expected = -1;   // not a size: the data after the payload is no size field
         return c.decompress(d, payloadOffset, payloadSize, expected, name);
     }
 }
