@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 import dev.kpemu.image.Kallsyms;
+import dev.kpemu.image.KernelFiles;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.image.btf.BtfLocator;
@@ -43,7 +44,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
                     + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
         }
         String name = kernelPath.toString();
-        byte[] image = Arm64LinuxLoader.rawImage(kernelBytes, name);
+        byte[] image = KernelFiles.arm64Image(kernelBytes, name);
         // Decode the symbols beside the boot: nothing needs them before the guest runs.
         CompletableFuture<SymbolTable> symbols = CompletableFuture.supplyAsync(() -> {
             try {

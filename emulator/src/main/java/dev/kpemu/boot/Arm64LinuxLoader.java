@@ -1,10 +1,7 @@
 package dev.kpemu.boot;
 
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.util.zip.GZIPInputStream;
-
 import dev.kpemu.image.Arm64Image;
+import dev.kpemu.image.KernelFiles;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.arm64.Arm64Layout;
@@ -13,8 +10,8 @@ import dev.kpemu.unicorn.Arm64Reg;
 
 /**
  * Loads an arm64 Linux kernel the way Documentation/arch/arm64/booting.rst asks a boot loader
- * to: the raw {@code Image} (header checked by {@link Arm64Image}; a gzip-compressed Image is
- * inflated first) at a 2 MiB aligned base plus text_offset, the device tree 8-byte aligned and
+ * to: the raw {@code Image} (header checked by {@link Arm64Image}; an {@code Image.gz} or EFI
+ * zboot file is unpacked first by {@link KernelFiles}) at a 2 MiB aligned base plus text_offset, the device tree 8-byte aligned and
  * under 2 MiB, the initrd in RAM and described in {@code /chosen}; then x0 = the device tree's
  * physical address, x1-x3 = 0, MMU and caches off, EL1h with DAIF masked, PC = the Image's
  * first byte.
@@ -37,18 +34,6 @@ public final class Arm64LinuxLoader {
         public long entry() { return kernelBase; }
     }
 
-    /** Returns the raw Image bytes of {@code kernel} (inflating a gzip-compressed Image). */
-    public static byte[] rawImage(byte[] kernel, String name) throws KernelImageException {
-        if (kernel.length >= 2 && (kernel[0] & 0xff) == 0x1f && (kernel[1] & 0xff) == 0x8b) {
-            try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(kernel))) {
-                return in.readAllBytes();
-            } catch (IOException e) {
-                throw new KernelImageException(name + ": cannot inflate the gzip-compressed Image: " + e.getMessage(), e);
-            }
-        }
-        return kernel;
-    }
-
     /**
      * Loads kernel, initrd (may be null) and a generated device tree into {@code m} and sets the
      * boot registers.
@@ -63,7 +48,7 @@ public final class Arm64LinuxLoader {
      */
     public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes)
             throws KernelImageException {
-        byte[] image = rawImage(kernel, kernelName);
+        byte[] image = KernelFiles.arm64Image(kernel, kernelName);
         Arm64Image h = Arm64Image.parse(image, kernelName);
         if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
         if (h.pageSize() != 0 && h.pageSize() != 4096 && h.pageSize() != 16384 && h.pageSize() != 65536) {

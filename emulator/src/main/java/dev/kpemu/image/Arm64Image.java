@@ -6,7 +6,8 @@ import java.nio.file.Path;
 /**
  * The header of an arm64 Linux {@code Image} (Documentation/arch/arm64/booting.rst): 64 bytes at
  * file offset 0, magic {@code "ARM\x64"} at 0x38. Debian's arm64 {@code vmlinuz} is this raw,
- * uncompressed Image (with an EFI stub, so it also starts with "MZ").
+ * uncompressed Image (with an EFI stub, so it also starts with "MZ"); {@link KernelFiles} unpacks
+ * {@code Image.gz} and EFI zboot files to this form.
  *
  * <pre>
  *   0x00 u32 code0        0x04 u32 code1
@@ -54,7 +55,37 @@ public record Arm64Image(String name, long fileSize, int code0, long textOffset,
                 || !ImageFiles.startsWith(data, img.peOffset, (byte) 'P', (byte) 'E', (byte) 0, (byte) 0))) {
             throw new KernelImageException(name + ": corrupt arm64 Image: PE header offset 0x" + Integer.toHexString(img.peOffset) + " does not point at \"PE\\0\\0\"");
         }
+        if (img.peOffset != 0) {
+            long fileBacked = peSectionsEnd(data, name, img.peOffset);
+            if (fileBacked > data.length) {
+                throw new KernelImageException(name + ": truncated arm64 Image: its PE sections end at 0x" + Long.toHexString(fileBacked)
+                        + ", the file has 0x" + Long.toHexString(data.length) + " bytes");
+            }
+        }
         return img;
+    }
+
+    /**
+     * The end of the file-backed part of an Image with an EFI stub: the largest
+     * PointerToRawData + SizeOfRawData of its PE sections. image_size cannot say this, as it
+     * counts BSS; the PE sections do (for Debian 12, 13 and unstable's arm64 Images this is
+     * exactly the file's length).
+     */
+    static long peSectionsEnd(byte[] data, String name, int pe) throws KernelImageException {
+        ByteBuffer b = ImageFiles.le(data);
+        if (pe + 24 > data.length) throw new KernelImageException(name + ": truncated arm64 Image: the PE header is cut off");
+        int sections = b.getShort(pe + 6) & 0xffff, optionalHeader = b.getShort(pe + 20) & 0xffff;
+        long table = pe + 24L + optionalHeader;
+        if (table + 40L * sections > data.length) {
+            throw new KernelImageException(name + ": truncated arm64 Image: the PE section table ends past the file's 0x" + Long.toHexString(data.length) + " bytes");
+        }
+        long end = 0;
+        for (int i = 0; i < sections; i++) {
+            int s = (int) (table + 40L * i);
+            long rawSize = b.getInt(s + 16) & 0xffffffffL, rawPointer = b.getInt(s + 20) & 0xffffffffL;
+            if (rawSize != 0) end = Math.max(end, rawPointer + rawSize);
+        }
+        return end;
     }
 
     public boolean bigEndian() { return (flags & 1) != 0; }

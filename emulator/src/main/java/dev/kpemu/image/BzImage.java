@@ -1,18 +1,14 @@
 package dev.kpemu.image;
 
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.util.zip.GZIPInputStream;
-import org.tukaani.xz.SingleXZInputStream;
 
 /**
  * An x86 bzImage: the real-mode setup (with the setup header at 0x1f1, "HdrS" at 0x202,
  * Documentation/arch/x86/boot.rst) followed by the protected-mode decompressor, which carries the
- * compressed vmlinux as its payload. Debian compresses the payload with XZ (BCJ x86 filter),
- * followed by a 4-byte little-endian decompressed-size trailer.
+ * compressed vmlinux as its payload, followed by a 4-byte little-endian decompressed-size
+ * trailer. The payload may use any compression Linux offers ({@link Compression}): Debian 12
+ * uses XZ, Debian 13 and later zstd.
  */
 public final class BzImage {
     private final String name;
@@ -129,17 +125,13 @@ public final class BzImage {
         return java.util.Arrays.copyOfRange(data, start, start + (int) payloadLength);
     }
 
+    /** How the payload is compressed (by its magic), or null when no known compression matches. */
+    public Compression compression() { return Compression.detect(data, (int) payloadFileOffset()); }
+
     /** "xz", "gzip", "zstd", "lzma", "bzip2", "lz4", "lzo" or "unknown". */
     public String payloadCompression() {
-        int s = (int) payloadFileOffset();
-        if (ImageFiles.startsWith(data, s, ImageFiles.XZ)) return "xz";
-        if (ImageFiles.startsWith(data, s, ImageFiles.GZIP)) return "gzip";
-        if (ImageFiles.startsWith(data, s, ImageFiles.ZSTD)) return "zstd";
-        if (ImageFiles.startsWith(data, s, (byte) 'B', (byte) 'Z', (byte) 'h')) return "bzip2";
-        if (ImageFiles.startsWith(data, s, (byte) 0x02, (byte) 0x21, (byte) 0x4c, (byte) 0x18)) return "lz4";
-        if (ImageFiles.startsWith(data, s, (byte) 0x89, (byte) 'L', (byte) 'Z', (byte) 'O')) return "lzo";
-        if (ImageFiles.startsWith(data, s, (byte) 0x5d, (byte) 0)) return "lzma";
-        return "unknown";
+        Compression c = compression();
+        return c == null ? "unknown" : c.toolName();
     }
 
     /** The decompressed size announced by the 4-byte trailer at the end of the payload. */
@@ -148,31 +140,21 @@ public final class BzImage {
         return ImageFiles.le(data).getInt(end - 4) & 0xffffffffL;
     }
 
-    /** Decompresses the payload to the ELF vmlinux (XZ or gzip; the size trailer is checked). */
+    /**
+     * Decompresses the payload to the ELF vmlinux; every compression Linux offers is understood.
+     * The payload's last 4 bytes give the decompressed size (gzip's own size field; appended
+     * after the stream for the others), and the result must have exactly that size.
+     */
     public byte[] extractVmlinux() throws KernelImageException {
-        String comp = payloadCompression();
-        byte[] out;
-        try (InputStream in = switch (comp) {
-            case "xz" -> new SingleXZInputStream(new ByteArrayInputStream(data, (int) payloadFileOffset(), (int) payloadLength));
-            case "gzip" -> new GZIPInputStream(new ByteArrayInputStream(data, (int) payloadFileOffset(), (int) payloadLength), 1 << 16);
-            default -> throw new KernelImageException(name + ": bzImage payload is compressed with " + comp + "; only xz and gzip are supported");
-        }) {
-            long expect = trailerSize();
-            if (expect > 0 && expect < (1L << 30)) {
-                out = in.readNBytes((int) expect);
-                if (out.length != expect) {
-                    throw new KernelImageException(name + ": corrupt bzImage payload: decompressed to " + out.length + " bytes, trailer says " + expect);
-                }
-            } else {
-                out = in.readAllBytes();
-            }
-        } catch (KernelImageException e) {
-            throw e;
-        } catch (IOException e) {
-            throw new KernelImageException(name + ": corrupt bzImage payload (" + comp + "): " + e.getMessage(), e);
+        Compression c = compression();
+        if (c == null) {
+            throw new KernelImageException(name + ": bzImage payload has no known compression magic (first bytes "
+                    + java.util.HexFormat.of().formatHex(data, (int) payloadFileOffset(), (int) payloadFileOffset() + 4) + ")");
         }
+        int streamLength = (int) payloadLength - (c == Compression.GZIP ? 0 : 4);
+        byte[] out = c.decompress(data, (int) payloadFileOffset(), streamLength, trailerSize(), name);
         if (!ImageFiles.isElf(out)) {
-            throw new KernelImageException(name + ": bzImage payload does not decompress to an ELF vmlinux");
+            throw new KernelImageException(name + ": bzImage payload (" + c.toolName() + ") does not decompress to an ELF vmlinux");
         }
         return out;
     }

@@ -159,7 +159,7 @@ public final class GuestImages {
     public SymbolTable symbols(Arch arch) throws KernelImageException {
         if (arch == Arch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch)));
         Path k = kernel(arch);
-        return Kallsyms.fromArm64Image(ImageFiles.read(k), k.toString());
+        return Kallsyms.fromArm64Image(KernelFiles.readArm64Image(k), k.toString());
     }
 
     private Path runScript(String script, Arch arch) throws KernelImageException {

@@ -33,9 +33,6 @@ final class ImageFiles {
     }
 
     static final byte[] ELF = {0x7f, 'E', 'L', 'F'};
-    static final byte[] XZ = {(byte) 0xfd, '7', 'z', 'X', 'Z', 0};
-    static final byte[] GZIP = {0x1f, (byte) 0x8b};
-    static final byte[] ZSTD = {0x28, (byte) 0xb5, 0x2f, (byte) 0xfd};
 
     static boolean isBzImage(byte[] d) { return startsWith(d, 0x202, (byte) 'H', (byte) 'd', (byte) 'r', (byte) 'S'); }
     static boolean isArm64Image(byte[] d) { return startsWith(d, 0x38, (byte) 'A', (byte) 'R', (byte) 'M', (byte) 0x64); }
@@ -50,9 +47,9 @@ final class ImageFiles {
             int machine = d.length >= 20 ? (d[18] & 0xff) | (d[19] & 0xff) << 8 : -1;
             return "an ELF file (e_machine " + machine + ")";
         }
-        if (startsWith(d, 0, GZIP)) return "gzip-compressed data";
-        if (startsWith(d, 0, XZ)) return "XZ-compressed data";
-        if (startsWith(d, 0, ZSTD)) return "zstd-compressed data";
+        if (ZbootImage.isZboot(d)) return "an EFI zboot image";
+        Compression c = Compression.detect(d, 0);
+        if (c != null) return c.toolName() + "-compressed data";
         if (startsWith(d, 0, (byte) 'M', (byte) 'Z')) return "a PE/EFI executable without a Linux header";
         return "not a Linux kernel image (" + d.length + " bytes)";
     }

@@ -46,21 +46,28 @@ public final class Kallsyms {
 
     private Kallsyms() {}
 
-    /** Reads a kernel file of any supported kind: arm64 Image, x86 bzImage (decompressed) or ELF vmlinux. */
+    /**
+     * Reads a kernel file of any supported kind: arm64 Image (also Image.gz or EFI zboot,
+     * decompressed), x86 bzImage (decompressed) or ELF vmlinux.
+     */
     public static SymbolTable read(Path kernel) throws KernelImageException {
         return load(kernel).symbols();
     }
 
     /**
-     * A kernel's symbols with the bytes they index: the raw arm64 Image or the ELF vmlinux (a
-     * bzImage's payload, decompressed); {@link SymbolTable#fileOffset} gives offsets into them.
+     * A kernel's symbols with the bytes they index: the raw arm64 Image (decompressed if need be)
+     * or the ELF vmlinux (a bzImage's payload, decompressed); {@link SymbolTable#fileOffset} gives
+     * offsets into them.
      */
     public record KernelText(SymbolTable symbols, byte[] bytes) {}
 
     /** Like {@link #read}, keeping the kernel's bytes (to read its text before boot). */
     public static KernelText load(Path kernel) throws KernelImageException {
         byte[] d = ImageFiles.read(kernel);
-        if (ImageFiles.isArm64Image(d)) return new KernelText(fromArm64Image(d, kernel.toString()), d);
+        if (KernelFiles.isArm64Kernel(d)) {
+            byte[] image = KernelFiles.arm64Image(d, kernel.toString());
+            return new KernelText(fromArm64Image(image, kernel.toString()), image);
+        }
         ElfImage elf;
         if (ImageFiles.isBzImage(d)) elf = BzImage.parse(d, kernel.toString()).vmlinux();
         else if (ImageFiles.isElf(d)) elf = ElfImage.parse(d, kernel.toString());

@@ -4,6 +4,7 @@ import dev.kpemu.image.BzImage;
 import dev.kpemu.image.ElfImage;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
+import dev.kpemu.image.KernelFiles;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.Symbol;
 import dev.kpemu.image.SymbolTable;
@@ -61,7 +62,7 @@ public final class BtfLocator {
     public static Found forGuest(GuestImages images, Arch arch, SymbolTable symbols) throws KernelImageException {
         if (arch == Arch.X86_64) return fromElf(ElfImage.read(images.vmlinux(arch)), symbols);
         Path k = images.kernel(arch);
-        return fromArm64Image(readFile(k), k.toString(), symbols);
+        return fromArm64Image(KernelFiles.readArm64Image(k), k.toString(), symbols);
     }
 
     /** An ELF vmlinux: the .BTF section, else __start_BTF from {@code symbols} (may be null), else a scan. */
@@ -140,7 +141,7 @@ public final class BtfLocator {
     }
 
     /**
-     * Reads a kernel file (ELF vmlinux, x86 bzImage, arm64 Image) and finds its BTF; kallsyms is
+     * Reads a kernel file (ELF vmlinux, x86 bzImage, arm64 Image, Image.gz or EFI zboot) and finds its BTF; kallsyms is
      * used when it decodes.
      */
     public static Found read(Path kernel) throws KernelImageException {
@@ -157,13 +158,14 @@ public final class BtfLocator {
             }
             return fromElf(e, syms);
         }
+        byte[] image = KernelFiles.arm64Image(d, kernel.toString());
         SymbolTable syms;
         try {
-            syms = Kallsyms.fromArm64Image(d, kernel.toString());
+            syms = Kallsyms.fromArm64Image(image, kernel.toString());
         } catch (KernelImageException ex) {
             syms = null;
         }
-        return fromArm64Image(d, kernel.toString(), syms);
+        return fromArm64Image(image, kernel.toString(), syms);
     }
 
     private static byte[] readFile(Path p) throws KernelImageException {

@@ -1,0 +1,76 @@
+package dev.kpemu.kprobes.events;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Kallsyms;
+import dev.kpemu.machine.Arch;
+
+/**
+ * Replays every definition whose answer Linux itself recorded under QEMU
+ * ({@code guest-images/reference/ARCH/dialect.error_log}, by record-error-log.sh) through kpemu's
+ * check of a definition on the same kernel: accepted or refused alike, the same errno, the same
+ * error_log entry (message, command, caret), the same kprobe_events listing.
+ */
+@Tag("kernel")
+class RecordedErrorLogTest {
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void everyRecordedAnswerIsKpemusAnswer(Arch a) throws Exception {
+        Path ref = RecordedReferenceTest.reference();
+        Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
+        Path file = ref.resolve(a.linuxName()).resolve("dialect.error_log");
+        RecordedErrorLog recorded = RecordedErrorLog.read(file);
+        GuestImages images = GuestImages.forRepository();
+        String release = images.kernelVersion(a).get("release");
+        Assumptions.assumeTrue(recorded.kernel().equals(release), "recorded on " + recorded.kernel() + ", the cached kernel is " + release);
+        Kallsyms.KernelText kernel = Kallsyms.load(images.kernel(a));
+        DefinitionCheck check = new DefinitionCheck(a, Dialect.LINUX_6_1,
+                KallsymsSymbols.forKernel(kernel.symbols(), a, kernel.bytes()), ProbeSites.none());
+        List<String> wrong = new ArrayList<>();
+        for (RecordedErrorLog.Answer want : recorded.answers()) {
+            DefinitionCheck.Outcome got = check.check(want.definition());
+            String diff = difference(want, got);
+            if (diff != null) wrong.add("> " + want.definition() + "\n    " + diff);
+        }
+        assertTrue(wrong.isEmpty(), wrong.size() + " of " + recorded.answers().size() + " answers differ from Linux's:\n" + String.join("\n", wrong));
+    }
+
+    /**
+     * Linux lists a probe given by address with {@code 0x%p}: the address hashed with a key drawn at
+     * boot, which no other machine can reproduce; kpemu lists the address itself in the same
+     * 16-digit form. Both become {@code 0x<hashed>} for the comparison.
+     */
+    static String unhashed(String listing) {
+        return listing.replaceFirst("^([pr][0-9]*:\\S+) 0x[0-9a-f]{16}( |$)", "$1 0x<hashed>$2");
+    }
+
+    /** Null when kpemu answers as Linux did. */
+    static String difference(RecordedErrorLog.Answer want, DefinitionCheck.Outcome got) {
+        if (want.accepted() != got.accepted()) {
+            return want.accepted() ? "Linux accepts (" + want.listing() + "); kpemu refuses: " + got.error().errorLog().replace("\n", " | ")
+                    : "Linux refuses with " + want.errno() + " " + want.errorLog() + want.console() + "; kpemu accepts: " + got.listing();
+        }
+        if (want.accepted()) {
+            List<String> linux = want.listing().stream().map(RecordedErrorLogTest::unhashed).toList();
+            List<String> kpemu = got.listing().stream().map(RecordedErrorLogTest::unhashed).toList();
+            return linux.equals(kpemu) ? null : "listing: Linux " + want.listing() + ", kpemu " + got.listing();
+        }
+        ProbeSyntaxException e = got.error();
+        if (want.errno() != e.errno()) return "errno: Linux " + want.errno() + ", kpemu " + e.errno() + " (" + e.getMessage() + ")";
+        List<String> log = e.logged() ? List.of(e.errorLog().split("\n")) : List.of();
+        if (!want.errorLog().equals(log)) return "error_log: Linux " + want.errorLog() + ", kpemu " + log;
+        if (!want.console().equals(got.console())) return "console: Linux " + want.console() + ", kpemu " + got.console();
+        return null;
+    }
+}
