@@ -74,6 +74,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--formats", description = "print each event's format description")
     boolean formats;
 
+    @Option(names = "--allow-unsafe",
+            description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
+    boolean allowUnsafe;
+
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -84,6 +88,7 @@ final class BootCommand implements Callable<Integer> {
         PrintStream trace = WriterOutputStream.printStream(out);
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
         if (traced != null && optimize != null) traced.optimize(optimize);
+        if (traced != null) traced.allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
@@ -91,6 +96,7 @@ final class BootCommand implements Callable<Integer> {
                 r = BootRunner.boot(new BootRunner.Options(a, kernel, initrd, append, memoryMiB, timeoutSeconds, con, trace),
                         traced == null ? BootHooks.NONE : traced);
             } catch (TracedBoot.DefinitionRejected e) {
+                e.kernelMessages().forEach(err::println);
                 err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
                 return ExitCodes.USAGE;
             } catch (KernelImageException e) {

@@ -18,15 +18,13 @@ import picocli.CommandLine.Parameters;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
-import dev.kpemu.kprobes.events.CompiledProbe;
+import dev.kpemu.kprobes.events.DefinitionCheck;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.KernelSymbols;
-import dev.kpemu.kprobes.events.ProbeDefinition;
-import dev.kpemu.kprobes.events.ProbeParser;
+import dev.kpemu.kprobes.events.ProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
-import dev.kpemu.kprobes.events.TraceFormatter;
-import dev.kpemu.kprobes.events.TraceProbe;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -60,19 +58,18 @@ final class CheckEventsCommand implements Callable<Integer> {
         List<String> lines = new ArrayList<>(definitions);
         if (file != null) lines.addAll(readLines(file));
         if (lines.isEmpty()) throw new CommandLine.ParameterException(spec.commandLine(), "no definitions: give -e DEF or a FILE");
-        KernelSymbols symbols = syntaxOnly ? KernelSymbols.permissive() : kernelSymbols(a);
-        ProbeParser parser = new ProbeParser(a, Dialect.LINUX_6_1, symbols);
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         int bad = 0;
-        for (String line : lines) {
-            try {
-                ProbeDefinition d = parser.parse(line);
-                if (d instanceof TraceProbe p) {
-                    if (!syntaxOnly) CompiledProbe.compile(p, a, symbols);
-                    out.println(TraceFormatter.listing(p));
+        try (Checker c = checker(a)) {
+            for (String line : lines) {
+                DefinitionCheck.Outcome o = c.check().check(line);
+                o.console().forEach(err::println);
+                if (o.accepted()) {
+                    o.listing().forEach(out::println);
+                    continue;
                 }
-            } catch (ProbeSyntaxException e) {
                 bad++;
+                ProbeSyntaxException e = o.error();
                 err.println(e.logged() ? e.errorLog() : "kpemu: rejected with " + e.errno() + " (the kernel logs no message): " + line);
             }
         }
@@ -81,10 +78,27 @@ final class CheckEventsCommand implements Callable<Integer> {
         return bad == 0 ? ExitCodes.OK : ExitCodes.USAGE;
     }
 
-    private KernelSymbols kernelSymbols(Arch a) throws KernelImageException {
+    /** The check and what it holds open (the kernel's decoder). */
+    private record Checker(DefinitionCheck check, AutoCloseable resource) implements AutoCloseable {
+        @Override public void close() {
+            try {
+                resource.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /**
+     * Syntax only: every symbol accepted, no probe-point check. Otherwise the kernel's kallsyms and
+     * the probe points as Linux checks them after boot ({@link KernelProbeSites}), from its file.
+     */
+    private Checker checker(Arch a) throws KernelImageException {
+        if (syntaxOnly) return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KernelSymbols.permissive(), ProbeSites.none()), () -> { });
         Path k = kernel != null ? kernel : GuestImages.forRepository().kernel(a);
         Kallsyms.KernelText kt = Kallsyms.load(k);
-        return KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes());
+        KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes());
+        return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes()), sites), sites);
     }
 
     private List<String> readLines(String f) throws IOException {

@@ -3,19 +3,25 @@ package dev.kpemu.cli;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.KernelProbeRules;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.kprobes.SlotArea;
 import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.kprobes.events.CompiledProbe;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeParser;
+import dev.kpemu.kprobes.events.ProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
+import dev.kpemu.kprobes.events.TraceProbe;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -44,13 +50,18 @@ public final class TracedBoot implements BootHooks {
     /** Thrown from {@link #ready} when a definition is rejected before boot. */
     public static final class DefinitionRejected extends RuntimeException {
         private final ProbeSyntaxException error;
+        private final List<String> kernelMessages;
 
-        DefinitionRejected(ProbeSyntaxException error) {
+        DefinitionRejected(ProbeSyntaxException error, List<String> kernelMessages) {
             super(error.getMessage());
             this.error = error;
+            this.kernelMessages = List.copyOf(kernelMessages);
         }
 
         public ProbeSyntaxException error() { return error; }
+
+        /** What the kernel prints to its console with the refusal (e.g. "Could not probe notrace function"). */
+        public List<String> kernelMessages() { return kernelMessages; }
     }
 
     private final List<String> definitions;
@@ -64,6 +75,9 @@ public final class TracedBoot implements BootHooks {
     private java.time.Duration optimizeDelay = JumpOptimizer.DEFAULT_DELAY;
     private JumpOptimizer optimizer;
     private KernelOptimizationInputs optimizationInputs;
+    private KernelProbeRules rules;
+    private boolean allowUnsafe;
+    private Consumer<String> kernelMessages = System.err::println;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
     public TracedBoot(List<String> definitions, PrintStream out) {
@@ -81,6 +95,21 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
+    /**
+     * Probes Linux refuses (blacklist, notrace functions, jump-label and static-call sites, init
+     * text after boot, ...) are accepted: kpemu's extension beyond Linux, off by default.
+     */
+    public TracedBoot allowUnsafe(boolean allow) {
+        this.allowUnsafe = allow;
+        return this;
+    }
+
+    /** Where the kernel's own messages about probe definitions go (default: standard error). */
+    public TracedBoot kernelMessages(Consumer<String> sink) {
+        this.kernelMessages = sink;
+        return this;
+    }
+
     /** Guest time between a probe becoming optimizable and its jump (default Linux's 5 jiffies, {@link JumpOptimizer#DEFAULT_DELAY}). */
     public TracedBoot optimizeDelay(java.time.Duration delay) {
         this.optimizeDelay = delay;
@@ -94,14 +123,28 @@ public final class TracedBoot implements BootHooks {
      */
     public static boolean optimizesByDefault(Arch arch) { return arch == Arch.X86_64; }
 
+    /**
+     * Checks every definition before the guest runs, as Linux would on this kernel after boot:
+     * syntax and symbols, then each probe's site ({@link KernelProbeSites}: notrace functions,
+     * the blacklist, reserved sites, the instruction) unless unsafe probes are allowed.
+     */
     @Override public void ready(LinuxGuest guest) {
         SymbolTable syms = guest.symbols();
-        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, kernelSymbols(guest));
-        for (String d : definitions) {
-            try {
-                parser.parse(d);
-            } catch (ProbeSyntaxException e) {
-                throw new DefinitionRejected(e);
+        KallsymsSymbols symbols = kernelSymbols(guest);
+        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, symbols);
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
+            rules = sites.rules();
+            for (String text : definitions) {
+                for (String line : text.split("\n", -1)) {
+                    try {
+                        if (!(parser.parse(line) instanceof TraceProbe p)) continue;
+                        CompiledProbe.compile(p, guest.arch(), symbols);
+                        ProbeSites.Answer answer = allowUnsafe ? null : sites.check(p);
+                        if (answer != null && !answer.accepted()) throw new DefinitionRejected(answer.error(), answer.console());
+                    } catch (ProbeSyntaxException e) {
+                        throw new DefinitionRejected(e, List.of());
+                    }
+                }
             }
         }
         armAt = syms.address(ARM_AT);
@@ -115,7 +158,8 @@ public final class TracedBoot implements BootHooks {
         LinuxGuest.HostArea area = guest.hostArea();
         long va = guest.arch() == Arch.X86_64 ? X86_SLOTS_VA : ARM64_SLOTS_VA;
         SymbolTable syms = guest.symbols();
-        kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()));
+        kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()))
+                .rules(rules).allowUnsafe(allowUnsafe);
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
             optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
@@ -125,7 +169,7 @@ public final class TracedBoot implements BootHooks {
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
-        events.addListener(records::add);
+        events.rules(rules, kernelMessages).addListener(records::add);
         try {
             events.writeAndEnable(definitions);
         } catch (ProbeSyntaxException e) {

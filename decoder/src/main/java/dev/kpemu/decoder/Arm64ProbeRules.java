@@ -70,7 +70,9 @@ final class Arm64ProbeRules {
         if (op0 == 0xA || op0 == 0xB) { // branch, exception generation, system
             if (branchKind(word) != BranchKind.NONE) return false;
             if (MSR_IMMEDIATE.matches(word) || MSR_REGISTER.matches(word)) return false;
-            if (MRS.matches(word)) return MRS_DAIF.matches(word);
+            // every MRS but a read of DAIF, which stepping itself changes (recorded: Linux 6.1
+            // accepts a probe on "mrs x0, sp_el0" at get_signal+0x10)
+            if (MRS.matches(word)) return !MRS_DAIF.matches(word);
             if (HINT.matches(word)) return STEPPABLE_HINTS.contains((word >>> 5) & 0x7f);
             return true;
         }

@@ -231,7 +231,8 @@ public final class KernelTextTables {
     // ------------------------------------------------------------------ reserved sites
 
     private void readReservedSites() {
-        table("__start___ex_table", "__stop___ex_table", 12, (at, b) -> exceptionTable.add(at + b.getInt(0)));
+        boolean ex = table("__start___ex_table", "__stop___ex_table", 12, (at, b) -> exceptionTable.add(at + b.getInt(0)));
+        if (!ex && arch == Arch.ARM64) arm64ExceptionTableByShape();
         table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(), "jump label")));
         table("__start_static_call_sites", "__stop_static_call_sites", 8, (at, b) -> staticCalls.add(new Range(at + b.getInt(0), at + b.getInt(0) + 5, "static call")));
         table("__alt_instructions", "__alt_instructions_end", 12, (at, b) -> {
@@ -239,6 +240,51 @@ public final class KernelTextTables {
             if (len > 0) alternatives.add(new Range(at + b.getInt(0), at + b.getInt(0) + len, "alternative"));
         });
         table("__start___bug_table", "__stop___bug_table", 12, (at, b) -> bugSites.add(at + b.getInt(0)));
+    }
+
+    private static final int MIN_EX_TABLE_BY_SHAPE = 64;
+
+    /**
+     * arm64 without a bounded {@code __ex_table}: the longest run of 12-byte entries
+     * ({@code int insn, fixup; short type, data}, both offsets relative to their own field) whose
+     * instruction and fixup lie in text (a zero offset, as in zero padding inside text, is no entry),
+     * in ascending instruction order (the build sorts the table).
+     */
+    private void arm64ExceptionTableByShape() {
+        Optional<Range> text = section("_stext", "_etext");
+        if (text.isEmpty()) return;
+        ByteBuffer b = ImageFiles.le(file);
+        long base = syms.linkBase();
+        int bestStart = -1, bestLen = 0;
+        for (int phase = 0; phase < 12; phase += 4) {
+            int runStart = -1, runLen = 0;
+            long prev = 0;
+            for (int o = phase; o + 12 <= file.length; o += 12) {
+                long at = base + o;
+                long insn = at + b.getInt(o), fixup = at + 4 + b.getInt(o + 4);
+                int type = b.getShort(o + 8);
+                boolean entry = b.getInt(o) != 0 && text.get().contains(insn) && text.get().contains(fixup) && type >= 0 && type < 16;
+                boolean ok = entry && (runLen == 0 || Long.compareUnsigned(insn, prev) >= 0);
+                if (ok) {
+                    if (runLen == 0) runStart = o;
+                    runLen++;
+                    prev = insn;
+                    if (runLen > bestLen) { bestLen = runLen; bestStart = runStart; }
+                } else {
+                    runLen = 0;
+                    if (entry) { runStart = o; runLen = 1; prev = insn; }
+                }
+            }
+        }
+        if (bestLen < MIN_EX_TABLE_BY_SHAPE) {
+            notes.add("__ex_table: not bounded and not found by shape: not read");
+            return;
+        }
+        for (int i = 0; i < bestLen; i++) {
+            int o = bestStart + 12 * i;
+            exceptionTable.add(base + o + b.getInt(o));
+        }
+        notes.add("__ex_table: not bounded; " + bestLen + " entries found by shape");
     }
 
     /** Bytes a jump-label site occupies: x86's longest form (a 5-byte jmp), arm64's one instruction. */

@@ -21,6 +21,8 @@ public final class SymbolTable {
     private final LongFunction<OptionalLong> fileOffsets;
     private final long linkBase;
     private final String source;
+    /** {@code is_ksym_addr}: the address ranges kallsyms resolves (empty: no bounds known, all). */
+    private final long[][] ksymRanges;
 
     SymbolTable(List<Symbol> sortedSymbols, long linkBase, LongFunction<OptionalLong> fileOffsets, String source) {
         this.symbols = Collections.unmodifiableList(new ArrayList<>(sortedSymbols));
@@ -34,6 +36,44 @@ public final class SymbolTable {
         this.linkBase = linkBase;
         this.fileOffsets = fileOffsets;
         this.source = source;
+        this.ksymRanges = ksymRanges();
+    }
+
+    /**
+     * Linux's {@code is_ksym_addr}: with CONFIG_KALLSYMS_ALL (the table holds data symbols) the
+     * kernel image [_stext, _end) and the init sections [__init_begin, __init_end); without it,
+     * text [_stext, _etext) and init text [_sinittext, _einittext). Other addresses (per-CPU
+     * offsets, the image header before _stext, user addresses, small numbers) resolve to nothing.
+     */
+    private long[][] ksymRanges() {
+        boolean all = false;
+        for (Symbol x : symbols) {
+            char t = Character.toLowerCase(x.type());
+            if (t == 'd' || t == 'b' || t == 'r') { all = true; break; }
+        }
+        List<long[]> r = new ArrayList<>();
+        if (all) {
+            range(r, "_stext", "_end");
+            range(r, "__init_begin", "__init_end");
+        } else {
+            range(r, "_stext", "_etext");
+            range(r, "_sinittext", "_einittext");
+        }
+        return r.toArray(long[][]::new);
+    }
+
+    private void range(List<long[]> out, String start, String end) {
+        List<Symbol> a = byName.get(start), z = byName.get(end);
+        if (a != null && z != null) out.add(new long[]{a.get(0).address(), z.get(0).address()});
+    }
+
+    /** Whether kallsyms resolves {@code address} at all ({@code is_ksym_addr}). */
+    public boolean isKsymAddress(long address) {
+        if (ksymRanges.length == 0) return true;
+        for (long[] r : ksymRanges) {
+            if (Long.compareUnsigned(address, r[0]) >= 0 && Long.compareUnsigned(address, r[1]) < 0) return true;
+        }
+        return false;
     }
 
     /** Builds a table from symbols in any order; sizes are recomputed from the address order. */
@@ -83,11 +123,13 @@ public final class SymbolTable {
     }
 
     /**
-     * The symbol an address belongs to: the highest symbol address at or below {@code address}
-     * (the first of several aliases, like the kernel's kallsyms_lookup). Empty below the first
-     * symbol or past the last one's end.
+     * The symbol an address belongs to, as the kernel's kallsyms_lookup finds it: only for
+     * addresses kallsyms resolves ({@link #isKsymAddress}), the highest symbol address at or
+     * below {@code address} (the first of several aliases). Empty below the first symbol or past
+     * the last one's end.
      */
     public Optional<Symbol> lookup(long address) {
+        if (!isKsymAddress(address)) return Optional.empty();
         int lo = 0, hi = addresses.length - 1, found = -1;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;

@@ -8,7 +8,7 @@ import java.util.List;
  * kernel's {@code NOKPROBE_SYMBOL} functions (entries of its {@code _kprobe_blacklist} section),
  * {@code .kprobes.text}, {@code .noinstr.text}, the arch entry text, and kprobes-infrastructure
  * text. The engine's handlers run on the host, so probing these cannot recurse; an explicit
- * opt-in ({@link Kprobes#allowBlacklisted(boolean)}) lets them be probed anyway.
+ * opt-in ({@link Kprobes#allowUnsafe(boolean)}) lets them be probed anyway.
  */
 public final class Blacklist {
     /** One refused range [start, end). */

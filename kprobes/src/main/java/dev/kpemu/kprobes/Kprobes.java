@@ -70,7 +70,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final long callStop;
     private boolean watchText = true;
     private boolean allArmed = true;
-    private boolean allowBlacklisted;
+    private boolean allowUnsafe;
+    private AddressRules rules = AddressRules.none();
     private boolean boosting = true;
     private long sequence;
     private long handlerFailures;
@@ -114,9 +115,21 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     public Blacklist blacklist() { return blacklist; }
 
-    /** Allows probes in blacklisted ranges (off by default, as in the kernel). */
-    public Kprobes allowBlacklisted(boolean allow) {
-        this.allowBlacklisted = allow;
+    /**
+     * Allows probes the kernel refuses: blacklisted ranges and every {@link AddressRules} refusal
+     * (off by default, as in the kernel). kpemu's handlers run on the host, so such probes cannot
+     * recurse into kprobes; this is kpemu's extension.
+     */
+    public Kprobes allowUnsafe(boolean allow) {
+        this.allowUnsafe = allow;
+        return this;
+    }
+
+    public boolean allowsUnsafe() { return allowUnsafe; }
+
+    /** The kernel's address rules every registration checks (default: none). */
+    public Kprobes rules(AddressRules rules) {
+        this.rules = rules;
         return this;
     }
 
@@ -202,13 +215,15 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         SymbolResolver.SymbolInfo sym = symbolOf(requested);
         ProbeDecoder.ProbeAddress where = arch.adjustAddress(sym.start(), requested - sym.start(), this::originalText);
         long addr = where.address();
-        checkAddressSafe(addr, sym);
+        int siteFlags = checkAddressSafe(addr, sym);
         p.flags &= Kprobe.FLAG_DISABLED;
+        p.flags |= siteFlags;
         if (where.onFunctionEntry()) p.flags |= Kprobe.FLAG_ON_FUNC_ENTRY;
         p.nmissed = 0;
         ProbePoint point = points.get(addr);
         if (point == null) {
             point = preparePoint(addr, sym);
+            point.ftrace = (siteFlags & Kprobe.FLAG_FTRACE) != 0;
             points.put(addr, point);
             formerProbeAddresses.add(addr);
             if (point.slot != 0) stepTraps.put(point.stepTrap(arch), point);
@@ -391,10 +406,13 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         return symbols.lookup(addr).orElseThrow(() -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
     }
 
-    private void checkAddressSafe(long addr, SymbolResolver.SymbolInfo sym) {
+    /** {@code check_kprobe_address_safe} and {@code check_ftrace_location}: the flags the probe gets, or EINVAL. */
+    private int checkAddressSafe(long addr, SymbolResolver.SymbolInfo sym) {
         if (!sym.text()) throw new KprobeException(Errno.EINVAL, sym.name() + " is not text");
+        if (allowUnsafe) return 0;
         Blacklist.Range r = blacklist.find(addr);
-        if (r != null && !allowBlacklisted) throw new KprobeException(Errno.EINVAL, String.format("0x%x is blacklisted (%s)", addr, r.name()));
+        if (r != null) throw new KprobeException(Errno.EINVAL, String.format("0x%x is blacklisted (%s)", addr, r.name()));
+        return rules.check(addr, sym);
     }
 
     private ProbePoint preparePoint(long addr, SymbolResolver.SymbolInfo sym) {
@@ -947,6 +965,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                 if (k.isGone()) sb.append("[GONE]");
                 if (k.isDisabled() && !k.isGone()) sb.append("[DISABLED]");
                 if (optimizer != null && optimizer.listedOptimized(p.address)) sb.append("[OPTIMIZED]");
+                if (p.ftrace) sb.append("[FTRACE]");
                 sb.append('\n');
             }
         }

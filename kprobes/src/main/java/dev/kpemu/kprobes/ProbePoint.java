@@ -24,6 +24,8 @@ final class ProbePoint {
     boolean boosted;
     /** The breakpoint is in guest memory. */
     boolean armed;
+    /** On an ftrace call site: Linux arms it through ftrace ({@code KPROBE_FLAG_FTRACE}, listed {@code [FTRACE]}). */
+    boolean ftrace;
     /** The guest wrote to the instruction; re-read and re-decode before use. */
     boolean textChanged;
     /** Per breakpoint byte: the guest overwrote it (so memory holds the new original). */

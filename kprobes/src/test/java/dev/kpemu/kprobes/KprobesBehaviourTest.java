@@ -238,7 +238,7 @@ class KprobesBehaviourTest {
             assertEquals(0, k.blacklist().addFunctions(new long[] {g.sym("nokprobe_func")}, syms));
             assertEquals(Errno.EINVAL, errno(() -> k.register(Kprobe.at("nokprobe_func", 0))));
             assertTrue(k.blacklist().debugfs().contains(String.format("0x%016x-0x%016x\tnokprobe_func", g.sym("nokprobe_func"), g.sym("nokprobe_func") + 0x100)));
-            k.allowBlacklisted(true);
+            k.allowUnsafe(true);
             Kprobe p = Kprobe.at("nokprobe_func", 0);
             k.register(p);
             assertEquals(42, g.call("nokprobe_func", 42));

@@ -6,7 +6,8 @@ import dev.kpemu.kprobes.Errno;
 import dev.kpemu.machine.Arch;
 
 /**
- * What writing one definition to an empty {@code kprobe_events} gives, decided without booting:
+ * What writing definitions one after another to an empty {@code kprobe_events} gives, decided
+ * without booting:
  * the parser's checks, the fetch programs' compilation (symbols, types), and the probe point's
  * checks against the kernel's text and tables ({@link ProbeSites}). This is {@code kpemu
  * check-events}, and the oracle that recorded kernel answers ({@link RecordedErrorLog}) are
@@ -22,6 +23,7 @@ public final class DefinitionCheck {
     private final Dialect dialect;
     private final KernelSymbols symbols;
     private final ProbeSites sites;
+    private final java.util.Set<String> defined = new java.util.HashSet<>();
 
     public DefinitionCheck(Arch arch, Dialect dialect, KernelSymbols symbols, ProbeSites sites) {
         this.arch = arch;
@@ -30,20 +32,22 @@ public final class DefinitionCheck {
         this.sites = sites;
     }
 
-    /** Checks one definition as if it were the only one written to an empty kprobe_events. */
+    /** Checks the next definition, after the ones checked before (a delete needs its event defined earlier). */
     public Outcome check(String line) {
         try {
             ProbeDefinition d = new ProbeParser(arch, dialect, symbols).parse(line);
             if (d == null) return new Outcome(line, List.of(), null, List.of());
             if (d instanceof DeleteDef del) {
-                // nothing is defined yet: deleting names no event (ENOENT, nothing logged)
-                throw ProbeSyntaxException.silent(line, Errno.ENOENT, "no event " + del + " to delete");
+                String key = (del.group() != null ? del.group() : "kprobes") + "/" + del.event();
+                if (!defined.remove(key)) throw ProbeSyntaxException.silent(line, Errno.ENOENT, "no event " + key + " to delete");
+                return new Outcome(line, List.of(), null, List.of());
             }
             TraceProbe p = (TraceProbe) d;
             CompiledProbe.compile(p, arch, symbols);
-            ProbeSites.Refusal r = sites.check(p);
-            if (r != null) return new Outcome(line, List.of(), r.error(), r.console());
-            return new Outcome(line, List.of(TraceFormatter.listing(p)), null, List.of());
+            ProbeSites.Answer r = sites.check(p);
+            if (r != null && !r.accepted()) return new Outcome(line, List.of(), r.error(), r.console());
+            defined.add(p.group() + "/" + p.event());
+            return new Outcome(line, List.of(TraceFormatter.listing(p)), null, r != null ? r.console() : List.of());
         } catch (ProbeSyntaxException e) {
             return new Outcome(line, List.of(), e, List.of());
         }

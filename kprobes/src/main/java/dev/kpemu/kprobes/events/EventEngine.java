@@ -4,6 +4,7 @@ import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.KernelProbeRules;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.kprobes.Kretprobe;
 import dev.kpemu.kprobes.KretprobeInstance;
@@ -148,6 +149,8 @@ public final class EventEngine implements AutoCloseable {
     private Dialect dialect = Dialect.LINUX_6_1;
     private ProbeParser parser;
     private PrintStream out;
+    private KernelProbeRules rules;
+    private Consumer<String> kernelLog = line -> { };
     private LongSupplier clock;
     private int nextId = DEFAULT_FIRST_EVENT_ID;
     private boolean anyEventCreated;
@@ -196,6 +199,17 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /** Where trace lines go (null: nowhere). */
+    /**
+     * The kernel's rules trace_kprobe applies before registering (notrace functions); the engine's
+     * own {@link Kprobes#rules} cover the rest. {@code kernelLog} gets what the kernel prints about
+     * a refusal ({@code trace_kprobe: Could not probe notrace function ...}).
+     */
+    public EventEngine rules(KernelProbeRules rules, Consumer<String> kernelLog) {
+        this.rules = rules;
+        this.kernelLog = kernelLog;
+        return this;
+    }
+
     public EventEngine output(PrintStream out) {
         this.out = out;
         return this;
@@ -280,6 +294,7 @@ public final class EventEngine implements AutoCloseable {
                 }
             }
         }
+        touched.removeIf(key -> !events.containsKey(key));   // defined, then deleted by a later "-:EVENT"
         for (String key : touched) setEnabled(events.get(key), true);
         return touched;
     }
@@ -382,12 +397,15 @@ public final class EventEngine implements AutoCloseable {
             p.kp = kp;
         }
         try {
+            refuseNotrace(def);
             if (p.rp != null) kprobes.register(p.rp);
             else kprobes.register(p.kp);
             p.registered = true;
         } catch (KprobeException e) {
-            if (e.errno() == Errno.ENOENT && def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null) {
-                // "This probe might be able to register after target module is loaded. Continue."
+            if (e.errno() == Errno.ENOENT && (def.target() instanceof ProbeTarget.AddressTarget
+                    || def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null)) {
+                // the kernel keeps it unregistered, for a module that may come
+                kernelLog.accept(KernelProbeSites.DEFERRED_MESSAGE);
                 p.registered = false;
                 return;
             }
@@ -395,8 +413,31 @@ public final class EventEngine implements AutoCloseable {
         }
     }
 
+    /** trace_kprobe's {@code within_notrace_func} check (skipped when the engine allows unsafe probes). */
+    private void refuseNotrace(TraceProbe def) {
+        if (rules == null || kprobes.allowsUnsafe()) return;
+        long address;
+        String name;
+        switch (def.target()) {
+            case ProbeTarget.SymbolTarget s -> {
+                var a = symbols.lookupName(s.qualifiedName());
+                if (a.isEmpty()) return;   // register_kprobe reports it (ENOENT)
+                address = a.getAsLong() + s.offset();
+                name = s.symbol();
+            }
+            case ProbeTarget.AddressTarget t -> {
+                address = t.address();
+                name = "unknown";
+            }
+        }
+        if (rules.withinNotraceFunction(address)) {
+            kernelLog.accept(KernelProbeSites.notraceMessage(name));
+            throw new KprobeException(Errno.EINVAL, "notrace function " + name);
+        }
+    }
+
     /** The error {@code __trace_kprobe_create} logs for a failed registration (index 1, offset 0). */
-    private static ProbeSyntaxException registrationError(TraceProbe def, KprobeException e) {
+    static ProbeSyntaxException registrationError(TraceProbe def, KprobeException e) {
         String cmd = def.command();
         return switch (e.errno()) {
             case EILSEQ -> ProbeSyntaxException.registration(cmd, 1, 0, KernelError.BAD_INSN_BNDRY, Errno.EILSEQ);

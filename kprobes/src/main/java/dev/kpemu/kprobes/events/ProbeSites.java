@@ -9,11 +9,16 @@ import java.util.List;
  * jump-label and static-call sites, and init text after boot.
  */
 public interface ProbeSites {
-    /** A refusal: the error_log entry and errno, and the console lines the kernel prints with it. */
-    record Refusal(ProbeSyntaxException error, List<String> console) {}
+    /**
+     * What the kernel answers besides plain success: a refusal (the error_log entry and errno), or
+     * an acceptance with a console message (error null), and the console lines it prints.
+     */
+    record Answer(ProbeSyntaxException error, List<String> console) {
+        public boolean accepted() { return error == null; }
+    }
 
-    /** Null when Linux would register the probe. */
-    Refusal check(TraceProbe probe);
+    /** Null when Linux would register the probe without a word. */
+    Answer check(TraceProbe probe);
 
     /** Checks nothing (syntax-only checks, guests without tables). */
     static ProbeSites none() { return p -> null; }

@@ -1,0 +1,109 @@
+package dev.kpemu.kprobes;
+
+import java.util.List;
+import java.util.Optional;
+
+import dev.kpemu.image.KernelTextTables;
+import dev.kpemu.image.Symbol;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+
+/**
+ * Linux's rules for a kernel, from the tables in its file ({@link KernelTextTables}), for probes
+ * registered after boot (the kernel has freed its init text and ftrace's init records):
+ * <ul>
+ * <li>{@code check_ftrace_location}: on x86-64 a probe exactly on an ftrace call site becomes a
+ *     kprobe on ftrace ({@link Kprobe#FLAG_FTRACE}); arm64 has no KPROBES_ON_FTRACE and refuses
+ *     it (EINVAL);</li>
+ * <li>{@code check_kprobe_address_safe}: outside the core kernel text (init text included once
+ *     freed), the kprobe blacklist (with {@code foo.cold} counted as {@code foo}), a jump-label or
+ *     static-call site, a {@code BUG()} trap: EINVAL; on arm64 also an instruction with an
+ *     exception-table entry ({@code arch_prepare_kprobe});</li>
+ * <li>trace_kprobe's {@code within_notrace_func}: a kprobe event in a function without any ftrace
+ *     site is refused ("Could not probe notrace function").</li>
+ * </ul>
+ */
+public final class KernelProbeRules implements AddressRules {
+    private final Arch arch;
+    private final SymbolTable syms;
+    private final KernelTextTables tables;
+    private final KernelTextTables.Range coreText, initText;
+
+    public KernelProbeRules(Arch arch, SymbolTable syms, KernelTextTables tables) {
+        this.arch = arch;
+        this.syms = syms;
+        this.tables = tables;
+        this.coreText = tables.section("_stext", "_etext").orElse(null);
+        this.initText = tables.section("_sinittext", "_einittext").orElse(null);
+    }
+
+    public KernelTextTables tables() { return tables; }
+
+    @Override
+    public int check(long address, SymbolResolver.SymbolInfo symbol) {
+        int flags = 0;
+        if (tables.ftraceSites().contains(address)) {
+            if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));
+            flags |= Kprobe.FLAG_FTRACE;
+        }
+        if (coreText != null && !coreText.contains(address)) {
+            throw new KprobeException(Errno.EINVAL, String.format("0x%x is not core kernel text%s", address,
+                    initText != null && initText.contains(address) ? " (init text, freed after boot)" : ""));
+        }
+        KernelTextTables.Range b = blacklisted(address);
+        if (b != null) throw new KprobeException(Errno.EINVAL, String.format("0x%x is blacklisted (%s)", address, b.name()));
+        for (List<KernelTextTables.Range> sites : List.of(tables.jumpLabels(), tables.staticCalls())) {
+            for (KernelTextTables.Range r : sites) {
+                if (r.contains(address)) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a %s site", address, r.name()));
+            }
+        }
+        if (tables.bugSites().contains(address)) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a BUG() trap", address));
+        if (arch == Arch.ARM64 && tables.exceptionTable().contains(address)) {
+            // arm64's arch_prepare_kprobe: an instruction that may fault into a fixup cannot be stepped out of line
+            throw new KprobeException(Errno.EINVAL, String.format("0x%x has an exception-table entry", address));
+        }
+        return flags;
+    }
+
+    /** {@code within_kprobe_blacklist}: the range holding {@code address}, also through a {@code .suffix}ed symbol's base name. */
+    public KernelTextTables.Range blacklisted(long address) {
+        KernelTextTables.Range r = find(address);
+        if (r != null) return r;
+        Optional<Symbol> s = syms.lookup(address);
+        if (s.isEmpty()) return null;
+        int dot = s.get().name().indexOf('.');
+        if (dot <= 0) return null;
+        Optional<Symbol> base = syms.byName(s.get().name().substring(0, dot));
+        return base.isPresent() ? find(base.get().address()) : null;
+    }
+
+    private KernelTextTables.Range find(long address) {
+        for (KernelTextTables.Range r : tables.kprobeBlacklist()) if (r.contains(address)) return r;
+        return null;
+    }
+
+    /**
+     * trace_kprobe's {@code within_notrace_func}: true when the function holding {@code address}
+     * has no ftrace site (after boot, none in init text), unless it is a {@code .suffix}ed part
+     * of a function that has one.
+     */
+    public boolean withinNotraceFunction(long address) {
+        if (!notrace(address)) return false;
+        Optional<Symbol> s = syms.lookup(address);
+        int dot = s.get().name().indexOf('.');
+        if (dot <= 0) return true;
+        Optional<Symbol> base = syms.byName(s.get().name().substring(0, dot));
+        return base.isEmpty() || notrace(base.get().address());
+    }
+
+    /** {@code __within_notrace_func}: an address kallsyms does not resolve is not "notrace" (recorded: arm64 6.1 accepts {@code p 0xffff800008000000}). */
+    private boolean notrace(long address) {
+        Optional<Symbol> s = syms.lookup(address);
+        if (s.isEmpty()) return false;
+        if (s.get().size() == 0) return true;
+        long start = s.get().address(), last = start + s.get().size() - 1;
+        if (initText != null && initText.contains(start)) return true;   // ftrace dropped init records
+        Long site = tables.ftraceSites().ceiling(start);
+        return site == null || Long.compareUnsigned(site, last) > 0;
+    }
+}

@@ -1,0 +1,99 @@
+package dev.kpemu.kprobes.events;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.OptionalLong;
+
+import dev.kpemu.image.KernelTextTables;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.Errno;
+import dev.kpemu.kprobes.KernelProbeRules;
+import dev.kpemu.kprobes.KprobeException;
+import dev.kpemu.kprobes.ProbeDecoder;
+import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@link ProbeSites} of a kernel file, answered before boot in the order Linux's
+ * {@code __register_trace_kprobe} checks after boot: notrace functions, then
+ * {@code register_kprobe}'s address adjustment, address rules ({@link KernelProbeRules}) and the
+ * arch's decision on the instruction ({@link ProbeDecoder}), on the text as the file holds it.
+ */
+public final class KernelProbeSites implements ProbeSites, AutoCloseable {
+    private final SymbolTable syms;
+    private final byte[] file;
+    private final KernelProbeRules rules;
+    private final ProbeDecoder decoder;
+    private final SymbolResolver resolver;
+
+    public KernelProbeSites(Arch arch, SymbolTable syms, byte[] file) {
+        this.syms = syms;
+        this.file = file;
+        this.rules = new KernelProbeRules(arch, syms, KernelTextTables.read(arch, syms, file));
+        this.decoder = ProbeDecoder.open(arch);
+        this.resolver = SymbolResolver.of(syms);
+    }
+
+    /** The kernel's address rules, for the engine that registers these probes on the running kernel. */
+    public KernelProbeRules rules() { return rules; }
+
+    @Override
+    public Answer check(TraceProbe probe) {
+        long address;
+        String symbolForMessage;
+        switch (probe.target()) {
+            case ProbeTarget.SymbolTarget s -> {
+                if (s.module() != null) return null;   // not in the image: Linux defers it until the module loads
+                OptionalLong a = syms.byName(s.symbol()).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty());
+                if (a.isEmpty()) return null;             // the parser reports unknown symbols
+                address = a.getAsLong() + s.offset();
+                symbolForMessage = s.symbol();
+            }
+            case ProbeTarget.AddressTarget t -> {
+                address = t.address();
+                symbolForMessage = "unknown";
+            }
+        }
+        if (rules.withinNotraceFunction(address)) {
+            return new Answer(EventEngine.registrationError(probe, new KprobeException(Errno.EINVAL, "notrace function")),
+                    List.of(notraceMessage(symbolForMessage)));
+        }
+        try {
+            SymbolResolver.SymbolInfo sym = resolver.lookup(address)
+                    .orElseThrow(() -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", address)));
+            ProbeDecoder.ProbeAddress where = decoder.adjustAddress(sym.start(), address - sym.start(), this::text);
+            if (!sym.text()) throw new KprobeException(Errno.EINVAL, sym.name() + " is not text");
+            rules.check(where.address(), sym);
+            decoder.prepare(where.address(), this::text, sym);
+            return null;
+        } catch (KprobeException e) {
+            if (e.errno() == Errno.ENOENT && probe.target() instanceof ProbeTarget.AddressTarget) {
+                // trace_kprobe keeps a probe whose address no symbol holds, for a module to come
+                return new Answer(null, List.of(DEFERRED_MESSAGE));
+            }
+            return new Answer(EventEngine.registrationError(probe, e), List.of());
+        }
+    }
+
+    /** What trace_kprobe prints when registration finds no symbol and it keeps the probe for a module. */
+    public static final String DEFERRED_MESSAGE = "trace_kprobe: This probe might be able to register after target module is loaded. Continue.";
+
+    /** What trace_kprobe prints (pr_warn) when it refuses a notrace function. */
+    public static String notraceMessage(String symbol) {
+        return "trace_kprobe: Could not probe notrace function " + symbol;
+    }
+
+    /** Original text from the file (zeros where the file has none). */
+    private byte[] text(long va, int len) {
+        byte[] out = new byte[len];
+        OptionalLong off = syms.fileOffset(va);
+        if (off.isEmpty()) return out;
+        int from = (int) off.getAsLong();
+        int n = Math.max(0, Math.min(len, file.length - from));
+        System.arraycopy(file, from, out, 0, n);
+        return n == len ? out : Arrays.copyOf(out, len);
+    }
+
+    @Override
+    public void close() { decoder.close(); }
+}
