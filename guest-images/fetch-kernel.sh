@@ -93,7 +93,8 @@ ver=$(dpkg-deb -f "$deb" Version)
 [ "$(dpkg-deb -f "$deb" Architecture)" = "$debarch" ] || die "$deb is not an $debarch package"
 size=$(stat -c %s "$deb")
 ex="$work/extract"; rm -rf "$ex"; mkdir -p "$ex"
-if dpkg-deb -c "$deb" | grep -q ' \./boot/vmlinuz-'; then
+listing=$(dpkg-deb -c "$deb")
+if grep -q ' \./boot/vmlinuz-' <<<"$listing"; then
   # Debian 12 and 13: the image package holds /boot/vmlinuz-<abi> and /boot/config-<abi>
   # (extract only those; the modules are not needed to boot).
   layout=boot

@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.CompiledProbe;
@@ -41,8 +42,9 @@ final class CheckEventsCommand implements Callable<Integer> {
     @Option(names = "--arch", defaultValue = "x86_64", description = "x86_64 or arm64 (default ${DEFAULT-VALUE})")
     String arch;
 
-    @Option(names = "--kernel", paramLabel = "FILE", description = "kernel whose kallsyms to check against (vmlinuz, Image or vmlinux); default: the default guest's")
-    Path kernel;
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL,
+            description = "kernel whose kallsyms to check against: a file (vmlinuz, Image or vmlinux), or " + KernelOption.HELP)
+    String kernel;
 
     @Option(names = "--syntax-only", description = "check the syntax only: accept every symbol name")
     boolean syntaxOnly;
@@ -57,10 +59,11 @@ final class CheckEventsCommand implements Callable<Integer> {
 
     @Override public Integer call() throws IOException {
         Arch a = ArchOption.one(spec, arch);
+        KernelChoice choice = KernelOption.parse(spec, kernel);
         List<String> lines = new ArrayList<>(definitions);
         if (file != null) lines.addAll(readLines(file));
         if (lines.isEmpty()) throw new CommandLine.ParameterException(spec.commandLine(), "no definitions: give -e DEF or a FILE");
-        KernelSymbols symbols = syntaxOnly ? KernelSymbols.permissive() : kernelSymbols(a);
+        KernelSymbols symbols = syntaxOnly ? KernelSymbols.permissive() : kernelSymbols(a, choice);
         ProbeParser parser = new ProbeParser(a, Dialect.LINUX_6_1, symbols);
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         int bad = 0;
@@ -81,10 +84,11 @@ final class CheckEventsCommand implements Callable<Integer> {
         return bad == 0 ? ExitCodes.OK : ExitCodes.USAGE;
     }
 
-    private KernelSymbols kernelSymbols(Arch a) throws KernelImageException {
+    private KernelSymbols kernelSymbols(Arch a, KernelChoice choice) throws KernelImageException {
         GuestImages images = GuestImages.forRepository();
-        Path k = kernel != null ? kernel : images.kernel(a);
-        boolean ibt = a == Arch.X86_64 && kernel == null && configHas(images.config(a), "CONFIG_X86_KERNEL_IBT=y");
+        Path k = images.kernel(a, choice);
+        // A Debian kernel's config says whether functions start with endbr64 (probes at +4); a file has none here.
+        boolean ibt = a == Arch.X86_64 && choice instanceof KernelChoice.Debian d && configHas(images.config(a, d), "CONFIG_X86_KERNEL_IBT=y");
         return new KallsymsSymbols(Kallsyms.read(k), ibt ? 4 : 0);
     }
 
