@@ -289,12 +289,15 @@ public final class GuestImages {
             ProcessBuilder pb = new ProcessBuilder(cmd);
             pb.environment().put("KPEMU_CACHE", cache.toString());
             Process p = pb.start();
+            // Each stderr line is passed on when the next one comes; the last one only on success
+            // (on failure it is the exception's message: the error is printed once).
             String[] lastErr = {""};
             Thread errPump = Thread.ofPlatform().daemon().start(() -> {
                 try (var r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
                     for (String l; (l = r.readLine()) != null; ) {
-                        System.err.println(l);
-                        if (!l.isBlank()) lastErr[0] = l;
+                        if (l.isBlank()) continue;
+                        if (!lastErr[0].isEmpty()) System.err.println(lastErr[0]);
+                        lastErr[0] = l;
                     }
                 } catch (IOException ignored) {
                     // the script went away
@@ -308,10 +311,13 @@ public final class GuestImages {
             }
             errPump.join(5_000);
             if (p.exitValue() != 0) {
-                String last = lastErr[0].isEmpty() ? "exit " + p.exitValue() : lastErr[0];
-                throw new KernelImageException(what + " failed: " + last);
+                String last = lastErr[0].isEmpty() ? "exit " + p.exitValue() : lastErr[0].replaceFirst("^fetch-[a-z]+: ", "");
+                throw new KernelImageException(what + ": " + last);
             }
+            if (!lastErr[0].isEmpty()) System.err.println(lastErr[0]);
             return out.isEmpty() ? java.util.List.of() : out.lines().toList();
+        } catch (KernelImageException e) {
+            throw e;
         } catch (IOException e) {
             throw new KernelImageException("cannot run " + s + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {
