@@ -4,9 +4,11 @@
 # boots, under QEMU TCG, with the definitions passed on the kernel command line
 # (kprobe_event=... trace_event=... tp_printk), and keeps the event lines the console prints.
 #
-#   guest-images/record-reference.sh ARCH NAME
-#     reads  guest-images/reference/NAME.ARCH.events   (one kprobe_events definition per line)
-#     writes guest-images/reference/ARCH/NAME.trace    (header + event lines, timestamps removed)
+#   guest-images/record-reference.sh [--kernel debian[:SUITE]] ARCH NAME
+#     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
+#     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
+#   SERIES is the kernel's major.minor (6.1, 6.12, 7.2): kpemu's tests compare a boot with the
+#   reference of the series that booted. --kernel: as kpemu's (default: the machine's suite).
 #
 # Needs qemu-system-x86 / qemu-system-arm (installed with apt-get when missing and run as root).
 # Developers run it when Debian publishes a new kernel; CI only reads the recorded traces.
@@ -14,8 +16,20 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 die() { echo "record-reference: $*" >&2; exit 1; }
+usage() { echo "record-reference: usage: record-reference.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" >&2; exit 2; }
 
-[ $# -eq 2 ] || die "usage: record-reference.sh x86_64|arm64 NAME"
+kernel=debian
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kernel) [ $# -ge 2 ] || usage; kernel=$2; shift 2 ;;
+    --kernel=*) kernel=${1#--kernel=}; shift ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -*) usage ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 2 ] || usage
+case "$kernel" in debian|debian:*) ;; *) die "--kernel takes debian or debian:SUITE (a reference belongs to a Debian build)" ;; esac
 arch=$1; name=$2
 defs="$here/reference/$name.$arch.events"
 [ -f "$defs" ] || die "no probe script $defs"
@@ -29,9 +43,11 @@ if ! command -v "$qemu" >/dev/null; then
   apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
 fi
 
-initramfs=$("$root/kpemu" images --arch "$arch" --print initramfs)
-release=$("$root/kpemu" images --arch "$arch" --print release)
-version=$(grep -E '^(package|version)=' "$(dirname "$initramfs")/version" | tr '\n' ' ')
+img() { "$root/kpemu" images --kernel "$kernel" --arch "$arch" --print "$1"; }
+initramfs=$(img initramfs)
+release=$(img release)
+version="package=$(img package) version=$(img version) "
+series=$(echo "$release" | grep -oE '^[0-9]+\.[0-9]+') || die "cannot tell the kernel series of release '$release'"
 
 # kprobe_event= wants ',' instead of spaces inside a definition and ';' between definitions.
 events=()
@@ -51,20 +67,21 @@ append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te tp_printk"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if [ "$arch" = x86_64 ]; then
-  kernel=$("$root/kpemu" images --arch x86_64 --print vmlinux)
-  cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyS0 $append")
+  image=$(img vmlinux)
+  cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$image" -initrd "$initramfs" -append "console=ttyS0 $append")
 else
-  kernel=$("$root/kpemu" images --arch arm64 --print kernel)
-  cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyAMA0 $append")
+  image=$(img kernel)
+  cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$image" -initrd "$initramfs" -append "console=ttyAMA0 $append")
 fi
 timeout 300 "${cmd[@]}" >"$log" 2>&1 || true
 grep -q 'KPEMU-INIT-DONE' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-INIT-DONE"; }
 
-out="$here/reference/$arch/$name.trace"
+out="$here/reference/$arch/$series/$name.trace"
 mkdir -p "$(dirname "$out")"
 {
   echo "# Reference trace recorded by guest-images/record-reference.sh from Linux's own kprobe_events."
   echo "# kernel: $release ($version)"
+  echo "# suite: $(img suite)"
   echo "# qemu: $("$qemu" --version | head -n1)"
   echo "# definitions ($name.$arch.events):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
