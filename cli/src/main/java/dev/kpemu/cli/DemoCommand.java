@@ -39,8 +39,7 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--arch", description = "only this architecture (x86_64 or arm64)")
     String arch;
 
-    @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = "kernel to boot on each arch: " + KernelOption.HELP
-            + " (a file needs --arch)")
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = "kernel to boot: an image file (needs --arch), or " + KernelOption.HELP)
     String kernel;
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -12,7 +12,8 @@ import dev.kpemu.machine.Arch;
 /** Parses a {@code --kernel FILE|debian[:SUITE]} option; an unknown suite is a usage error (exit 2). */
 final class KernelOption {
     static final String LABEL = "FILE|debian[:SUITE]";
-    static final String HELP = "a kernel image file, or Debian's newest kernel of a suite: debian (the machine's own suite, the default), "
+    /** The Debian half of the option's description; each command says what a file may be. */
+    static final String HELP = "Debian's newest kernel of a suite: debian (the machine's own suite, the default), "
             + "debian:bookworm, debian:trixie, debian:sid (= unstable), debian:stable, debian:<suite>-backports (fetched on first use)";
 
     private KernelOption() {}
