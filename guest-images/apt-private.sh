@@ -1,10 +1,32 @@
 # Sourced by guest-images/fetch-*.sh: private apt directories for one Debian architecture.
 # Changes nothing on the system: own lists, own cache, own sources, dpkg status = /dev/null.
-# The mirror and the suite come from the machine's own apt sources and /etc/os-release.
+# The mirror comes from the machine's own apt sources; the suite from /etc/os-release unless
+# given (fetch-kernel.sh --suite).
 #
-# Provides: die, debarch_of ARCH, apt_setup WORKDIR DEBARCH (sets the array aptopts), apt_update.
+# Provides: die, usage_error, host_suite, normalize_suite SUITE, debarch_of ARCH,
+# apt_setup WORKDIR DEBARCH [SUITE] (sets the array aptopts), apt_update, apt_download PKG.
 
 die() { echo "${prog:-guest-images}: $*" >&2; exit 1; }
+usage_error() { echo "${prog:-guest-images}: $*" >&2; exit 2; }
+
+# The machine's own Debian suite (VERSION_CODENAME of /etc/os-release; bookworm when unknown).
+host_suite() {
+  local s
+  s=$( . /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
+  echo "${s:-bookworm}"
+}
+
+# The suites a guest kernel may come from: release names, the archive's aliases, and the
+# -backports suites of the stable releases. unstable is sid (one name in the cache).
+# Keep in step with dev.kpemu.image.KernelChoice.SUITES.
+normalize_suite() {
+  case "$1" in
+    bookworm|trixie|stable|oldstable|sid) echo "$1" ;;
+    unstable) echo sid ;;
+    bookworm-backports|trixie-backports|stable-backports|oldstable-backports) echo "$1" ;;
+    *) usage_error "unknown Debian suite '$1' (bookworm, trixie, stable, oldstable, sid or unstable, <stable suite>-backports)" ;;
+  esac
+}
 
 # kpemu architecture name -> Debian architecture name
 debarch_of() {
@@ -30,20 +52,24 @@ _find_mirror() {
 }
 
 apt_setup() {
-  local work=$1 debarch=$2 mirror secmirror suite
+  local work=$1 debarch=$2 suite=${3:-} mirror secmirror base
   command -v apt-get >/dev/null || die "apt-get is not available; guest images come from Debian's archive"
   command -v dpkg-deb >/dev/null || die "dpkg-deb is not available"
   mirror=$(_find_mirror '/debian/?$')
   [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources"
   secmirror=$(_find_mirror '/debian-security/?$')
-  suite=$( . /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
-  [ -n "$suite" ] || suite=bookworm
+  [ -n "$suite" ] || suite=$(host_suite)
+  base=${suite%-backports}
+  [ -n "$secmirror" ] || secmirror=$(echo "$mirror" | sed -E 's#/debian$#/debian-security#')
   rm -rf "$work"
   mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
   {
-    echo "deb [trusted=yes] $mirror $suite main"
-    echo "deb [trusted=yes] $mirror $suite-updates main"
-    [ -n "$secmirror" ] && echo "deb [trusted=yes] $secmirror $suite-security main"
+    echo "deb [trusted=yes] $mirror $base main"
+    if [ "$base" != sid ] && [ "$base" != unstable ]; then    # unstable has no -updates nor -security
+      echo "deb [trusted=yes] $mirror $base-updates main"
+      echo "deb [trusted=yes] $secmirror $base-security main"
+    fi
+    [ "$base" = "$suite" ] || echo "deb [trusted=yes] $mirror $suite main"
   } > "$work/etc/sources.list"
   aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
            -o Dir::Etc::SourceList="$work/etc/sources.list" -o Dir::Etc::SourceParts="$work/etc/sources.list.d"
@@ -51,8 +77,11 @@ apt_setup() {
            -o Dir::State::status=/dev/null -o Debug::NoLocking=1
            -o APT::Architecture="$debarch" -o APT::Architectures="$debarch"
            -o Acquire::Languages=none -o Acquire::Retries=2 -o Acquire::http::Timeout=60)
+  # -backports packages are NotAutomatic (priority 1): pin the suite so its newest is the candidate.
+  [ "$base" = "$suite" ] || aptopts+=(-o APT::Default-Release="$suite")
   apt_work=$work
   apt_suite=$suite
+  apt_mirror=$mirror
 }
 
 apt_update() {
@@ -65,10 +94,17 @@ apt_update() {
 }
 
 # apt_download PKG: downloads PKG's candidate .deb into $apt_work/debs and prints its path.
+# Progress goes to stderr (one line per 10%; kpemu's stdout is for traces).
 apt_download() {
-  local pkg=$1 deb
-  (cd "$apt_work/debs" && apt-get "${aptopts[@]}" download "$pkg" >"$apt_work/download.log" 2>&1) \
-    || die "apt-get download $pkg failed (network or mirror); see $apt_work/download.log"
+  local pkg=$1 deb size rc
+  size=$(apt-cache "${aptopts[@]}" show "$pkg" 2>/dev/null | awk '$1=="Size:" {print $2; exit}')
+  echo "${prog:-guest-images}: downloading $pkg ($(( ${size:-0} / 1048576 )) MiB) from $apt_mirror" >&2
+  set +e
+  (cd "$apt_work/debs" && apt-get "${aptopts[@]}" -o APT::Status-Fd=3 download "$pkg" 3>&1 >"$apt_work/download.log" 2>&1) \
+    | awk -v p="${prog:-guest-images}: $pkg" -F: '$1=="dlstatus" { n = int($3 / 10) * 10; if (n > last) { printf "%s %d%%\n", p, n > "/dev/stderr"; last = n } }'
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 0 ] || die "apt-get download $pkg failed (network or mirror); see $apt_work/download.log"
   deb=$(ls "$apt_work"/debs/"${pkg}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] && [ -s "$deb" ] || die "apt-get download $pkg produced no .deb"
   echo "$deb"
@@ -76,16 +112,23 @@ apt_download() {
 
 # Parses the scripts' common arguments "[--refresh] x86_64|arm64" into $refresh and $arch;
 # $1 is the range of the calling script's header lines that --help prints (e.g. 2,8).
+# With parse_suite=1 set by the caller, also "--suite SUITE" into $suite (empty: host's) and
+# "--resolve" into $resolve_only.
 parse_arch_args() {
   local help=$1; shift
-  refresh=0; arch=""
-  for a in "$@"; do
-    case "$a" in
+  refresh=0; arch=""; suite=""; resolve_only=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
       --refresh) refresh=1 ;;
+      --suite) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"
+               [ $# -ge 2 ] || usage_error "--suite needs a value"; suite=$2; shift ;;
+      --suite=*) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"; suite=${1#--suite=} ;;
+      --resolve) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"; resolve_only=1 ;;
       -h|--help) sed -n "${help}p" "$0"; exit 0 ;;
-      -*) die "unknown option '$a'" ;;
-      *) [ -z "$arch" ] || die "only one architecture may be given"; arch=$a ;;
+      -*) usage_error "unknown option '$1'" ;;
+      *) [ -z "$arch" ] || usage_error "only one architecture may be given"; arch=$1 ;;
     esac
+    shift
   done
-  [ -n "$arch" ] || die "usage: $(basename "$0") [--refresh] x86_64|arm64"
+  [ -n "$arch" ] || usage_error "usage: $(basename "$0") [--refresh]${parse_suite:+ [--suite SUITE] [--resolve]} x86_64|arm64"
 }

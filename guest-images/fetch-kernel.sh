@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Fetches Debian's newest unmodified Linux kernel for one guest architecture into the project
-# cache with private apt directories (nothing on the system changes). The ABI is resolved
-# through the meta package linux-image-<debarch>, never hard-coded. Only what a boot needs is
-# kept: the vmlinuz (x86_64: bzImage; arm64: raw Image) and the config; the .deb is removed.
-# Idempotent: a verified cache is reused unless --refresh is given. Prints the vmlinuz path.
+# Fetches Debian's newest unmodified Linux kernel of one suite for one guest architecture into
+# the project cache with private apt directories (nothing on the system changes). The ABI is
+# resolved through the meta package linux-image-<debarch>, never hard-coded. Only what a boot
+# needs is kept: the vmlinuz (x86_64: bzImage; arm64: raw Image) and the config; the .debs are
+# removed. Idempotent: a verified cache is reused unless --refresh is given. Prints the vmlinuz
+# path; download progress goes to stderr.
 #
-#   guest-images/fetch-kernel.sh [--refresh] x86_64|arm64
-#   cache: ${KPEMU_CACHE:-<repo>/.cache}/guest/<arch>/{vmlinuz,config,version}
+#   guest-images/fetch-kernel.sh [--refresh] [--suite SUITE] x86_64|arm64
+#   guest-images/fetch-kernel.sh --resolve [--suite SUITE] x86_64|arm64   # what the mirror has now:
+#       prints package=, version=, release=, suite= (updates private lists; downloads no .deb)
+#   SUITE: bookworm, trixie, stable, oldstable, sid (= unstable), <stable suite>-backports;
+#          default: the machine's own suite (/etc/os-release)
+#   cache: ${KPEMU_CACHE:-<repo>/.cache}/guest/<suite>/<arch>/{vmlinuz,config,version}
+#          (the host suite's files are also linked from guest/<arch>/, the older layout)
+#   exit: 0 done, 1 error (network, mirror, package), 2 usage (unknown suite or option)
 set -euo pipefail
 prog=fetch-kernel
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
-parse_arch_args 2,10 "$@"
+parse_suite=1
+parse_arch_args 2,17 "$@"
 debarch=$(debarch_of "$arch")
 case "$debarch" in amd64) arch=x86_64 ;; arm64) arch=arm64 ;; esac
-cache=${KPEMU_CACHE:-$root/.cache}/guest/$arch
+host=$(host_suite)
+suite=$(normalize_suite "${suite:-$host}")
+guest=${KPEMU_CACHE:-$root/.cache}/guest
+cache=$guest/$suite/$arch
+legacy=$guest/$arch          # the layout before suites: the host suite's kernel, still read by older callers
 stamp="$cache/.kernel-verified"
 
 # Checks the unpacked kernel really is a kernel of the expected architecture.
@@ -30,41 +42,100 @@ verify() {
   esac
 }
 
-if [ $refresh = 0 ] && [ -f "$stamp" ] && verify; then echo "$cache/vmlinuz"; exit 0; fi
+# guest/<arch>/{vmlinuz,config,version} -> ../<host suite>/<arch>/... (replaced atomically).
+link_legacy() {
+  [ "$suite" = "$host" ] || return 0
+  mkdir -p "$legacy"
+  local f
+  for f in vmlinuz config version; do
+    ln -sfn "../$suite/$arch/$f" "$legacy/.$f.link"
+    mv -Tf "$legacy/.$f.link" "$legacy/$f"
+  done
+}
 
-mkdir -p "$cache"
-apt_setup "$cache/apt" "$debarch"
+# Migration from the older layout: the host suite's kernel in guest/<arch>/ moves (hard links,
+# no download) to guest/<host suite>/<arch>/, with its decompressed x86 vmlinux.
+if [ $refresh = 0 ] && [ $resolve_only = 0 ] && [ "$suite" = "$host" ] && [ ! -f "$stamp" ] \
+   && [ -f "$legacy/.kernel-verified" ] && [ -f "$legacy/vmlinuz" ] && [ ! -L "$legacy/vmlinuz" ]; then
+  mkdir -p "$cache"
+  for f in vmlinuz config version vmlinux; do
+    [ -f "$legacy/$f" ] && ln -f "$legacy/$f" "$cache/$f"
+  done
+  grep -q '^suite=' "$cache/version" 2>/dev/null || { cp "$cache/version" "$cache/version.tmp"; echo "suite=$suite" >> "$cache/version.tmp"; mv -f "$cache/version.tmp" "$cache/version"; }
+  if verify; then touch "$stamp"; link_legacy; echo "$prog: moved the cached $suite kernel from $legacy to $cache" >&2; fi
+fi
+
+if [ $refresh = 0 ] && [ $resolve_only = 0 ] && [ -f "$stamp" ] && verify; then echo "$cache/vmlinuz"; exit 0; fi
+
+if [ $resolve_only = 0 ]; then mkdir -p "$cache"; work="$cache/apt"
+else work=$(mktemp -d "${TMPDIR:-/tmp}/kpemu-resolve.XXXXXX"); fi
+apt_setup "$work" "$debarch" "$suite"
+[ $resolve_only = 0 ] || trap 'rm -rf "$work"' EXIT
 apt_update
 meta=linux-image-$debarch
 # The meta package's candidate (newest) version depends on exactly one linux-image-<abi>-<arch>.
 pkg=$(apt-cache "${aptopts[@]}" depends --no-recommends --no-suggests "$meta" 2>/dev/null \
         | awk '$1=="Depends:" {print $2}' | grep -E "^linux-image-[0-9].*-$debarch\$" | sort -V | tail -n1 || true)
 [ -n "$pkg" ] || die "cannot resolve $meta to a linux-image-<abi>-$debarch package in Debian $apt_suite"
+abi=${pkg#linux-image-}
+candidate() { apt-cache "${aptopts[@]}" policy "$1" 2>/dev/null | awk '$1=="Candidate:" {print $2; exit}'; }
+if [ $resolve_only = 1 ]; then
+  echo "package=$pkg"
+  echo "version=$(candidate "$pkg")"
+  echo "release=$abi"
+  echo "suite=$suite"
+  exit 0
+fi
+
 t0=$(date +%s)
 deb=$(apt_download "$pkg")
-t1=$(date +%s)
 ver=$(dpkg-deb -f "$deb" Version)
 [ "$(dpkg-deb -f "$deb" Architecture)" = "$debarch" ] || die "$deb is not an $debarch package"
 size=$(stat -c %s "$deb")
-
-# Extract only /boot/vmlinuz-* and /boot/config-* (the modules are not needed to boot).
-ex="$cache/apt/extract"; rm -rf "$ex"; mkdir -p "$ex"
-dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$ex" --wildcards './boot/vmlinuz-*' './boot/config-*' 2>"$cache/apt/tar.log" \
-  || die "$deb holds no /boot/vmlinuz-* and /boot/config-*; see $cache/apt/tar.log"
-vmlinuz=$(ls "$ex"/boot/vmlinuz-* | head -n1); config=$(ls "$ex"/boot/config-* | head -n1)
-release=${vmlinuz##*/vmlinuz-}
+ex="$work/extract"; rm -rf "$ex"; mkdir -p "$ex"
+listing=$(dpkg-deb -c "$deb")
+if grep -q ' \./boot/vmlinuz-' <<<"$listing"; then
+  # Debian 12 and 13: the image package holds /boot/vmlinuz-<abi> and /boot/config-<abi>
+  # (extract only those; the modules are not needed to boot).
+  layout=boot
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$ex" --wildcards './boot/vmlinuz-*' './boot/config-*' 2>"$work/tar.log" \
+    || die "$deb holds no /boot/vmlinuz-* and /boot/config-*; see $work/tar.log"
+  vmlinuz=$(ls "$ex"/boot/vmlinuz-* | head -n1); config=$(ls "$ex"/boot/config-* | head -n1)
+  release=${vmlinuz##*/vmlinuz-}
+else
+  # Debian unstable (7.x): linux-image-<abi> is empty and depends on linux-binary-<abi>
+  # (/usr/lib/modules/<abi>/vmlinuz) and linux-base-<abi> (/usr/lib/modules/<abi>/config).
+  layout=modules
+  for part in binary base; do
+    p=$(apt-cache "${aptopts[@]}" depends "$pkg" 2>/dev/null | awk '$1=="Depends:" {print $2}' | grep -E "^linux-$part-" | head -n1 || true)
+    [ -n "$p" ] || die "$pkg has no /boot/vmlinuz-* and depends on no linux-$part-<abi> package"
+    d=$(apt_download "$p")
+    size=$((size + $(stat -c %s "$d")))
+    dpkg-deb --fsys-tarfile "$d" | tar -x -C "$ex" --wildcards './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/config' 2>/dev/null || true
+  done
+  vmlinuz=$(ls "$ex"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n1 || true)
+  config=$(ls "$ex"/usr/lib/modules/*/config 2>/dev/null | head -n1 || true)
+  [ -n "$vmlinuz" ] || die "neither $pkg nor its linux-binary package holds a vmlinuz"
+  [ -n "$config" ] || die "no /usr/lib/modules/<abi>/config in the linux-base package of $pkg"
+  release=$(basename "$(dirname "$vmlinuz")")
+fi
+t1=$(date +%s)
 rm -f "$stamp"
 mv -f "$vmlinuz" "$cache/vmlinuz"
 mv -f "$config" "$cache/config"
+rm -f "$cache/vmlinux"       # derived from the previous vmlinuz (GuestImages.vmlinux rewrites it)
 {
   echo "package=$pkg"
   echo "version=$ver"
   echo "release=$release"
   echo "arch=$arch"
+  echo "suite=$suite"
+  echo "layout=$layout"
   echo "deb-bytes=$size"
   echo "download-seconds=$((t1 - t0))"
 } > "$cache/version"
 verify || die "unpacked $cache/vmlinuz is not a valid $arch kernel image"
 touch "$stamp"
-rm -rf "$cache/apt"          # the .deb, the lists and the extraction directory
+rm -rf "$work"               # the .debs, the lists and the extraction directory
+link_legacy
 echo "$cache/vmlinuz"

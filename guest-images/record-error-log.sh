@@ -5,9 +5,10 @@
 # TCG, with kpemu's busybox initramfs whose /init writes each definition to
 # /sys/kernel/tracing/kprobe_events, one at a time on an empty list.
 #
-#   guest-images/record-error-log.sh ARCH NAME
-#     reads  guest-images/reference/NAME.ARCH.commands   (one definition per line; '#' comments)
-#     writes guest-images/reference/ARCH/NAME.error_log  (header, then one block per definition)
+#   guest-images/record-error-log.sh [--kernel debian[:SUITE]] ARCH NAME
+#     reads  guest-images/reference/NAME.ARCH.commands          (one definition per line; '#' comments)
+#     writes guest-images/reference/ARCH/SERIES/NAME.error_log  (header, then one block per definition)
+#   SERIES is the kernel's major.minor, as for record-reference.sh.
 #
 # Block format (a line starting with "> " opens a block):
 #   > DEFINITION           as written
@@ -22,11 +23,10 @@ root=$(cd "$here/.." && pwd)
 prog=record-error-log
 . "$here/qemu-reference.sh"
 
-[ $# -eq 2 ] || die "usage: record-error-log.sh x86_64|arm64 NAME"
-arch=$1; name=$2
+reference_args "record-error-log.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" "$@"
+[ -n "$name" ] || die "usage: record-error-log.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME"
 defs="$here/reference/$name.$arch.commands"
 [ -f "$defs" ] || die "no definitions file $defs"
-need_qemu "$arch"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -53,14 +53,14 @@ poweroff -f
 INIT
 initramfs=$("$root/kpemu" initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
 log="$work/console.log"
-qemu_boot "$arch" "$initramfs" "nokaslr panic=-1" "$log"
+qemu_boot "$initramfs" "nokaslr panic=-1" "$log"
 grep -q 'KPEMU-ERRLOG-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-ERRLOG-END"; }
 
-out="$here/reference/$arch/$name.error_log"
+out="$here/reference/$arch/$(kernel_series)/$name.error_log"
 mkdir -p "$(dirname "$out")"
 {
   echo "# Linux's own answers to kprobe_events writes, recorded by guest-images/record-error-log.sh."
-  kernel_header "$arch"
+  kernel_header
   echo "# definitions: $name.$arch.commands; blocks: '> def', '< ok|errno text', '! error_log line', '= kprobe_events line'"
   tr -d '\r' < "$log" | sed -n '/^KPEMU-ERRLOG-BEGIN/,/^KPEMU-ERRLOG-END/p' \
     | sed -nE -e 's/^KPEMU-(DEF|RC|LOG|LIST)([<>!=]) ?(.*)$/\2 \3/p' -e 's/^\[ *[0-9]+\.[0-9]+\] (trace_kprobe: .*)$/~ \1/p'

@@ -4,34 +4,25 @@
 # boots, under QEMU TCG, with the definitions passed on the kernel command line
 # (kprobe_event=... trace_event=... tp_printk), and keeps the event lines the console prints.
 #
-#   guest-images/record-reference.sh ARCH NAME
-#     reads  guest-images/reference/NAME.ARCH.events   (one kprobe_events definition per line)
-#     writes guest-images/reference/ARCH/NAME.trace    (header + event lines, timestamps removed)
+#   guest-images/record-reference.sh [--kernel debian[:SUITE]] ARCH NAME
+#     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
+#     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
+#   SERIES is the kernel's major.minor (6.1, 6.12, 7.2): kpemu's tests compare a boot with the
+#   reference of the series that booted. --kernel: as kpemu's (default: the machine's suite).
 #
 # Needs qemu-system-x86 / qemu-system-arm (installed with apt-get when missing and run as root).
 # Developers run it when Debian publishes a new kernel; CI only reads the recorded traces.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
-die() { echo "record-reference: $*" >&2; exit 1; }
-
-[ $# -eq 2 ] || die "usage: record-reference.sh x86_64|arm64 NAME"
-arch=$1; name=$2
+prog=record-reference
+. "$here/qemu-reference.sh"
+reference_args "record-reference.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" "$@"
+[ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME"
 defs="$here/reference/$name.$arch.events"
 [ -f "$defs" ] || die "no probe script $defs"
-case "$arch" in
-  x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
-  arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
-  *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
-esac
-if ! command -v "$qemu" >/dev/null; then
-  [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"
-  apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
-fi
-
-initramfs=$("$root/kpemu" images --arch "$arch" --print initramfs)
-release=$("$root/kpemu" images --arch "$arch" --print release)
-version=$(grep -E '^(package|version)=' "$(dirname "$initramfs")/version" | tr '\n' ' ')
+initramfs=$(kernel_print initramfs)
+series=$(kernel_series)
 
 # kprobe_event= wants ',' instead of spaces inside a definition and ';' between definitions.
 events=()
@@ -50,22 +41,14 @@ append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te tp_printk"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if [ "$arch" = x86_64 ]; then
-  kernel=$("$root/kpemu" images --arch x86_64 --print vmlinux)
-  cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyS0 $append")
-else
-  kernel=$("$root/kpemu" images --arch arm64 --print kernel)
-  cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$kernel" -initrd "$initramfs" -append "console=ttyAMA0 $append")
-fi
-timeout 300 "${cmd[@]}" >"$log" 2>&1 || true
+qemu_boot "$initramfs" "$append" "$log"
 grep -q 'KPEMU-INIT-DONE' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-INIT-DONE"; }
 
-out="$here/reference/$arch/$name.trace"
+out="$here/reference/$arch/$series/$name.trace"
 mkdir -p "$(dirname "$out")"
 {
   echo "# Reference trace recorded by guest-images/record-reference.sh from Linux's own kprobe_events."
-  echo "# kernel: $release ($version)"
-  echo "# qemu: $("$qemu" --version | head -n1)"
+  kernel_header
   echo "# definitions ($name.$arch.events):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
   echo "# One line per event, in order, as the console printed it without the timestamp."

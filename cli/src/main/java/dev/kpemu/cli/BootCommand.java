@@ -37,8 +37,9 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--arch", required = true, paramLabel = "ARCH", description = "x86_64 or arm64")
     String arch;
 
-    @Option(names = "--kernel", paramLabel = "FILE", description = "kernel image (x86_64: bzImage or vmlinux; arm64: Image, as Debian's vmlinuz)")
-    Path kernel;
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL,
+            description = "kernel to boot: an image file (x86_64: bzImage or vmlinux; arm64: Image, as Debian's vmlinuz), or " + KernelOption.HELP)
+    String kernel;
 
     @Option(names = "--initrd", paramLabel = "FILE", description = "initramfs (default: kpemu's busybox guest)")
     Path initrd;
@@ -82,6 +83,7 @@ final class BootCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Arch a = ArchOption.one(spec, arch);
+        dev.kpemu.image.KernelChoice choice = KernelOption.parse(spec, kernel);
         if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
         if (timeoutSeconds <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
         List<String> defs = definitions();
@@ -93,7 +95,8 @@ final class BootCommand implements Callable<Integer> {
         try {
             BootRunner.Result r;
             try {
-                r = BootRunner.boot(new BootRunner.Options(a, kernel, initrd, append, memoryMiB, timeoutSeconds, con, trace),
+                Path kernelFile = kernel == null ? null : KernelOption.file(choice, a);
+                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrd, append, memoryMiB, timeoutSeconds, con, trace),
                         traced == null ? BootHooks.NONE : traced);
             } catch (TracedBoot.DefinitionRejected e) {
                 e.kernelMessages().forEach(err::println);

@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.DefinitionCheck;
@@ -39,8 +40,9 @@ final class CheckEventsCommand implements Callable<Integer> {
     @Option(names = "--arch", defaultValue = "x86_64", description = "x86_64 or arm64 (default ${DEFAULT-VALUE})")
     String arch;
 
-    @Option(names = "--kernel", paramLabel = "FILE", description = "kernel whose kallsyms to check against (vmlinuz, Image or vmlinux); default: the default guest's")
-    Path kernel;
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL,
+            description = "kernel whose kallsyms to check against: a file (vmlinuz, Image or vmlinux), or " + KernelOption.HELP)
+    String kernel;
 
     @Option(names = "--syntax-only", description = "check the syntax only: accept every symbol name")
     boolean syntaxOnly;
@@ -55,12 +57,13 @@ final class CheckEventsCommand implements Callable<Integer> {
 
     @Override public Integer call() throws IOException {
         Arch a = ArchOption.one(spec, arch);
+        KernelChoice choice = KernelOption.parse(spec, kernel);
         List<String> lines = new ArrayList<>(definitions);
         if (file != null) lines.addAll(readLines(file));
         if (lines.isEmpty()) throw new CommandLine.ParameterException(spec.commandLine(), "no definitions: give -e DEF or a FILE");
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         int bad = 0;
-        try (Checker c = checker(a)) {
+        try (Checker c = checker(a, choice)) {
             for (String line : lines) {
                 DefinitionCheck.Outcome o = c.check().check(line);
                 o.console().forEach(err::println);
@@ -93,9 +96,9 @@ final class CheckEventsCommand implements Callable<Integer> {
      * Syntax only: every symbol accepted, no probe-point check. Otherwise the kernel's kallsyms and
      * the probe points as Linux checks them after boot ({@link KernelProbeSites}), from its file.
      */
-    private Checker checker(Arch a) throws KernelImageException {
+    private Checker checker(Arch a, KernelChoice choice) throws KernelImageException {
         if (syntaxOnly) return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KernelSymbols.permissive(), ProbeSites.none()), () -> { });
-        Path k = kernel != null ? kernel : GuestImages.forRepository().kernel(a);
+        Path k = GuestImages.forRepository().kernel(a, choice);
         Kallsyms.KernelText kt = Kallsyms.load(k);
         KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes());
         return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes()), sites), sites);

@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
 
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 
@@ -38,10 +39,17 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--arch", description = "only this architecture (x86_64 or arm64)")
     String arch;
 
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = "kernel to boot: an image file (needs --arch), or " + KernelOption.HELP)
+    String kernel;
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws IOException, KernelImageException {
         List<Arch> arches = ArchOption.orBoth(spec, arch);
+        KernelChoice choice = KernelOption.parse(spec, kernel);
+        if (choice instanceof KernelChoice.File && arches.size() != 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--kernel FILE needs --arch (a kernel file is for one architecture)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintStream trace = WriterOutputStream.printStream(out);
         Path logs = GuestImages.forRepository().cacheRoot().resolve("demo");
@@ -49,14 +57,15 @@ final class DemoCommand implements Callable<Integer> {
         List<Integer> codes = new ArrayList<>();
         for (Arch a : arches) {
             Path consoleLog = logs.resolve(a.linuxName() + "-console.log");
-            out.printf("== %s: Debian %s, probes:%n", a.linuxName(), GuestImages.forRepository().kernelVersion(a).get("release"));
+            Path kernelFile = KernelOption.file(choice, a);
+            out.printf("== %s: %s, probes:%n", a.linuxName(), KernelOption.describe(choice, a));
             for (String d : script(a)) out.println("   " + d);
             out.printf("   (guest console: %s)%n", consoleLog);
             out.flush();
             TracedBoot traced = new TracedBoot(script(a), trace);
             BootRunner.Result r;
             try (OutputStream con = Files.newOutputStream(consoleLog)) {
-                r = BootRunner.boot(new BootRunner.Options(a, null, null, null, 256, 60, con, null), traced);
+                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, null, null, 256, 60, con, null), traced);
             }
             trace.flush();
             if (traced.events() != null) {

@@ -75,4 +75,24 @@ class CliTest {
         Run notEntry = run("check-events", "--arch", "x86_64", "-e", "r do_sys_openat2+4");
         assertTrue(notEntry.err().contains("Retprobe address must be an function entry"), notEntry.err());
     }
+
+    @Test
+    void unknownDebianSuiteIsUsageError() {
+        for (String[] args : new String[][] {{"images", "--kernel", "debian:jessie"}, {"boot", "--arch", "x86_64", "--kernel", "debian:jessie"},
+                {"demo", "--kernel", "debian:jessie"}, {"check-events", "--kernel", "debian:jessie", "-e", "p:x do_sys_openat2"}}) {
+            Run r = run(args);
+            assertEquals(ExitCodes.USAGE, r.code(), String.join(" ", args) + ": " + r.err());
+            assertTrue(r.err().startsWith("kpemu: unknown Debian suite 'jessie'"), r.err());
+            assertEquals(2, r.err().lines().count(), "one-line error plus a hint: " + r.err());
+        }
+    }
+
+    @Test
+    void kernelFileChoicesNeedOneArch() {
+        Run r = run("demo", "--kernel", "/nonexistent/bzImage");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertTrue(r.err().contains("needs --arch"), r.err());
+        r = run("images", "--kernel", "/nonexistent/bzImage");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+    }
 }

@@ -11,9 +11,11 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The guest images kpemu boots: Debian's kernel and busybox fetched by
- * {@code guest-images/fetch-kernel.sh} / {@code fetch-busybox.sh} into
- * {@code <cache>/guest/<arch>/}, and the default initramfs built from them in Java.
+ * The guest images kpemu boots: Debian's kernels, fetched by suite by
+ * {@code guest-images/fetch-kernel.sh} into {@code <cache>/guest/<suite>/<arch>/} (the default:
+ * the machine's own suite; see {@link KernelChoice}), and busybox, fetched by
+ * {@code fetch-busybox.sh} into {@code <cache>/guest/<arch>/} with the default initramfs built
+ * from it in Java — one initramfs for every kernel of the architecture.
  *
  * <p>The cache is {@code -Dkpemu.cache}, else {@code $KPEMU_CACHE}, else {@code <repo>/.cache};
  * the scripts get the same directory through {@code KPEMU_CACHE}.
@@ -52,40 +54,129 @@ public final class GuestImages {
     /** ELF e_machine of the architecture's vmlinux: EM_X86_64 (62), EM_AARCH64 (183). */
     public static int elfMachine(Arch arch) { return arch == Arch.X86_64 ? ElfImage.EM_X86_64 : ElfImage.EM_AARCH64; }
 
-    /** {@code <cache>/guest/<arch>}. */
+    /**
+     * {@code <cache>/guest/<arch>}: what every kernel of the architecture shares (busybox, the
+     * default initramfs), and links to the host suite's kernel (the layout before suites).
+     */
     public Path directory(Arch arch) { return cache.resolve("guest").resolve(arch.linuxName()); }
 
-    /** The kernel (x86_64: bzImage; arm64: raw Image), fetched on first use. */
-    public Path kernel(Arch arch) throws KernelImageException {
-        Path k = directory(arch).resolve("vmlinuz");
-        if (Files.isRegularFile(k) && Files.isRegularFile(directory(arch).resolve(".kernel-verified"))) return k;
-        return runScript("fetch-kernel.sh", arch);
+    /** {@code <cache>/guest/<suite>/<arch>}: one Debian suite's kernel, config and version file. */
+    public Path kernelDirectory(Arch arch, KernelChoice.Debian choice) {
+        return cache.resolve("guest").resolve(suite(choice)).resolve(arch.linuxName());
     }
 
-    /** Debian's static busybox for the guest, fetched on first use. */
+    /** The suite a Debian choice names, the machine's own for {@code debian} alone. */
+    public static String suite(KernelChoice.Debian choice) { return choice.suiteOr(hostSuite()); }
+
+    /** The machine's own Debian suite: VERSION_CODENAME of /etc/os-release, else bookworm (as the fetch scripts). */
+    public static String hostSuite() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/etc/os-release"))) {
+                if (line.startsWith("VERSION_CODENAME=")) {
+                    String v = line.substring("VERSION_CODENAME=".length()).replace("\"", "").strip();
+                    if (!v.isEmpty()) return v;
+                }
+            }
+        } catch (IOException e) {
+            // not a Debian-like system: the scripts' fallback
+        }
+        return "bookworm";
+    }
+
+    /** The default guest's kernel (x86_64: bzImage; arm64: raw Image), fetched on first use. */
+    public Path kernel(Arch arch) throws KernelImageException { return kernel(arch, KernelChoice.DEFAULT); }
+
+    /** The chosen kernel: the file itself, or the Debian suite's kernel, fetched on first use. */
+    public Path kernel(Arch arch, KernelChoice choice) throws KernelImageException {
+        return switch (choice) {
+            case KernelChoice.File f -> {
+                if (!Files.isRegularFile(f.path())) throw new KernelImageException(f.path() + ": no such kernel file");
+                yield f.path();
+            }
+            case KernelChoice.Debian d -> {
+                Path dir = kernelDirectory(arch, d);
+                Path k = dir.resolve("vmlinuz");
+                if (Files.isRegularFile(k) && Files.isRegularFile(dir.resolve(".kernel-verified"))) yield k;
+                yield runScript("fetch-kernel.sh", arch, "--suite", suite(d));
+            }
+        };
+    }
+
+    /** Debian's static busybox for the guest (the host suite's, shared by every kernel), fetched on first use. */
     public Path busybox(Arch arch) throws KernelImageException {
         Path b = directory(arch).resolve("busybox");
         if (Files.isRegularFile(b) && Files.isRegularFile(directory(arch).resolve(".busybox-verified"))) return b;
         return runScript("fetch-busybox.sh", arch);
     }
 
-    /** The kernel's config file (fetched with the kernel). */
-    public Path config(Arch arch) throws KernelImageException {
-        kernel(arch);
-        return directory(arch).resolve("config");
+    /** The default guest kernel's config file (fetched with the kernel). */
+    public Path config(Arch arch) throws KernelImageException { return config(arch, KernelChoice.DEFAULT); }
+
+    /**
+     * A Debian kernel's config file (fetched with the kernel: {@code /boot/config-<abi>}, or
+     * unstable's {@code /usr/lib/modules/<abi>/config} from {@code linux-base-<abi>}).
+     */
+    public Path config(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
+        kernel(arch, choice);
+        return kernelDirectory(arch, choice).resolve("config");
     }
 
-    /** Fields of the kernel's {@code version} file (package, version, release, ...). */
-    public Map<String, String> kernelVersion(Arch arch) throws KernelImageException {
-        kernel(arch);
+    /** Fields of the default kernel's {@code version} file (package, version, release, ...). */
+    public Map<String, String> kernelVersion(Arch arch) throws KernelImageException { return kernelVersion(arch, KernelChoice.DEFAULT); }
+
+    /** Fields of a Debian kernel's {@code version} file (package, version, release, suite, ...). */
+    public Map<String, String> kernelVersion(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
+        kernel(arch, choice);
+        return readVersion(kernelDirectory(arch, choice).resolve("version"));
+    }
+
+    static Map<String, String> readVersion(Path file) throws KernelImageException {
         Map<String, String> m = new LinkedHashMap<>();
         try {
-            for (String line : Files.readAllLines(directory(arch).resolve("version"))) {
+            for (String line : Files.readAllLines(file)) {
                 int i = line.indexOf('=');
                 if (i > 0) m.put(line.substring(0, i), line.substring(i + 1));
             }
         } catch (IOException e) {
-            throw new KernelImageException(directory(arch).resolve("version") + ": cannot read: " + e.getMessage(), e);
+            throw new KernelImageException(file + ": cannot read: " + e.getMessage(), e);
+        }
+        return m;
+    }
+
+    /** A Debian kernel in the cache: its suite, architecture, kernel file and version fields. */
+    public record Cached(String suite, Arch arch, Path kernel, Map<String, String> version) {
+        public String release() { return version.getOrDefault("release", "?"); }
+    }
+
+    /** Every verified Debian kernel in the cache, by suite then architecture; fetches nothing. */
+    public java.util.List<Cached> cached() throws KernelImageException {
+        java.util.List<Cached> out = new java.util.ArrayList<>();
+        Path guest = cache.resolve("guest");
+        if (!Files.isDirectory(guest)) return out;
+        try (var suites = Files.list(guest)) {
+            for (Path s : suites.sorted().toList()) {
+                for (Arch a : Arch.values()) {
+                    Path dir = s.resolve(a.linuxName());
+                    if (Files.isSymbolicLink(s) || !Files.isRegularFile(dir.resolve(".kernel-verified"))) continue;
+                    if (Files.isSymbolicLink(dir.resolve("vmlinuz")) || s.getFileName().toString().equals(a.linuxName())) continue;
+                    out.add(new Cached(s.getFileName().toString(), a, dir.resolve("vmlinuz"), readVersion(dir.resolve("version"))));
+                }
+            }
+        } catch (IOException e) {
+            throw new KernelImageException(guest + ": cannot list: " + e.getMessage(), e);
+        }
+        return out;
+    }
+
+    /**
+     * What a Debian suite resolves to on the mirror now (package, version, release, suite), with
+     * private apt lists and without downloading the kernel ({@code fetch-kernel.sh --resolve}).
+     */
+    public Map<String, String> resolve(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String line : runScriptOutput("fetch-kernel.sh", arch, "--resolve", "--suite", suite(choice))) {
+            int i = line.indexOf('=');
+            if (i > 0) m.put(line.substring(0, i), line.substring(i + 1));
         }
         return m;
     }
@@ -133,18 +224,28 @@ public final class GuestImages {
         return initramfs(arch);
     }
 
-    /** Kernel + initramfs, fetching and building whatever is missing. */
-    public Guest guest(Arch arch) throws KernelImageException {
-        Path k = kernel(arch);
+    /** The default guest: kernel + initramfs, fetching and building whatever is missing. */
+    public Guest guest(Arch arch) throws KernelImageException { return guest(arch, KernelChoice.DEFAULT); }
+
+    /**
+     * The chosen kernel with the default initramfs (the same for every kernel). A file's version
+     * fields are {@code file=} only: kpemu reads no release out of a kernel file here.
+     */
+    public Guest guest(Arch arch, KernelChoice choice) throws KernelImageException {
+        Path k = kernel(arch, choice);
         Path i = initramfs(arch);
-        return new Guest(arch, k, i, kernelVersion(arch));
+        Map<String, String> v = choice instanceof KernelChoice.Debian d ? kernelVersion(arch, d) : Map.of("file", k.toString());
+        return new Guest(arch, k, i, v);
     }
 
-    /** x86_64 only: the bzImage payload as an ELF file {@code vmlinux} in the cache (for a PVH boot). */
-    public Path vmlinux(Arch arch) throws KernelImageException {
+    /** x86_64 only: the default kernel's bzImage payload as an ELF file {@code vmlinux} in the cache (for a PVH boot). */
+    public Path vmlinux(Arch arch) throws KernelImageException { return vmlinux(arch, KernelChoice.DEFAULT); }
+
+    /** x86_64 only: a Debian kernel's bzImage payload as {@code <cache>/guest/<suite>/x86_64/vmlinux}. */
+    public Path vmlinux(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
         if (arch != Arch.X86_64) throw new KernelImageException("a separate vmlinux exists only for x86_64; the arm64 Image is loaded as is");
-        Path k = kernel(arch);
-        Path out = directory(arch).resolve("vmlinux");
+        Path k = kernel(arch, choice);
+        Path out = kernelDirectory(arch, choice).resolve("vmlinux");
         try {
             if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(k)) >= 0) return out;
             return writeAtomically(out, BzImage.read(k).extractVmlinux());
@@ -155,38 +256,68 @@ public final class GuestImages {
         }
     }
 
-    /** The kernel's symbols, decoded from its kallsyms tables. */
-    public SymbolTable symbols(Arch arch) throws KernelImageException {
-        if (arch == Arch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch)));
-        Path k = kernel(arch);
+    /** The default kernel's symbols, decoded from its kallsyms tables. */
+    public SymbolTable symbols(Arch arch) throws KernelImageException { return symbols(arch, KernelChoice.DEFAULT); }
+
+    /** A Debian kernel's symbols, decoded from its kallsyms tables. */
+    public SymbolTable symbols(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
+        if (arch == Arch.X86_64) return Kallsyms.fromElf(ElfImage.read(vmlinux(arch, choice)));
+        Path k = kernel(arch, choice);
         return Kallsyms.fromArm64Image(KernelFiles.readArm64Image(k), k.toString());
     }
 
-    private Path runScript(String script, Arch arch) throws KernelImageException {
+    /** Runs a fetch script; its last stdout line is the path of the file it provides. */
+    private Path runScript(String script, Arch arch, String... options) throws KernelImageException {
+        java.util.List<String> lines = runScriptOutput(script, arch, options);
+        Path result = Path.of(lines.isEmpty() ? "" : lines.getLast().trim());
+        if (!Files.isRegularFile(result)) throw new KernelImageException(script + " printed " + result + ", which is not a file");
+        return result;
+    }
+
+    /**
+     * Runs a fetch script and returns its stdout lines. Its stderr (download progress) is passed
+     * on to this process's stderr as it comes; its last line is the failure's message.
+     */
+    private java.util.List<String> runScriptOutput(String script, Arch arch, String... options) throws KernelImageException {
         Path s = root.resolve("guest-images").resolve(script);
         if (!Files.isRegularFile(s)) throw new KernelImageException(s + ": script missing");
+        String what = script + " " + String.join(" ", options) + (options.length > 0 ? " " : "") + arch.linuxName();
         try {
-            ProcessBuilder pb = new ProcessBuilder("bash", s.toString(), arch.linuxName());
+            java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("bash", s.toString()));
+            cmd.addAll(java.util.List.of(options));
+            cmd.add(arch.linuxName());
+            ProcessBuilder pb = new ProcessBuilder(cmd);
             pb.environment().put("KPEMU_CACHE", cache.toString());
-            Path err = Files.createTempFile("kpemu-" + script, ".err");
-            pb.redirectError(err.toFile());
             Process p = pb.start();
+            // Each stderr line is passed on when the next one comes; the last one only on success
+            // (on failure it is the exception's message: the error is printed once).
+            String[] lastErr = {""};
+            Thread errPump = Thread.ofPlatform().daemon().start(() -> {
+                try (var r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
+                    for (String l; (l = r.readLine()) != null; ) {
+                        if (l.isBlank()) continue;
+                        if (!lastErr[0].isEmpty()) System.err.println(lastErr[0]);
+                        lastErr[0] = l;
+                    }
+                } catch (IOException ignored) {
+                    // the script went away
+                }
+            });
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             boolean done = p.waitFor(20, TimeUnit.MINUTES);
-            String errText = Files.readString(err).trim();
-            Files.deleteIfExists(err);
             if (!done) {
                 p.destroyForcibly();
-                throw new KernelImageException(script + " " + arch.linuxName() + " timed out");
+                throw new KernelImageException(what + " timed out");
             }
+            errPump.join(5_000);
             if (p.exitValue() != 0) {
-                String last = errText.isEmpty() ? "exit " + p.exitValue() : errText.lines().reduce((a, b) -> b).orElse("");
-                throw new KernelImageException(script + " " + arch.linuxName() + " failed: " + last);
+                String last = lastErr[0].isEmpty() ? "exit " + p.exitValue() : lastErr[0].replaceFirst("^fetch-[a-z]+: ", "");
+                throw new KernelImageException(what + ": " + last);
             }
-            String[] lines = out.split("\n");
-            Path result = Path.of(lines[lines.length - 1].trim());
-            if (!Files.isRegularFile(result)) throw new KernelImageException(script + " printed " + result + ", which is not a file");
-            return result;
+            if (!lastErr[0].isEmpty()) System.err.println(lastErr[0]);
+            return out.isEmpty() ? java.util.List.of() : out.lines().toList();
+        } catch (KernelImageException e) {
+            throw e;
         } catch (IOException e) {
             throw new KernelImageException("cannot run " + s + ": " + e.getMessage(), e);
         } catch (InterruptedException e) {

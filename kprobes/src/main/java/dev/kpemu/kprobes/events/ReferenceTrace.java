@@ -15,7 +15,8 @@ import java.util.regex.Pattern;
 
 /**
  * A trace recorded from Linux's own kprobe_events by {@code guest-images/record-reference.sh}
- * ({@code guest-images/reference/<arch>/<name>.trace}): the header (kernel release and Debian
+ * ({@code guest-images/reference/<arch>/<series>/<name>.trace}, one per kernel series such as
+ * {@code 6.1}: {@link #read(Path, Arch, String, String)} picks the booted kernel's): the header (kernel release and Debian
  * package version it came from, the definitions) and the event lines, parsed into event name,
  * probe point, return site and arguments.
  *
@@ -88,19 +89,43 @@ public final class ReferenceTrace {
         this.events = List.copyOf(events);
     }
 
-    /** {@code <referenceDir>/<arch>/<name>.trace}. */
-    public static Path tracePath(Path referenceDir, Arch arch, String name) {
-        return referenceDir.resolve(arch.linuxName()).resolve(name + ".trace");
+    /**
+     * The kernel series a reference is kept for: {@code major.minor} of the release
+     * ({@code 6.1.0-56-amd64} → {@code 6.1}, {@code 6.12.117+deb13-amd64} → {@code 6.12},
+     * {@code 7.2.13+deb14-arm64} → {@code 7.2}). Builds of one series trace alike; within a
+     * series the comparison itself ({@link TraceComparator#mode}) decides how exact it can be.
+     */
+    public static String series(String release) {
+        Matcher m = SERIES.matcher(release == null ? "" : release);
+        if (!m.lookingAt()) throw new IllegalArgumentException("not a kernel release: '" + release + "'");
+        return m.group(1);
     }
 
-    /** {@code <referenceDir>/<name>.<arch>.events}: the definitions the trace was recorded with. */
+    private static final Pattern SERIES = Pattern.compile("(\\d+\\.\\d+)(?=[.\\-+]|$)");
+
+    /** {@code <referenceDir>/<arch>/<series of release>/<name>.trace}. */
+    public static Path tracePath(Path referenceDir, Arch arch, String name, String release) {
+        return referenceDir.resolve(arch.linuxName()).resolve(series(release)).resolve(name + ".trace");
+    }
+
+    /** {@code <referenceDir>/<name>.<arch>.events}: the definitions the trace was recorded with (every kernel's). */
     public static Path definitionsPath(Path referenceDir, Arch arch, String name) {
         return referenceDir.resolve(name + "." + arch.linuxName() + ".events");
     }
 
-    /** Reads {@code <referenceDir>/<arch>/<name>.trace}. */
-    public static ReferenceTrace read(Path referenceDir, Arch arch, String name) throws IOException {
-        return read(tracePath(referenceDir, arch, name), arch);
+    /**
+     * Reads the reference recorded for the kernel {@code release} booted:
+     * {@code <referenceDir>/<arch>/<series>/<name>.trace}. None recorded for that series is a
+     * {@link java.nio.file.NoSuchFileException} that says how to record one.
+     */
+    public static ReferenceTrace read(Path referenceDir, Arch arch, String name, String release) throws IOException {
+        Path p = tracePath(referenceDir, arch, name, release);
+        if (!Files.isRegularFile(p)) {
+            throw new java.nio.file.NoSuchFileException(p.toString(), null, "no reference '" + name + "' recorded for kernel "
+                    + series(release) + " (" + release + ") on " + arch.linuxName()
+                    + "; record one with guest-images/record-reference.sh [--kernel debian:SUITE] " + arch.linuxName() + " " + name);
+        }
+        return read(p, arch);
     }
 
     /** Reads a recorded trace of {@code arch}'s kernel. */

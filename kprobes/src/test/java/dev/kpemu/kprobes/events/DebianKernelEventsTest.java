@@ -34,11 +34,11 @@ class DebianKernelEventsTest {
         KernelSymbols symbols = new KallsymsSymbols(table, address -> false);
         Path ref = RecordedReferenceTest.reference();
         org.junit.jupiter.api.Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
-        ReferenceTrace r = ReferenceTrace.read(ref, a, "open");
+        GuestImages.Guest g = images.guest(a);
+        ReferenceTrace r = ReferenceTrace.read(ref, a, "open", g.release());
         ProbeParser parser = new ProbeParser(a, Dialect.LINUX_6_1, symbols);
         for (String d : r.definitions()) CompiledProbe.compile((TraceProbe) parser.parse(d), a, symbols);
         // the probe point the reference printed is the cached kernel's do_sys_openat2 when the build is the same
-        GuestImages.Guest g = images.guest(a);
         TraceComparator.Mode mode = TraceComparator.mode(r, g.version().get("release"), g.version().get("version"));
         System.out.println(a.linuxName() + ": cached kernel " + g.version() + " vs reference " + r.kernelRelease() + " " + r.packageVersion() + " -> " + mode);
         long size = symbols.symbolAt(symbols.lookupName("do_sys_openat2").orElseThrow()).orElseThrow().size();

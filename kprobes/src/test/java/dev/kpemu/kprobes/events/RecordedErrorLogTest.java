@@ -18,7 +18,7 @@ import dev.kpemu.machine.Arch;
 
 /**
  * Replays every definition whose answer Linux itself recorded under QEMU
- * ({@code guest-images/reference/ARCH/dialect.error_log}, by record-error-log.sh) through kpemu's
+ * ({@code guest-images/reference/ARCH/SERIES/dialect.error_log}, by record-error-log.sh) through kpemu's
  * check of a definition on the same kernel: accepted or refused alike, the same errno, the same
  * error_log entry (message, command, caret), the same kprobe_events listing.
  */
@@ -29,10 +29,11 @@ class RecordedErrorLogTest {
     void everyRecordedAnswerIsKpemusAnswer(Arch a) throws Exception {
         Path ref = RecordedReferenceTest.reference();
         Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
-        Path file = ref.resolve(a.linuxName()).resolve("dialect.error_log");
-        RecordedErrorLog recorded = RecordedErrorLog.read(file);
         GuestImages images = GuestImages.forRepository();
         String release = images.kernelVersion(a).get("release");
+        Path file = ref.resolve(a.linuxName()).resolve(ReferenceTrace.series(release)).resolve("dialect.error_log");
+        Assumptions.assumeTrue(Files.isRegularFile(file), "no error_log recorded for " + release + " (guest-images/record-error-log.sh)");
+        RecordedErrorLog recorded = RecordedErrorLog.read(file);
         Assumptions.assumeTrue(recorded.kernel().equals(release), "recorded on " + recorded.kernel() + ", the cached kernel is " + release);
         Kallsyms.KernelText kernel = Kallsyms.load(images.kernel(a));
         List<String> wrong = new ArrayList<>();

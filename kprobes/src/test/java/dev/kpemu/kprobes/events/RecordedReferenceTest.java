@@ -48,7 +48,7 @@ class RecordedReferenceTest {
         k.regs[rs.returnValueSlot()] = 3;
         String l2 = fmt.kretprobeEvent(ret, openat2, caller + (a == Arch.X86_64 ? 0x6a : 0x70), ret.fetch(k));
 
-        List<String> recorded = Files.readAllLines(ref.resolve(name + "/open.trace")).stream()
+        List<String> recorded = Files.readAllLines(ref.resolve(name + "/6.1/open.trace")).stream()
                 .filter(l -> !l.startsWith("#") && !l.isBlank()).toList();
         assertEquals(recorded.get(0), l1);
         assertEquals(recorded.get(1), l2);

@@ -139,7 +139,7 @@ class ReferenceTraceTest {
     void theRepositorysRecordedTraces(Arch a) throws Exception {
         Path dir = reference();
         org.junit.jupiter.api.Assumptions.assumeTrue(dir != null, "no recorded reference in this checkout");
-        ReferenceTrace r = ReferenceTrace.read(dir, a, "open");
+        ReferenceTrace r = ReferenceTrace.read(dir, a, "open", "6.1.0-56-" + (a == Arch.X86_64 ? "amd64" : "arm64"));
         assertTrue(r.kernelRelease().startsWith("6.1.0-"), r.kernelRelease());
         assertTrue(r.kernelRelease().endsWith(a == Arch.X86_64 ? "-amd64" : "-arm64"));
         assertNotNull(r.packageVersion());
@@ -158,7 +158,7 @@ class ReferenceTraceTest {
             assertEquals("do_sys_openat2", ret.function());
             assertEquals("ret", ret.args().getFirst().name());
         }
-        List<String> raw = Files.readAllLines(ReferenceTrace.tracePath(dir, a, "open"));
+        List<String> raw = Files.readAllLines(ReferenceTrace.tracePath(dir, a, "open", r.kernelRelease()));
         assertTrue(TraceComparator.compare(r, raw, r.kernelRelease(), r.packageVersion()).matches());
     }
 
@@ -187,5 +187,19 @@ class ReferenceTraceTest {
             assertEquals(TraceComparator.Mode.EXACT, res.mode());
             assertTrue(res.matches(), res.report() + String.join("\n", k.lines()));
         }
+    }
+
+    @org.junit.jupiter.api.Test
+    void referencesAreKeptPerKernelSeries() throws Exception {
+        assertEquals("6.1", ReferenceTrace.series("6.1.0-56-amd64"));
+        assertEquals("6.12", ReferenceTrace.series("6.12.117+deb13-arm64"));
+        assertEquals("7.2", ReferenceTrace.series("7.2.13+deb14-amd64"));
+        assertEquals("6.19", ReferenceTrace.series("6.19"));
+        assertThrows(IllegalArgumentException.class, () -> ReferenceTrace.series("linux"));
+        Path dir = Path.of("/r");
+        assertEquals(Path.of("/r/arm64/6.12/open.trace"), ReferenceTrace.tracePath(dir, Arch.ARM64, "open", "6.12.117+deb13-arm64"));
+        java.nio.file.NoSuchFileException e = assertThrows(java.nio.file.NoSuchFileException.class,
+                () -> ReferenceTrace.read(dir, Arch.X86_64, "open", "7.2.13+deb14-amd64"));
+        assertTrue(e.getMessage().contains("no reference 'open' recorded for kernel 7.2"), e.getMessage());
     }
 }

@@ -1,0 +1,72 @@
+package dev.kpemu.image;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Which kernel to boot, as {@code --kernel} names it: a file ({@link File}), or Debian's newest
+ * kernel of a suite ({@link Debian}), fetched by {@code guest-images/fetch-kernel.sh --suite}.
+ *
+ * <ul>
+ *   <li>{@code debian} — the machine's own suite (/etc/os-release), the default guest;</li>
+ *   <li>{@code debian:SUITE} — {@code bookworm}, {@code trixie}, {@code stable}, {@code oldstable},
+ *       {@code sid} or {@code unstable} (the same suite, cached as {@code sid}), or
+ *       {@code bookworm-backports}, {@code trixie-backports}, {@code stable-backports},
+ *       {@code oldstable-backports};</li>
+ *   <li>anything else is a file path.</li>
+ * </ul>
+ * The archive's aliases ({@code stable}, {@code oldstable}) are cached under the alias, not the
+ * code name it points to today: {@code --refresh} (re-fetching) follows the alias.
+ */
+public sealed interface KernelChoice {
+    /** The prefix of a Debian choice. */
+    String DEBIAN = "debian";
+
+    /** The suites {@code debian:SUITE} accepts (keep in step with guest-images/apt-private.sh). */
+    List<String> SUITES = List.of("bookworm", "trixie", "stable", "oldstable", "sid", "unstable",
+            "bookworm-backports", "trixie-backports", "stable-backports", "oldstable-backports");
+
+    /** The suites {@code kpemu images --resolve} asks the mirror about. */
+    List<String> RESOLVED_BY_DEFAULT = List.of("bookworm", "bookworm-backports", "trixie", "trixie-backports", "sid");
+
+    /** The default guest: Debian's kernel of the machine's own suite. */
+    Debian DEFAULT = new Debian(null);
+
+    /** A kernel image file (x86_64: bzImage or vmlinux; arm64: Image). */
+    record File(Path path) implements KernelChoice {
+        @Override public String toString() { return path.toString(); }
+    }
+
+    /** Debian's newest kernel of {@code suite}; null is the machine's own suite. */
+    record Debian(String suite) implements KernelChoice {
+        public Debian {
+            if (suite != null) suite = normalize(suite);
+        }
+
+        /** The suite the cache and the fetch script use: {@code suite}, or {@code host} when null. */
+        public String suiteOr(String host) { return suite != null ? suite : host; }
+
+        @Override public String toString() { return suite == null ? DEBIAN : DEBIAN + ":" + suite; }
+    }
+
+    /**
+     * Parses a {@code --kernel} value. {@code debian} and {@code debian:SUITE} are Debian
+     * choices; an unknown suite is an {@link IllegalArgumentException} with a one-line message.
+     */
+    static KernelChoice parse(String value) {
+        if (value == null || value.isBlank()) throw new IllegalArgumentException("empty kernel choice (a FILE or debian:SUITE)");
+        if (value.equals(DEBIAN)) return DEFAULT;
+        if (value.startsWith(DEBIAN + ":")) return new Debian(value.substring(DEBIAN.length() + 1));
+        return new File(Path.of(value));
+    }
+
+    /** {@code unstable} is {@code sid}; an unknown suite is an {@link IllegalArgumentException}. */
+    static String normalize(String suite) {
+        String s = suite.strip().toLowerCase(java.util.Locale.ROOT);
+        if (!SUITES.contains(s)) {
+            throw new IllegalArgumentException("unknown Debian suite '" + suite + "' in --kernel debian:" + suite
+                    + " (bookworm, trixie, stable, oldstable, sid or unstable, <stable suite>-backports)");
+        }
+        return s.equals("unstable") ? "sid" : s;
+    }
+}
