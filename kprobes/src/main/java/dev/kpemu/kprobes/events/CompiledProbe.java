@@ -160,7 +160,7 @@ public final class CompiledProbe {
             while (code[pc].op == DEREF || code[pc].op == UDEREF) {
                 lval = val;
                 long a = val + code[pc].offset;
-                boolean ok = code[pc].op == DEREF ? ctx.readKernel(a, b.word, 0, 8) : ctx.readUser(a, b.word, 0, 8);
+                boolean ok = code[pc].op == DEREF ? ctx.readProbeMemory(a, b.word, 0, 8) : ctx.readUser(a, b.word, 0, 8);
                 if (!ok) return -14;
                 val = (long) LONG.get(b.word, 0);
                 pc++;
@@ -170,7 +170,7 @@ public final class CompiledProbe {
                 Insn st = code[pc];
                 switch (st.op) {
                     case ST_RAW -> storeRaw(b.data, dest, st.size, val);
-                    case ST_MEM -> ctx.readKernel(val + st.offset, b.data, dest, st.size);
+                    case ST_MEM -> ctx.readProbeMemory(val + st.offset, b.data, dest, st.size);
                     case ST_UMEM -> ctx.readUser(val + st.offset, b.data, dest, st.size);
                     case ST_STRING -> ret = storeString(ctx, val + st.offset, false, b, dest);
                     case ST_USTRING -> ret = storeString(ctx, val + st.offset, true, b, dest);
@@ -184,7 +184,9 @@ public final class CompiledProbe {
                     pc++;
                 }
                 if (code[pc].op == LP_ARRAY) {
-                    total += ret;
+                    // an element that faults adds nothing (recorded: 6.1 prints {"sleep","1",(fault)},
+                    // the stable fix "tracing/probes: Fix not to count error code to total length")
+                    total += Math.max(ret, 0);
                     if (++i < code[pc].param) {
                         pc = s3;
                         if (code[s3].op != ST_STRING && code[s3].op != ST_USTRING) {
@@ -235,7 +237,7 @@ public final class CompiledProbe {
     private static int storeString(FetchContext ctx, long addr, boolean user, FetchBuffer b, int dest) {
         b.ensure(b.end + MAX_STRING_SIZE);
         int n = user ? ctx.readUserString(addr, b.data, b.end, MAX_STRING_SIZE)
-                : ctx.readKernelString(addr, b.data, b.end, MAX_STRING_SIZE);
+                : ctx.readProbeString(addr, b.data, b.end, MAX_STRING_SIZE);
         if (n < 0) {
             INT.set(b.data, dest, b.end & 0xffff);
             return -14;

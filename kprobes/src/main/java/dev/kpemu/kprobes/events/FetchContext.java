@@ -37,6 +37,26 @@ public interface FetchContext {
         return copyString(address, dst, offset, max, true);
     }
 
+    /**
+     * {@code TASK_SIZE}: addresses below it belong to user space. 0 when the context has no user
+     * space of its own (then kernel fetches never fall back to user reads).
+     */
+    default long taskSize() { return 0; }
+
+    /**
+     * trace_kprobe's {@code probe_mem_read}: a "kernel" fetch of an address below
+     * {@link #taskSize()} reads user memory (x86-64 and arm64 have non-overlapping address
+     * spaces: CONFIG_ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE), anything else kernel memory.
+     */
+    default boolean readProbeMemory(long address, byte[] dst, int offset, int len) {
+        return Long.compareUnsigned(address, taskSize()) < 0 ? readUser(address, dst, offset, len) : readKernel(address, dst, offset, len);
+    }
+
+    /** trace_kprobe's {@code fetch_store_string}: a user string below {@link #taskSize()}, else a kernel string. */
+    default int readProbeString(long address, byte[] dst, int offset, int max) {
+        return Long.compareUnsigned(address, taskSize()) < 0 ? readUserString(address, dst, offset, max) : readKernelString(address, dst, offset, max);
+    }
+
     /** The current task's {@code comm} (at most 15 bytes, no NUL). */
     byte[] comm();
 

@@ -118,6 +118,9 @@ public final class MachineFetchContext implements FetchContext {
     }
 
     @Override
+    public long taskSize() { return arch == Arch.X86_64 ? X86_TASK_SIZE_MAX : ARM64_TASK_SIZE_MAX; }
+
+    @Override
     public boolean readKernel(long address, byte[] dst, int offset, int len) {
         if (!kernelAddress(address)) return false;
         return read(address, dst, offset, len, false);
