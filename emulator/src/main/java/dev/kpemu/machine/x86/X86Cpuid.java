@@ -20,6 +20,7 @@ public final class X86Cpuid {
     public static final int L1_ECX_X2APIC = 1 << 21, L1_ECX_TSC_DEADLINE = 1 << 24, L1_ECX_HYPERVISOR = 1 << 31;
     public static final int EXT1_EDX_RDTSCP = 1 << 27;
     public static final int L7_EBX_TSC_ADJUST = 1 << 1;
+    public static final int L7_EDX_SERIALIZE = 1 << 14;
     /** Leaves with sub-leaves (ECX matters). */
     private static final int[] INDEXED = {4, 7, 0xb, 0xd, 0x8000001d};
 
@@ -77,6 +78,18 @@ public final class X86Cpuid {
             case 1 -> new Leaf(l.eax(), l.ebx() & ~bits, l.ecx(), l.edx());
             case 2 -> new Leaf(l.eax(), l.ebx(), l.ecx() & ~bits, l.edx());
             default -> new Leaf(l.eax(), l.ebx(), l.ecx(), l.edx() & ~bits);
+        });
+        return this;
+    }
+
+    /** Sets feature bits in one register of a leaf (reg: 0 EAX, 1 EBX, 2 ECX, 3 EDX). */
+    public X86Cpuid set(int leaf, int sub, int reg, int bits) {
+        Leaf l = table.getOrDefault(key(leaf, sub), new Leaf(0, 0, 0, 0));
+        table.put(key(leaf, sub), switch (reg) {
+            case 0 -> new Leaf(l.eax() | bits, l.ebx(), l.ecx(), l.edx());
+            case 1 -> new Leaf(l.eax(), l.ebx() | bits, l.ecx(), l.edx());
+            case 2 -> new Leaf(l.eax(), l.ebx(), l.ecx() | bits, l.edx());
+            default -> new Leaf(l.eax(), l.ebx(), l.ecx(), l.edx() | bits);
         });
         return this;
     }

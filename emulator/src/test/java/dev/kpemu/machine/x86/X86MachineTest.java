@@ -124,6 +124,62 @@ class X86MachineTest {
         }
     }
 
+    /**
+     * Two routines in one 4K page run (so both are translated), then the guest patches both with
+     * separate stores, as Linux's boot-time alternatives do. Unicorn 2.1.1 checks a store for
+     * translated code only through a "clean" software-TLB entry and cleans the entry on that first
+     * store, so the second patch is missed unless something drops the TLB in between: with
+     * SERIALIZE between the patches (Linux's sync_core()) the machine must run the new code.
+     */
+    static String patchTwoRoutines(String between) {
+        return """
+                _start:
+                  call f1
+                  call f2
+                  movl $2, f1+1(%rip)
+                """ + between + """
+                  movl $3, f2+1(%rip)
+                  .byte 0x0f, 0x01, 0xe8
+                  call f1
+                  mov %rax, 0x200000
+                  call f2
+                  mov %rax, 0x200008
+                  hlt
+                  .org 0x2000
+                f1: mov $1, %eax
+                  ret
+                  .org 0x2800
+                f2: mov $1, %eax
+                  ret
+                """;
+    }
+
+    @Test
+    void serializeMakesEveryCodePatchVisible() {
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(patchTwoRoutines("  .byte 0x0f, 0x01, 0xe8\n"), CODE));
+            m.setPc(CODE);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(2, m.memory().readLong(RESULTS), "first patched routine");
+            assertEquals(3, m.memory().readLong(RESULTS + 8), "second patched routine in the same page");
+            assertEquals(2, m.serializeCount());
+        }
+    }
+
+    /** The engine fault the SERIALIZE emulation works around; if this fails, Unicorn checks every store (2.1.2+). */
+    @Test
+    void withoutSerializeUnicorn211MissesTheSecondPatchInAPage() {
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(patchTwoRoutines("  nop\n"), CODE));
+            m.setPc(CODE);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(2, m.memory().readLong(RESULTS), "first patched routine");
+            assertEquals(1, m.memory().readLong(RESULTS + 8), "second patch not seen: stale translated block");
+        }
+    }
+
     @Test
     void int3AndUd2NotOursReachGuestHandlers() {
         String src = SETUP_GATES + """
