@@ -329,6 +329,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
             if (s.state == State.OPTIMIZED) unoptimize(s);
             setState(s, State.BREAKPOINT);
             if (!r.onlyTemporary()) {
+                s.verdict = r.permanentPart();
                 s.permanent = true;
                 retire(s);
             }

@@ -37,6 +37,16 @@ public sealed interface Verdict {
             return refusals.stream().anyMatch(r -> r.reason() == reason);
         }
 
+        /**
+         * The permanent refusals alone (what stays true whatever the probe's state), or this when
+         * every refusal is temporary: a probe refused for good is listed by these, not by the
+         * state (disabled, a post handler) it happened to be in when it was checked.
+         */
+        public Refused permanentPart() {
+            List<Refusal> p = refusals.stream().filter(r -> !r.reason().temporary()).toList();
+            return p.isEmpty() ? this : new Refused(p, region);
+        }
+
         /** True if every refusal is temporary: the probe becomes optimizable once they clear. */
         public boolean onlyTemporary() {
             return refusals.stream().allMatch(r -> r.reason().temporary());
