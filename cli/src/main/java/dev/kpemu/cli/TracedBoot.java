@@ -47,6 +47,12 @@ public final class TracedBoot implements BootHooks {
      */
     static final long ARM64_SLOTS_VA = 0xffff_8000_07e0_0000L;
 
+    /**
+     * The kernel's own kretprobe trampoline, by the names it has had (6.1 x86 and 6.12+: rethook;
+     * arm64 6.1: kretprobe): kpemu's trampoline goes there, so return addresses look as in Linux.
+     */
+    static final java.util.List<String> KERNEL_TRAMPOLINES = java.util.List.of("arch_rethook_trampoline", "__kretprobe_trampoline", "kretprobe_trampoline");
+
     /** Thrown from {@link #ready} when a definition is rejected before boot. */
     public static final class DefinitionRejected extends RuntimeException {
         private final ProbeSyntaxException error;
@@ -160,6 +166,13 @@ public final class TracedBoot implements BootHooks {
         SymbolTable syms = guest.symbols();
         kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()))
                 .rules(rules).allowUnsafe(allowUnsafe);
+        for (String t : KERNEL_TRAMPOLINES) {
+            var at = syms.byName(t);
+            if (at.isPresent()) {
+                kprobes.kretprobeTrampolineAt(at.get().address(), t.contains("rethook"));
+                break;
+            }
+        }
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
             optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);

@@ -66,7 +66,15 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final Set<ProbePoint> textChanged = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Set<Kprobe> failedOnce = Collections.newSetFromMap(new IdentityHashMap<>());
     private final TextWatch textWatch;
-    private final long trampoline;
+    private long trampoline;
+    /** The kernel's own trampoline text while the trampoline lives there ({@link #kretprobeTrampolineAt}), else null. */
+    private byte[] kernelTrampolineText;
+    /**
+     * Kernels whose kretprobes run on rethook (x86 since 5.19, every arch later) hand each
+     * instance the return address its entry saw; the older kretprobe code (arm64 6.1) corrects
+     * every instance of a frame to the real one first.
+     */
+    private boolean rethook;
     private final long callStop;
     private boolean watchText = true;
     private boolean allArmed = true;
@@ -196,8 +204,38 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         if (optimizer != null) optimizer.probeChanged(address);
     }
 
-    /** The address of the kretprobe trampoline (in slot memory). */
+    /** The address of the kretprobe trampoline (slot memory, or the kernel's own: {@link #kretprobeTrampolineAt}). */
     public long trampolineAddress() { return trampoline; }
+
+    /**
+     * Puts the kretprobe trampoline at {@code va}, the kernel's own trampoline function
+     * ({@code arch_rethook_trampoline}, arm64 6.1's {@code __kretprobe_trampoline}), so that the
+     * return addresses a probed function's frame holds are the kernel's: {@code $stack0:symbol}
+     * prints {@code arch_rethook_trampoline+0x0/...} and a return site seen through another
+     * kretprobe is recognised as the kernel recognises it; {@code rethook} says which of the kernel's
+     * two return-probe implementations to follow. The kernel runs no kprobes of its own,
+     * so that text is never executed otherwise; its bytes are restored by {@link #close()}. Call it
+     * before registering kretprobes.
+     */
+    public Kprobes kretprobeTrampolineAt(long va, boolean rethook) {
+        this.rethook = rethook;
+        if (!pools.isEmpty()) throw new IllegalStateException("kretprobes are registered: the trampoline cannot move");
+        byte[] code = arch.trampolineCode();
+        byte[] saved = machine.readVirtual(va, code.length);
+        machine.writeVirtual(va, code);
+        machine.invalidateCode(va, code.length);
+        if (kernelTrampolineText == null) slots.free(trampoline);
+        else restoreKernelTrampoline();
+        kernelTrampolineText = saved;
+        trampoline = va;
+        return this;
+    }
+
+    private void restoreKernelTrampoline() {
+        machine.writeVirtual(trampoline, kernelTrampolineText);
+        machine.invalidateCode(trampoline, kernelTrampolineText.length);
+        kernelTrampolineText = null;
+    }
 
     /** Java exceptions thrown by handlers so far (each was caught; the guest went on). */
     public long handlerFailures() { return handlerFailures; }
@@ -843,7 +881,10 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         for (KretprobeInstance ri : group) {
             Kretprobe rp = ri.rp;
             if (rp == null || rp.handler() == null) continue;
-            ri.retAddr = real;
+            // rethook: each instance keeps what its entry saw (a kretprobe that ran after another one
+            // on the same function saw the trampoline: Linux prints [unknown/kretprobe'd]);
+            // kretprobe: __kretprobe_trampoline_handler sets every instance to the real address
+            if (!rethook) ri.retAddr = real;
             try {
                 rp.handler().handle(ri, regs);
             } catch (Throwable t) {
@@ -1019,6 +1060,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             optimizer.close();
             optimizer = null;
         }
+        if (kernelTrampolineText != null) restoreKernelTrampoline();
         if (machine.trapHandler() == this) machine.setTrapHandler(null);
         machine.holdInterrupts(false);
         arch.close();

@@ -49,9 +49,9 @@ class KernelTraceRegressionTest {
         return new Run(r, traced, console.toString(StandardCharsets.ISO_8859_1));
     }
 
-    /** Every recorded probe script, on both arches: "open" (the issue's example), "args" (every fetch kind), "fidelity" (issue 11's fetch defects). */
+    /** Every recorded probe script, on both arches: "open" (the issue's example), "args" (every fetch kind), "fidelity" (issue 11's fetch defects), "kretprobes" (return probes sharing a function). */
     static Stream<Arguments> scripts() {
-        return Stream.of("open", "args", "fidelity").flatMap(n -> Stream.of(Arch.values()).map(a -> Arguments.of(a, n)));
+        return Stream.of("open", "args", "fidelity", "kretprobes").flatMap(n -> Stream.of(Arch.values()).map(a -> Arguments.of(a, n)));
     }
 
     @ParameterizedTest(name = "{1} on {0}")

@@ -161,7 +161,7 @@ public final class EventEngine implements AutoCloseable {
         this.machine = kprobes.machine();
         this.arch = machine.arch();
         this.symbols = Objects.requireNonNull(symbols);
-        this.formatter = new TraceFormatter(symbols);
+        this.formatter = new TraceFormatter(symbols, address -> address == kprobes.trampolineAddress());
         this.ctx = new MachineFetchContext(machine, kprobes.regs(), symbols, task);
         this.parser = new ProbeParser(arch, dialect, symbols);
         this.out = out;

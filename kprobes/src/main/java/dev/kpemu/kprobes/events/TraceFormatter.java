@@ -13,12 +13,22 @@ import java.util.Objects;
  * {@code trace_probe_print_args} does.
  */
 public final class TraceFormatter {
+    private final java.util.function.LongPredicate kretprobeTrampoline;
     private final KernelSymbols symbols;
 
     /** {@code symbols} serves {@code %pS} of probe addresses and {@code symbol}-typed values. */
     public TraceFormatter(KernelSymbols symbols) {
-        this.symbols = Objects.requireNonNull(symbols);
+        this(symbols, address -> false);
     }
+
+    /** @param kretprobeTrampoline whether an address is the kretprobe trampoline ({@code is_kretprobe_trampoline}) */
+    public TraceFormatter(KernelSymbols symbols, java.util.function.LongPredicate kretprobeTrampoline) {
+        this.symbols = Objects.requireNonNull(symbols);
+        this.kretprobeTrampoline = kretprobeTrampoline;
+    }
+
+    /** What {@code seq_print_ip_sym} prints for the kretprobe trampoline ({@code KRETPROBE_MSG}). */
+    public static final String KRETPROBE_MSG = "[unknown/kretprobe'd]";
 
     // ---- trace ---------------------------------------------------------------------------
 
@@ -55,9 +65,10 @@ public final class TraceFormatter {
                 + formatArgs(p, data);
     }
 
-    /** {@code seq_print_ip_sym}: {@code 0} for 0; with offset {@code sprint_symbol}; without, the bare name or {@code 0x%08lx}. */
+    /** {@code seq_print_ip_sym}: {@code 0} for 0; {@link #KRETPROBE_MSG} for the trampoline; with offset {@code sprint_symbol}; without, the bare name or {@code 0x%08lx}. */
     public String ipSym(long ip, boolean withOffset) {
         if (ip == 0) return "0";
+        if (kretprobeTrampoline.test(ip)) return KRETPROBE_MSG;
         if (withOffset) return symbols.sprintSymbol(ip);
         return symbols.symbolAt(ip).map(KernelSymbols.Symbol::name).filter(n -> !n.isEmpty())
                 .orElse(String.format("0x%08x", ip));
