@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongFunction;
 import java.util.function.LongUnaryOperator;
@@ -115,8 +116,18 @@ public final class Kallsyms {
         return new SymbolTable(SymbolTable.withSizes(syms), linkBase, map, name);
     }
 
-    /** Symbols of an ELF vmlinux (e.g. the decompressed bzImage payload); offsets via PT_LOAD. */
+    /**
+     * Symbols of an ELF vmlinux (e.g. the decompressed bzImage payload); offsets via PT_LOAD.
+     * An unstripped vmlinux's own {@code .symtab} is preferred ({@link ElfSymbolTable}); a stripped
+     * one is read through its kallsyms tables.
+     */
     public static SymbolTable fromElf(ElfImage elf) throws KernelImageException {
+        Optional<SymbolTable> own = ElfSymbolTable.read(elf);
+        return own.isPresent() ? own.get() : fromElfTables(elf);
+    }
+
+    /** Symbols of an ELF vmlinux from its kallsyms tables only (ignoring any .symtab). */
+    public static SymbolTable fromElfTables(ElfImage elf) throws KernelImageException {
         byte[] d = elf.bytes();
         Layout l = locate(d, elf.name());
         long relBase = 0;
