@@ -196,7 +196,8 @@ public final class Kallsyms {
     public static Layout locate(byte[] d, String name) throws KernelImageException {
         ByteBuffer b = ImageFiles.le(d);
         int[] tok = findTokenTable(d, b);
-        if (tok == null) throw new KernelImageException(name + ": no kallsyms token table found (kernel without CONFIG_KALLSYMS, or not a kernel)");
+        if (tok == null) throw new KernelImageException(name + ": no kallsyms tables found (no kallsyms_token_table/kallsyms_token_index):"
+                + " kernel built without CONFIG_KALLSYMS, or not a kernel");
         int tokenTable = tok[0], tokenIndex = tok[1];
 
         // kallsyms_markers: search back from the token table.
@@ -207,7 +208,8 @@ public final class Kallsyms {
             int n = markerRun(b, p, tokenTable);
             if (n >= 17) { markers = p; numMarkers = n; break; }
         }
-        if (markers < 0) throw new KernelImageException(name + ": corrupt kallsyms: no kallsyms_markers before the token table at 0x" + Integer.toHexString(tokenTable));
+        if (markers < 0) throw new KernelImageException(name + ": kallsyms not understood: a token table at 0x" + Integer.toHexString(tokenTable)
+                + " but no kallsyms_markers before it (a kallsyms layout kpemu does not know, or a damaged image)");
         long lastMarker = b.getInt(markers + 4 * (numMarkers - 1)) & 0xffffffffL;
 
         // kallsyms_num_syms + kallsyms_names: verify by decoding every name length.
@@ -221,7 +223,8 @@ public final class Kallsyms {
                 if (namesMatch(d, b, start, (int) v, markers, numMarkers)) { numSymsAt = p; names = start; numSyms = (int) v; break; }
             }
         }
-        if (numSymsAt < 0) throw new KernelImageException(name + ": corrupt kallsyms: no kallsyms_num_syms/kallsyms_names matching the " + numMarkers + " markers");
+        if (numSymsAt < 0) throw new KernelImageException(name + ": kallsyms not understood: no kallsyms_num_syms/kallsyms_names agreeing with the "
+                + numMarkers + " kallsyms_markers (a kallsyms layout kpemu does not know, or a damaged image)");
 
         Layout l = locateOffsets(d, b, tokenTable, tokenIndex, markers, numMarkers, numSymsAt, numSyms, names);
         if (l == null) {
