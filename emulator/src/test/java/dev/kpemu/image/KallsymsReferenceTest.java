@@ -27,6 +27,9 @@ import org.junit.jupiter.api.TestFactory;
  * sample lines. The {@code [...]} lines (modules, bpf, ftrace trampolines) are not in the image's
  * tables; the recording lists how many there were ({@code excluded} lines).
  *
+ * <p>An unstripped vmlinux is compared twice: as read ({@code .symtab}) and through its kallsyms
+ * tables alone.
+ *
  * <p>Kernels: the ones in the guest cache ({@code <cache>/guest/<arch>/vmlinux} and
  * {@code vmlinuz}) plus any files named in the system property {@code kpemu.kallsyms.kernels}
  * (path-separator separated). A kernel whose release has no recording is skipped with a note;
@@ -96,7 +99,14 @@ class KallsymsReferenceTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isRegularFile(refFile),
                 "no recording for " + release + " (run guest-images/record-kallsyms.sh " + arch + " <kernel>)");
         Reference ref = Reference.read(refFile);
-        SymbolTable t = Kallsyms.read(kernel);
+        compare(kernel, release, ref, Kallsyms.read(kernel));
+        if (ImageFiles.isElf(bytes)) {
+            ElfImage elf = ElfImage.parse(bytes, kernel.toString());
+            if (!elf.symbols().isEmpty()) compare(kernel, release, ref, Kallsyms.fromElfTables(elf));   // both readings of an unstripped vmlinux
+        }
+    }
+
+    static void compare(Path kernel, String release, Reference ref, SymbolTable t) throws Exception {
         List<String> lines = new ArrayList<>(t.size());
         for (Symbol s : t.symbols()) lines.add(s.toString());
         List<String> kernelOrder = List.copyOf(lines);
@@ -106,8 +116,8 @@ class KallsymsReferenceTest {
         String digest = HexFormat.of().formatHex(sha.digest());
         Set<String> present = new java.util.HashSet<>(kernelOrder);
         List<String> missing = ref.samples.stream().filter(s -> !present.contains(s)).toList();
-        System.out.printf("%s (%s): kpemu %d symbols, /proc/kallsyms %d core lines; sha256 %s; %d of %d samples missing%n",
-                kernel, release, t.size(), ref.coreLines, digest.equals(ref.coreSortedSha256) ? "equal" : "DIFFERS",
+        System.out.printf("%s (%s): kpemu %d symbols from %s, /proc/kallsyms %d core lines; sha256 %s; %d of %d samples missing%n",
+                kernel, release, t.size(), t.source().endsWith("(.symtab)") ? ".symtab" : "kallsyms tables", ref.coreLines, digest.equals(ref.coreSortedSha256) ? "equal" : "DIFFERS",
                 missing.size(), ref.samples.size());
         assertEquals(List.of(), missing.stream().limit(10).toList(), "sampled /proc/kallsyms lines kpemu lacks");
         assertEquals(ref.coreLines, t.size(), "symbol count");
