@@ -15,7 +15,8 @@ import java.util.Optional;
  *     for weak functions/objects, upper case when global;</li>
  * <li>left out as scripts/kallsyms (and scripts/mksysmap) leave them out: section and file
  *     symbols, undefined and non-allocated ones, absolute ones (except the few it keeps), and
- *     the assembler/linker/tooling names ({@code $x}/{@code $d} mapping symbols, {@code .L}
+ *     the assembler/linker/tooling names ({@code $x}/{@code $d} mapping symbols, also inside the
+ *     arm64 {@code __pi_}/{@code __kvm_nvhe_} namespaces, {@code .L}
  *     labels, {@code __crc_}, {@code __efistub_}, {@code __kcfi_typeid_}, the export strings
  *     {@code __kstrtab_}/{@code __kstrtabns_} that scripts/mksysmap drops, linker thunks);</li>
  * <li>x86-64 kernels whose per-CPU area is linked at 0 ({@code __per_cpu_start} = 0, as
@@ -28,12 +29,13 @@ import java.util.Optional;
  */
 public final class ElfSymbolTable {
     private static final List<String> KEPT_ABSOLUTE = List.of("__kernel_syscall_via_break", "__kernel_syscall_via_epc", "__kernel_sigtramp", "__gp");
-    private static final List<String> IGNORED_PREFIXES = List.of("$", ".L", "__crc_", "__efistub_", "__kvm_nvhe_$", "__kvm_nvhe_.L",
+    private static final List<String> IGNORED_PREFIXES = List.of("$", ".L", "__crc_", "__efistub_",
+            "__pi_$", "__pi_.L", "__kvm_nvhe_$", "__kvm_nvhe_.L",                   // arm64 PIE / nVHE KVM namespaces
             "__AArch64ADRPThunk_", "__ARMV5PILongThunk_", "__ARMV7PILongThunk_", "__ThumbV7PILongThunk_", "__LA25Thunk_",
-            "__microLA25Thunk_", "__kcfi_typeid_", "__kstrtab_", "__kstrtabns_");
+            "__microLA25Thunk_", "__kcfi_typeid_", "__kvm_nvhe___kcfi_typeid_", "__pi___kcfi_typeid_", "__kstrtab_", "__kstrtabns_");
     private static final List<String> IGNORED_SUFFIXES = List.of("_from_arm", "_from_thumb", "_veneer");
     private static final List<String> IGNORED_INFIXES = List.of(".long_branch.", ".plt_branch.");
-    private static final List<String> IGNORED_NAMES = List.of("_SDA_BASE_", "_SDA2_BASE_");
+    private static final List<String> IGNORED_NAMES = List.of("_SDA_BASE_", "_SDA2_BASE_", "L0");
 
     private ElfSymbolTable() {}
 
