@@ -4,7 +4,10 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongFunction;
@@ -38,7 +41,7 @@ import java.util.function.LongUnaryOperator;
  * in the addend): the R_AARCH64_RELATIVE entry whose target is that slot supplies both the value
  * and the Image's link address (r_offset minus the slot's file offset). PC-relative entries give
  * file offsets only; the link address then comes from the pointers the Image stores (see
- * {@link #arm64LinkBaseFromRelocations}).
+ * {@link #arm64LinkBaseFromPointers}).
  *
  * <p>Name lengths use the 6.1+ "big symbol" encoding (a length byte with bit 7 set is followed by
  * the high bits). Kernels without KALLSYMS_BASE_RELATIVE (absolute u64 {@code kallsyms_addresses},
@@ -85,7 +88,7 @@ public final class Kallsyms {
         long linkBase;
         List<Symbol> syms;
         if (l.encoding() == OffsetsEncoding.PC_RELATIVE) {
-            linkBase = arm64LinkBaseFromRelocations(image, l, header.effectiveSize(), name);
+            linkBase = arm64LinkBaseFromPointers(image, l, header.effectiveSize(), name);
             syms = decode(image, l, 0, off -> linkBase + off, name);
         } else {
             long relBase = ImageFiles.le(image).getLong(l.relativeBaseAt());
@@ -150,11 +153,11 @@ public final class Kallsyms {
         return new SymbolTable(SymbolTable.withSizes(syms), base, elf::fileOffsetOf, elf.name());
     }
 
-    private static void voteForBase(long pointer, long effectiveSize, long[] symOffsets, java.util.Map<Long, Integer> votes) {
+    private static void voteForBase(long pointer, long effectiveSize, long[] symOffsets, Map<Long, Integer> votes) {
         final long align = 0x200000L;
         if ((pointer >>> 48) != 0xffffL) return;
         for (long base = pointer & -align; Long.compareUnsigned(pointer - base, effectiveSize) < 0; base -= align) {
-            if (java.util.Arrays.binarySearch(symOffsets, pointer - base) >= 0) votes.merge(base, 1, Integer::sum);
+            if (Arrays.binarySearch(symOffsets, pointer - base) >= 0) votes.merge(base, 1, Integer::sum);
         }
     }
 
@@ -165,12 +168,12 @@ public final class Kallsyms {
      * R_AARCH64_RELATIVE entry. Those that point at symbols (function pointers in tables) vote
      * for the 2 MiB-aligned base that maps them onto a symbol's file offset; the winner must be clear.
      */
-    private static long arm64LinkBaseFromRelocations(byte[] image, Layout l, long effectiveSize, String name) throws KernelImageException {
+    private static long arm64LinkBaseFromPointers(byte[] image, Layout l, long effectiveSize, String name) throws KernelImageException {
         ByteBuffer b = ImageFiles.le(image);
         long[] symOffsets = new long[l.numSyms()];
         for (int i = 0; i < l.numSyms(); i++) symOffsets[i] = l.offsets() + 4L * i + b.getInt(l.offsets() + 4 * i);
-        java.util.Arrays.sort(symOffsets);
-        java.util.Map<Long, Integer> votes = new java.util.HashMap<>();
+        Arrays.sort(symOffsets);
+        Map<Long, Integer> votes = new HashMap<>();
         for (int p = 0; p + 8 <= image.length; p += 8) {
             long word = b.getLong(p);
             if (word == R_AARCH64_RELATIVE && p >= 8 && p + 16 <= image.length) {
