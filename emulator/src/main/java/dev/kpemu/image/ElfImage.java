@@ -17,7 +17,11 @@ import java.util.OptionalLong;
 public final class ElfImage {
     public static final int PT_LOAD = 1, PT_NOTE = 4;
     public static final int PF_X = 1, PF_W = 2, PF_R = 4;
-    public static final int SHT_NOTE = 7;
+    public static final int SHT_SYMTAB = 2, SHT_NOTE = 7, SHT_NOBITS = 8;
+    public static final int SHF_WRITE = 1, SHF_ALLOC = 2, SHF_EXECINSTR = 4;
+    public static final int SHN_UNDEF = 0, SHN_ABS = 0xfff1, SHN_COMMON = 0xfff2;
+    public static final int STB_LOCAL = 0, STB_GLOBAL = 1, STB_WEAK = 2;
+    public static final int STT_OBJECT = 1, STT_FUNC = 2, STT_SECTION = 3, STT_FILE = 4;
     public static final int XEN_ELFNOTE_PHYS32_ENTRY = 18;
     public static final int EM_X86_64 = 62, EM_AARCH64 = 183;
 
@@ -33,7 +37,15 @@ public final class ElfImage {
         }
     }
 
-    public record Section(String name, int type, long flags, long addr, long offset, long size) {}
+    /** A section header; {@code link} is sh_link (for SHT_SYMTAB: the index of its string table). */
+    public record Section(String name, int type, long flags, long addr, long offset, long size, int link) {
+        public boolean alloc() { return (flags & SHF_ALLOC) != 0; }
+        public boolean writable() { return (flags & SHF_WRITE) != 0; }
+        public boolean executable() { return (flags & SHF_EXECINSTR) != 0; }
+    }
+
+    /** An Elf64_Sym of .symtab; {@code section} is st_shndx (SHN_ABS 0xfff1, SHN_UNDEF 0, ...). */
+    public record ElfSymbol(String name, long value, long size, int bind, int kind, int section) {}
 
     public record Note(String name, int type, byte[] desc) {
         /** The descriptor as an unsigned little-endian number (4 or 8 bytes). */
@@ -91,13 +103,14 @@ public final class ElfImage {
             long[][] raw = new long[shnum][];
             for (int i = 0; i < shnum; i++) {
                 int p = (int) (shoff + (long) i * shentsize);
-                raw[i] = new long[]{b.getInt(p) & 0xffffffffL, b.getInt(p + 4), b.getLong(p + 8), b.getLong(p + 16), b.getLong(p + 24), b.getLong(p + 32)};
+                raw[i] = new long[]{b.getInt(p) & 0xffffffffL, b.getInt(p + 4), b.getLong(p + 8), b.getLong(p + 16), b.getLong(p + 24), b.getLong(p + 32),
+                        b.getInt(p + 40)};
             }
             long strOff = shstrndx < shnum ? raw[shstrndx][4] : -1, strSize = shstrndx < shnum ? raw[shstrndx][5] : 0;
             for (long[] r : raw) {
                 String sn = "";
                 if (strOff >= 0 && r[0] < strSize && strOff + r[0] < d.length) sn = cString(d, (int) (strOff + r[0]));
-                secs.add(new Section(sn, (int) r[1], r[2], r[3], r[4], r[5]));
+                secs.add(new Section(sn, (int) r[1], r[2], r[3], r[4], r[5], (int) r[6]));
             }
         }
         List<Note> notes = new ArrayList<>();
@@ -147,6 +160,31 @@ public final class ElfImage {
 
     public Optional<Section> section(String sectionName) {
         return sections.stream().filter(s -> s.name.equals(sectionName)).findFirst();
+    }
+
+    /**
+     * The symbols of {@code .symtab} (empty for a stripped file), index 0 (the null symbol)
+     * left out. Names come from the string table the section's sh_link names.
+     */
+    public List<ElfSymbol> symbols() throws KernelImageException {
+        Optional<Section> tab = sections.stream().filter(s -> s.type == SHT_SYMTAB).findFirst();
+        if (tab.isEmpty()) return List.of();
+        Section st = tab.get();
+        if (st.link <= 0 || st.link >= sections.size()) throw new KernelImageException(name + ": corrupt ELF: .symtab names no string table");
+        Section str = sections.get(st.link);
+        if (st.offset < 0 || st.offset + st.size > data.length || str.offset < 0 || str.offset + str.size > data.length) {
+            throw new KernelImageException(name + ": corrupt ELF: .symtab or its string table lies outside the file");
+        }
+        ByteBuffer b = ImageFiles.le(data);
+        List<ElfSymbol> out = new ArrayList<>((int) (st.size / 24));
+        for (long p = st.offset + 24; p + 24 <= st.offset + st.size; p += 24) {
+            int nameOff = b.getInt((int) p);
+            int info = data[(int) p + 4] & 0xff;
+            int shndx = b.getShort((int) p + 6) & 0xffff;
+            String n = nameOff >= 0 && nameOff < str.size ? cString(data, (int) (str.offset + nameOff)) : "";
+            out.add(new ElfSymbol(n, b.getLong((int) p + 8), b.getLong((int) p + 16), info >> 4, info & 0xf, shndx));
+        }
+        return out;
     }
 
     /** XEN_ELFNOTE_PHYS32_ENTRY: the physical 32-bit PVH entry point, if the image has one. */

@@ -4,9 +4,14 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongFunction;
+import java.util.function.LongUnaryOperator;
 
 /**
  * Decodes the kernel's own kallsyms tables from a kernel image (Debian's images are stripped and
@@ -22,27 +27,48 @@ import java.util.function.LongFunction;
  * <li>{@code kallsyms_num_syms}: a u32 N with ceil(N/256) = marker count, followed (aligned) by
  *     {@code kallsyms_names}; accepted only if decoding N names lands exactly on every marker and
  *     ends at the markers;</li>
- * <li>{@code kallsyms_relative_base} (u64) just before num_syms and {@code kallsyms_offsets}
- *     (N s32, 8-aligned) before it (CONFIG_KALLSYMS_BASE_RELATIVE). With
- *     CONFIG_KALLSYMS_ABSOLUTE_PERCPU (x86-64 SMP) non-negative offsets are absolute (per-CPU)
- *     and negative ones are {@code relative_base - 1 - offset}; otherwise an address is
- *     {@code relative_base + (u32) offset}.</li>
+ * <li>{@code kallsyms_offsets} (N x 32 bits), in one of the layouts scripts/kallsyms.c has
+ *     written (see {@link #locateOffsets}): up to 6.3, offsets (8-aligned) and the u64
+ *     {@code kallsyms_relative_base} just before num_syms; from 6.4, right after the token index
+ *     with relative_base after them; in later kernels (Debian's 7.2) right after the token index,
+ *     PC-relative (the entry's own address + s32) with no relative_base. Base-relative addresses
+ *     are {@code relative_base + (u32) offset}; with CONFIG_KALLSYMS_ABSOLUTE_PERCPU (x86-64 SMP
+ *     up to 6.14; recognised by negative entries) non-negative offsets are absolute (per-CPU) and
+ *     negative ones are {@code relative_base - 1 - offset}.</li>
  * </ol>
  *
  * <p>In a relocatable arm64 Image the relative_base slot holds 0 (RELA relocation with the value
  * in the addend): the R_AARCH64_RELATIVE entry whose target is that slot supplies both the value
- * and the Image's link address (r_offset minus the slot's file offset).
+ * and the Image's link address (r_offset minus the slot's file offset). PC-relative entries give
+ * file offsets only; the link address then comes from the pointers the Image stores (see
+ * {@link #arm64LinkBaseFromPointers}).
  *
  * <p>Name lengths use the 6.1+ "big symbol" encoding (a length byte with bit 7 set is followed by
- * the high bits). Kernels without KALLSYMS_BASE_RELATIVE (absolute u64 addresses) and kernels
- * whose offsets are {@code _text}-relative with no relative_base are not supported.
+ * the high bits). Kernels without KALLSYMS_BASE_RELATIVE (absolute u64 {@code kallsyms_addresses},
+ * removed in 6.11) are not supported.
+ *
+ * <p>Checked against Linux's own /proc/kallsyms by {@code KallsymsReferenceTest}
+ * (recordings by guest-images/record-kallsyms.sh).
  */
 public final class Kallsyms {
     private static final int R_AARCH64_RELATIVE = 1027, R_X86_64_RELATIVE = 8;
 
-    /** Where the tables are (file offsets) and how many symbols there are. */
+    /** How an entry of {@code kallsyms_offsets} gives a symbol's address. */
+    public enum OffsetsEncoding {
+        /** {@code kallsyms_relative_base + (u32) offset}. */
+        BASE_RELATIVE,
+        /** CONFIG_KALLSYMS_ABSOLUTE_PERCPU: offset {@code >= 0} is absolute, else {@code relative_base - 1 - offset}. */
+        ABSOLUTE_PERCPU,
+        /** No relative_base: the address of the entry itself plus the (s32) offset. */
+        PC_RELATIVE
+    }
+
+    /**
+     * Where the tables are (file offsets) and how many symbols there are; {@code relativeBaseAt} is
+     * -1 for {@link OffsetsEncoding#PC_RELATIVE}.
+     */
     public record Layout(int tokenTable, int tokenIndex, int markers, int numMarkers, int numSymsAt, int numSyms,
-                         int names, int offsets, int relativeBaseAt) {}
+                         int names, int offsets, int relativeBaseAt, OffsetsEncoding encoding) {}
 
     private Kallsyms() {}
 
@@ -79,25 +105,32 @@ public final class Kallsyms {
     public static SymbolTable fromArm64Image(byte[] image, String name) throws KernelImageException {
         Arm64Image header = Arm64Image.parse(image, name);
         Layout l = locate(image, name);
-        ByteBuffer b = ImageFiles.le(image);
-        long relBase = b.getLong(l.relativeBaseAt);
-        long base = Long.MIN_VALUE;
-        long[] rela = findRelative(image, R_AARCH64_RELATIVE, (off, addend) -> {
-            long cand = off - l.relativeBaseAt;          // r_offset - slot = link base (2 MiB aligned)
-            return (cand & 0x1fffffL) == 0 && (cand >>> 48) == 0xffffL
-                    && Long.compareUnsigned(addend - cand, header.effectiveSize()) < 0;
-        });
-        if (rela != null) {
-            base = rela[0] - l.relativeBaseAt;
-            if (relBase == 0) relBase = rela[1];
+        long linkBase;
+        List<Symbol> syms;
+        if (l.encoding() == OffsetsEncoding.PC_RELATIVE) {
+            linkBase = arm64LinkBaseFromPointers(image, l, header.effectiveSize(), name);
+            syms = decode(image, l, 0, off -> linkBase + off, name);
+        } else {
+            long relBase = ImageFiles.le(image).getLong(l.relativeBaseAt());
+            long base = Long.MIN_VALUE;
+            long[] rela = findRelative(image, R_AARCH64_RELATIVE, (off, addend) -> {
+                long cand = off - l.relativeBaseAt();          // r_offset - slot = link base (2 MiB aligned)
+                return (cand & 0x1fffffL) == 0 && (cand >>> 48) == 0xffffL
+                        && Long.compareUnsigned(addend - cand, header.effectiveSize()) < 0;
+            });
+            if (rela != null) {
+                base = rela[0] - l.relativeBaseAt();
+                if (relBase == 0) relBase = rela[1];
+            }
+            if (relBase == 0) throw new KernelImageException(name + ": kallsyms_relative_base is 0 and no relocation supplies it");
+            syms = decode(image, l, relBase, null, name);
+            if (base == Long.MIN_VALUE) {
+                long rb = relBase;
+                base = syms.stream().filter(s -> s.name().equals("_text")).mapToLong(Symbol::address).findFirst()
+                        .orElse(rb & ~0x1fffffL);
+            }
+            linkBase = base;
         }
-        if (relBase == 0) throw new KernelImageException(name + ": kallsyms_relative_base is 0 and no relocation supplies it");
-        List<Symbol> syms = decode(image, l, relBase, false, name);
-        if (base == Long.MIN_VALUE) {
-            base = syms.stream().filter(s -> s.name().equals("_text")).mapToLong(Symbol::address).findFirst()
-                    .orElse(relBase & ~0x1fffffL);
-        }
-        final long linkBase = base;
         final long size = image.length;
         LongFunction<OptionalLong> map = a -> {
             long off = a - linkBase;
@@ -106,30 +139,88 @@ public final class Kallsyms {
         return new SymbolTable(SymbolTable.withSizes(syms), linkBase, map, name);
     }
 
-    /** Symbols of an ELF vmlinux (e.g. the decompressed bzImage payload); offsets via PT_LOAD. */
+    /**
+     * Symbols of an ELF vmlinux (e.g. the decompressed bzImage payload); offsets via PT_LOAD.
+     * An unstripped vmlinux's own {@code .symtab} is preferred ({@link ElfSymbolTable}); a stripped
+     * one is read through its kallsyms tables.
+     */
     public static SymbolTable fromElf(ElfImage elf) throws KernelImageException {
+        Optional<SymbolTable> own = ElfSymbolTable.read(elf);
+        return own.isPresent() ? own.get() : fromElfTables(elf);
+    }
+
+    /** Symbols of an ELF vmlinux from its kallsyms tables only (ignoring any .symtab). */
+    public static SymbolTable fromElfTables(ElfImage elf) throws KernelImageException {
         byte[] d = elf.bytes();
         Layout l = locate(d, elf.name());
-        long relBase = ImageFiles.le(d).getLong(l.relativeBaseAt);
-        if (relBase == 0) {
-            OptionalLong slot = elf.vaddrOfFileOffset(l.relativeBaseAt);
-            int type = elf.machine() == ElfImage.EM_AARCH64 ? R_AARCH64_RELATIVE : R_X86_64_RELATIVE;
-            long[] r = slot.isPresent() ? findRelative(d, type, (off, addend) -> off == slot.getAsLong()) : null;
-            if (r == null) throw new KernelImageException(elf.name() + ": kallsyms_relative_base is 0 and no relocation supplies it");
-            relBase = r[1];
+        long relBase = 0;
+        if (l.encoding() != OffsetsEncoding.PC_RELATIVE) {
+            relBase = ImageFiles.le(d).getLong(l.relativeBaseAt());
+            if (relBase == 0) {
+                OptionalLong slot = elf.vaddrOfFileOffset(l.relativeBaseAt());
+                int type = elf.machine() == ElfImage.EM_AARCH64 ? R_AARCH64_RELATIVE : R_X86_64_RELATIVE;
+                long[] r = slot.isPresent() ? findRelative(d, type, (off, addend) -> off == slot.getAsLong()) : null;
+                if (r == null) throw new KernelImageException(elf.name() + ": kallsyms_relative_base is 0 and no relocation supplies it");
+                relBase = r[1];
+            }
+        } else if (elf.vaddrOfFileOffset(l.offsets()).isEmpty()) {
+            throw new KernelImageException(elf.name() + ": kallsyms_offsets at file offset 0x" + Integer.toHexString(l.offsets()) + " is in no PT_LOAD segment");
         }
-        boolean absolutePercpu = elf.machine() == ElfImage.EM_X86_64;
-        List<Symbol> syms = decode(d, l, relBase, absolutePercpu, elf.name());
-        long base = syms.stream().filter(s -> s.name().equals("_text")).mapToLong(Symbol::address).findFirst()
-                .orElse(elf.loadSegments().isEmpty() ? relBase : elf.loadSegments().get(0).vaddr());
+        long entryBase = l.encoding() == OffsetsEncoding.PC_RELATIVE ? elf.vaddrOfFileOffset(l.offsets()).getAsLong() - l.offsets() : 0;
+        List<Symbol> syms = decode(d, l, relBase, off -> entryBase + off, elf.name());
+        long fallback = elf.loadSegments().isEmpty() ? relBase : elf.loadSegments().get(0).vaddr();
+        long base = syms.stream().filter(s -> s.name().equals("_text")).mapToLong(Symbol::address).findFirst().orElse(fallback);
         return new SymbolTable(SymbolTable.withSizes(syms), base, elf::fileOffsetOf, elf.name());
+    }
+
+    private static void voteForBase(long pointer, long effectiveSize, long[] symOffsets, Map<Long, Integer> votes) {
+        final long align = 0x200000L;
+        if ((pointer >>> 48) != 0xffffL) return;
+        for (long base = pointer & -align; Long.compareUnsigned(pointer - base, effectiveSize) < 0; base -= align) {
+            if (Arrays.binarySearch(symOffsets, pointer - base) >= 0) votes.merge(base, 1, Integer::sum);
+        }
+    }
+
+    /**
+     * The link address of a relocatable arm64 Image whose kallsyms are PC-relative (they give
+     * only file offsets). Pointers stored in the Image are link addresses: in place (RELR-packed
+     * relocations, CONFIG_RELR, leave the value in the word) or as the addend of an
+     * R_AARCH64_RELATIVE entry. Those that point at symbols (function pointers in tables) vote
+     * for the 2 MiB-aligned base that maps them onto a symbol's file offset; the winner must be clear.
+     */
+    private static long arm64LinkBaseFromPointers(byte[] image, Layout l, long effectiveSize, String name) throws KernelImageException {
+        ByteBuffer b = ImageFiles.le(image);
+        long[] symOffsets = new long[l.numSyms()];
+        for (int i = 0; i < l.numSyms(); i++) symOffsets[i] = l.offsets() + 4L * i + b.getInt(l.offsets() + 4 * i);
+        Arrays.sort(symOffsets);
+        Map<Long, Integer> votes = new HashMap<>();
+        for (int p = 0; p + 8 <= image.length; p += 8) {
+            long word = b.getLong(p);
+            if (word == R_AARCH64_RELATIVE && p >= 8 && p + 16 <= image.length) {
+                voteForBase(b.getLong(p + 8), effectiveSize, symOffsets, votes);   // RELA addend
+            } else if ((word >>> 48) == 0xffffL) {
+                voteForBase(word, effectiveSize, symOffsets, votes);               // pointer in place
+            }
+        }
+        long best = 0;
+        int first = 0, second = 0;
+        for (var e : votes.entrySet()) {
+            if (e.getValue() > first) { second = first; first = e.getValue(); best = e.getKey(); }
+            else if (e.getValue() > second) second = e.getValue();
+        }
+        if (first < 16 || first < 4 * second) {
+            throw new KernelImageException(name + ": cannot tell the Image's link address: its kallsyms are PC-relative and neither"
+                    + " stored pointers nor R_AARCH64_RELATIVE relocations agree on a base (best " + first + " votes, next " + second + ")");
+        }
+        return best;
     }
 
     /** Finds the tables. */
     public static Layout locate(byte[] d, String name) throws KernelImageException {
         ByteBuffer b = ImageFiles.le(d);
         int[] tok = findTokenTable(d, b);
-        if (tok == null) throw new KernelImageException(name + ": no kallsyms token table found (kernel without CONFIG_KALLSYMS, or not a kernel)");
+        if (tok == null) throw new KernelImageException(name + ": no kallsyms tables found (no kallsyms_token_table/kallsyms_token_index):"
+                + " kernel built without CONFIG_KALLSYMS, or not a kernel");
         int tokenTable = tok[0], tokenIndex = tok[1];
 
         // kallsyms_markers: search back from the token table.
@@ -140,7 +231,8 @@ public final class Kallsyms {
             int n = markerRun(b, p, tokenTable);
             if (n >= 17) { markers = p; numMarkers = n; break; }
         }
-        if (markers < 0) throw new KernelImageException(name + ": corrupt kallsyms: no kallsyms_markers before the token table at 0x" + Integer.toHexString(tokenTable));
+        if (markers < 0) throw new KernelImageException(name + ": kallsyms not understood: a token table at 0x" + Integer.toHexString(tokenTable)
+                + " but no kallsyms_markers before it (a kallsyms layout kpemu does not know, or a damaged image)");
         long lastMarker = b.getInt(markers + 4 * (numMarkers - 1)) & 0xffffffffL;
 
         // kallsyms_num_syms + kallsyms_names: verify by decoding every name length.
@@ -154,14 +246,78 @@ public final class Kallsyms {
                 if (namesMatch(d, b, start, (int) v, markers, numMarkers)) { numSymsAt = p; names = start; numSyms = (int) v; break; }
             }
         }
-        if (numSymsAt < 0) throw new KernelImageException(name + ": corrupt kallsyms: no kallsyms_num_syms/kallsyms_names matching the " + numMarkers + " markers");
+        if (numSymsAt < 0) throw new KernelImageException(name + ": kallsyms not understood: no kallsyms_num_syms/kallsyms_names agreeing with the "
+                + numMarkers + " kallsyms_markers (a kallsyms layout kpemu does not know, or a damaged image)");
 
-        // kallsyms_relative_base + kallsyms_offsets, just before num_syms (8-aligned).
-        int rb = (numSymsAt & ~7) - 8;
-        int offsets = rb - 4 * numSyms;
-        if ((offsets & 7) != 0) offsets -= 4;
-        if (offsets < 0) throw new KernelImageException(name + ": corrupt kallsyms: kallsyms_offsets would start before the file");
-        return new Layout(tokenTable, tokenIndex, markers, numMarkers, numSymsAt, numSyms, names, offsets, rb);
+        Layout l = locateOffsets(d, b, tokenTable, tokenIndex, markers, numMarkers, numSymsAt, numSyms, names);
+        if (l == null) {
+            throw new KernelImageException(name + ": unsupported kallsyms layout: " + numSyms + " names decode, but no kallsyms_offsets"
+                    + " holding " + numSyms + " ascending addresses lies before kallsyms_num_syms (base-relative, up to 6.3)"
+                    + " or after kallsyms_token_index (base-relative or PC-relative, 6.4 and later)");
+        }
+        return l;
+    }
+
+    /**
+     * Finds {@code kallsyms_offsets} and its encoding. Up to 6.3 scripts/kallsyms.c emits
+     * offsets + relative_base first (before num_syms); from 6.4 they follow the token index,
+     * with relative_base after them, and later kernels drop relative_base and emit PC-relative
+     * entries. A placement is accepted only if its N entries give ascending addresses (aliases
+     * equal) and, for the base-relative kinds, the relative_base slot holds a kernel address or 0
+     * (filled in by a RELA relocation). Base-relative is tried first: PC-relative data read as
+     * base-relative falls at every alias (equal addresses, entries 4 bytes apart).
+     */
+    private static Layout locateOffsets(byte[] d, ByteBuffer b, int tokenTable, int tokenIndex, int markers, int numMarkers,
+                                        int numSymsAt, int n, int names) {
+        int before = (numSymsAt & ~7) - 8;
+        int beforeOffsets = before - 4 * n;
+        if ((beforeOffsets & 7) != 0) beforeOffsets -= 4;
+        int indexEnd = tokenIndex + 2 * 256;
+        int[][] baseRelative = {
+                {beforeOffsets, before},
+                {align(indexEnd, 4), align(align(indexEnd, 4) + 4 * n, 8)},
+                {align(indexEnd, 8), align(align(indexEnd, 8) + 4 * n, 8)}};
+        for (int[] c : baseRelative) {
+            OffsetsEncoding e = baseRelativeEncoding(d, b, c[0], n, c[1]);
+            if (e != null) return new Layout(tokenTable, tokenIndex, markers, numMarkers, numSymsAt, n, names, c[0], c[1], e);
+        }
+        for (int off : new int[]{align(indexEnd, 4), align(indexEnd, 8)}) {
+            if (pcRelativeAscending(d, b, off, n)) {
+                return new Layout(tokenTable, tokenIndex, markers, numMarkers, numSymsAt, n, names, off, -1, OffsetsEncoding.PC_RELATIVE);
+            }
+        }
+        return null;
+    }
+
+    private static int align(int v, int a) { return (v + a - 1) & -a; }
+
+    /** BASE_RELATIVE or ABSOLUTE_PERCPU if the placement decodes to ascending addresses, else null. */
+    private static OffsetsEncoding baseRelativeEncoding(byte[] d, ByteBuffer b, int offsets, int n, int relativeBaseAt) {
+        if (offsets < 0 || relativeBaseAt < offsets + 4L * n || relativeBaseAt + 8L > d.length) return null;
+        long relBase = b.getLong(relativeBaseAt);
+        if (relBase != 0 && (relBase >>> 48) != 0xffffL) return null;
+        boolean percpu = false;
+        for (int i = 0; i < n && !percpu; i++) percpu = b.getInt(offsets + 4 * i) < 0;
+        long prev = Long.MIN_VALUE;
+        for (int i = 0; i < n; i++) {
+            int v = b.getInt(offsets + 4 * i);
+            // relative to relative_base; absolute per-CPU entries (small) sort below the kernel's
+            long key = !percpu ? v & 0xffffffffL : v >= 0 ? v : (1L << 33) + (-1L - v);
+            if (key < prev) return null;
+            prev = key;
+        }
+        return percpu ? OffsetsEncoding.ABSOLUTE_PERCPU : OffsetsEncoding.BASE_RELATIVE;
+    }
+
+    private static boolean pcRelativeAscending(byte[] d, ByteBuffer b, int offsets, int n) {
+        if (offsets < 0 || offsets + 4L * n > d.length) return false;
+        long prev = Long.MIN_VALUE;
+        for (int i = 0; i < n; i++) {
+            long at = offsets + 4L * i + b.getInt(offsets + 4 * i);   // file offset of the symbol, relative
+            if (at < prev) return false;
+            prev = at;
+        }
+        return true;
     }
 
     /** [tableStart, indexStart] or null. */
@@ -230,18 +386,14 @@ public final class Kallsyms {
         return q <= markers && markers - q < 8;
     }
 
-    private static List<Symbol> decode(byte[] d, Layout l, long relBase, boolean absolutePercpu, String name) throws KernelImageException {
+    /** {@code entryAddress} maps a file offset to its link address (PC_RELATIVE only). */
+    private static List<Symbol> decode(byte[] d, Layout l, long relBase, LongUnaryOperator entryAddress, String name) throws KernelImageException {
         ByteBuffer b = ImageFiles.le(d);
         String[] tokens = new String[256];
         for (int i = 0; i < 256; i++) {
             int s = l.tokenTable + (b.getShort(l.tokenIndex + 2 * i) & 0xffff), e = s;
             while (d[e] != 0) e++;
             tokens[i] = new String(d, s, e - s, StandardCharsets.ISO_8859_1);
-        }
-        if (absolutePercpu) {   // a kernel without SMP has no absolute per-CPU entries: all offsets >= 0
-            boolean anyNegative = false;
-            for (int i = 0; i < l.numSyms && !anyNegative; i++) anyNegative = b.getInt(l.offsets + 4 * i) < 0;
-            absolutePercpu = anyNegative;
         }
         List<Symbol> out = new ArrayList<>(l.numSyms);
         StringBuilder sb = new StringBuilder(64);
@@ -253,10 +405,13 @@ public final class Kallsyms {
             sb.setLength(0);
             for (int k = 0; k < len; k++) sb.append(tokens[d[q + k] & 0xff]);
             q += len;
-            int off = b.getInt(l.offsets + 4 * i);
-            long addr;
-            if (absolutePercpu) addr = off >= 0 ? off : relBase - 1 - off;
-            else addr = relBase + (off & 0xffffffffL);
+            int at = l.offsets + 4 * i;
+            int off = b.getInt(at);
+            long addr = switch (l.encoding) {
+                case BASE_RELATIVE -> relBase + (off & 0xffffffffL);
+                case ABSOLUTE_PERCPU -> off >= 0 ? off : relBase - 1 - off;
+                case PC_RELATIVE -> entryAddress.applyAsLong(at) + off;
+            };
             if (i > 0 && Long.compareUnsigned(addr, prev) < 0) {
                 throw new KernelImageException(name + ": corrupt kallsyms: symbol " + i + " (" + sb.substring(1)
                         + ") at 0x" + Long.toHexString(addr) + " is below its predecessor; kallsyms_offsets not where expected");

@@ -25,7 +25,25 @@ class KallsymsSyntheticTest {
     static void u32(ByteArrayOutputStream o, long v) { for (int k = 0; k < 4; k++) o.write((int) (v >> (8 * k))); }
     static void u64(ByteArrayOutputStream o, long v) { for (int k = 0; k < 8; k++) o.write((int) (v >> (8 * k))); }
 
-    static byte[] image() {
+    /** Where scripts/kallsyms.c puts kallsyms_offsets and how it encodes them. */
+    enum Layout { BEFORE_NUM_SYMS_6_1, AFTER_TOKEN_INDEX_6_4, PC_RELATIVE_7 }
+
+    static final long LINK_BASE = REL_BASE - 0x10000;
+
+    static byte[] image() { return image(Layout.BEFORE_NUM_SYMS_6_1); }
+
+    static void offsetsAndBase(ByteArrayOutputStream o, Layout layout) {
+        if (layout == Layout.PC_RELATIVE_7) {
+            for (int i = 0; i < N; i++) u32(o, (0x10000 + offset(i)) - o.size());   // symbol file offset - entry's
+            return;
+        }
+        align(o, 8);
+        for (int i = 0; i < N; i++) u32(o, offset(i));                 // kallsyms_offsets
+        align(o, 8);
+        u64(o, REL_BASE);                                              // kallsyms_relative_base
+    }
+
+    static byte[] image(Layout layout) {
         ByteArrayOutputStream o = new ByteArrayOutputStream();
         // arm64 Image header: code0, code1, text_offset 0, image_size, flags 0xa, res, magic, PE offset 0
         u32(o, 0x91005a4d); u32(o, 0x14000000); u64(o, 0); u64(o, 0); u64(o, 0xa); u64(o, 0); u64(o, 0); u64(o, 0);
@@ -35,9 +53,8 @@ class KallsymsSyntheticTest {
         r.nextBytes(junk);
         o.writeBytes(junk);
         align(o, 8);
-        for (int i = 0; i < N; i++) u32(o, offset(i));                 // kallsyms_offsets
-        align(o, 8);
-        u64(o, REL_BASE);                                              // kallsyms_relative_base
+        for (int j = 0; j < 64; j++) u64(o, REL_BASE + offset(j * 70)); // pointers to symbols (an ops table)
+        if (layout == Layout.BEFORE_NUM_SYMS_6_1) offsetsAndBase(o, layout);
         u32(o, N);                                                     // kallsyms_num_syms
         align(o, 8);
         int names = o.size();
@@ -64,6 +81,7 @@ class KallsymsSyntheticTest {
         }
         align(o, 8);
         for (int v : index) { o.write(v); o.write(v >> 8); }           // kallsyms_token_index
+        if (layout != Layout.BEFORE_NUM_SYMS_6_1) offsetsAndBase(o, layout);
         o.writeBytes("trailing rodata\0".getBytes(StandardCharsets.US_ASCII));
         align(o, 8);
         byte[] img = o.toByteArray();
@@ -71,9 +89,12 @@ class KallsymsSyntheticTest {
         return img;
     }
 
-    @Test
-    void decodesSyntheticTables() throws Exception {
-        byte[] img = image();
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(Layout.class)
+    void decodesSyntheticTables(Layout layout) throws Exception {
+        byte[] img = image(layout);
+        assertEquals(layout == Layout.PC_RELATIVE_7 ? Kallsyms.OffsetsEncoding.PC_RELATIVE : Kallsyms.OffsetsEncoding.BASE_RELATIVE,
+                Kallsyms.locate(img, "synthetic").encoding());
         SymbolTable t = Kallsyms.fromArm64Image(img, "synthetic");
         assertEquals(N, t.size());
         for (int i : new int[]{0, 1, 255, 256, 2500, 2501, N - 1}) {
@@ -97,13 +118,13 @@ class KallsymsSyntheticTest {
         byte[] bad = img.clone();
         bad[l.names()] = (byte) 0x7f;   // a wrong length for the first name breaks the name/marker agreement
         String m = assertThrows(KernelImageException.class, () -> Kallsyms.fromArm64Image(bad, "bad")).getMessage();
-        assertTrue(m.startsWith("bad: corrupt kallsyms"), m);
+        assertTrue(m.startsWith("bad: kallsyms not understood: no kallsyms_num_syms/kallsyms_names agreeing"), m);
         byte[] bad2 = img.clone();
         ByteBuffer.wrap(bad2).order(ByteOrder.LITTLE_ENDIAN).putInt(l.offsets() + 4 * 1000, 0x7fffffff);
         m = assertThrows(KernelImageException.class, () -> Kallsyms.fromArm64Image(bad2, "bad2")).getMessage();
-        assertTrue(m.contains("below its predecessor"), m);
+        assertTrue(m.contains("no kallsyms_offsets holding 5000 ascending addresses"), m);
         byte[] noTables = java.util.Arrays.copyOf(img, l.tokenTable());
         m = assertThrows(KernelImageException.class, () -> Kallsyms.fromArm64Image(noTables, "none")).getMessage();
-        assertTrue(m.contains("no kallsyms token table"), m);
+        assertTrue(m.contains("no kallsyms tables found") && m.contains("without CONFIG_KALLSYMS"), m);
     }
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Records Linux's OWN /proc/kallsyms for a kernel, as the reference kpemu's symbol decoder is
+# compared against. Boots the kernel under QEMU TCG with nokaslr and the default busybox
+# initramfs plus a replacement /init that prints /proc/kallsyms (gzip | base64) on the console,
+# then powers off.
+#
+#   guest-images/record-kallsyms.sh ARCH KERNEL [FULL]
+#     ARCH    x86_64 | arm64
+#     KERNEL  the kernel file QEMU boots (x86_64: bzImage or vmlinux; arm64: Image)
+#     FULL    optional: also keep the complete /proc/kallsyms text there
+#     writes  guest-images/reference/ARCH/kallsyms-RELEASE.txt
+#
+# The reference file is small enough to commit: the kernel's release and sha256, the line count
+# of /proc/kallsyms, and for the CORE lines (those without a "[module]" column: modules, bpf
+# programs, ftrace/kprobe trampolines are not in the image's tables) their count, the sha256 of
+# the core lines as "%016x %c %s" sorted bytewise (LC_ALL=C), and every 499th core line in
+# kernel order as a readable sample. The excluded lines are listed by their "[...]" tag counts.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+die() { echo "record-kallsyms: $*" >&2; exit 1; }
+
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: record-kallsyms.sh x86_64|arm64 KERNEL [FULL]"
+arch=$1; kernel=$(readlink -f "$2"); full=${3:-}
+[ -f "$kernel" ] || die "no kernel file $2"
+case "$arch" in
+  x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
+  arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
+  *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
+esac
+if ! command -v "$qemu" >/dev/null; then
+  [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"
+  apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
+fi
+release=$(strings -n 20 "$kernel" | sed -nE 's/^Linux version ([^ ]+) .*/\1/p' | head -n1)
+if [ -z "$release" ] && [ "$(od -An -c -j 514 -N 4 "$kernel" | tr -d ' ')" = HdrS ]; then
+  # bzImage: the setup header's kernel_version (offset 0x20e) points at "RELEASE (builder) #..."
+  kv=$(( $(od -An -tu2 -j 526 -N 2 "$kernel") + 0x200 ))
+  release=$(dd if="$kernel" bs=1 skip="$kv" count=200 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1)
+fi
+[ -n "$release" ] || die "$kernel: no 'Linux version' string (a compressed image? pass the vmlinux or Image)"
+
+base=$("$root/kpemu" images --arch "$arch" --print initramfs)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A second newc cpio member appended to the default archive replaces its /init.
+cat > "$work/init" <<'EOF'
+#!/bin/sh
+mount -t proc proc /proc
+echo 0 > /proc/sys/kernel/kptr_restrict
+echo KPEMU-KALLSYMS-BEGIN
+gzip -c /proc/kallsyms | base64
+echo KPEMU-KALLSYMS-END
+poweroff -f
+EOF
+newc() {   # newc header + name + data, each padded to 4 bytes
+  local name=$1 mode=$2 file=$3 size=0
+  [ -n "$file" ] && size=$(stat -c %s "$file")
+  local namesz=$(( ${#name} + 1 ))
+  printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X' \
+    1 "$mode" 0 0 1 0 "$size" 0 0 0 0 "$namesz" 0
+  printf '%s\0' "$name"
+  local pad=$(( (4 - (110 + namesz) % 4) % 4 )); head -c "$pad" /dev/zero
+  if [ -n "$file" ]; then cat "$file"; head -c $(( (4 - size % 4) % 4 )) /dev/zero; fi
+}
+{ cat "$base"; newc init $((0100755)) "$work/init"; newc 'TRAILER!!!' 0 ""; } > "$work/initramfs.cpio"
+
+append="nokaslr panic=-1 quiet"
+if [ "$arch" = x86_64 ]; then
+  cmd=("$qemu" -M pc -m 1024 -nographic -no-reboot -kernel "$kernel" -initrd "$work/initramfs.cpio" -append "console=ttyS0 $append")
+else
+  cmd=("$qemu" -M virt -cpu max,pauth-impdef=on -m 1024 -nographic -no-reboot -kernel "$kernel" -initrd "$work/initramfs.cpio" -append "console=ttyAMA0 $append")
+fi
+timeout 1200 "${cmd[@]}" > "$work/console" 2>&1 || true
+grep -q KPEMU-KALLSYMS-END "$work/console" || { tail -n 20 "$work/console" >&2; die "the boot did not print /proc/kallsyms"; }
+sed -n '/KPEMU-KALLSYMS-BEGIN/,/KPEMU-KALLSYMS-END/p' "$work/console" | tr -d '\r' | sed '1d;$d' \
+  | base64 -d | gunzip > "$work/kallsyms"
+[ -n "$full" ] && cp "$work/kallsyms" "$full"
+
+grep -v ' \[' "$work/kallsyms" > "$work/core" || true
+out="$here/reference/$arch/kallsyms-$release.txt"
+mkdir -p "$(dirname "$out")"
+{
+  echo "# Linux's own /proc/kallsyms, recorded by guest-images/record-kallsyms.sh under QEMU (nokaslr)."
+  echo "release $release"
+  echo "kernel-sha256 $(sha256sum < "$kernel" | cut -d' ' -f1)"
+  echo "qemu $("$qemu" --version | head -n1)"
+  echo "lines $(wc -l < "$work/kallsyms")"
+  grep -o ' \[[^]]*\]$' "$work/kallsyms" | sort | uniq -c | awk '{print "excluded " $2 " " $1}' || true
+  echo "core-lines $(wc -l < "$work/core")"
+  echo "core-sorted-sha256 $(LC_ALL=C sort "$work/core" | sha256sum | cut -d' ' -f1)"
+  echo "# every 499th core line, in kernel order:"
+  awk 'NR % 499 == 1 { print "sample " $0 }' "$work/core"
+} > "$out"
+echo "recorded $(wc -l < "$work/kallsyms") lines of /proc/kallsyms ($(wc -l < "$work/core") core) for $release to $out"
