@@ -82,6 +82,7 @@ public final class TracedBoot implements BootHooks {
     private JumpOptimizer optimizer;
     private KernelOptimizationInputs optimizationInputs;
     private KernelProbeRules rules;
+    private Dialect dialect = Dialect.LINUX_6_1;
     private boolean allowUnsafe;
     private Consumer<String> kernelMessages = System.err::println;
 
@@ -135,9 +136,10 @@ public final class TracedBoot implements BootHooks {
      * the blacklist, reserved sites, the instruction) unless unsafe probes are allowed.
      */
     @Override public void ready(LinuxGuest guest) {
+        dialect = Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
         KallsymsSymbols symbols = kernelSymbols(guest);
-        ProbeParser parser = new ProbeParser(guest.arch(), Dialect.LINUX_6_1, symbols);
+        ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
         try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
             rules = sites.rules();
             for (String text : definitions) {
@@ -178,7 +180,7 @@ public final class TracedBoot implements BootHooks {
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
-            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out);
+            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out).dialect(dialect);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -209,8 +211,15 @@ public final class TracedBoot implements BootHooks {
         }
     }
 
-    private static KallsymsSymbols kernelSymbols(LinuxGuest guest) {
-        return KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
+    /** The kernel's symbols, with its BTF when the dialect uses it. */
+    private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
+        KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
+        if (!dialect.hasBtfRetval()) return k;
+        try {
+            return k.withBtf(guest.kernelStructs().btf());
+        } catch (KernelImageException e) {
+            return k;   // no BTF: untyped $retval stays x64, as on a kernel built without it
+        }
     }
 
     /** The definition the engine refused when registering it, or null. */

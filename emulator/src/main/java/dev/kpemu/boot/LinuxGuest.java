@@ -38,6 +38,9 @@ public interface LinuxGuest extends AutoCloseable {
      */
     byte[] kernelFile();
 
+    /** The kernel's release ({@code uname -r}) from its banner, or "" when the image has none. */
+    default String release() { return dev.kpemu.image.KernelRelease.of(kernelFile()).orElse(""); }
+
     /**
      * Structure offsets from the kernel's own BTF ({@code task_struct} comm/pid, the current
      * task), for probe output.

@@ -10,10 +10,16 @@ import java.util.OptionalLong;
  * as {@code _kprobe_blacklist}, the kallsyms base) holds 0 in the file and its link-time value is
  * the addend of the relocation whose {@code r_offset} is the pointer's address. The entries form
  * one array of {@code Elf64_Rela} ({@code r_offset, r_info = 1027, r_addend}), found by its shape.
+ * (Kernels that pack relocations as RELR hold most pointers' values in place; a few stay RELA.)
  */
 public final class Arm64Relocations {
     static final int R_AARCH64_RELATIVE = 1027;
-    private static final int MIN_ENTRIES = 64;
+    /**
+     * Fewest entries of a run taken for the table: kernels that pack their relocations as RELR
+     * (6.12+) keep a handful of RELA entries (seen: 7 on Debian's 6.12); a run is also required to
+     * relocate kernel-half addresses, which random data does not.
+     */
+    private static final int MIN_ENTRIES = 4;
 
     private final long[] offsets;   // sorted r_offset
     private final long[] addends;   // same order
@@ -30,7 +36,7 @@ public final class Arm64Relocations {
         for (int phase = 0; phase < 24; phase += 8) {
             int runStart = -1, runLen = 0;
             for (int p = phase; p + 24 <= image.length; p += 24) {
-                if (b.getLong(p + 8) == R_AARCH64_RELATIVE) {
+                if (b.getLong(p + 8) == R_AARCH64_RELATIVE && (b.getLong(p) >>> 48) == 0xffffL) {
                     if (runLen == 0) runStart = p;
                     runLen++;
                     if (runLen > bestLen) { bestLen = runLen; bestStart = runStart; }

@@ -80,21 +80,36 @@ public final class KernelTextTables {
         List<Long> records = new ArrayList<>();
         boolean bounded = table("__start_mcount_loc", "__stop_mcount_loc", 8, (at, b) -> records.add(pointer(at, b, 0)));
         if (!bounded && arch == Arch.ARM64) records.addAll(arm64McountByShape());
-        for (long r : records) ftraceSites.add(arch == Arch.ARM64 ? arm64CallSite(r) : r);
+        boolean callOps = arch == Arch.ARM64 && arm64CallOps(records);
+        if (callOps) notes.add("ftrace sites: records point at pre-function NOPs (DYNAMIC_FTRACE_WITH_CALL_OPS)");
+        for (long r : records) ftraceSites.add(arch == Arch.ARM64 ? arm64CallSite(callOps ? r + 8 : r) : r);
     }
 
     /**
-     * arm64's {@code ftrace_call_adjust}: a record points at the function's patchable NOPs (or the
-     * pre-function NOPs with CALL_OPS, or its landing pad); ftrace patches the second NOP of the
-     * pair that follows the entry's landing pad ({@code bti c}, {@code paciasp}).
+     * Whether the kernel's records point 8 bytes before their functions (the two pre-function NOPs
+     * of CALL_OPS) rather than at them: decided by the majority of records.
      */
-    private long arm64CallSite(long record) {
-        long at = record;
-        Optional<Symbol> s = syms.lookup(at);
-        if (s.isEmpty() || s.get().address() != at) {
-            Optional<Symbol> next = syms.lookup(at + 8);   // CALL_OPS: two pre-function NOPs before the symbol
-            if (next.isPresent() && next.get().address() == at + 8) at += 8;
+    private boolean arm64CallOps(List<Long> records) {
+        int at = 0, before = 0;
+        for (long r : records) {
+            if (functionStartsAt(r)) at++;
+            else if (functionStartsAt(r + 8)) before++;
         }
+        return before > at;
+    }
+
+    private boolean functionStartsAt(long a) {
+        Optional<Symbol> s = syms.lookup(a);
+        return s.isPresent() && s.get().address() == a;
+    }
+
+    /**
+     * arm64's {@code ftrace_call_adjust} from a function's entry (the record, or with CALL_OPS the
+     * record + 8): ftrace patches the second NOP of the pair that follows the entry's landing pad
+     * ({@code bti c}, {@code paciasp}).
+     */
+    private long arm64CallSite(long entry) {
+        long at = entry;
         OptionalLong off = syms.fileOffset(at);
         if (off.isPresent() && off.getAsLong() + 4 <= file.length) {
             int w = ImageFiles.le(file).getInt((int) off.getAsLong());
@@ -141,18 +156,30 @@ public final class KernelTextTables {
         area("__entry_text_start", "__entry_text_end");
         if (arch == Arch.ARM64) {
             area("__irqentry_text_start", "__irqentry_text_end");
-            area("__idmap_text_start", "__idmap_text_end");
+            // the ID map is text until 6.3, which moved it to .rodata and stopped blacklisting it
+            Optional<Range> text = section("_stext", "_etext"), idmap = section("__idmap_text_start", "__idmap_text_end");
+            if (text.isPresent() && idmap.isPresent() && text.get().contains(idmap.get().start())) area("__idmap_text_start", "__idmap_text_end");
             area("__hyp_text_start", "__hyp_text_end");
             area("__hyp_idmap_text_start", "__hyp_idmap_text_end");
         }
     }
 
-    /** {@code kprobe_add_ksym_blacklist}: the whole function containing {@code entry}; its size, or 0. */
+    /**
+     * {@code kprobe_add_ksym_blacklist}: the whole function containing {@code entry}, when it is
+     * kernel text ({@code kernel_text_address}: core or init text; 6.12's arm64 SDEI trampolines
+     * are NOKPROBE but live outside it); its size, or 0.
+     */
     private long addFunction(long entry) {
         Optional<Symbol> s = syms.lookup(entry);
-        if (s.isEmpty() || !s.get().text()) return 0;
+        if (s.isEmpty() || !s.get().text() || !kernelText(entry)) return 0;
         blacklist.add(new Range(s.get().address(), s.get().address() + s.get().size(), s.get().name()));
         return s.get().size();
+    }
+
+    private boolean kernelText(long address) {
+        Optional<Range> text = section("_stext", "_etext"), init = section("_sinittext", "_einittext");
+        if (text.isEmpty()) return true;
+        return text.get().contains(address) || (init.isPresent() && init.get().contains(address));
     }
 
     /** {@code kprobe_add_area_blacklist}: every function from {@code start} to {@code end}. */

@@ -30,7 +30,7 @@ import dev.kpemu.natives.NativeLibraries;
  * site outside the init text, which the kernel frees) name for name, by count and digest.
  */
 @Tag("kernel")
-class KernelTextTablesTest {
+public class KernelTextTablesTest {
     /** {@code guest-images/reference/ARCH/SERIES} (series: major.minor of the release, as the recording scripts name it). */
     static Path reference(Arch a, String release) {
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+\\.\\d+)").matcher(release);
@@ -48,16 +48,19 @@ class KernelTextTablesTest {
         return lines.stream().filter(l -> !l.startsWith("#")).toList();
     }
 
-    static KernelTextTables tables(Arch a) throws Exception {
-        Kallsyms.KernelText k = Kallsyms.load(GuestImages.forRepository().kernel(a));
-        return KernelTextTables.read(a, k.symbols(), k.bytes());
-    }
 
     @ParameterizedTest
     @EnumSource(Arch.class)
     void blacklistEqualsDebugfs(Arch a) throws Exception {
-        List<String> linux = recorded(a, "kprobe_blacklist", GuestImages.forRepository().kernelVersion(a));
-        KernelTextTables t = tables(a);
+        GuestImages images = GuestImages.forRepository();
+        blacklistEqualsDebugfs(a, images.kernel(a), images.kernelVersion(a));
+    }
+
+    /** The check for one kernel file (skipped when no list was recorded for its release). */
+    public static void blacklistEqualsDebugfs(Arch a, Path kernel, Map<String, String> version) throws Exception {
+        List<String> linux = recorded(a, "kprobe_blacklist", version);
+        Kallsyms.KernelText k = Kallsyms.load(kernel);
+        KernelTextTables t = KernelTextTables.read(a, k.symbols(), k.bytes());
         Set<String> kpemu = t.kprobeBlacklist().stream()
                 .map(r -> String.format("0x%016x-0x%016x\t%s", r.start(), r.end(), r.name())).collect(Collectors.toCollection(TreeSet::new));
         Set<String> want = new TreeSet<>(linux);
@@ -72,8 +75,14 @@ class KernelTextTablesTest {
     @EnumSource(Arch.class)
     void ftraceSitesEqualAvailableFilterFunctions(Arch a) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        List<String> digest = recorded(a, "available_filter_functions.digest", images.kernelVersion(a));
-        Kallsyms.KernelText k = Kallsyms.load(images.kernel(a));
+        ftraceSitesEqualAvailableFilterFunctions(a, images.kernel(a), images.kernelVersion(a));
+    }
+
+    /** The check for one kernel file (skipped when no digest was recorded for its release). */
+    public static void ftraceSitesEqualAvailableFilterFunctions(Arch a, Path kernel, Map<String, String> version) throws Exception {
+        GuestImages images = GuestImages.forRepository();
+        List<String> digest = recorded(a, "available_filter_functions.digest", version);
+        Kallsyms.KernelText k = Kallsyms.load(kernel);
         KernelTextTables t = KernelTextTables.read(a, k.symbols(), k.bytes());
         KernelTextTables.Range init = t.section("_sinittext", "_einittext").orElseThrow();
         List<String> names = new ArrayList<>();
@@ -86,7 +95,7 @@ class KernelTextTablesTest {
         for (String n : unique) sb.append(n).append('\n');
         String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(sb.toString().getBytes(StandardCharsets.UTF_8)));
         Path full = images.cacheRoot().resolve("reference").resolve(a.linuxName())
-                .resolve(reference(a, images.kernelVersion(a).get("release")).getFileName()).resolve("available_filter_functions");
+                .resolve(reference(a, version.get("release")).getFileName()).resolve("available_filter_functions");
         String hint = "";
         if (Files.isRegularFile(full)) {
             Set<String> linux = new TreeSet<>(Files.readAllLines(full));

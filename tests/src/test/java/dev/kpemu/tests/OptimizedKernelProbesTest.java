@@ -37,8 +37,9 @@ class OptimizedKernelProbesTest {
                     "p:rd ksys_read+5 fd=%di count=%dx",
                     "p:wr vfs_write+5 count=%dx",
                     "r:rdret ksys_read ret=$retval",
-                    // a uaccess function: its __ex_table entries keep it a breakpoint probe
-                    "p:cp strncpy_from_user+9");
+                    // a function with __ex_table entries keeps its probe a breakpoint probe (strncpy_from_user,
+                    // which this test used before, has no ftrace site: Linux refuses it as notrace)
+                    "p:cp fault_in_readable+5");
             case ARM64 -> List.of(
                     "p:myopen do_sys_openat2 dfd=%x0",
                     "p:rd ksys_read+12 fd=%x0 count=%x2",
@@ -109,7 +110,7 @@ class OptimizedKernelProbesTest {
         long detour = detourHits(opt);
         if (arch == Arch.X86_64) {
             Verdict v = opt.verdicts().entrySet().stream()
-                    .filter(e -> list.lines().anyMatch(l -> l.startsWith(String.format("%016x", e.getKey())) && l.contains("strncpy_from_user+0x9")))
+                    .filter(e -> list.lines().anyMatch(l -> l.startsWith(String.format("%016x", e.getKey())) && l.contains("fault_in_readable+0x5")))
                     .map(Map.Entry::getValue).findFirst().orElseThrow();
             assertTrue(v instanceof Verdict.Refused r && r.has(Refusal.Reason.EXCEPTION_TABLE_ENTRY), v.toString());
         }

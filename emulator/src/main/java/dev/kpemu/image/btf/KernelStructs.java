@@ -22,7 +22,8 @@ import java.util.Optional;
  *     from 6.2 on (and backports) keep it in {@code struct pcpu_hot pcpu_hot} (member
  *     {@code current_task}); older ones in the per-CPU pointer {@code current_task}. The per-CPU
  *     offset comes from kallsyms (the per-CPU symbols are absolute with
- *     CONFIG_KALLSYMS_ABSOLUTE_PERCPU) and, failing that, from the BTF DATASEC
+ *     CONFIG_KALLSYMS_ABSOLUTE_PERCPU; since 6.15 the section is linked in place and GS_BASE is added
+ *     to the variable's link address, which kallsyms holds) and, failing that, from the BTF DATASEC
  *     {@code .data..percpu}, which pahole fills with the per-CPU variables (x86-64 links that
  *     section at 0, so the offset inside it is the per-CPU address). The task pointer is the 8
  *     bytes at {@code GS_BASE + }{@link CurrentTask#gsOffset()}.</li>
@@ -147,7 +148,12 @@ public final class KernelStructs {
     private static Optional<long[]> perCpu(Btf btf, SymbolTable symbols, String name) throws BtfFormatException {
         Optional<Symbol> sym = symbols == null ? Optional.empty() : symbols.byName(name);
         Optional<Btf.VarLocation> var = btf.variable(name).filter(v -> v.section().equals(".data..percpu"));
-        if (sym.isPresent() && var.isPresent() && sym.get().address() != var.get().offset()) {
+        // kernels whose per-CPU section is linked at its place in the image (x86-64 since 6.15)
+        // address per-CPU variables as GS_BASE + their link address: kallsyms holds that address,
+        // the DATASEC the offset from __per_cpu_start
+        long sectionBase = symbols == null ? 0 : symbols.byName("__per_cpu_start").map(Symbol::address).orElse(0L);
+        if (sym.isPresent() && var.isPresent() && sym.get().address() != var.get().offset()
+                && sym.get().address() != sectionBase + var.get().offset()) {
             throw new BtfFormatException(String.format("%s: per-CPU %s: kallsyms says 0x%x, the BTF .data..percpu DATASEC says 0x%x",
                     btf.source(), name, sym.get().address(), var.get().offset()));
         }

@@ -5,6 +5,7 @@ import java.util.OptionalLong;
 import java.util.function.LongPredicate;
 
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.image.btf.Btf;
 import dev.kpemu.kprobes.x86.X86LandingPad;
 import dev.kpemu.machine.Arch;
 
@@ -17,11 +18,24 @@ import dev.kpemu.machine.Arch;
 public final class KallsymsSymbols implements KernelSymbols {
     private final SymbolTable table;
     private final LongPredicate landingPadAt;
+    private final Btf btf;
 
     /** @param landingPadAt whether the function at an address starts with a landing pad (x86 IBT's {@code endbr}) */
     public KallsymsSymbols(SymbolTable table, LongPredicate landingPadAt) {
+        this(table, landingPadAt, null);
+    }
+
+    private KallsymsSymbols(SymbolTable table, LongPredicate landingPadAt, Btf btf) {
         this.table = table;
         this.landingPadAt = landingPadAt;
+        this.btf = btf;
+    }
+
+    /** The same symbols with the kernel's BTF, for the types BTF gives (an untyped {@code $retval} on 6.10+). */
+    public KallsymsSymbols withBtf(Btf btf) { return new KallsymsSymbols(table, landingPadAt, btf); }
+
+    @Override public Optional<FetchType> btfReturnType(String function) {
+        return btf == null ? Optional.empty() : BtfFetchTypes.returnType(btf, function);
     }
 
     /** For a kernel file: x86 landing pads are read from {@code kernelFile} through the table's file offsets. */

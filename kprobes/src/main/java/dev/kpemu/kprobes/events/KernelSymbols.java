@@ -35,6 +35,12 @@ public interface KernelSymbols {
     /** {@code kprobe_on_func_entry} for {@code symbol} (may be {@code MOD:SYM}) at {@code offset}. */
     FuncEntry funcEntry(String symbol, long offset);
 
+    /**
+     * The fetch type Linux derives from {@code function}'s BTF return type for an untyped
+     * {@code $retval} ({@code fetch_type_from_btf_type}), if the kernel's BTF describes it.
+     */
+    default java.util.Optional<FetchType> btfReturnType(String function) { return java.util.Optional.empty(); }
+
     /** {@code kallsyms_lookup_name}: the address of {@code name}, if known. */
     OptionalLong lookupName(String name);
 

@@ -127,6 +127,7 @@ public final class ProbeParser {
         // fetch-arg flags
         boolean isReturn;     // TPARG_FL_RETURN
         boolean fentry;       // TPARG_FL_FENTRY
+        String function;      // the probed symbol (for BTF), or null for an address
         // current fetch program
         Insn[] code;
         int cur;
@@ -211,6 +212,7 @@ public final class ProbeParser {
                     if (n == 0) throw err(0, KernelError.BAD_PROBE_ADDR, Errno.ENOENT);
                 }
                 symbol = sym;
+                function = Bytes.decode(sym);
                 int mc = sym.indexOf(':');
                 target = new ProbeTarget.SymbolTarget(mc >= 0 ? Bytes.decode(sym.substring(0, mc)) : null,
                         Bytes.decode(sym.substring(mc + 1)), offset);
@@ -335,6 +337,9 @@ public final class ProbeParser {
                     throw silent("$comm and immediate strings only take the string type");
                 }
                 type = FetchType.STRING;
+            } else if (t == null && arg.equals("$retval") && isReturn && dialect.btfRetval && function != null
+                    && symbols.btfReturnType(function).isPresent()) {
+                type = symbols.btfReturnType(function).get();   // parse_btf_arg: the function's return type
             } else {
                 type = findFetchType(t);
             }

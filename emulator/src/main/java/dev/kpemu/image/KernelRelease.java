@@ -1,0 +1,28 @@
+package dev.kpemu.image;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+/**
+ * A kernel's release ({@code uname -r}) read from its own {@code linux_banner}
+ * ("Linux version RELEASE (builder) ..."), which every kernel image holds as plain text.
+ */
+public final class KernelRelease {
+    private static final byte[] BANNER = "Linux version ".getBytes(StandardCharsets.US_ASCII);
+
+    private KernelRelease() {}
+
+    /** The release of the first banner in {@code image} whose release starts with a digit, if any. */
+    public static Optional<String> of(byte[] image) {
+        outer:
+        for (int i = 0; i + BANNER.length + 2 < image.length; i++) {
+            for (int k = 0; k < BANNER.length; k++) if (image[i + k] != BANNER[k]) continue outer;
+            int s = i + BANNER.length, e = s;
+            while (e < image.length && e - s < 64 && image[e] > ' ' && image[e] < 0x7f) e++;
+            if (e > s && Character.isDigit(image[s]) && e < image.length && image[e] == ' ') {
+                return Optional.of(new String(image, s, e - s, StandardCharsets.US_ASCII));
+            }
+        }
+        return Optional.empty();
+    }
+}

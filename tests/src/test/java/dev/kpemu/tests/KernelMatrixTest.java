@@ -1,0 +1,111 @@
+package dev.kpemu.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.KallsymsReferenceTest;
+import dev.kpemu.image.KernelChoice;
+import dev.kpemu.image.KernelTextTablesTest;
+import dev.kpemu.kprobes.events.ReferenceTrace;
+import dev.kpemu.kprobes.events.TraceComparator;
+import dev.kpemu.kprobes.events.TraceRecord;
+import dev.kpemu.machine.Arch;
+
+/**
+ * Every kernel our users run, on both arches: Debian 12 (6.1), 13 (6.12) and unstable (7.x), each
+ * fetched by suite. Each boots kpemu's busybox workload to power-off, and each recorded probe
+ * script's trace equals what Linux itself printed for that kernel series under QEMU
+ * (guest-images/reference/ARCH/SERIES, recorded by guest-images/record-reference.sh --kernel).
+ */
+@Tag("kernel")
+class KernelMatrixTest {
+    static final List<String> SUITES = List.of("bookworm", "trixie", "sid");
+    static final List<String> SCRIPTS = List.of("open", "args", "fidelity", "kretprobes");
+
+    static Stream<Arguments> kernels() {
+        return SUITES.stream().flatMap(s -> Stream.of(Arch.values()).map(a -> Arguments.of(s, a)));
+    }
+
+    static Stream<Arguments> scripts() {
+        return kernels().flatMap(k -> SCRIPTS.stream().map(n -> Arguments.of(k.get()[0], k.get()[1], n)));
+    }
+
+    static Path kernel(String suite, Arch arch) throws Exception {
+        return GuestImages.forRepository().kernel(arch, new KernelChoice.Debian(suite));
+    }
+
+    static Map<String, String> version(String suite, Arch arch) throws Exception {
+        return GuestImages.forRepository().kernelVersion(arch, new KernelChoice.Debian(suite));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void bootsTheWorkloadToPowerOff(String suite, Arch arch) throws Exception {
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel(suite, arch), null, null, 256, 60,
+                console, new PrintStream(new ByteArrayOutputStream())));
+        String log = console.toString(StandardCharsets.ISO_8859_1);
+        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), suite + " " + arch + ": " + r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertTrue(log.contains(Initramfs.MARK_DONE), "the workload ran");
+        assertTrue(log.contains(version(suite, arch).get("release")), "the console names the kernel that booted");
+    }
+
+    /** kpemu's symbols equal the guest's own /proc/kallsyms (recorded by guest-images/record-kallsyms.sh). */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void symbolsEqualLinuxProcKallsyms(String suite, Arch arch) throws Exception {
+        Path k = kernel(suite, arch);
+        KallsymsReferenceTest.compare(arch == Arch.X86_64 ? GuestImages.forRepository().vmlinux(arch, new KernelChoice.Debian(suite)) : k);
+    }
+
+    /** The kprobe blacklist and ftrace's sites read from the file equal what Linux lists after boot (record-kernel-lists.sh). */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void kernelTablesEqualLinuxOwnLists(String suite, Arch arch) throws Exception {
+        KernelTextTablesTest.blacklistEqualsDebugfs(arch, kernel(suite, arch), version(suite, arch));
+        KernelTextTablesTest.ftraceSitesEqualAvailableFilterFunctions(arch, kernel(suite, arch), version(suite, arch));
+    }
+
+    @ParameterizedTest(name = "{2} on {0} {1}")
+    @MethodSource("scripts")
+    void traceEqualsLinuxOwn(String suite, Arch arch, String script) throws Exception {
+        Map<String, String> v = version(suite, arch);
+        Path ref = KernelTraceRegressionTest.REFERENCE.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release"))).resolve(script + ".trace");
+        Assumptions.assumeTrue(Files.isRegularFile(ref), "no " + script + " reference recorded for " + v.get("release"));
+        ReferenceTrace reference = ReferenceTrace.read(KernelTraceRegressionTest.REFERENCE, arch, script, v.get("release"));
+        TracedBoot traced = new TracedBoot(reference.definitions(), null);
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel(suite, arch), null, null, 256, 60,
+                console, new PrintStream(new ByteArrayOutputStream())), traced);
+        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+        List<String> lines = new ArrayList<>(traced.records().stream().map(TraceRecord::line).toList());
+        TraceComparator.Result cmp = TraceComparator.compare(reference, lines, v.get("release"), v.get("version"));
+        assertTrue(cmp.matches(), suite + " " + arch + " " + script + ": " + cmp.report());
+        assertTrue(cmp.expectedEvents() > 20, "the workload hits the probes: " + cmp.expectedEvents());
+        // the probes cause no ftrace, alternatives or text-patching complaint
+        String log = console.toString(StandardCharsets.ISO_8859_1);
+        for (String bad : new String[] {"WARNING:", "ftrace failed", "ftrace bug", "text_poke", "BUG:", "Oops"}) {
+            assertTrue(!log.contains(bad), "console shows '" + bad + "':\n" + log);
+        }
+    }
+}
