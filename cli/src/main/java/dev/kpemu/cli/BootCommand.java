@@ -143,7 +143,7 @@ final class BootCommand implements Callable<Integer> {
     private void printTables(PrintWriter out, TracedBoot traced) {
         var ev = traced.events();
         if (ev == null) {
-            out.println("kpemu: the guest never reached " + TracedBoot.ARM_AT + "; no probe was registered");
+            out.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
             return;
         }
         if (profile) {

@@ -25,27 +25,39 @@ import dev.kpemu.kprobes.events.TraceProbe;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.X86Reg;
 import dev.kpemu.optprobes.JumpOptimizer;
 import dev.kpemu.optprobes.KernelOptimizationInputs;
 
 /**
- * A boot with kprobe_events definitions: they are parsed against the kernel's kallsyms before
- * the guest runs (syntax and symbol errors stop the boot before it starts), and registered
- * when the guest first reaches {@value #ARM_AT}, after the kernel's boot-time text patching
- * (ftrace's NOP conversion verifies the old bytes, alternatives, static calls) is over. From
- * there on every hit prints an ftrace-format line.
+ * A boot with kprobe_events definitions: they are checked against the kernel's file before the
+ * guest runs (a definition Linux would refuse stops the boot before it starts), and registered
+ * where Linux's {@code kprobe_event=} boot parameter registers them: when the guest reaches
+ * {@value #ARM_AT_BOOT} (an fs_initcall, long after the kernel's own boot-time text patching:
+ * ftrace's NOP conversion, alternatives, static calls). Probes in init text live until the kernel
+ * frees it ({@value #INIT_FREED_AT}): then they are killed, as Linux kills them. With
+ * {@link #armAtInit} they are registered at {@value #ARM_AT_INIT} instead, just before /init.
+ * From there on every hit prints an ftrace-format line.
  */
 public final class TracedBoot implements BootHooks {
-    /** Where probes are registered and armed: reached once, just before /init runs. */
-    public static final String ARM_AT = "run_init_process";
-    /** Slot area on x86-64: the unused hole below the kernel text mapping (rel32 reach). */
-    static final long X86_SLOTS_VA = SlotArea.X86_KERNEL_DEFAULT_VA;
+    /** Where Linux registers {@code kprobe_event=} probes ({@code setup_boot_kprobe_events}). */
+    public static final String ARM_AT_BOOT = "init_kprobe_trace";
+    /** Where probes are registered with {@link #armAtInit}: reached once, just before /init runs. */
+    public static final String ARM_AT_INIT = "run_init_process";
+    /** Called by the kernel just before it frees its init memory; kills the probes there. */
+    static final String INIT_FREED_AT = "kprobe_free_init_mem";
     /**
-     * Slot area on arm64: the top 2 MiB of the module region, just below the kernel image
-     * (so a `B` back from a boosted slot reaches). The default guests load no modules and no
-     * BPF JIT code, which are what the kernel puts there.
+     * The slot area: the 2 MiB just below the kernel image ({@code _text}). x86-64: inside the
+     * 1 GiB the kernel-image page tables already cover (the kernel clears those entries below
+     * {@code _text}), so one 2 MiB page maps it, and rel32 reaches all kernel text. arm64: the top of
+     * the module region (the default guests load no modules and no BPF JIT code), so a {@code B}
+     * back from a boosted slot reaches; its page tables live in memory the device tree reserves.
      */
-    static final long ARM64_SLOTS_VA = 0xffff_8000_07e0_0000L;
+    static long slotsVa(SymbolTable syms) {
+        long start = syms.byName("_text").or(() -> syms.byName("_stext")).orElseThrow().address();   // arm64 6.1 lists no _text
+        return (start & ~0x1f_ffffL) - 0x20_0000L;
+    }
 
     /**
      * The kernel's own kretprobe trampoline, by the names it has had (6.1 x86 and 6.12+: rethook;
@@ -73,7 +85,10 @@ public final class TracedBoot implements BootHooks {
     private final List<String> definitions;
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
-    private long armAt = -1;
+    private long armAt = -1, initFreedAt = -1;
+    private String armAtName;
+    private boolean armAtInit;
+    private boolean returnedFromArmPoint;
     private Kprobes kprobes;
     private EventEngine events;
     private ProbeSyntaxException rejectedAtRegistration;
@@ -111,6 +126,19 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
+    /**
+     * Registers the probes just before /init runs ({@value #ARM_AT_INIT}) instead of where
+     * Linux's {@code kprobe_event=} does: nothing from the kernel's own boot is traced, and init
+     * text is already freed (probes there are refused).
+     */
+    public TracedBoot armAtInit(boolean atInit) {
+        this.armAtInit = atInit;
+        return this;
+    }
+
+    /** The function whose first execution registers the probes (known after {@link #ready}). */
+    public String armedAt() { return armAtName; }
+
     /** Where the kernel's own messages about probe definitions go (default: standard error). */
     public TracedBoot kernelMessages(Consumer<String> sink) {
         this.kernelMessages = sink;
@@ -138,10 +166,12 @@ public final class TracedBoot implements BootHooks {
     @Override public void ready(LinuxGuest guest) {
         dialect = Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
+        boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
+        armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
         try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
-            rules = sites.rules();
+            rules = sites.rules().initTextFreed(!early);
             for (String text : definitions) {
                 for (String line : text.split("\n", -1)) {
                     try {
@@ -155,17 +185,38 @@ public final class TracedBoot implements BootHooks {
                 }
             }
         }
-        armAt = syms.address(ARM_AT);
+        armAt = syms.address(armAtName);
         guest.machine().addBreakpoint(armAt);
+        if (early) {
+            initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
+            if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
+        }
     }
 
     @Override public boolean breakpoint(LinuxGuest guest, long address) {
+        if (address == initFreedAt && initFreedAt != -1) {
+            guest.machine().removeBreakpoint(initFreedAt);
+            initFreedAt = -1;
+            rules.initTextFreed(true);
+            var init = rules.initText();
+            if (kprobes != null && init != null) kprobes.killRange(init.start(), init.end());
+            return true;
+        }
         if (address != armAt || events != null) return false;
         Machine m = guest.machine();
         m.removeBreakpoint(armAt);
+        if (armAtName.equals(ARM_AT_BOOT) && !returnedFromArmPoint) {
+            // Linux's boot probes are registered and enabled by the end of init_kprobe_trace:
+            // register at its return (the next block executed in its caller)
+            returnedFromArmPoint = true;
+            armAt = guest.arch() == Arch.X86_64 ? m.readVirtualLong(m.engine().regRead(X86Reg.RSP))
+                    : m.engine().regRead(Arm64Reg.X30);
+            m.addBreakpoint(armAt);
+            return true;
+        }
         LinuxGuest.HostArea area = guest.hostArea();
-        long va = guest.arch() == Arch.X86_64 ? X86_SLOTS_VA : ARM64_SLOTS_VA;
         SymbolTable syms = guest.symbols();
+        long va = slotsVa(syms);
         kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()))
                 .rules(rules).allowUnsafe(allowUnsafe);
         for (String t : KERNEL_TRAMPOLINES) {

@@ -34,6 +34,16 @@ public final class Arm64DeviceTree {
      * @param initrd the initrd's placement, or null
      */
     public static byte[] build(long ramSize, String bootargs, Initrd initrd) {
+        return build(ramSize, 0, bootargs, initrd);
+    }
+
+    /**
+     * Builds the blob with {@code hostBytes} more RAM after {@code ramSize} that the guest maps
+     * but never allocates: a {@code /reserved-memory} child without {@code no-map}, so the kernel's
+     * linear map covers it (page tables the host links there can be walked by the kernel's own
+     * page-table dumper, which the W+X check runs at boot) while the kernel leaves it alone.
+     */
+    public static byte[] build(long ramSize, long hostBytes, String bootargs, Initrd initrd) {
         FdtWriter w = new FdtWriter();
         w.beginNode("")
                 .property("compatible", "linux,dummy-virt")
@@ -60,8 +70,19 @@ public final class Arm64DeviceTree {
 
         w.beginNode("memory@" + Long.toHexString(Arm64Layout.RAM_BASE))
                 .property("device_type", "memory")
-                .propertyU64("reg", Arm64Layout.RAM_BASE, ramSize)
+                .propertyU64("reg", Arm64Layout.RAM_BASE, ramSize + hostBytes)
                 .endNode();
+        if (hostBytes > 0) {
+            long host = Arm64Layout.RAM_BASE + ramSize;
+            w.beginNode("reserved-memory")
+                    .propertyU32("#address-cells", 2)
+                    .propertyU32("#size-cells", 2)
+                    .property("ranges")
+                    .beginNode("kpemu-host@" + Long.toHexString(host))
+                    .propertyU64("reg", host, hostBytes)
+                    .endNode()
+                    .endNode();
+        }
 
         w.beginNode("intc@" + Long.toHexString(Arm64Layout.GIC_DIST_BASE))
                 .property("compatible", "arm,cortex-a15-gic")

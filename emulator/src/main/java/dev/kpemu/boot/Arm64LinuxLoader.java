@@ -43,8 +43,8 @@ public final class Arm64LinuxLoader {
     }
 
     /**
-     * As {@link #load(Arm64Machine, byte[], String, byte[], String)}, telling the guest (device
-     * tree) about only the first {@code guestRamBytes} of RAM: the rest stays the host's.
+     * As {@link #load(Arm64Machine, byte[], String, byte[], String)}, with the RAM after the first
+     * {@code guestRamBytes} kept for the host: reserved in the device tree (mapped, never allocated).
      */
     public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes)
             throws KernelImageException {
@@ -74,7 +74,7 @@ public final class Arm64LinuxLoader {
             rd = new Arm64DeviceTree.Initrd(start, end);
         }
 
-        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, cmdline, rd);
+        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, ram.size() - guestRamBytes, cmdline, rd);
         if (dtb.length > DTB_MAX) throw new IllegalStateException("device tree larger than 2 MiB");
         long dtbAddr = ram.base();
         m.memory().write(dtbAddr, dtb);

@@ -28,6 +28,7 @@ public final class KernelProbeRules implements AddressRules {
     private final SymbolTable syms;
     private final KernelTextTables tables;
     private final KernelTextTables.Range coreText, initText;
+    private boolean initTextFreed = true;
 
     public KernelProbeRules(Arch arch, SymbolTable syms, KernelTextTables tables) {
         this.arch = arch;
@@ -39,6 +40,20 @@ public final class KernelProbeRules implements AddressRules {
 
     public KernelTextTables tables() { return tables; }
 
+    /**
+     * Whether the kernel has freed its init text (the default: probes registered after boot).
+     * Before, init text is core kernel text and its functions keep their ftrace records, so
+     * probes from early boot may go there ({@code kprobe_event=}); {@link Kprobes#killRange}
+     * kills them when the kernel frees it.
+     */
+    public KernelProbeRules initTextFreed(boolean freed) {
+        this.initTextFreed = freed;
+        return this;
+    }
+
+    /** [_sinittext, _einittext), or null. */
+    public KernelTextTables.Range initText() { return initText; }
+
     @Override
     public int check(long address, SymbolResolver.SymbolInfo symbol) {
         int flags = 0;
@@ -46,7 +61,8 @@ public final class KernelProbeRules implements AddressRules {
             if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));
             flags |= Kprobe.FLAG_FTRACE;
         }
-        if (coreText != null && !coreText.contains(address)) {
+        boolean liveInit = !initTextFreed && initText != null && initText.contains(address);
+        if (coreText != null && !coreText.contains(address) && !liveInit) {
             throw new KprobeException(Errno.EINVAL, String.format("0x%x is not core kernel text%s", address,
                     initText != null && initText.contains(address) ? " (init text, freed after boot)" : ""));
         }
@@ -102,7 +118,7 @@ public final class KernelProbeRules implements AddressRules {
         if (s.isEmpty()) return false;
         if (s.get().size() == 0) return true;
         long start = s.get().address(), last = start + s.get().size() - 1;
-        if (initText != null && initText.contains(start)) return true;   // ftrace dropped init records
+        if (initTextFreed && initText != null && initText.contains(start)) return true;   // ftrace dropped init records
         Long site = tables.ftraceSites().ceiling(start);
         return site == null || Long.compareUnsigned(site, last) > 0;
     }

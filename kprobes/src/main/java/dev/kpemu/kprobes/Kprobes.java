@@ -369,6 +369,22 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         optimizerChanged(p.point.address);
     }
 
+    /**
+     * {@code kprobe_free_init_mem}: the kernel is about to free [start, end) (its init memory);
+     * every probe there is killed ({@code kill_kprobe}): its original text is put back now, before
+     * the memory is reused, it never fires again and {@link #list()} shows it {@code [GONE]}.
+     */
+    public void killRange(long start, long end) {
+        for (ProbePoint p : points.values()) {
+            if (Long.compareUnsigned(p.address, start) < 0 || Long.compareUnsigned(p.address, end) >= 0) continue;
+            p.gone = true;
+            for (Kprobe k : p.children) k.flags |= Kprobe.FLAG_GONE;
+            updateArming(p);
+            if (watchText) textWatch.unwatch(p);
+            optimizerChanged(p.address);
+        }
+    }
+
     /** {@code enable_kprobe}. */
     public void enable(Kprobe p) {
         if (p.point == null) throw new KprobeException(Errno.EINVAL, p + " is not registered");
@@ -492,7 +508,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private void updateArming(ProbePoint p) {
-        boolean want = allArmed && p.anyEnabled() && !p.unprobeable;
+        boolean want = allArmed && p.anyEnabled() && !p.unprobeable && !p.gone;
         if (want != p.armed && optimizer != null) optimizer.beforeTextWrite(p.address, p.saved.length);
         if (want && !p.armed) {
             machine.writeVirtual(p.address, arch.breakpoint());
@@ -770,7 +786,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         public ProbeOptimizer.ProbeState probe(long address) {
             ProbePoint p = points.get(address);
             if (p == null) return null;
-            return new ProbeOptimizer.ProbeState(p.address, p.symbol, p.armed, p.anyEnabled() && !p.unprobeable, p.hasPostHandler());
+            return new ProbeOptimizer.ProbeState(p.address, p.symbol, p.armed, p.anyEnabled() && !p.unprobeable && !p.gone, p.hasPostHandler());
         }
 
         @Override public boolean optimizationAllowed() { return optimizationAllowed; }

@@ -32,6 +32,8 @@ final class ProbePoint {
     boolean[] overwritten;
     /** The guest rewrote the instruction into one that cannot be probed: stays disarmed until it changes again. */
     boolean unprobeable;
+    /** The text was freed ({@code kill_kprobe}): never armed again, its probes are {@code [GONE]}. */
+    boolean gone;
 
     ProbePoint(long address, SymbolResolver.SymbolInfo symbol, long physical, long sequence) {
         this.address = address;

@@ -148,8 +148,10 @@ class OptimizedKernelProbesTest {
 
             @Override public boolean breakpoint(dev.kpemu.boot.LinuxGuest g, long a) {
                 long at = g.symbols().address(fn) + off;
-                text[0] = g.machine().readVirtual(at, 8);
+                boolean registered = traced.events() != null;
+                if (!registered) text[0] = g.machine().readVirtual(at, 8);
                 boolean go = traced.breakpoint(g, a);
+                if (registered || traced.events() == null) return go;   // before or after the registration
                 traced.events().addListener(r -> {
                     if (traced.records().size() != 4) return;
                     g.machine().clock().schedule(g.machine().clock().liveNanos(), now -> {
