@@ -75,6 +75,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--formats", description = "print each event's format description")
     boolean formats;
 
+    @Option(names = "--from-init",
+            description = "register the probes just before /init runs instead of where Linux's kprobe_event= boot parameter does (during the fs initcalls): nothing of the kernel's own boot is traced")
+    boolean fromInit;
+
     @Option(names = "--allow-unsafe",
             description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
     boolean allowUnsafe;
@@ -90,7 +94,7 @@ final class BootCommand implements Callable<Integer> {
         PrintStream trace = WriterOutputStream.printStream(out);
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
         if (traced != null && optimize != null) traced.optimize(optimize);
-        if (traced != null) traced.allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
+        if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
