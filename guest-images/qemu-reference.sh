@@ -2,7 +2,8 @@
 # machine, with an initramfs, and keeps the console. Changes nothing outside the given files.
 #
 # Provides: die; reference_args USAGE "$@" (parses "[--kernel debian[:SUITE]] ARCH [NAME]" into
-#           $kernel, $arch, $name; sets $qemu, installing Debian's QEMU when missing, as root);
+#           $kernel, $arch, $name; sets $qemu through need_qemu); need_qemu ARCH (sets $qemu,
+#           installing Debian's QEMU when missing, as root);
 #           kernel_print WHAT (kpemu images --print for the chosen kernel); kernel_series;
 #           kernel_header (the "# kernel:", "# suite:" and "# qemu:" header lines);
 #           qemu_boot INITRAMFS APPEND LOG (the kernel's console= is added).
@@ -23,11 +24,16 @@ reference_args() {
   done
   [ -n "$arch" ] || { echo "$prog: usage: $usage" >&2; exit 2; }
   case "$kernel" in debian|debian:*) ;; *) die "--kernel takes debian or debian:SUITE (a reference belongs to a Debian build)" ;; esac
+  need_qemu "$arch"
+}
+
+# need_qemu ARCH: sets $qemu, installing Debian's QEMU when missing (as root).
+need_qemu() {
   local pkg
-  case "$arch" in
+  case "$1" in
     x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
     arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
-    *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
+    *) die "unknown architecture '$1' (x86_64 or arm64)" ;;
   esac
   if ! command -v "$qemu" >/dev/null; then
     [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"

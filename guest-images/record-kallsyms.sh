@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records Linux's OWN /proc/kallsyms for a kernel, as the reference kpemu's symbol decoder is
 # compared against. Boots the kernel under QEMU TCG with nokaslr and the default busybox
-# initramfs plus a replacement /init that prints /proc/kallsyms (gzip | base64) on the console,
+# initramfs (kpemu initramfs) with an /init that prints /proc/kallsyms (gzip | base64) on the console,
 # then powers off.
 #
 #   guest-images/record-kallsyms.sh ARCH KERNEL [FULL]
@@ -18,20 +18,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
-die() { echo "record-kallsyms: $*" >&2; exit 1; }
+prog=record-kallsyms
+. "$here/qemu-reference.sh"
 
 [ $# -ge 2 ] && [ $# -le 3 ] || die "usage: record-kallsyms.sh x86_64|arm64 KERNEL [FULL]"
 arch=$1; kernel=$(readlink -f "$2"); full=${3:-}
 [ -f "$kernel" ] || die "no kernel file $2"
-case "$arch" in
-  x86_64) qemu=qemu-system-x86_64; pkg=qemu-system-x86 ;;
-  arm64)  qemu=qemu-system-aarch64; pkg=qemu-system-arm ;;
-  *) die "unknown architecture '$arch' (x86_64 or arm64)" ;;
-esac
-if ! command -v "$qemu" >/dev/null; then
-  [ "$(id -u)" = 0 ] || die "$qemu is missing; install Debian's $pkg"
-  apt-get install -y "$pkg" >/dev/null 2>&1 || die "apt-get install $pkg failed"
-fi
+need_qemu "$arch"
 release=$(strings -n 20 "$kernel" | sed -nE 's/^Linux version ([^ ]+) .*/\1/p' | head -n1)
 if [ -z "$release" ] && [ "$(od -An -c -j 514 -N 4 "$kernel" | tr -d ' ')" = HdrS ]; then
   # bzImage: the setup header's kernel_version (offset 0x20e) points at "RELEASE (builder) #..."
@@ -40,11 +33,9 @@ if [ -z "$release" ] && [ "$(od -An -c -j 514 -N 4 "$kernel" | tr -d ' ')" = Hdr
 fi
 [ -n "$release" ] || die "$kernel: no 'Linux version' string (a compressed image? pass the vmlinux or Image)"
 
-base=$("$root/kpemu" images --arch "$arch" --print initramfs)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# A second newc cpio member appended to the default archive replaces its /init.
 cat > "$work/init" <<'EOF'
 #!/bin/sh
 mount -t proc proc /proc
@@ -54,17 +45,7 @@ gzip -c /proc/kallsyms | base64
 echo KPEMU-KALLSYMS-END
 poweroff -f
 EOF
-newc() {   # newc header + name + data, each padded to 4 bytes
-  local name=$1 mode=$2 file=$3 size=0
-  [ -n "$file" ] && size=$(stat -c %s "$file")
-  local namesz=$(( ${#name} + 1 ))
-  printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X' \
-    1 "$mode" 0 0 1 0 "$size" 0 0 0 0 "$namesz" 0
-  printf '%s\0' "$name"
-  local pad=$(( (4 - (110 + namesz) % 4) % 4 )); head -c "$pad" /dev/zero
-  if [ -n "$file" ]; then cat "$file"; head -c $(( (4 - size % 4) % 4 )) /dev/zero; fi
-}
-{ cat "$base"; newc init $((0100755)) "$work/init"; newc 'TRAILER!!!' 0 ""; } > "$work/initramfs.cpio"
+"$root/kpemu" initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
 
 append="nokaslr panic=-1 quiet"
 if [ "$arch" = x86_64 ]; then

@@ -416,20 +416,10 @@ public final class EventEngine implements AutoCloseable {
     /** trace_kprobe's {@code within_notrace_func} check (skipped when the engine allows unsafe probes). */
     private void refuseNotrace(TraceProbe def) {
         if (rules == null || kprobes.allowsUnsafe()) return;
-        long address;
-        String name;
-        switch (def.target()) {
-            case ProbeTarget.SymbolTarget s -> {
-                var a = symbols.lookupName(s.qualifiedName());
-                if (a.isEmpty()) return;   // register_kprobe reports it (ENOENT)
-                address = a.getAsLong() + s.offset();
-                name = s.symbol();
-            }
-            case ProbeTarget.AddressTarget t -> {
-                address = t.address();
-                name = "unknown";
-            }
-        }
+        KernelProbeSites.Target t = KernelProbeSites.target(def, symbols::lookupName);
+        if (t == null) return;   // register_kprobe reports it (ENOENT) or defers it (a module)
+        long address = t.address();
+        String name = t.name();
         if (rules.withinNotraceFunction(address)) {
             kernelLog.accept(KernelProbeSites.notraceMessage(name));
             throw new KprobeException(Errno.EINVAL, "notrace function " + name);

@@ -39,21 +39,10 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
 
     @Override
     public Answer check(TraceProbe probe) {
-        long address;
-        String symbolForMessage;
-        switch (probe.target()) {
-            case ProbeTarget.SymbolTarget s -> {
-                if (s.module() != null) return null;   // not in the image: Linux defers it until the module loads
-                OptionalLong a = syms.byName(s.symbol()).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty());
-                if (a.isEmpty()) return null;             // the parser reports unknown symbols
-                address = a.getAsLong() + s.offset();
-                symbolForMessage = s.symbol();
-            }
-            case ProbeTarget.AddressTarget t -> {
-                address = t.address();
-                symbolForMessage = "unknown";
-            }
-        }
+        Target t = target(probe, name -> syms.byName(name).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty()));
+        if (t == null) return null;   // a module's symbol (deferred until it loads) or unknown (the parser reports it)
+        long address = t.address();
+        String symbolForMessage = t.name();
         if (rules.withinNotraceFunction(address)) {
             return new Answer(EventEngine.registrationError(probe, new KprobeException(Errno.EINVAL, "notrace function")),
                     List.of(notraceMessage(symbolForMessage)));
@@ -73,6 +62,21 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
             }
             return new Answer(EventEngine.registrationError(probe, e), List.of());
         }
+    }
+
+    /** The address trace_kprobe checks ({@code trace_kprobe_address}) and the name its messages give it. */
+    record Target(long address, String name) {}
+
+    /** The probe's address by {@code lookup}, or null for a module's symbol or an unknown one. */
+    static Target target(TraceProbe probe, java.util.function.Function<String, OptionalLong> lookup) {
+        return switch (probe.target()) {
+            case ProbeTarget.SymbolTarget s -> {
+                if (s.module() != null) yield null;
+                OptionalLong a = lookup.apply(s.symbol());
+                yield a.isEmpty() ? null : new Target(a.getAsLong() + s.offset(), s.symbol());
+            }
+            case ProbeTarget.AddressTarget a -> new Target(a.address(), "unknown");
+        };
     }
 
     /** What trace_kprobe prints when registration finds no symbol and it keeps the probe for a module. */
