@@ -57,7 +57,8 @@ public final class Unicorn implements AutoCloseable {
             MEM_FETCH_PROT = 24, MEM_READ_AFTER = 25;
 
     // --- instruction hook ids ---
-    public static final int X86_INS_IN = 218, X86_INS_OUT = 500, X86_INS_SYSCALL = 699, X86_INS_CPUID = 113;
+    public static final int X86_INS_IN = 218, X86_INS_OUT = 500, X86_INS_SYSCALL = 699, X86_INS_CPUID = 113,
+            X86_INS_RDTSC = 608, X86_INS_RDTSCP = 609;
     public static final int ARM64_INS_MRS = 1, ARM64_INS_MSR = 2, ARM64_INS_SYS = 3, ARM64_INS_SYSL = 4;
 
     // --- CPU models ---

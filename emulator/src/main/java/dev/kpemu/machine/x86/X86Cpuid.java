@@ -20,7 +20,6 @@ public final class X86Cpuid {
     public static final int L1_ECX_X2APIC = 1 << 21, L1_ECX_TSC_DEADLINE = 1 << 24, L1_ECX_HYPERVISOR = 1 << 31;
     public static final int EXT1_EDX_RDTSCP = 1 << 27;
     public static final int L7_EBX_TSC_ADJUST = 1 << 1;
-    public static final int L7_EDX_SERIALIZE = 1 << 14;
     /** Leaves with sub-leaves (ECX matters). */
     private static final int[] INDEXED = {4, 7, 0xb, 0xd, 0x8000001d};
 
