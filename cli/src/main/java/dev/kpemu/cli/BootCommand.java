@@ -24,7 +24,8 @@ import dev.kpemu.machine.Arch;
 /**
  * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs),
  * optionally with kprobe_events definitions, and exits with the guest's outcome. Guest console
- * to stderr (or {@code --console}); kpemu's own lines and the trace to stdout.
+ * to stderr (or {@code --console}); the trace (and --list/--profile/--formats tables) to stdout,
+ * kpemu's own lines to stderr.
  */
 @Command(name = "boot", mixinStandardHelpOptions = true,
         description = {"Boot a Linux kernel until it powers off, optionally with kprobe_events probes.",
@@ -56,7 +57,7 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--console", paramLabel = "FILE|-", defaultValue = "-", description = "guest console: a file, or - for stderr (default)")
     String console;
 
-    @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%di'")
+    @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%%di'")
     List<String> events = new ArrayList<>();
 
     @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")
@@ -100,7 +101,9 @@ final class BootCommand implements Callable<Integer> {
             BootRunner.Result r;
             try {
                 Path kernelFile = kernel == null ? null : KernelOption.file(choice, a);
-                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrd, append, memoryMiB, timeoutSeconds, con, trace),
+                // kpemu's own status lines go to stderr: stdout carries trace lines only
+                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrd, append, memoryMiB, timeoutSeconds, con,
+                                WriterOutputStream.printStream(err)),
                         traced == null ? BootHooks.NONE : traced);
             } catch (TracedBoot.DefinitionRejected e) {
                 e.kernelMessages().forEach(err::println);
@@ -117,16 +120,17 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
             if (traced != null) printTables(out, traced);
-            out.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
-                    r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
-            if (r.initDoneHostNanos() >= 0) out.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
-            out.println();
-            if (r.exitCode() != ExitCodes.OK) {
-                out.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
-                out.println("kpemu: last console lines:");
-                for (String l : r.lastLines()) out.println("  " + l);
-            }
             out.flush();
+            err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
+                    r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
+            if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
+            err.println();
+            if (r.exitCode() != ExitCodes.OK) {
+                err.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
+                err.println("kpemu: last console lines:");
+                for (String l : r.lastLines()) err.println("  " + l);
+            }
+            err.flush();
             return r.exitCode();
         } finally {
             if (con != System.err) con.close();

@@ -63,6 +63,10 @@ public final class Unicorn implements AutoCloseable {
 
     // --- CPU models ---
     public static final int CPU_ARM64_A57 = 0, CPU_ARM64_A53 = 1, CPU_ARM64_A72 = 2, CPU_ARM64_MAX = 3;
+    /**
+     * x86 CPU models (uc_cpu_x86). Unicorn 2.1.1 opened x86-64 engines as qemu64; 2.1.4 opens them
+     * as a Haswell-like model (family 6 model 0x3c, RDRAND, BMI, AVX2 bits): name the model.
+     */
     public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_SKYLAKE_CLIENT = 21;
 
     // --- uc_ctl ---

@@ -72,9 +72,25 @@ public final class X86Machine extends Machine {
         useVirtualTimeStampCounter();
     }
 
+    /**
+     * A 64-bit x86 engine with the machine's CPU model, qemu64 (QEMU's default CPU, which the
+     * reference machine runs too); every x86 engine kpemu opens (CPUID probe, context
+     * calibration) uses it.
+     */
+    public static Unicorn openEngine() {
+        Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+        try {
+            uc.setCpuModel(Unicorn.CPU_X86_QEMU64);
+            return uc;
+        } catch (RuntimeException e) {
+            uc.close();
+            throw e;
+        }
+    }
+
     /** A machine with {@code ramBytes} of RAM at physical 0 (named "ram"). */
     public static X86Machine create(long ramBytes) {
-        Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+        Unicorn uc = openEngine();
         try {
             X86Machine m = new X86Machine(uc, 1_000_000_000L);
             m.memory().addRam("ram", 0, ramBytes);

@@ -59,11 +59,13 @@ public final class X86Pc implements AutoCloseable {
      * the kernel then runs the 8259 + PIT), no x2APIC or TSC-deadline. Without {@code tsc} the
      * TSC and RDTSCP bits are cleared too, so Linux keeps the PIT-calibrated delay loop, the PM
      * timer and jiffies as its clocks; the instructions still read the machine's virtual TSC
-     * ({@code X86Machine}), never the host's.
+     * ({@code X86Machine}), never the host's. No RDRAND or RDSEED: they would hand the guest the
+     * host's random numbers (qemu64 has neither; the bits are cleared whatever the model says).
      */
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc) {
         c.clear(1, 0, 3, X86Cpuid.L1_EDX_APIC | (tsc ? 0 : X86Cpuid.L1_EDX_TSC));
-        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE);
+        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND);
+        c.clear(7, 0, 1, X86Cpuid.L7_EBX_RDSEED);
         if (!tsc) c.clear(0x8000_0001, 0, 3, X86Cpuid.EXT1_EDX_RDTSCP);
         return c;
     }
