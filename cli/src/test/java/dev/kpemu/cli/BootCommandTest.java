@@ -36,7 +36,7 @@ class BootCommandTest {
         String con = Files.readString(console, StandardCharsets.ISO_8859_1);
         assertEquals(ExitCodes.OK, r.code(), r.out() + "\n" + con);
         assertTrue(con.contains("KPEMU-INIT-DONE"), con);
-        assertTrue(r.out().contains("guest powered off"), r.out());
+        assertTrue(r.err().contains("guest powered off"), r.err());
     }
 
     @Test
