@@ -32,7 +32,8 @@ public final class Main implements Runnable {
         return cl.execute(args);
     }
 
-    static CommandLine commandLine() {
+    /** The command line with kpemu's error handlers (one line on stderr, the documented exit codes); for tests and embedding. */
+    public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new Main());
         cl.setParameterExceptionHandler((ex, args) -> {
             PrintWriter err = ex.getCommandLine().getErr();
