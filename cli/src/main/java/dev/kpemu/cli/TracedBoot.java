@@ -283,21 +283,29 @@ public final class TracedBoot implements BootHooks {
     }
 
     /**
-     * The kernel's GNU build-id (the {@code NT_GNU_BUILD_ID} note Linux keeps in its image:
-     * {@code /sys/kernel/notes}), as hex, or null when the image has none.
+     * The kernel's GNU build-id (the {@code NT_GNU_BUILD_ID} note of its {@code .notes}, which Linux
+     * shows in {@code /sys/kernel/notes}), as hex, or null when the image has none. The image
+     * also embeds the vDSO, whose own build-id note looks the same; the kernel's is the one followed
+     * by a {@code Linux} note of type 0x100 or more (build salt, LTO info), as {@code .notes} lays
+     * them out; the vDSO's {@code Linux} note has type 0.
      */
     static String buildId(byte[] image) {
-        byte[] pattern = {4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0};
+        byte[] gnu = {4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0};
         outer:
         for (int i = 0; i + 16 + 20 <= image.length; i += 4) {            // notes are 4-byte aligned
-            for (int j = 0; j < 16; j++) if (j < 4 || j >= 8 ? image[i + j] != pattern[j] : false) continue outer;
-            int size = (image[i + 4] & 0xff) | (image[i + 5] & 0xff) << 8 | (image[i + 6] & 0xff) << 16 | (image[i + 7] & 0xff) << 24;
+            for (int j = 0; j < 16; j++) if ((j < 4 || j >= 8) && image[i + j] != gnu[j]) continue outer;
+            int size = le32(image, i + 4);
             if (size < 8 || size > 64 || i + 16 + size > image.length) continue;
-            StringBuilder sb = new StringBuilder();
-            for (int k = 0; k < size; k++) sb.append(String.format("%02x", image[i + 16 + k]));
-            return sb.toString();
+            int next = i + 16 + ((size + 3) & ~3);
+            if (next + 20 > image.length || le32(image, next) != 6 || Integer.compareUnsigned(le32(image, next + 8), 0x100) < 0
+                    || !new String(image, next + 12, 6, java.nio.charset.StandardCharsets.ISO_8859_1).equals("Linux\0")) continue;
+            return java.util.HexFormat.of().formatHex(image, i + 16, i + 16 + size);
         }
         return null;
+    }
+
+    private static int le32(byte[] b, int at) {
+        return (b[at] & 0xff) | (b[at + 1] & 0xff) << 8 | (b[at + 2] & 0xff) << 16 | (b[at + 3] & 0xff) << 24;
     }
 
     /** Guest time so far (for progress reports from another thread: a racy read of the clock between slices), or -1 before boot. */
