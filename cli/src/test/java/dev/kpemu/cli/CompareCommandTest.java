@@ -26,7 +26,7 @@ class CompareCommandTest {
         Path g = write(tmp, "g.trace", golden());
         CliTest.Run same = CliTest.run("compare", g.toString(), write(tmp, "same.trace", golden()).toString());
         assertEquals(ExitCodes.OK, same.code(), same.out() + same.err());
-        assertTrue(same.out().startsWith("traces equal (EXACT, tasks): 8 events"), same.out());
+        assertTrue(same.out().startsWith("traces equal (EXACT, tasks, timestamps): 8 events"), same.out());
         Path changed = write(tmp, "c.trace", golden().replace("fn=\"/c\"", "fn=\"/d\""));
         CliTest.Run diff = CliTest.run("compare", g.toString(), changed.toString());
         assertEquals(ExitCodes.TRACE_DIFFERS, diff.code(), diff.out() + diff.err());
