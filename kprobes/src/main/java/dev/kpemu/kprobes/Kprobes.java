@@ -98,7 +98,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.regs = arch.regs();
         this.symbols = symbols;
         this.slots = slots;
-        this.textWatch = new TextWatch(machine.engine(), this::onTextWrite);
+        this.textWatch = new TextWatch(machine, this::onTextWrite);
         this.optimizedRegs = new OptimizedRegs(regs);
         this.trampoline = slots.allocate();
         this.callStop = slots.allocate();
@@ -142,8 +142,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     /**
-     * Keeps saved original bytes in step with guest writes to probed text (on by default; costs a
-     * slow path on every guest store while a probe is registered, see {@link TextWatch}).
+     * Keeps saved original bytes in step with guest writes to probed text (on by default; a native
+     * check before blocks that contain probed text, see {@link TextWatch}).
      */
     public Kprobes watchText(boolean watch) {
         if (watch == watchText) return this;
@@ -508,6 +508,15 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private void updateArming(ProbePoint p) {
+        if (watchText) {
+            // a guest write to this text that has not run yet is adopted before the engine writes here
+            textWatch.settle(p);
+            if (p.textChanged) {
+                textChanged.remove(p);
+                refreshChangedText(p); // ends in updateArming
+                return;
+            }
+        }
         boolean want = allArmed && p.anyEnabled() && !p.unprobeable && !p.gone;
         if (want != p.armed && optimizer != null) optimizer.beforeTextWrite(p.address, p.saved.length);
         if (want && !p.armed) {
