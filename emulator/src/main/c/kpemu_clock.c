@@ -23,6 +23,18 @@
  * console line). A stop address therefore must be a block start (a branch or call target, e.g.
  * a function entry). `skip_once` lets the host resume from the address it stopped at.
  *
+ * Text guard: the host's probes keep breakpoints (or jumps) in guest text, and the guest may
+ * rewrite that text itself (Linux's jump labels, static calls, text_poke through an alias).
+ * Instead of a Unicorn memory-write hook (whose mere presence sends every guest load and store
+ * down Unicorn's slow path, and whose per-store cost grows with the number of hooks), the host
+ * lists the guarded byte ranges here with the bytes it last left there. Before a block that
+ * contains a guarded range runs, the hook compares guest memory with those bytes; on a
+ * difference it stops the engine (exact, before the block) and reports the entry in `hit`.
+ * Unicorn 2.1.4 re-translates any block whose bytes a store changed, so the block that would
+ * run the rewritten text always starts here first. Cost per block: a hash lookup of the
+ * block's page (nothing when no range is guarded); a memory read only for blocks that
+ * contain a guarded range, i.e. when a probe is about to be hit.
+ *
  * Time stamp counter (x86): Unicorn's own rdtsc/rdtscp read the host's TSC, which would make
  * every run different. kpemu_rdtsc / kpemu_rdtscp (UC_HOOK_INSN, Unicorn >= 2.1.4) answer with
  * the virtual clock instead: `executed + tsc_offset`, where the host keeps `tsc_offset` so that
@@ -35,6 +47,27 @@
 #include <unicorn/unicorn.h>
 
 #define KPEMU_CLOCK_CACHE 8192 /* power of two */
+#define KPEMU_GUARD_BUCKETS 4096 /* power of two */
+#define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
+
+struct kpemu_guard_entry {
+    uint64_t va;        /* guest-virtual start (the whole range lies in one page) */
+    uint64_t pa;        /* guest-physical start */
+    uint32_t len;       /* 0: free */
+    int32_t next;       /* next entry of the bucket, -1 at the end */
+    uint8_t expect[KPEMU_GUARD_MAX];
+};
+
+struct kpemu_guard {
+    uint32_t live;      /* entries with len != 0 */
+    int32_t hit;        /* index + 1 of the entry whose bytes differed, 0 if none */
+    uint64_t checks;    /* memory comparisons made */
+    struct kpemu_guard_entry *entries;
+    int32_t buckets[KPEMU_GUARD_BUCKETS]; /* first entry per hash of the page number, -1: none */
+};
+
+size_t kpemu_guard_size(void) { return sizeof(struct kpemu_guard); }
+size_t kpemu_guard_entry_size(void) { return sizeof(struct kpemu_guard_entry); }
 #define KPEMU_BREAKS 64
 
 struct kpemu_clock {
@@ -49,6 +82,7 @@ struct kpemu_clock {
     uint32_t break_hit; /* index + 1 of the break that stopped the engine, 0 if none */
     uint64_t skip_once; /* a break address to ignore once (the host resumes from it) */
     uint64_t tsc_offset; /* guest TSC = executed + tsc_offset (mod 2^64) */
+    struct kpemu_guard *guard; /* guarded text, or NULL */
     uint64_t breaks[KPEMU_BREAKS];
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
@@ -58,8 +92,9 @@ size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
    2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
-   8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp). */
-uint32_t kpemu_clock_features(void) { return 15; }
+   8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp),
+   16 = the text guard (guard). */
+uint32_t kpemu_clock_features(void) { return 31; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -90,6 +125,30 @@ static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t 
     return n;
 }
 
+static uint32_t guard_bucket(uint64_t page) {
+    return (uint32_t)((page ^ (page >> 12)) & (KPEMU_GUARD_BUCKETS - 1));
+}
+
+/* 1 when a guarded range inside [address, address + size) no longer holds the expected bytes. */
+static int guard_differs(uc_engine *uc, struct kpemu_guard *g, uint64_t address, uint32_t size) {
+    uint64_t end = address + (size ? size : 1);
+    /* a range starts at most KPEMU_GUARD_MAX - 1 bytes before the block and lies in one page */
+    uint64_t first = (address - (KPEMU_GUARD_MAX - 1)) >> 12, last = (end - 1) >> 12;
+    for (uint64_t page = first; page <= last; page++) {
+        for (int32_t i = g->buckets[guard_bucket(page)]; i >= 0; i = g->entries[i].next) {
+            struct kpemu_guard_entry *e = &g->entries[i];
+            if (e->len == 0 || e->va >= end || e->va + e->len <= address) continue;
+            uint8_t now[KPEMU_GUARD_MAX];
+            g->checks++;
+            if (uc_mem_read(uc, e->pa, now, e->len) != UC_ERR_OK || memcmp(now, e->expect, e->len) != 0) {
+                g->hit = i + 1;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
     struct kpemu_clock *c = (struct kpemu_clock *)user_data;
     for (uint32_t i = 0; i < c->nbreaks; i++) {
@@ -99,6 +158,10 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
             break;
         }
         c->break_hit = i + 1;
+        uc_emu_stop(uc);
+        return;
+    }
+    if (c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
         uc_emu_stop(uc);
         return;
     }

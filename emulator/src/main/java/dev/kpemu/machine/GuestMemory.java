@@ -14,8 +14,12 @@ import dev.kpemu.unicorn.Unicorn;
 public final class GuestMemory {
     private final Unicorn uc;
     private final List<MemoryRegion> regions = new ArrayList<>();
+    private TextGuard guard;
 
     GuestMemory(Unicorn uc) { this.uc = uc; }
+
+    /** Host writes from now on update {@code g}'s expected bytes. */
+    void observeWrites(TextGuard g) { this.guard = g; }
 
     /** Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned). */
     public MemoryRegion addRam(String name, long base, long size) {
@@ -59,15 +63,27 @@ public final class GuestMemory {
 
     public void read(long pa, byte[] dst, int off, int len) { uc.memRead(pa, dst, off, len); }
 
-    public void write(long pa, byte[] src) { uc.memWrite(pa, src); }
+    public void write(long pa, byte[] src) {
+        uc.memWrite(pa, src);
+        if (guard != null) guard.afterHostWrite(pa, src.length);
+    }
 
-    public void write(long pa, byte[] src, int off, int len) { uc.memWrite(pa, src, off, len); }
+    public void write(long pa, byte[] src, int off, int len) {
+        uc.memWrite(pa, src, off, len);
+        if (guard != null) guard.afterHostWrite(pa, len);
+    }
 
     public long readLong(long pa) { return uc.memReadLong(pa); }
 
     public int readInt(long pa) { return uc.memReadInt(pa); }
 
-    public void writeLong(long pa, long v) { uc.memWriteLong(pa, v); }
+    public void writeLong(long pa, long v) {
+        uc.memWriteLong(pa, v);
+        if (guard != null) guard.afterHostWrite(pa, 8);
+    }
 
-    public void writeInt(long pa, int v) { uc.memWriteInt(pa, v); }
+    public void writeInt(long pa, int v) {
+        uc.memWriteInt(pa, v);
+        if (guard != null) guard.afterHostWrite(pa, 4);
+    }
 }

@@ -23,7 +23,7 @@ import dev.kpemu.unicorn.Unicorn;
  */
 final class InstructionClock implements AutoCloseable {
     private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36,
-            NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, TSC_OFFSET = 56, BREAKS = 64;
+            NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, TSC_OFFSET = 56, GUARD = 64, BREAKS = 72;
     /** Capacity of the native break list (KPEMU_BREAKS in kpemu_clock.c). */
     static final int MAX_BREAKS = 64;
     /** Feature bit of {@code kpemu_clock_features}: the native break list. */
@@ -32,6 +32,8 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_WATCH_IRQ = 1;
     /** Feature bit of {@code kpemu_clock_features}: the virtual time stamp counter. */
     private static final int FEATURE_TSC = 8;
+    /** Feature bit of {@code kpemu_clock_features}: the text guard. */
+    private static final int FEATURE_GUARD = 16;
     private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
@@ -147,6 +149,14 @@ final class InstructionClock implements AutoCloseable {
         }
         uc.hookInsnNative(Unicorn.X86_INS_RDTSC, RDTSC_HOOK, state, this);
         uc.hookInsnNative(Unicorn.X86_INS_RDTSCP, RDTSCP_HOOK, state, this);
+    }
+
+    /** From now on the block hook checks {@code guardState} (a {@link TextGuard}'s native table). */
+    void attachGuard(MemorySegment guardState) {
+        if ((FEATURES & FEATURE_GUARD) == 0) {
+            throw new IllegalStateException("libkpemu_clock.so predates the text guard; rebuild it with scripts/fetch-natives.sh");
+        }
+        state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD, guardState);
     }
 
     /** The guest TSC is {@code tsc} now, and advances with every charged instruction. */

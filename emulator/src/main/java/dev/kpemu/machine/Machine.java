@@ -135,6 +135,21 @@ public abstract class Machine implements AutoCloseable {
      */
     protected void watchInterruptEnable(boolean on) { icount.watchInterrupts(on); }
 
+    private TextGuard textGuard;
+
+    /**
+     * The machine's guarded text (created on first use): ranges the host patched, checked natively
+     * before each block that contains one (see {@link TextGuard}).
+     */
+    public TextGuard textGuard() {
+        if (textGuard == null) {
+            textGuard = new TextGuard(memory);
+            memory.observeWrites(textGuard);
+            icount.attachGuard(textGuard.nativeState());
+        }
+        return textGuard;
+    }
+
     /** x86: the guest's {@code rdtsc}/{@code rdtscp} read the virtual clock (in instruction periods), never the host. */
     protected void useVirtualTimeStampCounter() { icount.hookTimeStampCounter(); }
 
@@ -307,6 +322,15 @@ public abstract class Machine implements AutoCloseable {
             long ran = icount.executed() - before;
             clock.advance(ran);
             remaining -= ran;
+            if (textGuard != null) {
+                int g = textGuard.takeHit();
+                if (g >= 0) {
+                    // the guest rewrote guarded text that is about to run: the owner adopts it
+                    textGuard.settle(g);
+                    if (pendingStop != null) return takeStop();
+                    continue;
+                }
+            }
             long hit = icount.takeBreakHit();
             if (hit != -1 && pendingStop == null) {
                 BreakpointAction action = breakpoints.get(hit);
@@ -349,5 +373,6 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         uc.close();
+        if (textGuard != null) textGuard.close();
     }
 }

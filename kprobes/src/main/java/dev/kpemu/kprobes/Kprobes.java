@@ -58,6 +58,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final SlotArea slots;
     private final Blacklist blacklist = new Blacklist();
     private final Map<Long, ProbePoint> points = new LinkedHashMap<>();
+    /** The same points by address (unsigned order), for the text around an address. */
+    private final java.util.NavigableMap<Long, ProbePoint> byAddress = new java.util.TreeMap<>(Long::compareUnsigned);
     private final Map<Long, ProbePoint> stepTraps = new HashMap<>();
     private final Set<Long> formerProbeAddresses = new HashSet<>();
     private final ArrayDeque<Activation> active = new ArrayDeque<>();
@@ -98,7 +100,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.regs = arch.regs();
         this.symbols = symbols;
         this.slots = slots;
-        this.textWatch = new TextWatch(machine.engine(), this::onTextWrite);
+        this.textWatch = new TextWatch(machine, this::onTextWrite);
         this.optimizedRegs = new OptimizedRegs(regs);
         this.trampoline = slots.allocate();
         this.callStop = slots.allocate();
@@ -142,8 +144,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     /**
-     * Keeps saved original bytes in step with guest writes to probed text (on by default; costs a
-     * slow path on every guest store while a probe is registered, see {@link TextWatch}).
+     * Keeps saved original bytes in step with guest writes to probed text (on by default; a native
+     * check before blocks that contain probed text, see {@link TextWatch}).
      */
     public Kprobes watchText(boolean watch) {
         if (watch == watchText) return this;
@@ -263,6 +265,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             point = preparePoint(addr, sym);
             point.ftrace = (siteFlags & Kprobe.FLAG_FTRACE) != 0;
             points.put(addr, point);
+            byAddress.put(addr, point);
             formerProbeAddresses.add(addr);
             if (point.slot != 0) stepTraps.put(point.stepTrap(arch), point);
             if (watchText) textWatch.watch(point, point.insn.length());
@@ -508,6 +511,15 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private void updateArming(ProbePoint p) {
+        if (watchText) {
+            // a guest write to this text that has not run yet is adopted before the engine writes here
+            textWatch.settle(p);
+            if (p.textChanged) {
+                textChanged.remove(p);
+                refreshChangedText(p); // ends in updateArming
+                return;
+            }
+        }
         boolean want = allArmed && p.anyEnabled() && !p.unprobeable && !p.gone;
         if (want != p.armed && optimizer != null) optimizer.beforeTextWrite(p.address, p.saved.length);
         if (want && !p.armed) {
@@ -525,6 +537,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         p.children.clear();
         updateArming(p);
         points.remove(p.address);
+        byAddress.remove(p.address);
         if (p.slot != 0) {
             stepTraps.remove(p.stepTrap(arch));
             boolean stepping = false;
@@ -539,7 +552,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Guest text with every armed breakpoint replaced by the original bytes (recover_probed_instruction). */
     byte[] originalText(long va, int len) {
         byte[] b = machine.readVirtual(va, len);
-        for (ProbePoint p : points.values()) {
+        // only points whose saved bytes can overlap [va, va + len): a breakpoint is at most 4 bytes
+        for (ProbePoint p : byAddress.subMap(va - 8, true, va + len, false).values()) {
             if (!p.armed) continue;
             for (int i = 0; i < p.saved.length; i++) {
                 long off = p.address + i - va;
@@ -986,7 +1000,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             pop(a);
             return false;
         }
-        for (ProbePoint p : points.values()) {
+        if (slots.contains(pc)) for (ProbePoint p : points.values()) {
             if (p.boosted && p.slotContains(pc)) {
                 machine.setPc(p.address);
                 return false;

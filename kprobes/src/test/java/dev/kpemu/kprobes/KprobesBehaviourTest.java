@@ -230,6 +230,51 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * Issue 12: with 10,000 probes registered (on a sled of nops the test writes into the guest's
+     * text), the guest rewriting a probed function through another mapping of the same RAM (as
+     * Linux's text_poke does) is still adopted: the new instruction runs and the probe fires on it.
+     */
+    @org.junit.jupiter.api.Test
+    void guestRewriteThroughAnAliasIsAdoptedAmongTenThousandProbes() {
+        try (Guest g = Guest.create(Arch.X86_64)) {
+            // 625 small functions of 16 nops and a ret: a probe on every nop
+            long sled = X86Guest.TEXT + 0x8000;
+            int functions = 625, perFunction = 16, n = functions * perFunction;
+            byte[] text = new byte[functions * (perFunction + 1)];
+            java.util.Arrays.fill(text, (byte) 0x90);
+            for (int f = 1; f <= functions; f++) text[f * (perFunction + 1) - 1] = (byte) 0xc3;
+            g.machine.writeVirtual(sled, text);
+            List<SymbolResolver.SymbolInfo> syms = new ArrayList<>();
+            for (String name : X86Guest.NAMES) syms.add(new SymbolResolver.SymbolInfo(name, g.sym(name), Guest.FUNCTION_SIZE, true));
+            for (int f = 0; f < functions; f++) syms.add(new SymbolResolver.SymbolInfo("sled_" + f, sled + (long) f * (perFunction + 1), perFunction + 1, true));
+            try (Kprobes k = Kprobes.attach(g.machine, SymbolResolver.of(syms), g.slots)) {
+                int[] sledHits = {0};
+                long t0 = System.nanoTime();
+                for (int f = 0; f < functions; f++) {
+                    for (int i = 0; i < perFunction; i++) {
+                        k.register(Kprobe.at(sled + (long) f * (perFunction + 1) + i).pre((p, r) -> { sledHits[0]++; return 0; }));
+                    }
+                }
+                System.out.printf("%d probes registered and armed in %.2f s (host time, informational)%n", n, (System.nanoTime() - t0) / 1e9);
+                long fn = g.sym("patchme");
+                int[] hits = {0};
+                k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }));
+                assertEquals(1, g.call("patchme"));
+                byte[] newText = {(byte) 0xb8, 5, 0, 0, 0, (byte) 0xc3, (byte) 0x90, (byte) 0x90}; // mov $5, %eax; ret
+                long alias = fn - X86Guest.KBASE; // the identity mapping of the same physical page
+                assertArrayEquals(g.machine.readVirtual(fn, 8), g.machine.readVirtual(alias, 8), "an alias of the same RAM");
+                g.call("patch_text", alias, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
+                assertEquals(5, g.call("patchme"), "the guest's new instruction runs");
+                assertEquals(2, hits[0], "the probe fired before and after the rewrite");
+                assertArrayEquals(java.util.Arrays.copyOf(newText, k.savedBytes(fn).orElseThrow().length), k.savedBytes(fn).orElseThrow(),
+                        "saved original bytes follow the guest's write");
+                assertEquals(0, sledHits[0], "the sled never ran");
+                assertEquals(n + 1, k.list().lines().count(), "all probes registered");
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void blacklistIsRefusedUnlessOptedIn(Arch arch) {
