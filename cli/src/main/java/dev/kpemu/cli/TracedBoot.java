@@ -18,6 +18,7 @@ import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
+import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeParser;
 import dev.kpemu.kprobes.events.ProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
@@ -181,8 +182,14 @@ public final class TracedBoot implements BootHooks {
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
         try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
             rules = sites.rules().initTextFreed(!early);
+            effective = new ArrayList<>();
             for (String text : definitions) {
                 for (String line : text.split("\n", -1)) {
+                    if (ProbeGlob.isGlob(line)) {
+                        effective.addAll(expandGlob(line, syms, parser, symbols, sites, guest.arch()));
+                        continue;
+                    }
+                    effective.add(line);
                     try {
                         if (!(parser.parse(line) instanceof TraceProbe p)) continue;
                         CompiledProbe.compile(p, guest.arch(), symbols);
@@ -200,6 +207,65 @@ public final class TracedBoot implements BootHooks {
             initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
             if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
         }
+    }
+
+    /** The definitions registered: the given ones with every glob expanded (kpemu's extension, {@link ProbeGlob}). */
+    private List<String> effective;
+
+    /**
+     * One glob definition as the probes Linux would accept: every match is checked as a single
+     * definition would be (syntax, site rules); the refused ones are skipped, and one summary line
+     * (to the kernel-messages sink) says how many and why. A glob that matches no function, or
+     * whose every match is refused, rejects the run (exit 2).
+     */
+    private List<String> expandGlob(String line, SymbolTable syms, ProbeParser parser, KallsymsSymbols symbols, KernelProbeSites sites, Arch arch) {
+        List<ProbeGlob.Symbol> all = new ArrayList<>(syms.symbols().size());
+        for (var s : syms.symbols()) all.add(new ProbeGlob.Symbol(s.name(), s.type() == 't' || s.type() == 'T' || s.type() == 'W' || s.type() == 'w'));
+        ProbeGlob.Expansion x;
+        try {
+            x = ProbeGlob.expand(line, all);
+        } catch (IllegalArgumentException e) {
+            throw new DefinitionRejected(ProbeSyntaxException.registration(line.strip(), 0, 0, null, dev.kpemu.kprobes.Errno.EINVAL), List.of("kpemu: " + e.getMessage()));
+        }
+        List<String> accepted = new ArrayList<>();
+        java.util.Map<String, Integer> reasons = new java.util.TreeMap<>();
+        for (String d : x.definitions()) {
+            try {
+                if (!(parser.parse(d) instanceof TraceProbe p)) continue;
+                CompiledProbe.compile(p, arch, symbols);
+                ProbeSites.Answer answer = allowUnsafe ? null : sites.check(p);
+                if (answer != null && !answer.accepted()) {
+                    reasons.merge(reason(answer.error(), answer.console()), 1, Integer::sum);
+                    continue;
+                }
+                accepted.add(d);
+            } catch (ProbeSyntaxException e) {
+                reasons.merge(reason(e, List.of()), 1, Integer::sum);
+            }
+        }
+        int skipped = x.definitions().size() - accepted.size();
+        StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted.size())
+                .append(accepted.size() == 1 ? " probe" : " probes");
+        if (skipped > 0) {
+            msg.append(", ").append(skipped).append(" skipped as Linux refuses them (");
+            msg.append(String.join("; ", reasons.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList())).append(')');
+        }
+        kernelMessages.accept(msg.toString());
+        if (accepted.isEmpty()) {
+            throw new DefinitionRejected(ProbeSyntaxException.registration(line.strip(), 0, 0, null, dev.kpemu.kprobes.Errno.ENOENT),
+                    List.of("kpemu: " + line.strip() + ": " + (x.matched().isEmpty() ? "no function matches" : "Linux refuses every match")));
+        }
+        return accepted;
+    }
+
+    /** The reason Linux gives, in a few words: the console message, else the error_log message. */
+    private static String reason(ProbeSyntaxException e, List<String> console) {
+        if (!console.isEmpty()) {
+            String c = console.getFirst().replaceFirst("^trace_kprobe: ", "");
+            return c.replaceAll(" [^ ]+$", "").strip(); // drop the symbol: "Could not probe notrace function"
+        }
+        if (e.logged()) return e.errorLog().lines().findFirst().orElse("error").replaceFirst("^trace_kprobe: error: ", "");
+        return "errno " + e.errno();
     }
 
     @Override public boolean breakpoint(LinuxGuest guest, long address) {
@@ -249,7 +315,7 @@ public final class TracedBoot implements BootHooks {
             eventCount.incrementAndGet();
         });
         try {
-            events.writeAndEnable(definitions);
+            events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
