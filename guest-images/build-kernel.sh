@@ -17,7 +17,8 @@
 #            debian/<suite>/{linux-source-*.tar.*,package}                             the fetched source
 #            src/<id>/                                                                  unpacked sources
 #          <confighash> covers the config requests below, the source's identity and the compiler.
-#   exit: 0 built (or cached), 1 error (tools, network, build), 2 usage (arch, option, missing source)
+#   exit: 0 built (or cached), 1 error (network, source, build), 2 usage (arch, option, missing source),
+#         3 the build tools are missing and cannot be installed (not root, no apt-get, apt-get failed)
 set -euo pipefail
 prog=build-kernel
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,6 +26,7 @@ root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
 log() { echo "$prog: $*" >&2; }
+tools_error() { echo "$prog: $*" >&2; exit 3; }
 
 # The config kpemu's machines and probes need, on top of tinyconfig: "option value" per line
 # (y, n, or a string/number). Kept in the hash: change a line and a new kernel is built.
@@ -143,12 +145,12 @@ need_tools() {
   [ "$arch" != arm64 ] || command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
   [ ${#missing[@]} -gt 0 ] || return 0
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  [ "$(id -u)" = 0 ] || die "build tools missing (${missing[*]}); install them with apt-get as root"
-  command -v apt-get >/dev/null || die "build tools missing (${missing[*]}) and apt-get is not available"
+  [ "$(id -u)" = 0 ] || tools_error "build tools missing (${missing[*]}); install them with apt-get as root"
+  command -v apt-get >/dev/null || tools_error "build tools missing (${missing[*]}) and apt-get is not available"
   log "installing ${missing[*]} with apt-get"
-  apt-get update >"$cache/apt-install.log" 2>&1 || die "apt-get update failed; see $cache/apt-install.log"
+  apt-get update >"$cache/apt-install.log" 2>&1 || tools_error "apt-get update failed; see $cache/apt-install.log"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >>"$cache/apt-install.log" 2>&1 \
-    || die "apt-get install ${missing[*]} failed; see $cache/apt-install.log"
+    || tools_error "apt-get install ${missing[*]} failed; see $cache/apt-install.log"
 }
 need_tools
 

@@ -12,6 +12,14 @@
 
 die() { echo "${prog:-record}: $*" >&2; exit 1; }
 
+# kpemu's command line: the launcher, or $KPEMU_CLI when set (a command, e.g. "java -cp ...
+# dev.kpemu.cli.Main": tests that run these scripts use their own classes, so the launcher never
+# rebuilds the tree a test run is using).
+kpemu_cli() {
+  if [ -n "${KPEMU_CLI:-}" ]; then local cli; read -r -a cli <<<"$KPEMU_CLI"; "${cli[@]}" "$@"
+  else "$root/kpemu" "$@"; fi
+}
+
 reference_args() {
   local usage=$1; shift
   kernel=debian; kernel_file=""; out=""; arch=""; name=""
@@ -52,10 +60,10 @@ need_qemu() {
 # A kernel file is its own kernel (x86_64: QEMU boots a bzImage through its firmware, or an ELF
 # vmlinux through PVH); its guest is the default initramfs; release from its banner.
 kernel_print() {
-  if [ -z "$kernel_file" ]; then "$root/kpemu" images --kernel "$kernel" --arch "$arch" --print "$1"; return; fi
+  if [ -z "$kernel_file" ]; then kpemu_cli images --kernel "$kernel" --arch "$arch" --print "$1"; return; fi
   case "$1" in
     kernel|vmlinux) echo "$kernel_file" ;;
-    initramfs) "$root/kpemu" images --arch "$arch" --print initramfs ;;
+    initramfs) kpemu_cli images --arch "$arch" --print initramfs ;;
     release) file_release "$kernel_file" ;;
     package) echo "file:$(basename "$kernel_file")" ;;
     version) sha256sum < "$kernel_file" | cut -c1-16 ;;

@@ -41,7 +41,7 @@ gzip -c /proc/kallsyms | base64
 echo KPEMU-KALLSYMS-END
 poweroff -f
 EOF
-"$root/kpemu" initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
+kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
 
 append="nokaslr panic=-1 quiet"
 if [ "$arch" = x86_64 ]; then
