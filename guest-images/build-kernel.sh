@@ -92,7 +92,9 @@ KERNEL_XZ n
 X86_VERBOSE_BOOTUP y
 '
 arm64_config='
-SMP n
+SMP y
+ARM64_VA_BITS_48 y
+ARM64_VA_BITS_52 n
 SERIAL_AMBA_PL011 y
 SERIAL_AMBA_PL011_CONSOLE y
 ARM_AMBA y
@@ -246,20 +248,29 @@ for pass in 1 2; do
   "${mk[@]}" olddefconfig >>"$build/config.log" 2>&1 || { tail -n 20 "$build/config.log" >&2; die "make olddefconfig failed"; }
 done
 # Every request must have survived olddefconfig (a missing dependency shows here, not at boot).
-bad=()
+# The arch's list overrides the common one (arm64: SMP is always on).
+declare -A want=()
+order=()
 while read -r opt val; do
   [ -n "$opt" ] || continue
+  [ -n "${want[$opt]+x}" ] || order+=("$opt")
+  want[$opt]=$val
+done <<<"$common_config$arch_config"
+bad=()
+for opt in "${order[@]}"; do
+  val=${want[$opt]}
   case "$val" in
     y) grep -qx "CONFIG_$opt=y" "$build/.config" || bad+=("$opt=y") ;;
     n) ! grep -qE "^CONFIG_$opt=" "$build/.config" || grep -qx "CONFIG_$opt=n" "$build/.config" || bad+=("$opt=n") ;;
     *) grep -qE "^CONFIG_$opt=\"?$val\"?$" "$build/.config" || bad+=("$opt=$val") ;;
   esac
-done <<<"$common_config$arch_config"
-# Options that some kernels do not have (POWER_RESET_SYSCON off, EARLY_PRINTK on arm64) are not errors.
+done
+# Options this arch's kernel does not have (EARLY_PRINTK on arm64) are not errors.
 filtered=()
 for b in "${bad[@]}"; do
   o=${b%%=*}
-  grep -rqsE --include='Kconfig*' "^(menu)?config $o\$" "$tree" || continue
+  grep -rqsE --include='Kconfig*' --exclude-dir=arch "^(menu)?config $o\$" "$tree" \
+    || grep -rqsE --include='Kconfig*' "^(menu)?config $o\$" "$tree/arch/$karch" || continue
   filtered+=("$b")
 done
 [ ${#filtered[@]} -eq 0 ] || die "the config lost ${filtered[*]} after olddefconfig (missing dependency?); see $build/.config"
