@@ -20,6 +20,7 @@
 #   exit: 0 built (or cached), 1 error (network, source, build), 2 usage (arch, option, missing source),
 #         3 the build tools are missing and cannot be installed (not root, no apt-get, apt-get failed)
 set -euo pipefail
+{ # read whole before it runs (a build takes minutes; an edit of this file must not change a running one)
 prog=build-kernel
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -299,3 +300,5 @@ rm -rf "$out"; mv "$out.tmp" "$out"
 rm -rf "$build"
 log "built $out/$image_name in $((t1 - t0)) s"
 echo "$out/$image_name"
+exit 0
+}

@@ -47,7 +47,7 @@ import dev.kpemu.natives.NativeLibraries;
 class SourceKernelTest {
     static final Path ROOT = NativeLibraries.repositoryRoot();
     static final Path WORK = Path.of(System.getProperty("user.dir")).resolve("target/source-kernel");
-    static final List<String> SCRIPTS = List.of("open", "kretprobes", "fidelity");
+    static final List<String> SCRIPTS = List.of("open", "kretprobes", "fidelity", "args");   // args: $comm (a UP kernel's current)
 
     /** A built kernel: the image kpemu and QEMU boot, its unstripped vmlinux, its release. */
     record Built(Path image, Path vmlinux, String release) {}
