@@ -40,7 +40,8 @@ import java.util.function.LongUnaryOperator;
  * <p>In a relocatable arm64 Image the relative_base slot holds 0 (RELA relocation with the value
  * in the addend): the R_AARCH64_RELATIVE entry whose target is that slot supplies both the value
  * and the Image's link address (r_offset minus the slot's file offset; when another entry passes
- * the same test, as in a small built kernel, the one that puts {@code _text} at that link address).
+ * the same test, as in a small built kernel, the one whose link base keeps the most relocation
+ * targets inside the Image).
  * PC-relative entries give
  * file offsets only; the link address then comes from the pointers the Image stores (see
  * {@link #arm64LinkBaseFromPointers}).
@@ -121,16 +122,7 @@ public final class Kallsyms {
                         && Long.compareUnsigned(addend - cand, header.effectiveSize()) < 0;
             });
             long[] rela = candidates.size() == 1 ? candidates.get(0) : null;
-            if (candidates.size() > 1 && relBase == 0) {
-                // a small Image can hold another relocation a multiple of 2 MiB from the slot that
-                // passes the same test; the right one puts _text, where the Image starts, at the link base
-                List<long[]> fit = new ArrayList<>();
-                for (long[] c : candidates) {
-                    long cb = c[0] - l.relativeBaseAt();
-                    if (decode(image, l, c[1], null, name).stream().anyMatch(s -> s.name().equals("_text") && s.address() == cb)) fit.add(c);
-                }
-                if (fit.size() == 1) rela = fit.get(0);
-            }
+            if (candidates.size() > 1) rela = coveringMostRelocations(image, candidates, l.relativeBaseAt(), header.effectiveSize());
             if (rela != null) {
                 base = rela[0] - l.relativeBaseAt();
                 if (relBase == 0) relBase = rela[1];
@@ -445,6 +437,25 @@ public final class Kallsyms {
     private static long[] findRelative(byte[] d, int type, RelaFilter accept) {
         List<long[]> all = findAllRelative(d, type, accept);
         return all.size() == 1 ? all.get(0) : null;   // none, or ambiguous
+    }
+
+    /**
+     * Of several relocations that each could be the relative_base slot's (an entry a multiple of
+     * 2 MiB away from the slot passes the same test), the one whose link base puts the most
+     * R_AARCH64_RELATIVE targets inside the Image: the kernel relocates only its own image, so
+     * the true base covers them all and a base 2 MiB off leaves some out. Null when two tie.
+     */
+    private static long[] coveringMostRelocations(byte[] image, List<long[]> candidates, int slot, long size) {
+        List<long[]> all = findAllRelative(image, R_AARCH64_RELATIVE, (off, addend) -> true);
+        long[] best = null;
+        long bestCount = -1, second = -1;
+        for (long[] c : candidates) {
+            long base = c[0] - slot;
+            long n = all.stream().filter(r -> Long.compareUnsigned(r[0] - base, size) < 0).count();
+            if (n > bestCount) { second = bestCount; bestCount = n; best = c; }
+            else if (n > second) second = n;
+        }
+        return bestCount > second ? best : null;
     }
 
     /** Every distinct {r_offset, r_addend} such an entry has, in file order. */
