@@ -1,29 +1,45 @@
 # Sourced by guest-images/record-*.sh: boots the kernel kpemu boots under QEMU TCG, the reference
 # machine, with an initramfs, and keeps the console. Changes nothing outside the given files.
 #
-# Provides: die; reference_args USAGE "$@" (parses "[--kernel debian[:SUITE]] ARCH [NAME]" into
-#           $kernel, $arch, $name; sets $qemu through need_qemu); need_qemu ARCH (sets $qemu,
+# Provides: die; reference_args USAGE "$@" (parses "[--kernel debian[:SUITE]|FILE] [--out FILE] ARCH [NAME]"
+#           into $kernel, $kernel_file (a kernel file, e.g. one guest-images/build-kernel.sh built),
+#           $out, $arch, $name; sets $qemu through need_qemu); need_qemu ARCH (sets $qemu,
 #           installing Debian's QEMU when missing, as root);
 #           kernel_print WHAT (kpemu images --print for the chosen kernel); kernel_series;
+#           file_release FILE (the "Linux version" release of a kernel file: bzImage, vmlinux, Image);
 #           kernel_header (the "# kernel:", "# suite:" and "# qemu:" header lines);
 #           qemu_boot INITRAMFS APPEND LOG (the kernel's console= is added).
 
 die() { echo "${prog:-record}: $*" >&2; exit 1; }
 
+# kpemu's command line: the launcher, or $KPEMU_CLI when set (a command, e.g. "java -cp ...
+# dev.kpemu.cli.Main": tests that run these scripts use their own classes, so the launcher never
+# rebuilds the tree a test run is using).
+kpemu_cli() {
+  if [ -n "${KPEMU_CLI:-}" ]; then local cli; read -r -a cli <<<"$KPEMU_CLI"; "${cli[@]}" "$@"
+  else "$root/kpemu" "$@"; fi
+}
+
 reference_args() {
   local usage=$1; shift
-  kernel=debian; arch=""; name=""
+  kernel=debian; kernel_file=""; out=""; arch=""; name=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --kernel) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; kernel=$2; shift 2 ;;
       --kernel=*) kernel=${1#--kernel=}; shift ;;
+      --out) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; out=$2; shift 2 ;;
+      --out=*) out=${1#--out=}; shift ;;
       -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d'; exit 0 ;;
       -*) echo "$prog: usage: $usage" >&2; exit 2 ;;
       *) if [ -z "$arch" ]; then arch=$1; elif [ -z "$name" ]; then name=$1; else echo "$prog: usage: $usage" >&2; exit 2; fi; shift ;;
     esac
   done
   [ -n "$arch" ] || { echo "$prog: usage: $usage" >&2; exit 2; }
-  case "$kernel" in debian|debian:*) ;; *) die "--kernel takes debian or debian:SUITE (a reference belongs to a Debian build)" ;; esac
+  case "$kernel" in
+    debian|debian:*) ;;
+    *) [ -f "$kernel" ] || { echo "$prog: --kernel takes debian, debian:SUITE or a kernel file; no file '$kernel'" >&2; exit 2; }
+       kernel_file=$(readlink -f "$kernel") ;;
+  esac
   need_qemu "$arch"
 }
 
@@ -41,7 +57,33 @@ need_qemu() {
   fi
 }
 
-kernel_print() { "$root/kpemu" images --kernel "$kernel" --arch "$arch" --print "$1"; }
+# A kernel file is its own kernel (x86_64: QEMU boots a bzImage through its firmware, or an ELF
+# vmlinux through PVH); its guest is the default initramfs; release from its banner.
+kernel_print() {
+  if [ -z "$kernel_file" ]; then kpemu_cli images --kernel "$kernel" --arch "$arch" --print "$1"; return; fi
+  case "$1" in
+    kernel|vmlinux) echo "$kernel_file" ;;
+    initramfs) kpemu_cli images --arch "$arch" --print initramfs ;;
+    release) file_release "$kernel_file" ;;
+    package) echo "file:$(basename "$kernel_file")" ;;
+    version) sha256sum < "$kernel_file" | cut -c1-16 ;;
+    suite) echo none ;;
+    *) die "kernel_print: unknown value '$1'" ;;
+  esac
+}
+
+# file_release FILE: the kernel release its "Linux version RELEASE ..." banner names.
+file_release() {
+  local f=$1 rel kv
+  rel=$(strings -n 20 "$f" | sed -nE 's/^Linux version ([^ ]+) .*/\1/p' | head -n1)
+  if [ -z "$rel" ] && [ "$(od -An -c -j 514 -N 4 "$f" | tr -d ' ')" = HdrS ]; then
+    # bzImage: the setup header's kernel_version (offset 0x20e) points at "RELEASE (builder) #..."
+    kv=$(( $(od -An -tu2 -j 526 -N 2 "$f") + 0x200 ))
+    rel=$(dd if="$f" bs=1 skip="$kv" count=200 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1)
+  fi
+  [ -n "$rel" ] || die "$f: no 'Linux version' string (a compressed image? pass the vmlinux or Image)"
+  echo "$rel"
+}
 
 # The kernel's series (major.minor of its release): references are kept per series.
 kernel_series() {

@@ -4,11 +4,11 @@
 # initramfs (kpemu initramfs) with an /init that prints /proc/kallsyms (gzip | base64) on the console,
 # then powers off.
 #
-#   guest-images/record-kallsyms.sh ARCH KERNEL [FULL]
+#   guest-images/record-kallsyms.sh [--out FILE] ARCH KERNEL [FULL]
 #     ARCH    x86_64 | arm64
 #     KERNEL  the kernel file QEMU boots (x86_64: bzImage or vmlinux; arm64: Image)
 #     FULL    optional: also keep the complete /proc/kallsyms text there
-#     writes  guest-images/reference/ARCH/kallsyms-RELEASE.txt
+#     writes  guest-images/reference/ARCH/kallsyms-RELEASE.txt (or --out FILE)
 #
 # The reference file is small enough to commit: the kernel's release and sha256, the line count
 # of /proc/kallsyms, and for the CORE lines (those without a "[module]" column: modules, bpf
@@ -21,17 +21,13 @@ root=$(cd "$here/.." && pwd)
 prog=record-kallsyms
 . "$here/qemu-reference.sh"
 
-[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: record-kallsyms.sh x86_64|arm64 KERNEL [FULL]"
+out=""
+case "${1:-}" in --out) [ $# -ge 2 ] || die "--out needs a file"; out=$2; shift 2 ;; --out=*) out=${1#--out=}; shift ;; esac
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: record-kallsyms.sh [--out FILE] x86_64|arm64 KERNEL [FULL]"
 arch=$1; kernel=$(readlink -f "$2"); full=${3:-}
 [ -f "$kernel" ] || die "no kernel file $2"
 need_qemu "$arch"
-release=$(strings -n 20 "$kernel" | sed -nE 's/^Linux version ([^ ]+) .*/\1/p' | head -n1)
-if [ -z "$release" ] && [ "$(od -An -c -j 514 -N 4 "$kernel" | tr -d ' ')" = HdrS ]; then
-  # bzImage: the setup header's kernel_version (offset 0x20e) points at "RELEASE (builder) #..."
-  kv=$(( $(od -An -tu2 -j 526 -N 2 "$kernel") + 0x200 ))
-  release=$(dd if="$kernel" bs=1 skip="$kv" count=200 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1)
-fi
-[ -n "$release" ] || die "$kernel: no 'Linux version' string (a compressed image? pass the vmlinux or Image)"
+release=$(file_release "$kernel")
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -45,7 +41,7 @@ gzip -c /proc/kallsyms | base64
 echo KPEMU-KALLSYMS-END
 poweroff -f
 EOF
-"$root/kpemu" initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
+kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
 
 append="nokaslr panic=-1 quiet"
 if [ "$arch" = x86_64 ]; then
@@ -60,7 +56,7 @@ sed -n '/KPEMU-KALLSYMS-BEGIN/,/KPEMU-KALLSYMS-END/p' "$work/console" | tr -d '\
 [ -n "$full" ] && cp "$work/kallsyms" "$full"
 
 grep -v ' \[' "$work/kallsyms" > "$work/core" || true
-out="$here/reference/$arch/kallsyms-$release.txt"
+out=${out:-$here/reference/$arch/kallsyms-$release.txt}
 mkdir -p "$(dirname "$out")"
 {
   echo "# Linux's own /proc/kallsyms, recorded by guest-images/record-kallsyms.sh under QEMU (nokaslr)."

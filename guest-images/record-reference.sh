@@ -4,9 +4,11 @@
 # boots, under QEMU TCG, with the definitions passed on the kernel command line
 # (kprobe_event=... trace_event=... tp_printk), and keeps the event lines the console prints.
 #
-#   guest-images/record-reference.sh [--kernel debian[:SUITE]] ARCH NAME
+#   guest-images/record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] ARCH NAME
 #     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
+#            or the --out FILE (a kernel file's reference, e.g. one build-kernel.sh built, belongs
+#            to that build: the source-kernel tests record it at test time, outside the repository)
 #   SERIES is the kernel's major.minor (6.1, 6.12, 7.2): kpemu's tests compare a boot with the
 #   reference of the series that booted. --kernel: as kpemu's (default: the machine's suite).
 #
@@ -17,8 +19,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-reference
 . "$here/qemu-reference.sh"
-reference_args "record-reference.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" "$@"
-[ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME"
+reference_args "record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME" "$@"
+[ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME"
 defs="$here/reference/$name.$arch.events"
 [ -f "$defs" ] || die "no probe script $defs"
 initramfs=$(kernel_print initramfs)
@@ -44,7 +46,7 @@ trap 'rm -f "$log"' EXIT
 qemu_boot "$initramfs" "$append" "$log"
 grep -q 'KPEMU-INIT-DONE' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-INIT-DONE"; }
 
-out="$here/reference/$arch/$series/$name.trace"
+out=${out:-$here/reference/$arch/$series/$name.trace}
 mkdir -p "$(dirname "$out")"
 {
   echo "# Reference trace recorded by guest-images/record-reference.sh from Linux's own kprobe_events."

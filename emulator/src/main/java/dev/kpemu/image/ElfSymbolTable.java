@@ -68,7 +68,15 @@ public final class ElfSymbolTable {
         else if (shndx >= elf.sections().size()) c = '?';
         else {
             ElfImage.Section sec = elf.sections().get(shndx);
-            if (!sec.alloc()) c = sec.name().startsWith(".debug") ? 'N' : 'n';
+            if (!sec.alloc()) {
+                // as binutils classifies a section without SHF_ALLOC: debugging 'N', no contents 'b',
+                // read-only 'n', else '?' (a built kernel's empty .smp_locks and .data_nosave lose
+                // SHF_ALLOC but keep SHF_WRITE; scripts/kallsyms keeps their '?' symbols)
+                if (sec.name().startsWith(".debug")) c = 'N';
+                else if (sec.type() == ElfImage.SHT_NOBITS) c = 'b';
+                else if (!sec.writable()) c = 'n';
+                else c = '?';
+            }
             else if (sec.executable()) c = 't';
             else if (sec.type() == ElfImage.SHT_NOBITS) c = 'b';
             else if (!sec.writable()) c = 'r';
@@ -79,7 +87,7 @@ public final class ElfSymbolTable {
 
     /** Whether scripts/kallsyms would leave the symbol out of the tables. */
     static boolean ignored(String name, char type) {
-        if (type == 'U' || type == 'u' || type == 'v' || type == 'w' || type == 'N' || type == 'n' || type == '?') return true;
+        if (type == 'U' || type == 'u' || type == 'v' || type == 'w' || type == 'N' || type == 'n') return true;
         if (Character.toUpperCase(type) == 'A' && !KEPT_ABSOLUTE.contains(name)) return true;
         if (IGNORED_NAMES.contains(name)) return true;
         for (String p : IGNORED_PREFIXES) if (name.startsWith(p)) return true;

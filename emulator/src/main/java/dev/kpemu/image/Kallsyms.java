@@ -39,7 +39,10 @@ import java.util.function.LongUnaryOperator;
  *
  * <p>In a relocatable arm64 Image the relative_base slot holds 0 (RELA relocation with the value
  * in the addend): the R_AARCH64_RELATIVE entry whose target is that slot supplies both the value
- * and the Image's link address (r_offset minus the slot's file offset). PC-relative entries give
+ * and the Image's link address (r_offset minus the slot's file offset; when another entry passes
+ * the same test, as in a small built kernel, the one whose link base keeps the most relocation
+ * targets inside the Image).
+ * PC-relative entries give
  * file offsets only; the link address then comes from the pointers the Image stores (see
  * {@link #arm64LinkBaseFromPointers}).
  *
@@ -113,11 +116,13 @@ public final class Kallsyms {
         } else {
             long relBase = ImageFiles.le(image).getLong(l.relativeBaseAt());
             long base = Long.MIN_VALUE;
-            long[] rela = findRelative(image, R_AARCH64_RELATIVE, (off, addend) -> {
+            List<long[]> candidates = findAllRelative(image, R_AARCH64_RELATIVE, (off, addend) -> {
                 long cand = off - l.relativeBaseAt();          // r_offset - slot = link base (2 MiB aligned)
                 return (cand & 0x1fffffL) == 0 && (cand >>> 48) == 0xffffL
                         && Long.compareUnsigned(addend - cand, header.effectiveSize()) < 0;
             });
+            long[] rela = candidates.size() == 1 ? candidates.get(0) : null;
+            if (candidates.size() > 1) rela = coveringMostRelocations(image, candidates, l.relativeBaseAt(), header.effectiveSize());
             if (rela != null) {
                 base = rela[0] - l.relativeBaseAt();
                 if (relBase == 0) relBase = rela[1];
@@ -430,16 +435,39 @@ public final class Kallsyms {
     private interface RelaFilter { boolean test(long rOffset, long rAddend); }
 
     private static long[] findRelative(byte[] d, int type, RelaFilter accept) {
+        List<long[]> all = findAllRelative(d, type, accept);
+        return all.size() == 1 ? all.get(0) : null;   // none, or ambiguous
+    }
+
+    /**
+     * Of several relocations that each could be the relative_base slot's (an entry a multiple of
+     * 2 MiB away from the slot passes the same test), the one whose link base puts the most
+     * R_AARCH64_RELATIVE targets inside the Image: the kernel relocates only its own image, so
+     * the true base covers them all and a base 2 MiB off leaves some out. Null when two tie.
+     */
+    private static long[] coveringMostRelocations(byte[] image, List<long[]> candidates, int slot, long size) {
+        List<long[]> all = findAllRelative(image, R_AARCH64_RELATIVE, (off, addend) -> true);
+        long[] best = null;
+        long bestCount = -1, second = -1;
+        for (long[] c : candidates) {
+            long base = c[0] - slot;
+            long n = all.stream().filter(r -> Long.compareUnsigned(r[0] - base, size) < 0).count();
+            if (n > bestCount) { second = bestCount; bestCount = n; best = c; }
+            else if (n > second) second = n;
+        }
+        return bestCount > second ? best : null;
+    }
+
+    /** Every distinct {r_offset, r_addend} such an entry has, in file order. */
+    private static List<long[]> findAllRelative(byte[] d, int type, RelaFilter accept) {
         ByteBuffer b = ImageFiles.le(d);
-        long[] found = null;
+        List<long[]> found = new ArrayList<>();
         for (int p = 8; p + 16 <= d.length; p += 8) {
             if (b.getLong(p) != type) continue;
             long off = b.getLong(p - 8);
             long addend = b.getLong(p + 8);
             if (!accept.test(off, addend)) continue;
-            long[] r = {off, addend};
-            if (found != null && (found[0] != r[0] || found[1] != r[1])) return null;   // ambiguous
-            found = r;
+            if (found.stream().noneMatch(f -> f[0] == off && f[1] == addend)) found.add(new long[]{off, addend});
         }
         return found;
     }

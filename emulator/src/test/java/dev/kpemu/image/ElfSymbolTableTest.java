@@ -25,7 +25,8 @@ class ElfSymbolTableTest {
             new Sec(".data", 1, SHF_A | SHF_W, TEXT + 0x1100, 0x100),
             new Sec(".data..percpu", 1, SHF_A | SHF_W, 0, 0x40),
             new Sec(".bss", 8, SHF_A | SHF_W, TEXT + 0x1200, 0x100),
-            new Sec(".comment", 1, 0, 0, 0x10));
+            new Sec(".comment", 1, 0, 0, 0x10),
+            new Sec(".smp_locks", 1, SHF_W, TEXT + 0x1300, 0));        // empty: the linker dropped SHF_ALLOC (a UP kernel's)
 
     static final List<Sym> SYMBOLS = List.of(
             new Sym("vmlinux.o", 0, 4, 0xfff1, 0, 0),                 // STT_FILE
@@ -47,7 +48,8 @@ class ElfSymbolTableTest {
             new Sym("cpu_number", 1, 1, 4, 0x20, 4),
             new Sym("__per_cpu_end", 1, 0, 4, 0x40, 0),
             new Sym("printk", 1, 2, 0, 0, 0),                         // undefined: left out
-            new Sym("build_note", 0, 1, 6, 0, 0));                    // non-allocated: left out
+            new Sym("build_note", 0, 1, 6, 0, 0),                     // non-allocated, read-only ('n'): left out
+            new Sym("__smp_locks", 1, 0, 7, TEXT + 0x1300, 0));      // non-allocated, writable: nm's '?', kept as kallsyms keeps it
 
     static byte[] elf() {
         ByteArrayOutputStream strtab = new ByteArrayOutputStream(), symtab = new ByteArrayOutputStream(), shstr = new ByteArrayOutputStream();
@@ -114,7 +116,8 @@ class ElfSymbolTableTest {
                 "ffffffff81001000 R linux_banner",
                 "ffffffff81001100 d table",
                 "ffffffff81001180 V weak_table",
-                "ffffffff81001200 B zeroed"), lines);
+                "ffffffff81001200 B zeroed",
+                "ffffffff81001300 ? __smp_locks"), lines);
         // sizes are kallsyms' (distance to the next symbol), not st_size: %pS prints those
         assertEquals("start_kernel+0x10/0x80", t.format(TEXT + 0x110));
         assertEquals("helper+0x0/0x80", t.format(TEXT + 0x180));

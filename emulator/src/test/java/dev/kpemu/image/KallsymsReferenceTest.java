@@ -90,7 +90,20 @@ public class KallsymsReferenceTest {
         Path refFile = REFERENCE.resolve(arch).resolve("kallsyms-" + release + ".txt");
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isRegularFile(refFile),
                 "no recording for " + release + " (run guest-images/record-kallsyms.sh " + arch + " <kernel>)");
+        compare(kernel, refFile);
+    }
+
+    /**
+     * Compares one kernel file (x86_64 vmlinux or arm64 Image) with the given recording
+     * ({@code record-kallsyms.sh --out}, e.g. of a kernel built on this machine); their releases must be equal.
+     * A bzImage is read through its decompressed payload (the vmlinux kpemu boots).
+     */
+    public static void compare(Path kernel, Path refFile) throws Exception {
+        byte[] bytes = Files.readAllBytes(kernel);
+        if (ImageFiles.isBzImage(bytes)) bytes = Kallsyms.load(kernel).bytes();
+        String release = KernelRelease.of(bytes).orElseThrow(() -> new AssertionError(kernel + ": no 'Linux version' banner"));
         Reference ref = Reference.read(refFile);
+        assertEquals(ref.release, release, refFile + " records another kernel");
         compare(kernel, release, ref, Kallsyms.read(kernel));
         if (ImageFiles.isElf(bytes)) {
             ElfImage elf = ElfImage.parse(bytes, kernel.toString());

@@ -111,6 +111,32 @@ class KallsymsSyntheticTest {
         assertTrue(t.lookup(REL_BASE - 1).isEmpty());
     }
 
+    /**
+     * A relocatable Image: the relative_base slot holds 0 and R_AARCH64_RELATIVE entries supply it.
+     * A second entry 2 MiB from the slot passes the same test (as in a small kernel built from
+     * source); the link base that keeps every relocation target inside the Image is the right one.
+     */
+    @Test
+    void relocatableImageWithADecoyRelocation() throws Exception {
+        byte[] plain = image(Layout.AFTER_TOKEN_INDEX_6_4);
+        int slot = Kallsyms.locate(plain, "synthetic").relativeBaseAt();
+        long mib2 = 0x200000L;
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        o.writeBytes(plain);
+        align(o, 8);
+        for (int j = 0; j < 20; j++) { u64(o, LINK_BASE + 0x20000 + 8L * j); u64(o, 1027); u64(o, REL_BASE + offset(j)); }
+        u64(o, LINK_BASE + mib2 + slot); u64(o, 1027); u64(o, LINK_BASE + mib2 + 0x1234);   // the decoy
+        u64(o, LINK_BASE + slot); u64(o, 1027); u64(o, REL_BASE);                            // the slot's
+        byte[] img = o.toByteArray();
+        ByteBuffer b = ByteBuffer.wrap(img).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(slot, 0);
+        b.putLong(16, 4 * mib2);   // image_size: room for the decoy's target
+        SymbolTable t = Kallsyms.fromArm64Image(img, "relocatable");
+        assertEquals(LINK_BASE, t.linkBase());
+        assertEquals(REL_BASE + offset(7), t.address(name(7)));
+        assertEquals(N, t.size());
+    }
+
     @Test
     void corruptTablesAreReported() throws Exception {
         byte[] img = image();

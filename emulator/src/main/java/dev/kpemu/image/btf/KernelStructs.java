@@ -26,7 +26,11 @@ import java.util.Optional;
  *     to the variable's link address, which kallsyms holds) and, failing that, from the BTF DATASEC
  *     {@code .data..percpu}, which pahole fills with the per-CPU variables (x86-64 links that
  *     section at 0, so the offset inside it is the per-CPU address). The task pointer is the 8
- *     bytes at {@code GS_BASE + }{@link CurrentTask#gsOffset()}.</li>
+ *     bytes at {@code GS_BASE + }{@link CurrentTask#gsOffset()}. A uniprocessor kernel
+ *     (CONFIG_SMP off, as {@code make tinyconfig} builds) has no per-CPU areas: its per-CPU
+ *     variables are ordinary globals in {@code .data}, read without a segment prefix, so the
+ *     variable's kallsyms address, outside {@code [__per_cpu_start, __per_cpu_end)}, is where
+ *     the task pointer is ({@link CurrentTaskSource#X86_GLOBAL}).</li>
  * <li>arm64: the task pointer is in SP_EL0 while in the kernel; nothing to look up.</li>
  * </ul>
  */
@@ -37,6 +41,8 @@ public final class KernelStructs {
     public enum CurrentTaskSource {
         /** x86-64: the task pointer is at GS_BASE + gsOffset. */
         X86_PERCPU,
+        /** x86-64 uniprocessor kernel: the task pointer is at the absolute address gsOffset (no GS). */
+        X86_GLOBAL,
         /** arm64: the task pointer is SP_EL0. */
         ARM64_SP_EL0
     }
@@ -53,7 +59,14 @@ public final class KernelStructs {
         /** x86: offset from GS_BASE of the {@code struct task_struct *}. */
         public long gsOffset() { return perCpuOffset + memberOffset; }
 
+        /** x86: whether the task pointer is GS-relative (false: a uniprocessor kernel's global, at {@link #gsOffset()}). */
+        public boolean gsRelative() { return source == CurrentTaskSource.X86_PERCPU; }
+
         @Override public String toString() {
+            if (source == CurrentTaskSource.X86_GLOBAL) {
+                return String.format("current = *(u64 *)0x%x [%s%s] (%s)", gsOffset(), symbol,
+                        memberOffset == 0 ? "" : String.format(" + 0x%x", memberOffset), detail);
+            }
             return source == CurrentTaskSource.ARM64_SP_EL0 ? "current = SP_EL0"
                     : String.format("current = *(u64 *)(GS_BASE + 0x%x) [%s%s] (%s)", gsOffset(), symbol,
                     memberOffset == 0 ? "" : String.format(" + 0x%x", memberOffset), detail);
@@ -122,6 +135,11 @@ public final class KernelStructs {
             Optional<Btf.Field> m = btf.member(hot.get(), "current_task");
             if (m.isPresent()) {
                 Optional<long[]> where = perCpu(btf, symbols, "pcpu_hot");
+                if (where.isPresent() && uniprocessorGlobal(symbols, where.get())) {
+                    return new CurrentTask(CurrentTaskSource.X86_GLOBAL, "pcpu_hot", where.get()[0], m.get().offset(),
+                            "uniprocessor kernel: pcpu_hot is a global outside the per-CPU section; struct pcpu_hot.current_task at +"
+                                    + m.get().offset() + " from BTF");
+                }
                 if (where.isPresent()) {
                     return new CurrentTask(CurrentTaskSource.X86_PERCPU, "pcpu_hot", where.get()[0], m.get().offset(),
                             source(where.get()) + "; struct pcpu_hot.current_task at +" + m.get().offset() + " from BTF");
@@ -129,11 +147,28 @@ public final class KernelStructs {
             }
         }
         Optional<long[]> where = perCpu(btf, symbols, "current_task");
+        if (where.isPresent() && uniprocessorGlobal(symbols, where.get())) {
+            return new CurrentTask(CurrentTaskSource.X86_GLOBAL, "current_task", where.get()[0], 0,
+                    "uniprocessor kernel: current_task is a global outside the per-CPU section");
+        }
         if (where.isPresent()) {
             return new CurrentTask(CurrentTaskSource.X86_PERCPU, "current_task", where.get()[0], 0,
                     source(where.get()) + "; no struct pcpu_hot in this kernel");
         }
         throw new BtfFormatException(btf.source() + ": cannot locate x86-64 current: neither pcpu_hot nor current_task is in kallsyms or the BTF's .data..percpu");
+    }
+
+    /**
+     * Whether a per-CPU variable found in kallsyms is a uniprocessor kernel's ordinary global: a
+     * kernel-half address outside {@code [__per_cpu_start, __per_cpu_end)} (an SMP kernel's is a
+     * small absolute offset, or, since 6.15, inside that section).
+     */
+    private static boolean uniprocessorGlobal(SymbolTable symbols, long[] where) {
+        if (symbols == null || (where[1] & 1) == 0 || where[0] >= 0) return false;   // not from kallsyms, or not a kernel address
+        Optional<Symbol> start = symbols.byName("__per_cpu_start"), end = symbols.byName("__per_cpu_end");
+        if (start.isEmpty() || end.isEmpty()) return false;
+        long a = where[0];
+        return Long.compareUnsigned(a, start.get().address()) < 0 || Long.compareUnsigned(a, end.get().address()) >= 0;
     }
 
     private static String source(long[] w) {

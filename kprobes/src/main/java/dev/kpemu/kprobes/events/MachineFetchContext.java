@@ -225,7 +225,7 @@ public final class MachineFetchContext implements FetchContext {
         if (task == null) return 0;
         try {
             if (arch == Arch.X86_64) {
-                long gs = machine.engine().regRead(X86Reg.GS_BASE);
+                long gs = task.gsRelative() ? machine.engine().regRead(X86Reg.GS_BASE) : 0;   // uniprocessor: a plain global
                 if (readKernel(gs + task.gsOffset(), word, 0, 8)) taskPointer = le64(word);
             } else {
                 taskPointer = machine.engine().regRead(Arm64Reg.SP_EL0);

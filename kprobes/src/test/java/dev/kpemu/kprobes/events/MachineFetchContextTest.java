@@ -112,6 +112,17 @@ class MachineFetchContextTest {
             }
             assertEquals(k.machine.sp(), c.stackPointer());
 
+            if (a == Arch.X86_64) {
+                // a uniprocessor kernel: current is a plain global (no GS), e.g. pcpu_hot.current_task in .data
+                long global = k.data + 0x900;
+                k.writeLong(global, k.task);
+                MachineFetchContext up = new MachineFetchContext(k.machine, k.kprobes.regs(), k.symbols,
+                        new TaskLayout(Arch.X86_64, global, GuestKernel.COMM_OFF, GuestKernel.PID_OFF, GuestKernel.TGID_OFF, false));
+                up.begin();
+                assertEquals(k.task, up.currentTask());
+                assertEquals(GuestKernel.COMM, new String(up.comm(), StandardCharsets.US_ASCII));
+            }
+
             // no layout: no task
             MachineFetchContext none = new MachineFetchContext(k.machine, k.kprobes.regs(), k.symbols, null);
             assertEquals(0, none.currentTask());
