@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fetches the native engines kpemu needs (Unicorn 2.1.1 from Debian 13, Capstone from Debian)
+# Fetches the native engines kpemu needs (Unicorn 2.1.4 or a newer 2.1.x from Debian unstable,
+# Capstone 5 from Debian 13)
 # into a project-local cache with private apt directories. Changes nothing on the system.
 # Idempotent: a verified cache is reused. Prints the library directory on success.
 #
@@ -26,8 +27,16 @@ clock_current() {
   [ -f "$libdir/libkpemu_clock.so" ] && [ ! "$clock_src" -nt "$libdir/libkpemu_clock.so" ]
 }
 
+# Unicorn 2.1.4 is the first Debian-packaged release that hooks RDTSC/RDTSCP (the guest TSC on
+# the virtual clock) and checks every store to a page with translated code (docs/x86-boot-notes.md).
+unicorn_ok() { # $1: a Debian version string
+  case "$1" in 2.1.[4-9]*|2.1.[1-9][0-9]*) return 0 ;; *) return 1 ;; esac
+}
+
 verify() {
   [ -f "$libdir/libunicorn.so.2" ] && [ -f "$libdir/libcapstone.so" ] && [ -f "$libdir/libkpemu_clock.so" ] || return 1
+  # A cache fetched for an older kpemu (Unicorn 2.1.1) is fetched again.
+  [ -f "$cache/versions" ] && unicorn_ok "$(sed -n 's/^unicorn=//p' "$cache/versions")" || return 1
   # Unicorn must be 2.1.x: older 2.0.x ignores guest page tables.
   grep -c uc_ctl "$libdir/libunicorn.so.2" >/dev/null || return 1
   grep -c cs_disasm "$libdir/libcapstone.so" >/dev/null || return 1
@@ -57,8 +66,9 @@ mirror=${mirror%/}
 
 work="$cache/apt"
 rm -rf "$work"; mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
-# Unicorn 2.1.1 lives in Debian 13 (trixie); Capstone comes from the same suite.
-echo "deb [trusted=yes] $mirror trixie main" > "$work/etc/sources.list"
+# Unicorn 2.1.4 lives in Debian unstable (it needs only libc6 >= 2.34, so it loads on Debian 12);
+# Capstone 5 comes from Debian 13 (trixie): kpemu's binding is written against Capstone 5's API.
+printf 'deb [trusted=yes] %s trixie main\ndeb [trusted=yes] %s sid main\n' "$mirror" "$mirror" > "$work/etc/sources.list"
 aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
          -o Dir::Etc::SourceList="$work/etc/sources.list" -o Dir::Etc::SourceParts="$work/etc/sources.list.d"
          -o Dir::Etc::Preferences="$work/etc/preferences" -o Dir::Etc::PreferencesParts="$work/etc/preferences.d"
@@ -66,12 +76,11 @@ aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
          -o APT::Architecture=amd64 -o APT::Architectures=amd64
          -o Acquire::Retries=2 -o Acquire::http::Timeout=60)
 apt-get "${aptopts[@]}" update >"$work/update.log" 2>&1 || die "apt-get update against the machine's Debian mirror failed (network or apt unavailable); see $work/update.log"
-capstone_pkg=$(apt-cache "${aptopts[@]}" pkgnames libcapstone 2>/dev/null | grep -E '^libcapstone[0-9]+$' | sort -V | tail -n1)
-[ -n "$capstone_pkg" ] || die "no libcapstone package found in Debian trixie"
-(cd "$work/debs" && apt-get "${aptopts[@]}" download libunicorn2t64 libunicorn-dev "$capstone_pkg" >"$work/download.log" 2>&1) \
-  || die "apt-get download of libunicorn2t64 libunicorn-dev $capstone_pkg failed; see $work/download.log"
+capstone_pkg=libcapstone5
+(cd "$work/debs" && apt-get "${aptopts[@]}" download libunicorn2t64/sid libunicorn-dev/sid "$capstone_pkg/trixie" >"$work/download.log" 2>&1) \
+  || die "apt-get download of libunicorn2t64, libunicorn-dev (unstable) and $capstone_pkg (trixie) failed; see $work/download.log"
 ver=$(dpkg-deb -f "$work"/debs/libunicorn2t64_*.deb Version)
-case "$ver" in 2.1.1*) ;; *) die "Debian trixie offers libunicorn2t64 $ver, kpemu needs 2.1.1" ;; esac
+unicorn_ok "$ver" || die "Debian unstable offers libunicorn2t64 $ver; kpemu needs 2.1.4 or a newer 2.1.x"
 rm -rf "$cache/root"; mkdir -p "$cache/root" "$libdir"
 for d in "$work"/debs/*.deb; do dpkg-deb -x "$d" "$cache/root"; done
 uso=$(find "$cache/root" -name 'libunicorn.so.2*' -type f | head -n1)

@@ -22,6 +22,13 @@
  * jump_label_cmp faults on a corrupted pointer; arm64: panic_bad_stack before the first
  * console line). A stop address therefore must be a block start (a branch or call target, e.g.
  * a function entry). `skip_once` lets the host resume from the address it stopped at.
+ *
+ * Time stamp counter (x86): Unicorn's own rdtsc/rdtscp read the host's TSC, which would make
+ * every run different. kpemu_rdtsc / kpemu_rdtscp (UC_HOOK_INSN, Unicorn >= 2.1.4) answer with
+ * the virtual clock instead: `executed + tsc_offset`, where the host keeps `tsc_offset` so that
+ * the sum is the guest time in instruction periods (idle jumps included). Inside a block the
+ * value is that of the block's start plus its instructions (blocks are charged when they start):
+ * monotonic and the same in every run.
  */
 #include <stdint.h>
 #include <string.h>
@@ -41,6 +48,7 @@ struct kpemu_clock {
     uint32_t nbreaks;   /* entries used in breaks[] */
     uint32_t break_hit; /* index + 1 of the break that stopped the engine, 0 if none */
     uint64_t skip_once; /* a break address to ignore once (the host resumes from it) */
+    uint64_t tsc_offset; /* guest TSC = executed + tsc_offset (mod 2^64) */
     uint64_t breaks[KPEMU_BREAKS];
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
@@ -49,8 +57,9 @@ struct kpemu_clock {
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
-   2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints. */
-uint32_t kpemu_clock_features(void) { return 7; }
+   2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
+   8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp). */
+uint32_t kpemu_clock_features(void) { return 15; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -139,4 +148,23 @@ uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_
     }
     f->forwarded++;
     return f->forward(uc, reg, cp, f->forward_data);
+}
+
+/* x86 rdtsc hook (uc_cb_insn_cpuid_t shape): EDX:EAX = the virtual TSC; 1 = skip Unicorn's own. */
+int kpemu_rdtsc(uc_engine *uc, void *user_data) {
+    const struct kpemu_clock *c = (const struct kpemu_clock *)user_data;
+    uint64_t tsc = c->executed + c->tsc_offset;
+    uint64_t lo = (uint32_t)tsc, hi = tsc >> 32;
+    uc_reg_write(uc, UC_X86_REG_RAX, &lo);
+    uc_reg_write(uc, UC_X86_REG_RDX, &hi);
+    return 1;
+}
+
+/* x86 rdtscp hook: as rdtsc, and ECX = IA32_TSC_AUX (the guest's own MSR value). */
+int kpemu_rdtscp(uc_engine *uc, void *user_data) {
+    uc_x86_msr msr = { .rid = 0xc0000103u, .value = 0 };
+    uc_reg_read(uc, UC_X86_REG_MSR, &msr);
+    uint64_t aux = (uint32_t)msr.value;
+    uc_reg_write(uc, UC_X86_REG_RCX, &aux);
+    return kpemu_rdtsc(uc, user_data);
 }

@@ -10,6 +10,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 import picocli.CommandLine;
@@ -19,18 +20,24 @@ import picocli.CommandLine.Option;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.kprobes.events.RecordedTrace;
+import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
 
 /**
  * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs),
- * optionally with kprobe_events definitions, and exits with the guest's outcome. Guest console
- * to stderr (or {@code --console}); kpemu's own lines and the trace to stdout.
+ * optionally with kprobe_events definitions, and exits with the guest's outcome. The trace (and
+ * the tables asked for) to stdout; guest console to stderr (or {@code --console}); kpemu's own
+ * lines to stderr. {@code --record} writes the trace with its header to a file, {@code --expect}
+ * compares the run with such a file (exit {@link ExitCodes#TRACE_DIFFERS} on a difference),
+ * {@code --perfetto} writes it as trace-event JSON.
  */
 @Command(name = "boot", mixinStandardHelpOptions = true,
         description = {"Boot a Linux kernel until it powers off, optionally with kprobe_events probes.",
                 "Default: Debian's current kernel and kpemu's initramfs; probe hits print as ftrace's trace lines."},
-        footer = {"", "Exit codes: 0 the guest powered off, 1 error, 2 usage or probe-definition error,",
-                "3 guest panic or unhandled guest fault, 4 timeout."})
+        footer = {"", "Exit codes: 0 the guest powered off (and, with --expect, the trace equals the golden), 1 error,",
+                "2 usage or probe-definition error, 3 guest panic or unhandled guest fault, 4 timeout,",
+                "5 the trace differs from --expect's golden (the diff is on stderr)."})
 final class BootCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -56,7 +63,7 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--console", paramLabel = "FILE|-", defaultValue = "-", description = "guest console: a file, or - for stderr (default)")
     String console;
 
-    @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%di'")
+    @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%%di'")
     List<String> events = new ArrayList<>();
 
     @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")
@@ -83,6 +90,22 @@ final class BootCommand implements Callable<Integer> {
             description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
     boolean allowUnsafe;
 
+    @Option(names = "--record", paramLabel = "FILE",
+            description = "write the trace to FILE with a header naming the kernel build, arch, kpemu version, command line, initramfs and the definitions: a golden for --expect and kpemu compare")
+    Path record;
+
+    @Option(names = "--expect", paramLabel = "FILE",
+            description = "compare the trace event by event with a recorded golden; a difference prints a diff on stderr and exits 5")
+    Path expect;
+
+    @Option(names = "--mode", paramLabel = "MODE", defaultValue = "auto",
+            description = "how --expect compares: auto (exact on the golden's kernel build, else tolerant), exact, tolerant (symbol sizes and offsets a rebuild moves are ignored); default ${DEFAULT-VALUE}")
+    String mode;
+
+    @Option(names = "--perfetto", paramLabel = "FILE|-",
+            description = "write the trace as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); - writes it to stdout instead of the text trace")
+    String perfetto;
+
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -91,17 +114,42 @@ final class BootCommand implements Callable<Integer> {
         if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
         if (timeoutSeconds <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
         List<String> defs = definitions();
-        PrintStream trace = WriterOutputStream.printStream(out);
+        TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
+        if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
+            throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
+        RecordedTrace golden = null;
+        if (expect != null) {
+            try {
+                golden = CompareCommand.read(spec, expect);
+            } catch (RecordedTrace.MalformedTraceException e) {
+                err.println("kpemu: " + e.getMessage());
+                return ExitCodes.ERROR;
+            }
+            if (golden.header().arch() != a) {
+                err.println("kpemu: " + expect + " was recorded on " + golden.header().arch().linuxName() + ", this boot is " + a.linuxName());
+                return ExitCodes.USAGE;
+            }
+        }
+        PrintStream trace = "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        PrintStream messages = WriterOutputStream.printStream(err);
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
+            Path kernelFile, initrdFile;
+            Map<String, String> version = Map.of();
             try {
-                Path kernelFile = kernel == null ? null : KernelOption.file(choice, a);
-                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrd, append, memoryMiB, timeoutSeconds, con, trace),
-                        traced == null ? BootHooks.NONE : traced);
+                kernelFile = KernelOption.file(choice, a);
+                initrdFile = initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
+                if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
+                    version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
+                try (Progress p = Progress.start("kpemu", "-".equals(console),
+                        () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
+                    r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeoutSeconds, con, messages),
+                            traced == null ? BootHooks.NONE : traced);
+                }
             } catch (TracedBoot.DefinitionRejected e) {
                 e.kernelMessages().forEach(err::println);
                 err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
@@ -117,17 +165,47 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
             if (traced != null) printTables(out, traced);
-            out.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
-                    r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
-            if (r.initDoneHostNanos() >= 0) out.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
-            out.println();
-            if (r.exitCode() != ExitCodes.OK) {
-                out.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
-                out.println("kpemu: last console lines:");
-                for (String l : r.lastLines()) out.println("  " + l);
-            }
             out.flush();
-            return r.exitCode();
+            err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
+                    r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
+            if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
+            err.println();
+            if (r.exitCode() != ExitCodes.OK) {
+                err.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
+                err.println("kpemu: last console lines:");
+                for (String l : r.lastLines()) err.println("  " + l);
+            }
+            int code = r.exitCode();
+            if (traced != null && (record != null || expect != null || perfetto != null)) {
+                RecordedTrace.Header h = traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
+                        VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
+                RecordedTrace run = traced.recordedTrace(h, "this run");
+                if (record != null) {
+                    RecordedTrace.write(record, h, traced.records().stream().map(dev.kpemu.kprobes.events.TraceRecord::line).toList());
+                    err.printf("kpemu: recorded %d events to %s%s%n", run.events().size(), record,
+                            r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                }
+                if (perfetto != null) {
+                    PerfettoTrace pt = PerfettoTrace.of(run);
+                    if ("-".equals(perfetto)) {
+                        pt.write(WriterOutputStream.printStream(out));
+                    } else {
+                        try (OutputStream o = Files.newOutputStream(Path.of(perfetto))) {
+                            pt.write(o);
+                        }
+                    }
+                    var c = pt.counts();
+                    err.printf("kpemu: perfetto JSON%s: %d task tracks, %d instants, %d slices, %d phases%n",
+                            "-".equals(perfetto) ? "" : " " + perfetto, c.tracks(), c.instants(), c.slices(), c.phases());
+                }
+                if (golden != null && code == ExitCodes.OK) {
+                    TraceComparison.Outcome o = TraceComparison.compare(golden, run, choice2);
+                    err.print(o.diff());
+                    if (!o.matches()) code = ExitCodes.TRACE_DIFFERS;
+                }
+            }
+            err.flush();
+            return code;
         } finally {
             if (con != System.err) con.close();
             else System.err.flush();

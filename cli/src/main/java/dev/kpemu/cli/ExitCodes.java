@@ -14,4 +14,9 @@ public final class ExitCodes {
     public static final int GUEST_PANIC = 3;
     /** The guest did not finish within the timeout. */
     public static final int TIMEOUT = 4;
+    /**
+     * The trace differs from the expected one ({@code kpemu compare}, {@code kpemu boot --expect}):
+     * the guest ran, the comparison was made, and it found a difference (the diff is printed).
+     */
+    public static final int TRACE_DIFFERS = 5;
 }

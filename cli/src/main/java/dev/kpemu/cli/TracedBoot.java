@@ -100,6 +100,10 @@ public final class TracedBoot implements BootHooks {
     private Dialect dialect = Dialect.LINUX_6_1;
     private boolean allowUnsafe;
     private Consumer<String> kernelMessages = System.err::println;
+    private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
+    private volatile Machine machine;
+    private String release, buildId, cmdline;
+    private long initNanos = -1, endNanos = -1;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
     public TracedBoot(List<String> definitions, PrintStream out) {
@@ -164,6 +168,11 @@ public final class TracedBoot implements BootHooks {
      * the blacklist, reserved sites, the instruction) unless unsafe probes are allowed.
      */
     @Override public void ready(LinuxGuest guest) {
+        machine = guest.machine();
+        release = guest.release();
+        buildId = buildId(guest.kernelFile());
+        java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
+        if (cm.find()) cmdline = cm.group(1);
         dialect = Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
@@ -235,7 +244,10 @@ public final class TracedBoot implements BootHooks {
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
-        events.rules(rules, kernelMessages).addListener(records::add);
+        events.rules(rules, kernelMessages).addListener(r -> {
+            records.add(r);
+            eventCount.incrementAndGet();
+        });
         try {
             events.writeAndEnable(definitions);
         } catch (ProbeSyntaxException e) {
@@ -259,6 +271,83 @@ public final class TracedBoot implements BootHooks {
                 if (optimizer.queued() == 0) mm.removeBreakpoint(a);
                 return true;
             });
+        }
+    }
+
+    /** Notes when /init started (the end of the "boot" phase) and when the guest stopped. */
+    @Override public void finished(LinuxGuest guest) {
+        var con = guest.console();
+        initNanos = con.seenAt("Run /init");
+        if (initNanos < 0) initNanos = con.seenAt(dev.kpemu.image.Initramfs.MARK_START);
+        endNanos = guest.machine().clock().nanos();
+    }
+
+    /**
+     * The kernel's GNU build-id (the {@code NT_GNU_BUILD_ID} note of its {@code .notes}, which Linux
+     * shows in {@code /sys/kernel/notes}), as hex, or null when the image has none. The image
+     * also embeds the vDSO, whose own build-id note looks the same; the kernel's is the one followed
+     * by a {@code Linux} note of type 0x100 or more (build salt, LTO info), as {@code .notes} lays
+     * them out; the vDSO's {@code Linux} note has type 0.
+     */
+    static String buildId(byte[] image) {
+        byte[] gnu = {4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0};
+        outer:
+        for (int i = 0; i + 16 + 20 <= image.length; i += 4) {            // notes are 4-byte aligned
+            for (int j = 0; j < 16; j++) if ((j < 4 || j >= 8) && image[i + j] != gnu[j]) continue outer;
+            int size = le32(image, i + 4);
+            if (size < 8 || size > 64 || i + 16 + size > image.length) continue;
+            int next = i + 16 + ((size + 3) & ~3);
+            if (next + 20 > image.length || le32(image, next) != 6 || Integer.compareUnsigned(le32(image, next + 8), 0x100) < 0
+                    || !new String(image, next + 12, 6, java.nio.charset.StandardCharsets.ISO_8859_1).equals("Linux\0")) continue;
+            return java.util.HexFormat.of().formatHex(image, i + 16, i + 16 + size);
+        }
+        return null;
+    }
+
+    private static int le32(byte[] b, int at) {
+        return (b[at] & 0xff) | (b[at + 1] & 0xff) << 8 | (b[at + 2] & 0xff) << 16 | (b[at + 3] & 0xff) << 24;
+    }
+
+    /** Guest time so far (for progress reports from another thread: a racy read of the clock between slices), or -1 before boot. */
+    public long guestNanos() {
+        Machine m = machine;
+        return m == null ? -1 : m.clock().nanos();
+    }
+
+    /** Events so far (any thread). */
+    public long eventCount() { return eventCount.get(); }
+
+    /**
+     * The header of a recorded trace of this boot, known after the boot: the kernel's release,
+     * build-id and command line come from the guest; the caller names the rest.
+     */
+    public dev.kpemu.kprobes.events.RecordedTrace.Header header(Arch arch, String packageName, String packageVersion,
+            java.nio.file.Path kernelFile, java.nio.file.Path initramfs, String kpemuVersion, String definitionsSource)
+            throws java.io.IOException {
+        List<dev.kpemu.kprobes.events.RecordedTrace.Phase> phases = new ArrayList<>();
+        if (initNanos >= 0) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("boot", 0, initNanos));
+        if (initNanos >= 0 && endNanos >= initNanos) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("init", initNanos, endNanos));
+        List<String> defs = new ArrayList<>();
+        for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
+        return new dev.kpemu.kprobes.events.RecordedTrace.Header(arch, release, packageName, packageVersion,
+                kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), buildId,
+                kpemuVersion, cmdline, initramfs == null ? null : initramfs.getFileName().toString(),
+                initramfs == null ? null : sha256(initramfs), armAtName, definitionsSource, defs, phases);
+    }
+
+    /** The events of this boot as a recorded trace with {@code header}. */
+    public dev.kpemu.kprobes.events.RecordedTrace recordedTrace(dev.kpemu.kprobes.events.RecordedTrace.Header header, String source) {
+        return dev.kpemu.kprobes.events.RecordedTrace.of(header, records.stream().map(TraceRecord::line).toList(), source);
+    }
+
+    static String sha256(java.nio.file.Path file) throws java.io.IOException {
+        try (var in = java.nio.file.Files.newInputStream(file)) {
+            var md = java.security.MessageDigest.getInstance("SHA-256");
+            byte[] buf = new byte[1 << 16];
+            for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+            return java.util.HexFormat.of().formatHex(md.digest());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
         }
     }
 

@@ -30,6 +30,25 @@ class CliTest {
         for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench"}) assertTrue(r.out().contains("  " + sub + " "), r.out());
     }
 
+    /** Every subcommand's help renders without picocli warnings (an unescaped % in a description). */
+    @Test
+    void subcommandHelpHasNoFormatWarnings() {
+        java.io.PrintStream saved = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench"}) {
+                Run r = run(sub, "--help");
+                assertEquals(0, r.code(), sub);
+                assertTrue(r.out().contains("Usage: kpemu " + sub), r.out());
+            }
+        } finally {
+            System.setErr(saved);
+        }
+        String warnings = captured.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(!warnings.contains("WARN"), warnings);
+    }
+
     @Test
     void unknownSubcommandIsUsageError() {
         Run r = run("frobnicate");

@@ -52,7 +52,7 @@ public final class UnicornBench {
         Unicorn uc;
         byte[] code;
         if (arch == Arch.X86_64) {
-            uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+            uc = dev.kpemu.machine.x86.X86Machine.openEngine();
             code = new byte[] {(byte) 0xcc, (byte) 0xeb, (byte) 0xfd};
         } else {
             uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM);

@@ -23,14 +23,16 @@ import dev.kpemu.unicorn.Unicorn;
  */
 final class InstructionClock implements AutoCloseable {
     private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36,
-            NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, BREAKS = 56;
+            NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, TSC_OFFSET = 56, BREAKS = 64;
     /** Capacity of the native break list (KPEMU_BREAKS in kpemu_clock.c). */
     static final int MAX_BREAKS = 64;
     /** Feature bit of {@code kpemu_clock_features}: the native break list. */
     private static final int FEATURE_BREAKS = 4;
     /** Feature bit of {@code kpemu_clock_features}: the interrupt-enable watch. */
     private static final int FEATURE_WATCH_IRQ = 1;
-    private static final MemorySegment BLOCK_HOOK;
+    /** Feature bit of {@code kpemu_clock_features}: the virtual time stamp counter. */
+    private static final int FEATURE_TSC = 8;
+    private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
 
@@ -38,6 +40,8 @@ final class InstructionClock implements AutoCloseable {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Linker linker = Linker.nativeLinker();
         BLOCK_HOOK = lib.find("kpemu_clock_block").orElseThrow();
+        RDTSC_HOOK = lib.find("kpemu_rdtsc").orElse(MemorySegment.NULL);
+        RDTSCP_HOOK = lib.find("kpemu_rdtscp").orElse(MemorySegment.NULL);
         SIZE = linker.downcallHandle(lib.find("kpemu_clock_size").orElseThrow(), FunctionDescriptor.of(JAVA_LONG));
         FORGET = linker.downcallHandle(lib.find("kpemu_clock_forget").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
         // Libraries built before the watch existed have no kpemu_clock_features: no features.
@@ -131,6 +135,25 @@ final class InstructionClock implements AutoCloseable {
             throw new IllegalStateException("kpemu_clock_forget: " + t, t);
         }
     }
+
+    /**
+     * Answers the guest's x86 {@code rdtsc}/{@code rdtscp} from this clock (native instruction
+     * hooks, Unicorn 2.1.4+): the TSC is the value last given to {@link #setTimeStampCounter}
+     * plus the instructions charged since.
+     */
+    void hookTimeStampCounter() {
+        if ((FEATURES & FEATURE_TSC) == 0 || RDTSC_HOOK.equals(MemorySegment.NULL)) {
+            throw new IllegalStateException("libkpemu_clock.so predates the virtual TSC; rebuild it with scripts/fetch-natives.sh");
+        }
+        uc.hookInsnNative(Unicorn.X86_INS_RDTSC, RDTSC_HOOK, state, this);
+        uc.hookInsnNative(Unicorn.X86_INS_RDTSCP, RDTSCP_HOOK, state, this);
+    }
+
+    /** The guest TSC is {@code tsc} now, and advances with every charged instruction. */
+    void setTimeStampCounter(long tsc) { state.set(JAVA_LONG, TSC_OFFSET, tsc - executed()); }
+
+    /** The guest TSC now (what {@code rdtsc} would read between blocks). */
+    long timeStampCounter() { return executed() + state.get(JAVA_LONG, TSC_OFFSET); }
 
     /** True when the native hook can watch for the guest enabling interrupts (see kpemu_clock.c). */
     static boolean canWatchInterrupts() { return (FEATURES & FEATURE_WATCH_IRQ) != 0; }

@@ -135,6 +135,12 @@ public abstract class Machine implements AutoCloseable {
      */
     protected void watchInterruptEnable(boolean on) { icount.watchInterrupts(on); }
 
+    /** x86: the guest's {@code rdtsc}/{@code rdtscp} read the virtual clock (in instruction periods), never the host. */
+    protected void useVirtualTimeStampCounter() { icount.hookTimeStampCounter(); }
+
+    /** The x86 time stamp counter the guest reads now (guest time in instruction periods). */
+    public long timeStampCounter() { return icount.timeStampCounter(); }
+
     /** Slices ended by the interrupt-enable watch so far. */
     public long interruptWatchStops() { return icount.watchStops(); }
 
@@ -279,6 +285,7 @@ public abstract class Machine implements AutoCloseable {
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             icount.arm(n);
+            icount.setTimeStampCounter(clock.ticks());
             sliceStart = before;
             inSlice = true;
             try {

@@ -59,6 +59,12 @@ public final class VirtualClock {
         return dn <= 0 ? 1 : Math.max(1, (long) Math.ceil(dn / nanosPerInstruction));
     }
 
+    /**
+     * Guest time in instruction periods (idle time converted at the nominal speed): the x86 time
+     * stamp counter, which ticks at the nominal instruction rate.
+     */
+    public long ticks() { return instructions + Math.round(idleNanos / nanosPerInstruction); }
+
     /** Charges executed instructions. */
     public void advance(long executedInstructions) {
         if (executedInstructions < 0) throw new IllegalArgumentException("negative instruction count");

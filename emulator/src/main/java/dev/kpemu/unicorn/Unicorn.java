@@ -57,11 +57,16 @@ public final class Unicorn implements AutoCloseable {
             MEM_FETCH_PROT = 24, MEM_READ_AFTER = 25;
 
     // --- instruction hook ids ---
-    public static final int X86_INS_IN = 218, X86_INS_OUT = 500, X86_INS_SYSCALL = 699, X86_INS_CPUID = 113;
+    public static final int X86_INS_IN = 218, X86_INS_OUT = 500, X86_INS_SYSCALL = 699, X86_INS_CPUID = 113,
+            X86_INS_RDTSC = 608, X86_INS_RDTSCP = 609;
     public static final int ARM64_INS_MRS = 1, ARM64_INS_MSR = 2, ARM64_INS_SYS = 3, ARM64_INS_SYSL = 4;
 
     // --- CPU models ---
     public static final int CPU_ARM64_A57 = 0, CPU_ARM64_A53 = 1, CPU_ARM64_A72 = 2, CPU_ARM64_MAX = 3;
+    /**
+     * x86 CPU models (uc_cpu_x86). Unicorn 2.1.1 opened x86-64 engines as qemu64; 2.1.4 opens them
+     * as a Haswell-like model (family 6 model 0x3c, RDRAND, BMI, AVX2 bits): name the model.
+     */
     public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_SKYLAKE_CLIENT = 21;
 
     // --- uc_ctl ---

@@ -65,7 +65,7 @@ public record X86ContextLayout(long errorCode, long oldException, long hflags, l
      * diff locates hflags (CPL in bits 0-1) and the CS and SS segment caches.
      */
     private static byte[][] iretToUser() {
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+        try (Unicorn uc = X86Machine.openEngine()) {
             uc.memMap(0, 0x20_0000, Unicorn.PROT_ALL);
             uc.memWriteLong(0x1000, 0x2007);
             uc.memWriteLong(0x2000, 0x3007);
@@ -112,7 +112,7 @@ public record X86ContextLayout(long errorCode, long oldException, long hflags, l
 
     /** Runs {@code movq $1, target} with paging on; returns the context blobs before and at the #PF. */
     private static byte[][] faultOnce(int target) {
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+        try (Unicorn uc = X86Machine.openEngine()) {
             uc.memMap(0, 0x20_0000, Unicorn.PROT_ALL);
             // PML4 0x1000 -> PDPT 0x2000 -> PD 0x3000 -> PT 0x4000 (first 2 MiB in 4K pages)
             uc.memWriteLong(0x1000, 0x2003);

@@ -17,10 +17,10 @@ public final class X86Cpuid {
 
     // CPUID.1 EDX / ECX feature bits
     public static final int L1_EDX_TSC = 1 << 4, L1_EDX_APIC = 1 << 9, L1_EDX_MCE = 1 << 7, L1_EDX_MCA = 1 << 14;
+    public static final int L1_ECX_RDRAND = 1 << 30;
     public static final int L1_ECX_X2APIC = 1 << 21, L1_ECX_TSC_DEADLINE = 1 << 24, L1_ECX_HYPERVISOR = 1 << 31;
     public static final int EXT1_EDX_RDTSCP = 1 << 27;
-    public static final int L7_EBX_TSC_ADJUST = 1 << 1;
-    public static final int L7_EDX_SERIALIZE = 1 << 14;
+    public static final int L7_EBX_TSC_ADJUST = 1 << 1, L7_EBX_RDSEED = 1 << 18;
     /** Leaves with sub-leaves (ECX matters). */
     private static final int[] INDEXED = {4, 7, 0xb, 0xd, 0x8000001d};
 
@@ -36,7 +36,7 @@ public final class X86Cpuid {
     /** Reads the engine model's CPUID (leaves 0..max and 0x80000000..max, sub-leaves 0..7). */
     public static X86Cpuid probe() {
         Map<Long, Leaf> raw = new HashMap<>();
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+        try (Unicorn uc = X86Machine.openEngine()) {
             uc.memMap(0x1000, 0x1000, Unicorn.PROT_ALL);
             uc.memWrite(0x1000, new byte[] {0x0f, (byte) 0xa2});
             int maxBasic = query(uc, 0, 0).eax();

@@ -60,18 +60,37 @@ public final class X86Machine extends Machine {
         uc.useExits(true);
         uc.hookInterrupt((u, intno) -> onException(intno));
         uc.hookInvalidInstruction(u -> {
-            // 2.1.1 calls this hook and then the interrupt hook (vector 6) for the same #UD;
-            // SERIALIZE is emulated there.
-            if (isSerialize(pc())) return true;
-            if (!faultResolvedByHost(pc(), VEC_UD)) deliver(VEC_UD, pc(), null);
+            // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
+            // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.
+            long rip = pc();
+            if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
             return true;
         });
         uc.hookSyscall(u -> onSyscall());
+        // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
+        // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
+        useVirtualTimeStampCounter();
+    }
+
+    /**
+     * A 64-bit x86 engine with the machine's CPU model, qemu64 (QEMU's default CPU, which the
+     * reference machine runs too); every x86 engine kpemu opens (CPUID probe, context
+     * calibration) uses it.
+     */
+    public static Unicorn openEngine() {
+        Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+        try {
+            uc.setCpuModel(Unicorn.CPU_X86_QEMU64);
+            return uc;
+        } catch (RuntimeException e) {
+            uc.close();
+            throw e;
+        }
     }
 
     /** A machine with {@code ramBytes} of RAM at physical 0 (named "ram"). */
     public static X86Machine create(long ramBytes) {
-        Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
+        Unicorn uc = openEngine();
         try {
             X86Machine m = new X86Machine(uc, 1_000_000_000L);
             m.memory().addRam("ram", 0, ramBytes);
@@ -150,43 +169,9 @@ public final class X86Machine extends Machine {
                 deliver(intno, pc(), null);
             }
             default -> {
-                if (intno == VEC_UD && emulateSerialize(rip)) return;
                 if (faultResolvedByHost(rip, intno)) return;
                 deliver(intno, pc(), null);
             }
-        }
-    }
-
-    /** Executions of {@code serialize} emulated so far. */
-    public long serializeCount() { return serializeCount; }
-
-    private long serializeCount;
-
-    /** The encoding of SERIALIZE (0f 01 e8), which Unicorn 2.1.1 (QEMU 5.0) decodes as #UD. */
-    static final byte[] SERIALIZE = {0x0f, 0x01, (byte) 0xe8};
-
-    /**
-     * SERIALIZE, emulated when it raised #UD: the CPU re-fetches everything after it, so every
-     * store before it must be visible to instruction fetch. Unicorn 2.1.1 invalidates translated
-     * code only on the first store through a software-TLB entry (it then marks the entry dirty and
-     * later stores to the page skip the check); dropping the TLB here re-arms that check for every
-     * page, so the next patch of code Linux makes (text_poke_early: memcpy, then sync_core(),
-     * which is {@code serialize} when CPUID says so) invalidates the blocks it overwrites.
-     */
-    private boolean emulateSerialize(long rip) {
-        if (!isSerialize(rip)) return false;
-        clearExceptionInFlightNow();
-        uc.flushTlb();
-        setPc(rip + 3);
-        serializeCount++;
-        return true;
-    }
-
-    private boolean isSerialize(long rip) {
-        try {
-            return java.util.Arrays.equals(readVirtual(rip, 3), SERIALIZE);
-        } catch (RuntimeException e) {
-            return false;
         }
     }
 

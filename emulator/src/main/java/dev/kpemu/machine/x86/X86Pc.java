@@ -57,16 +57,16 @@ public final class X86Pc implements AutoCloseable {
     /**
      * This machine's CPUID: qemu64 without the features it lacks. No local APIC (there is none:
      * the kernel then runs the 8259 + PIT), no x2APIC or TSC-deadline. Without {@code tsc} the
-     * TSC bit is cleared too: Unicorn's rdtsc reads the host clock and 2.1.1 cannot hook it, so a
-     * deterministic guest must not use it as a clock. SERIALIZE is added (the machine emulates it,
-     * see {@code X86Machine.emulateSerialize}) so that Linux's sync_core() after patching its text
-     * reaches the host, which makes Unicorn 2.1.1 see the next code patch (docs/x86-boot-notes.md).
+     * TSC and RDTSCP bits are cleared too, so Linux keeps the PIT-calibrated delay loop, the PM
+     * timer and jiffies as its clocks; the instructions still read the machine's virtual TSC
+     * ({@code X86Machine}), never the host's. No RDRAND or RDSEED: they would hand the guest the
+     * host's random numbers (qemu64 has neither; the bits are cleared whatever the model says).
      */
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc) {
         c.clear(1, 0, 3, X86Cpuid.L1_EDX_APIC | (tsc ? 0 : X86Cpuid.L1_EDX_TSC));
-        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE);
+        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND);
+        c.clear(7, 0, 1, X86Cpuid.L7_EBX_RDSEED);
         if (!tsc) c.clear(0x8000_0001, 0, 3, X86Cpuid.EXT1_EDX_RDTSCP);
-        c.set(7, 0, 3, X86Cpuid.L7_EDX_SERIALIZE);
         return c;
     }
 

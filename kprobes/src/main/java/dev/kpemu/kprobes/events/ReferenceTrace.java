@@ -48,10 +48,17 @@ public final class ReferenceTrace {
      * @param function   kretprobe: the probed function (after {@code <-}); kprobe: null
      * @param args       the arguments in order
      * @param body       the line from the event name on
+     * @param context    the context columns (comm, pid, cpu, latency, timestamp) when the line was a
+     *                   full {@code trace} line, else null (Linux's recorded references have none)
      */
-    public record Event(String name, String probePoint, String function, List<Arg> args, String body) {
+    public record Event(String name, String probePoint, String function, List<Arg> args, String body, TraceContext context) {
         public Event {
             args = List.copyOf(args);
+        }
+
+        /** An event without context columns. */
+        public Event(String name, String probePoint, String function, List<Arg> args, String body) {
+            this(name, probePoint, function, args, body, null);
         }
 
         public boolean isReturn() { return function != null; }
@@ -60,10 +67,11 @@ public final class ReferenceTrace {
     }
 
     private static final Pattern TRACE_PREFIX = Pattern.compile(
-            "^.*?-\\d+\\s+(?:\\(\\s*(?:\\d+|-------)\\)\\s+)?\\[\\d{3}\\]\\s+\\S{4,5}\\s+\\d+\\.\\d{6}: (.*)$");
+            "^\\s*(.*?)-(\\d+)\\s+(?:\\(\\s*(\\d+|-------)\\)\\s+)?\\[(\\d{3})\\]\\s+(\\S{4,5})\\s+(\\d+)\\.(\\d{6}): (.*)$");
     private static final Pattern CONSOLE_PREFIX = Pattern.compile("^\\[\\s*\\d+\\.\\d+\\]\\s(.*)$");
     private static final Pattern KERNEL = Pattern.compile("^# kernel: (\\S+)(?: \\((.*)\\))?\\s*$");
     private static final Pattern DEFS = Pattern.compile("^# definitions \\((.*)\\):\\s*$");
+    private static final Pattern FIELD = Pattern.compile("^# ([a-z][a-z0-9-]*): (.*)$");
 
     private final String source;
     private final Arch arch;
@@ -74,10 +82,12 @@ public final class ReferenceTrace {
     private final Map<String, List<String>> argNames;
     private final Map<String, Boolean> returnEvents;
     private final List<Event> events;
+    private final List<Map.Entry<String, String>> header;
 
     private ReferenceTrace(String source, Arch arch, String kernelRelease, String packageName, String packageVersion,
                            List<String> definitions, Map<String, List<String>> argNames, Map<String, Boolean> returnEvents,
-                           List<Event> events) {
+                           List<Event> events, List<Map.Entry<String, String>> header) {
+        this.header = List.copyOf(header);
         this.source = source;
         this.arch = arch;
         this.kernelRelease = kernelRelease;
@@ -143,10 +153,13 @@ public final class ReferenceTrace {
         String release = null, pkg = null, version = null;
         List<String> defs = new ArrayList<>();
         List<String> lines = new ArrayList<>();
+        List<Map.Entry<String, String>> header = new ArrayList<>();
         boolean inDefs = false;
         for (String l : text.split("\n")) {
             l = l.stripTrailing();
             if (l.startsWith("#")) {
+                Matcher f = FIELD.matcher(l);
+                if (f.matches()) header.add(Map.entry(f.group(1), f.group(2).strip()));
                 Matcher m = KERNEL.matcher(l);
                 if (m.matches()) {
                     release = m.group(1);
@@ -177,7 +190,7 @@ public final class ReferenceTrace {
             if (e == null) throw new IllegalArgumentException(source + ": not an event line: " + l);
             events.add(e);
         }
-        return new ReferenceTrace(source, arch, release, pkg, version, defs, names, ret, events);
+        return new ReferenceTrace(source, arch, release, pkg, version, defs, names, ret, events, header);
     }
 
     /** Event names to argument names (and return-ness) from definitions, as the kernel would parse them. */
@@ -202,6 +215,14 @@ public final class ReferenceTrace {
         Map<String, List<String>> names = new LinkedHashMap<>();
         definitionsInto(definitions, arch, names, new LinkedHashMap<>());
         return names;
+    }
+
+    /** Every {@code # key: value} line of the header, in order (a key may repeat). */
+    public List<Map.Entry<String, String>> header() { return header; }
+
+    /** The first value of header field {@code key} ({@code # key: value}), or null. */
+    public String headerField(String key) {
+        return header.stream().filter(e -> e.getKey().equals(key)).map(Map.Entry::getValue).findFirst().orElse(null);
     }
 
     /** Where it was read from. */
@@ -237,8 +258,14 @@ public final class ReferenceTrace {
     public static Event parseEvent(String line, Map<String, List<String>> argNames) {
         String s = line.stripTrailing();
         Matcher m = TRACE_PREFIX.matcher(s);
-        if (m.matches()) s = m.group(1);
-        else {
+        TraceContext context = null;
+        if (m.matches()) {
+            String tgid = m.group(3);
+            context = new TraceContext(m.group(1), Integer.parseInt(m.group(2)),
+                    tgid == null ? null : tgid.equals("-------") ? 0 : Integer.valueOf(tgid), Integer.parseInt(m.group(4)),
+                    m.group(5), Long.parseLong(m.group(6)) * 1_000_000_000L + Long.parseLong(m.group(7)) * 1000L);
+            s = m.group(8);
+        } else {
             m = CONSOLE_PREFIX.matcher(s);
             if (m.matches()) s = m.group(1);
         }
@@ -259,7 +286,7 @@ public final class ReferenceTrace {
         String rest = s.substring(close + 1);
         List<Arg> args = parseArgs(rest, argNames == null ? null : argNames.get(name));
         if (args == null) return null;
-        return new Event(name, place, function, args, s);
+        return new Event(name, place, function, args, s, context);
     }
 
     /** {@code " a=1 b="x y" c={1,2}"} into arguments; null when malformed. */

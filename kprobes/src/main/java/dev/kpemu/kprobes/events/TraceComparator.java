@@ -36,6 +36,12 @@ import java.util.regex.Pattern;
  * </ul>
  * The number of events must be equal in both modes (the guest workload is deterministic);
  * surplus or missing events are reported as mismatches.
+ *
+ * <h2>kpemu against kpemu</h2>
+ * Two kpemu traces of the same workload ({@link RecordedTrace}, {@code kpemu boot --record}) can be
+ * compared more strictly ({@link #compareEvents(List, List, Mode, Context)}): the task
+ * ({@code comm-pid}) and cpu columns too, and on the same kernel build also the timestamps, since
+ * guest time is executed instructions, not host time.
  */
 public final class TraceComparator {
     /** How strictly probe points and symbol values are compared. */
@@ -101,15 +107,54 @@ public final class TraceComparator {
         return compareEvents(ref.events(), ref.eventsOf(lines), mode);
     }
 
-    /** Compares two parsed event sequences. */
+    /**
+     * Which context columns are compared besides the event itself (only where both events have
+     * them: Linux's recorded references have none).
+     *
+     * @param task       comm, pid and cpu
+     * @param timestamps the timestamps (microseconds, as printed)
+     */
+    public record Context(boolean task, boolean timestamps) {
+        /** The event only, as against Linux's own references. */
+        public static final Context NONE = new Context(false, false);
+    }
+
+    /** Compares two parsed event sequences (the events only, no context columns). */
     public static Result compareEvents(List<ReferenceTrace.Event> expected, List<ReferenceTrace.Event> actual, Mode mode) {
+        return compareEvents(expected, actual, mode, Context.NONE);
+    }
+
+    /** Compares two parsed event sequences, and the context columns {@code context} names. */
+    public static Result compareEvents(List<ReferenceTrace.Event> expected, List<ReferenceTrace.Event> actual, Mode mode,
+                                       Context context) {
         Objects.requireNonNull(mode);
+        Objects.requireNonNull(context);
         List<Mismatch> out = new ArrayList<>();
         int n = Math.min(expected.size(), actual.size());
-        for (int i = 0; i < n; i++) compareEvent(i, expected.get(i), actual.get(i), mode, out);
+        for (int i = 0; i < n; i++) {
+            compareContext(i, expected.get(i).context(), actual.get(i).context(), context, out);
+            compareEvent(i, expected.get(i), actual.get(i), mode, out);
+        }
         for (int i = n; i < expected.size(); i++) out.add(new Mismatch(i, "event", expected.get(i).body(), "nothing (missing)"));
         for (int i = n; i < actual.size(); i++) out.add(new Mismatch(i, "event", "nothing (surplus)", actual.get(i).body()));
         return new Result(mode, expected.size(), actual.size(), out);
+    }
+
+    private static void compareContext(int i, TraceContext e, TraceContext a, Context what, List<Mismatch> out) {
+        if (e == null || a == null) return;
+        if (what.task()) {
+            String x = e.comm() + "-" + e.pid(), y = a.comm() + "-" + a.pid();
+            if (!x.equals(y)) out.add(new Mismatch(i, "task", x, y));
+            if (e.cpu() != a.cpu()) out.add(new Mismatch(i, "cpu", String.valueOf(e.cpu()), String.valueOf(a.cpu())));
+        }
+        if (what.timestamps() && e.timestampNanos() / 1000 != a.timestampNanos() / 1000)
+            out.add(new Mismatch(i, "timestamp", seconds(e.timestampNanos()), seconds(a.timestampNanos())));
+    }
+
+    /** A timestamp as ftrace prints it: seconds with microseconds. */
+    static String seconds(long nanos) {
+        long us = nanos / 1000;
+        return String.format("%d.%06d", us / 1_000_000, us % 1_000_000);
     }
 
     private static void compareEvent(int i, ReferenceTrace.Event e, ReferenceTrace.Event a, Mode mode, List<Mismatch> out) {
