@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
@@ -25,6 +27,27 @@ class CorpusDefectsTest {
      * kpemu printed {@code _etext+0x40e00/0x960000} (the table's _etext is typed 'D', which made
      * it read the table as KALLSYMS_ALL's).
      */
+    /**
+     * How Debian's 6.1 stores string arguments ({@code store_trace_args}), in Linux's own words:
+     * the corpus recorded {@code p:c131 __attach_mnt a0=+56(+16(+240(%si))):string a1=\"kp"} as
+     * {@code a0="kp" a1="kp"} (a dereference faulted: a0's {@code __data_loc} stays pointed at the
+     * next string), {@code p:c255 filldir64 a0=$stack0:symstr a1=@system_state:u32 a2=\"x"} as
+     * {@code a0="dcache_readdir+0x1ce/0x250x"} and {@code a0=$stack0:symstr ... a3=$comm} as
+     * {@code "__put_mountpoint.part.0+0x44/0x80mount"} (symstr leaves its NUL uncounted), kpemu
+     * {@code (fault)} and the symbol alone. The script {@code guest-images/reference/fetchquirks.ARCH.events}
+     * holds each case once on do_sys_openat2 (dfd = AT_FDCWD, so {@code +0(+0(%di))} faults in the
+     * dereference and {@code +0(%di)} in the string's read), and its trace was recorded by
+     * {@code guest-images/record-reference.sh ARCH fetchquirks}: {@code a="cat" c="cat"},
+     * {@code n=1 a=(fault)}, {@code a=(fault) c="cat"}, {@code s="__x64_sys_openat+0x6a/0xa0cat"},
+     * {@code s="__x64_sys_openat+0x6a/0xa0"}, and {@code s="..." a=""} (a faulting dereference after
+     * a symstr points at the symbol's NUL). kpemu's boot must print the same, event by event.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void stringStorageFollowsLinux61(Arch arch) throws Exception {
+        new KernelMatrixTest().traceEqualsLinuxOwn("bookworm", arch, "fetchquirks");
+    }
+
     @Test
     void arm64RodataPointersPrintAsHexLikeLinux() throws Exception {
         SymbolTable syms = Kallsyms.load(GuestImages.forRepository().kernel(Arch.ARM64, KernelChoice.DEFAULT)).symbols();
