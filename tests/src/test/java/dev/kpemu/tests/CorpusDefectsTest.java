@@ -48,6 +48,35 @@ class CorpusDefectsTest {
         new KernelMatrixTest().traceEqualsLinuxOwn("bookworm", arch, "fetchquirks");
     }
 
+    /**
+     * Kretprobes on functions a dying task never leaves (do_exit, do_task_dead, exit_group): Linux
+     * gives a task's kretprobe instances back when the task is freed, so with more exits than
+     * maxactive (r40, about 50 exits) every entry still sees the trampoline in its return slot. Linux printed
+     * {@code s=arch_rethook_trampoline+0x0/0x60} at all 50 do_exit entries of the workload (arm64:
+     * {@code __kretprobe_trampoline+0x0/0xcc}, 51) under QEMU ({@code record-reference.sh ARCH
+     * exitpath}); kpemu, which never gave them back, printed the real caller from the eleventh
+     * exit on ({@code do_syscall_64+0x5d/0xb0} in the corpus, seed 11, c388).
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void dyingTasksGiveTheirKretprobeInstancesBack(Arch arch) throws Exception {
+        new KernelMatrixTest().traceEqualsLinuxOwn("bookworm", arch, "exitpath");
+    }
+
+    /**
+     * An optimized (jump) probe's event reads its registers as the handler sees them: x86
+     * {@code %ip} is probe + 1, as Linux's {@code optimized_callback} sets it. kpemu's fetches read
+     * the live vCPU instead, whose rip is in the detour: the corpus (seed 11) had
+     * {@code p:c75 put_files_struct+43 ... a1=%ip:symbol} print {@code 0xffffffff80e010e0} where
+     * Linux printed {@code put_files_struct+0x2c/0xd0}. The optip script
+     * ({@code record-reference.sh x86_64 optip}) holds it alone: Linux printed
+     * {@code ip=put_files_struct+0x2c/0xd0} at all 24 hits.
+     */
+    @Test
+    void optimizedProbesReadTheHandlersRegisters() throws Exception {
+        new KernelMatrixTest().traceEqualsLinuxOwn("bookworm", Arch.X86_64, "optip");
+    }
+
     @Test
     void arm64RodataPointersPrintAsHexLikeLinux() throws Exception {
         SymbolTable syms = Kallsyms.load(GuestImages.forRepository().kernel(Arch.ARM64, KernelChoice.DEFAULT)).symbols();
