@@ -8,7 +8,7 @@
 #           kernel_print WHAT (kpemu images --print for the chosen kernel); kernel_series;
 #           file_release FILE (the "Linux version" release of a kernel file: bzImage, vmlinux, Image);
 #           kernel_header (the "# kernel:", "# suite:" and "# qemu:" header lines);
-#           qemu_boot INITRAMFS APPEND LOG (the kernel's console= is added).
+#           qemu_boot INITRAMFS APPEND LOG (the kernel's console= is added; RAM: $qemu_mem MiB, default 512).
 
 die() { echo "${prog:-record}: $*" >&2; exit 1; }
 
@@ -99,9 +99,9 @@ kernel_header() {
 qemu_boot() {
   local initramfs=$1 append=$2 log=$3 cmd
   if [ "$arch" = x86_64 ]; then
-    cmd=("$qemu" -M pc -m 512 -nographic -no-reboot -kernel "$(kernel_print vmlinux)" -initrd "$initramfs" -append "console=ttyS0 $append")
+    cmd=("$qemu" -M pc -m "${qemu_mem:-512}" -nographic -no-reboot -kernel "$(kernel_print vmlinux)" -initrd "$initramfs" -append "console=ttyS0 $append")
   else
-    cmd=("$qemu" -M virt -cpu cortex-a57 -m 512 -nographic -no-reboot -kernel "$(kernel_print kernel)" -initrd "$initramfs" -append "console=ttyAMA0 $append")
+    cmd=("$qemu" -M virt -cpu cortex-a57 -m "${qemu_mem:-512}" -nographic -no-reboot -kernel "$(kernel_print kernel)" -initrd "$initramfs" -append "console=ttyAMA0 $append")
   fi
   timeout 600 "${cmd[@]}" >"$log" 2>&1 || true
 }

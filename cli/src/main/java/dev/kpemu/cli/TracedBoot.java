@@ -64,6 +64,8 @@ public final class TracedBoot implements BootHooks {
      * The kernel's own kretprobe trampoline, by the names it has had (6.1 x86 and 6.12+: rethook;
      * arm64 6.1: kretprobe): kpemu's trampoline goes there, so return addresses look as in Linux.
      */
+    /** Where Linux recycles a freed task's kretprobe instances (6.1: kprobe_flush_task, rethook_flush_task). */
+    static final String TASK_FREED_AT = "delayed_put_task_struct";
     static final java.util.List<String> KERNEL_TRAMPOLINES = java.util.List.of("arch_rethook_trampoline", "__kretprobe_trampoline", "kretprobe_trampoline");
 
     /** Thrown from {@link #ready} when a definition is rejected before boot. */
@@ -314,6 +316,7 @@ public final class TracedBoot implements BootHooks {
             records.add(r);
             eventCount.incrementAndGet();
         });
+        flushTasksWhenFreed(guest, m);
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
@@ -322,6 +325,30 @@ public final class TracedBoot implements BootHooks {
         }
         watchReturnToUser(m);
         return true;
+    }
+
+    /**
+     * A task that dies inside a kretprobed function (do_exit never returns) keeps its instance;
+     * Linux gives it back when the task is freed ({@code delayed_put_task_struct}, the RCU callback
+     * of {@code put_task_struct_rcu_user}, calls {@code kprobe_flush_task} and
+     * {@code rethook_flush_task}), so later tasks still find free instances. A host breakpoint
+     * there does the same with kpemu's instances: the argument is {@code &task->rcu}.
+     */
+    private void flushTasksWhenFreed(LinuxGuest guest, Machine m) {
+        var at = guest.symbols().byName(TASK_FREED_AT);
+        if (at.isEmpty()) return;
+        long rcu;
+        try {
+            rcu = guest.kernelStructs().task("rcu").offset();
+        } catch (KernelImageException | RuntimeException e) {
+            return;
+        }
+        boolean x86 = guest.arch() == Arch.X86_64;
+        m.addBreakpoint(at.get().address(), (mm, a) -> {
+            long rhp = x86 ? mm.engine().regRead(X86Reg.RDI) : mm.engine().regRead(Arm64Reg.X0);
+            kprobes.flushTask(rhp - rcu);
+            return true;
+        });
     }
 
     /**

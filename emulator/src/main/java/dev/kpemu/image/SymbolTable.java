@@ -46,11 +46,15 @@ public final class SymbolTable {
      * offsets, the image header before _stext, user addresses, small numbers) resolve to nothing.
      */
     private long[][] ksymRanges() {
-        boolean all = false;
+        // A table built with CONFIG_KALLSYMS_ALL holds thousands of data symbols; one without it
+        // still shows a few section markers as data (arm64 6.1: _etext is 'D'), which must not
+        // make rodata addresses resolve to "_etext+0x40e00/0x960000" where Linux prints hex.
+        int data = 0;
         for (Symbol x : symbols) {
             char t = Character.toLowerCase(x.type());
-            if (t == 'd' || t == 'b' || t == 'r') { all = true; break; }
+            if (t == 'd' || t == 'b' || t == 'r') data++;
         }
+        boolean all = data >= 100;
         List<long[]> r = new ArrayList<>();
         if (all) {
             range(r, "_stext", "_end");

@@ -65,6 +65,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final ArrayDeque<Activation> active = new ArrayDeque<>();
     private final Map<Kretprobe, ArrayDeque<KretprobeInstance>> pools = new IdentityHashMap<>();
     private final List<KretprobeInstance> outstanding = new ArrayList<>();
+    /** The guest's {@code current} task, for kretprobe instances (0: unknown). */
+    private java.util.function.LongSupplier currentTask = () -> 0;
     private final Set<ProbePoint> textChanged = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Set<Kprobe> failedOnce = Collections.newSetFromMap(new IdentityHashMap<>());
     private final TextWatch textWatch;
@@ -868,6 +870,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         }
         ri.retAddr = 0;
         ri.frame = arch.entryFrame(regs);
+        ri.task = currentTask.getAsLong();
         if (rp.entryHandler() != null) {
             int r;
             try {
@@ -933,6 +936,36 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** Outstanding kretprobe instances (functions entered and not yet returned). */
     public int outstandingInstances() { return outstanding.size(); }
+
+    /**
+     * Where the guest's {@code current} task is read at a kretprobe's entry, so that the task's
+     * instances can be recycled when it is freed ({@link #flushTask}).
+     */
+    public Kprobes currentTask(java.util.function.LongSupplier current) {
+        this.currentTask = java.util.Objects.requireNonNull(current);
+        return this;
+    }
+
+    /**
+     * The guest freed {@code task} ({@code delayed_put_task_struct}, which in Linux 6.1 calls
+     * {@code kprobe_flush_task} and {@code rethook_flush_task}): its outstanding kretprobe
+     * instances — functions it entered and never returned from, as {@code do_exit} — go back to
+     * their kretprobes' free lists. Returns how many.
+     */
+    public int flushTask(long task) {
+        if (task == 0) return 0;
+        int n = 0;
+        for (java.util.Iterator<KretprobeInstance> it = outstanding.iterator(); it.hasNext(); ) {
+            KretprobeInstance ri = it.next();
+            if (ri.task != task) continue;
+            it.remove();
+            n++;
+            Kretprobe rp = ri.rp;
+            ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
+            if (pool != null) pool.push(ri);
+        }
+        return n;
+    }
 
     /**
      * A stack trace as the guest's unwinder would give it from {@code regs}: the ip, then the

@@ -9,6 +9,8 @@ public final class KretprobeInstance {
     volatile Kretprobe rp;
     long retAddr;
     long frame;
+    /** The task that entered ({@code current}), 0 when unknown. */
+    long task;
     private final byte[] data;
 
     KretprobeInstance(Kretprobe rp) {
@@ -24,6 +26,9 @@ public final class KretprobeInstance {
 
     /** The frame key matched at return: x86 the stack slot of the return address, arm64 the caller's x29. */
     public long frame() { return frame; }
+
+    /** The task ({@code struct task_struct *}) that entered the function, 0 when unknown. */
+    public long task() { return task; }
 
     /** {@code ri->data}: {@link Kretprobe#dataSize()} bytes, kept from entry to return. */
     public byte[] data() { return data; }

@@ -40,7 +40,7 @@ import dev.kpemu.machine.Arch;
 @Tag("kernel")
 class KernelMatrixTest {
     static final List<String> SUITES = List.of("bookworm", "trixie", "sid");
-    static final List<String> SCRIPTS = List.of("open", "args", "fidelity", "kretprobes", "boottime");
+    static final List<String> SCRIPTS = List.of("open", "args", "fidelity", "kretprobes", "boottime", "fetchquirks", "exitpath", "optip");
 
     static Stream<Arguments> kernels() {
         return SUITES.stream().flatMap(s -> Stream.of(Arch.values()).map(a -> Arguments.of(s, a)));

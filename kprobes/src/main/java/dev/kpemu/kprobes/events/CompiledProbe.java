@@ -18,7 +18,24 @@ import static dev.kpemu.kprobes.events.FetchProgram.*;
  * {@code struct kprobe_trace_entry_head}): each argument at its field offset, little-endian,
  * strings as {@code __data_loc} words ({@code len << 16 | offset}, offset from the start of
  * the argument area) pointing into the dynamic data appended after the fixed part. Failed
- * reads leave numbers 0 and strings empty-with-length-0, which prints {@code (fault)}.
+ * reads leave numbers 0.
+ *
+ * <p>Dynamic data follows Linux's {@code store_trace_args} as Debian's 6.1 runs it (recorded
+ * under QEMU, corpus seed 11): the entry reserves the sum of every dynamic argument's size
+ * ({@code __get_data_size}: a string's length with its NUL, nothing for one that faults); before
+ * each dynamic argument its {@code __data_loc} word is set to (bytes still reserved, current end
+ * of the dynamic data), and only a positive result advances that end. Hence:
+ * <ul>
+ * <li>a string whose final read faults gets length 0 and prints {@code (fault)};</li>
+ * <li>a string whose <em>dereference</em> faults before the string is read keeps the preset word:
+ *     a non-zero length pointing where the next dynamic argument stores its text, so it prints
+ *     that text ({@code a=+0(+0(%di)):string b=\"kp"} prints {@code a="kp" b="kp"}); with nothing
+ *     reserved after it, length 0 and {@code (fault)};</li>
+ * <li>{@code symstr} stores the symbol and its NUL but keeps the preset word and advances by the
+ *     symbol's length only, so the next dynamic argument overwrites the NUL and the symbol prints
+ *     run together with it ({@code a=$stack0:symstr b=\"x"} prints
+ *     {@code a="dcache_readdir+0x1ce/0x250x" b="x"}).</li>
+ * </ul>
  */
 public final class CompiledProbe {
     /** {@code MAX_STRING_SIZE} (PATH_MAX): the longest stored string including its NUL. */
@@ -108,14 +125,30 @@ public final class CompiledProbe {
 
     /** Allocation-free variant: fills {@code b}; false when the entry is too large. */
     public boolean fetch(FetchContext ctx, FetchBuffer b) {
-        b.ensure(fixedSize);
-        java.util.Arrays.fill(b.data, 0, fixedSize, (byte) 0);
-        b.end = fixedSize;
+        // __get_data_size: what each dynamic argument would store, measured first
+        int dsize = 0;
+        for (FetchProgram p : programs) {
+            if (!p.dynamic) continue;
+            b.ensure(fixedSize);
+            b.end = fixedSize;
+            int len = run(p, ctx, b, 0, true, MAX_STRING_SIZE * 64);
+            if (len > 0) dsize += len;
+        }
+        b.ensure(fixedSize + dsize + 1);
+        java.util.Arrays.fill(b.data, 0, fixedSize + dsize + 1, (byte) 0);
+        // store_trace_args
+        int dyndata = fixedSize, maxlen = dsize;
         for (int i = 0; i < programs.length; i++) {
             FetchProgram p = programs[i];
-            int ret = run(p, ctx, b, offsets[i]);
-            if (ret < 0 && p.dynamic) INT.set(b.data, offsets[i], b.end & 0xffff);
+            if (p.dynamic) INT.set(b.data, offsets[i], (maxlen << 16) | (dyndata & 0xffff));
+            b.end = dyndata;
+            int ret = run(p, ctx, b, offsets[i], false, maxlen);
+            if (p.dynamic && ret > 0) {
+                dyndata += ret;
+                maxlen -= ret;
+            }
         }
+        b.end = fixedSize + dsize;
         return COMMON_SIZE + probeHeaderSize() + b.end <= MAX_EVENT_SIZE;
     }
 
@@ -134,8 +167,12 @@ public final class CompiledProbe {
         return 0;
     }
 
-    /** {@code process_fetch_insn} + {@code process_fetch_insn_bottom}; negative on a fault. */
-    private int run(FetchProgram p, FetchContext ctx, FetchBuffer b, int dest) {
+    /**
+     * {@code process_fetch_insn} + {@code process_fetch_insn_bottom}; negative on a fault. Dynamic
+     * data goes to {@code b.end} onwards, at most {@code maxlen} bytes; with {@code measure} only
+     * the size a dynamic argument needs is returned ({@code dest} is scratch).
+     */
+    private int run(FetchProgram p, FetchContext ctx, FetchBuffer b, int dest, boolean measure, int maxlen) {
         Insn[] code = p.code;
         int pc = 0;
         long val;
@@ -148,13 +185,13 @@ public final class CompiledProbe {
             case ARG -> val = argument(ctx, c.param, b);
             case IMM -> val = c.imm;
             case NOP_SYMBOL -> { pc++; val = code[1].imm; }
-            case COMM -> { return storeBytes(ctx.comm(), b, dest); }
-            case DATA -> { return storeBytes(c.bytes, b, dest); }
+            case COMM -> { return storeBytes(ctx.comm(), b, b.end, dest, maxlen); }
+            case DATA -> { return storeBytes(c.bytes, b, b.end, dest, maxlen); }
             default -> { return -1; }
         }
         pc++;
         long lval = val;
-        int i = 0, total = 0, ret = 0;
+        int i = 0, total = 0, ret = 0, at = b.end;
         stage2:
         while (true) {
             while (code[pc].op == DEREF || code[pc].op == UDEREF) {
@@ -172,10 +209,10 @@ public final class CompiledProbe {
                     case ST_RAW -> storeRaw(b.data, dest, st.size, val);
                     case ST_MEM -> ctx.readProbeMemory(val + st.offset, b.data, dest, st.size);
                     case ST_UMEM -> ctx.readUser(val + st.offset, b.data, dest, st.size);
-                    case ST_STRING -> ret = storeString(ctx, val + st.offset, false, b, dest);
-                    case ST_USTRING -> ret = storeString(ctx, val + st.offset, true, b, dest);
-                    case ST_SYMSTR -> ret = storeBytes(ctx.symbols().sprintSymbol(val + st.offset)
-                            .getBytes(StandardCharsets.UTF_8), b, dest);
+                    case ST_STRING -> ret = storeString(ctx, val + st.offset, false, b, at, dest, maxlen - (at - b.end));
+                    case ST_USTRING -> ret = storeString(ctx, val + st.offset, true, b, at, dest, maxlen - (at - b.end));
+                    case ST_SYMSTR -> ret = storeSymstr(ctx.symbols().sprintSymbol(val + st.offset)
+                            .getBytes(StandardCharsets.UTF_8), b, at, measure, maxlen - (at - b.end));
                     default -> { return -84; }
                 }
                 pc++;
@@ -187,6 +224,7 @@ public final class CompiledProbe {
                     // an element that faults adds nothing (recorded: 6.1 prints {"sleep","1",(fault)},
                     // the stable fix "tracing/probes: Fix not to count error code to total length")
                     total += Math.max(ret, 0);
+                    at += Math.max(ret, 0);
                     if (++i < code[pc].param) {
                         pc = s3;
                         if (code[s3].op != ST_STRING && code[s3].op != ST_USTRING) {
@@ -197,6 +235,7 @@ public final class CompiledProbe {
                         pc--;
                         val = lval + 8;
                         dest += 4;
+                        INT.set(b.data, dest, ((maxlen - (at - b.end)) << 16) | (at & 0xffff));
                         continue stage2;
                     }
                     pc++;
@@ -234,29 +273,46 @@ public final class CompiledProbe {
         storeRaw(d, off, bf.basesize, v);
     }
 
-    private static int storeString(FetchContext ctx, long addr, boolean user, FetchBuffer b, int dest) {
-        b.ensure(b.end + MAX_STRING_SIZE);
-        int n = user ? ctx.readUserString(addr, b.data, b.end, MAX_STRING_SIZE)
-                : ctx.readProbeString(addr, b.data, b.end, MAX_STRING_SIZE);
+    /** {@code fetch_store_string}: the string and its NUL at {@code at}; length 0 on a fault. */
+    private static int storeString(FetchContext ctx, long addr, boolean user, FetchBuffer b, int at, int dest, int maxlen) {
+        int max = Math.min(maxlen, MAX_STRING_SIZE);
+        if (max <= 0) return -12;
+        b.ensure(at + max);
+        int n = user ? ctx.readUserString(addr, b.data, at, max) : ctx.readProbeString(addr, b.data, at, max);
         if (n < 0) {
-            INT.set(b.data, dest, b.end & 0xffff);
+            INT.set(b.data, dest, at & 0xffff);
             return -14;
         }
-        INT.set(b.data, dest, (n << 16) | (b.end & 0xffff));
-        b.end += n;
+        INT.set(b.data, dest, (n << 16) | (at & 0xffff));
         return n;
     }
 
-    private static int storeBytes(byte[] s, FetchBuffer b, int dest) {
+    /** {@code $comm} and immediate strings: {@code fetch_store_string} of bytes that cannot fault. */
+    private static int storeBytes(byte[] s, FetchBuffer b, int at, int dest, int maxlen) {
         int len = 0;
         while (len < s.length && s[len] != 0) len++;
-        len = Math.min(len, MAX_STRING_SIZE - 1);
-        b.ensure(b.end + len + 1);
-        System.arraycopy(s, 0, b.data, b.end, len);
-        b.data[b.end + len] = 0;
-        INT.set(b.data, dest, ((len + 1) << 16) | (b.end & 0xffff));
-        b.end += len + 1;
+        len = Math.min(len, Math.min(maxlen, MAX_STRING_SIZE) - 1);
+        if (len < 0) return -12;
+        b.ensure(at + len + 1);
+        System.arraycopy(s, 0, b.data, at, len);
+        b.data[at + len] = 0;
+        INT.set(b.data, dest, ((len + 1) << 16) | (at & 0xffff));
         return len + 1;
+    }
+
+    /**
+     * {@code symstr} as Debian's 6.1 stores it: the symbol and its NUL at {@code at}, the
+     * {@code __data_loc} word left as preset, and the symbol's length without the NUL returned
+     * (its size when measuring counts the NUL).
+     */
+    private static int storeSymstr(byte[] s, FetchBuffer b, int at, boolean measure, int maxlen) {
+        int len = s.length;
+        if (measure) return len + 1;
+        if (maxlen <= 0) return -12;
+        b.ensure(at + len + 1);
+        System.arraycopy(s, 0, b.data, at, len);
+        b.data[at + len] = 0;
+        return len;
     }
 
     static long readField(byte[] d, int off, int size) { return loadRaw(d, off, size); }

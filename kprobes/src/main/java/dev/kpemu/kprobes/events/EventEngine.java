@@ -108,7 +108,7 @@ public final class EventEngine implements AutoCloseable {
         int onEntry(Kprobe k, Regs regs) {
             nhit++;
             if (!event.enabled) return 0;
-            ctx.begin();
+            ctx.begin(regs);
             if (!compiled.fetch(ctx, buffer)) {
                 dropped++;
                 return 0;
@@ -121,7 +121,7 @@ public final class EventEngine implements AutoCloseable {
         int onReturn(KretprobeInstance ri, Regs regs) {
             nhit++;
             if (!event.enabled) return 0;
-            ctx.begin();
+            ctx.begin(regs);
             if (!compiled.fetch(ctx, buffer)) {
                 dropped++;
                 return 0;
@@ -163,6 +163,7 @@ public final class EventEngine implements AutoCloseable {
         this.symbols = Objects.requireNonNull(symbols);
         this.formatter = new TraceFormatter(symbols, address -> address == kprobes.trampolineAddress());
         this.ctx = new MachineFetchContext(machine, kprobes.regs(), symbols, task);
+        if (task != null) kprobes.currentTask(ctx::currentTaskNow);
         this.parser = new ProbeParser(arch, dialect, symbols);
         this.out = out;
         this.clock = machine.clock()::liveNanos;

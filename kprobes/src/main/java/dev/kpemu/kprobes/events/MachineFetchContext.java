@@ -60,6 +60,7 @@ public final class MachineFetchContext implements FetchContext {
     private final String[] slots;
     private final byte[] word = new byte[8];
 
+    private Regs current;
     private boolean taskKnown;
     private long taskPointer;
     private byte[] comm;
@@ -71,6 +72,7 @@ public final class MachineFetchContext implements FetchContext {
     public MachineFetchContext(Machine machine, Regs regs, KernelSymbols symbols, TaskLayout task) {
         this.machine = Objects.requireNonNull(machine);
         this.regs = Objects.requireNonNull(regs);
+        this.current = regs;
         this.arch = machine.arch();
         this.symbols = Objects.requireNonNull(symbols);
         if (task != null && task.arch() != arch)
@@ -81,8 +83,18 @@ public final class MachineFetchContext implements FetchContext {
 
     /** Starts a new hit: the current task is read again when asked for. */
     public void begin() {
+        begin(null);
+    }
+
+    /**
+     * Starts a new hit whose handler was given {@code hitRegs}: registers are read through them
+     * (an optimized probe's view shows x86 {@code ip} = probe + 1, not the detour's live rip, as
+     * Linux's {@code optimized_callback} sets it); null reads the engine's live view.
+     */
+    public void begin(Regs hitRegs) {
         taskKnown = false;
         comm = null;
+        current = hitRegs != null ? hitRegs : regs;
     }
 
     // ---- registers -----------------------------------------------------------------------
@@ -91,16 +103,16 @@ public final class MachineFetchContext implements FetchContext {
     public long register(int slot) {
         if (slot < 0 || slot >= slots.length) return 0;
         if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return -1; // a trap frame's orig_ax
-        return regs.get(slots[slot]);
+        return current.get(slots[slot]);
     }
 
     @Override
-    public long stackPointer() { return regs.sp(); }
+    public long stackPointer() { return current.sp(); }
 
     /** Interrupts masked in the trapped context: x86 RFLAGS.IF clear, arm64 PSTATE.I set. */
     public boolean irqsDisabled() {
-        if (arch == Arch.X86_64) return (regs.get("rflags") & 0x200) == 0;
-        return (regs.get("pstate") & 0x80) != 0;
+        if (arch == Arch.X86_64) return (current.get("rflags") & 0x200) == 0;
+        return (current.get("pstate") & 0x80) != 0;
     }
 
     // ---- memory --------------------------------------------------------------------------
@@ -216,6 +228,12 @@ public final class MachineFetchContext implements FetchContext {
     }
 
     // ---- current task --------------------------------------------------------------------
+
+    /** {@link #currentTask()} read afresh (outside a hit's {@code begin}). */
+    public long currentTaskNow() {
+        taskKnown = false;
+        return currentTask();
+    }
 
     /** The current {@code struct task_struct *}, or 0 when it cannot be found. */
     public long currentTask() {

@@ -1,0 +1,66 @@
+package dev.kpemu.cli;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@code kpemu corpus}: the differential corpus of issue 11 (guest-images/record-corpus.sh runs it):
+ * {@code initramfs} writes the corpus guest ({@link CorpusGuest}); {@code generate} writes the
+ * probe definitions ({@link CorpusGenerator}).
+ */
+@Command(name = "corpus", mixinStandardHelpOptions = true,
+        description = {"The differential corpus: its guest and its probe definitions (see guest-images/record-corpus.sh)."},
+        subcommands = {CorpusCommand.Archive.class, CorpusCommand.Generate.class})
+final class CorpusCommand implements Runnable {
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override public void run() { spec.commandLine().usage(spec.commandLine().getOut()); }
+
+    @Command(name = "initramfs", mixinStandardHelpOptions = true, description = "Write the corpus guest (mode linux, survey or kpemu).")
+    static final class Archive implements Callable<Integer> {
+        @Option(names = "--arch", required = true) String arch;
+        @Option(names = "--mode", required = true, description = "linux, survey or kpemu") String mode;
+        @Option(names = "--events", description = "the definitions (mode linux)") Path events;
+        @Option(names = {"-o", "--output"}, required = true) Path output;
+        @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+        @Override public Integer call() throws KernelImageException, IOException {
+            Arch a = ArchOption.one(spec, arch);
+            List<String> defs = events == null ? List.of() : CorpusGenerator.definitions(Files.readAllLines(events));
+            byte[] bb = Files.readAllBytes(GuestImages.forRepository().busybox(a));
+            CorpusGuest.archive(bb, mode, defs).write(output);
+            spec.commandLine().getOut().println(output);
+            return ExitCodes.OK;
+        }
+    }
+
+    @Command(name = "generate", mixinStandardHelpOptions = true, description = "Write the corpus definitions for the default kernel.")
+    static final class Generate implements Callable<Integer> {
+        @Option(names = "--arch", required = true) String arch;
+        @Option(names = "--survey", required = true, description = "the function survey recorded under QEMU") Path survey;
+        @Option(names = "--seed", defaultValue = "11") long seed;
+        @Option(names = "--count", defaultValue = "560", description = "definitions to generate (default ${DEFAULT-VALUE})") int count;
+        @Option(names = {"-o", "--output"}, required = true) Path output;
+        @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = KernelOption.HELP) String kernel;
+        @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+        @Override public Integer call() throws Exception {
+            Arch a = ArchOption.one(spec, arch);
+            CorpusGenerator g = CorpusGenerator.forKernel(a, KernelOption.parse(spec, kernel), Files.readAllLines(survey));
+            Files.writeString(output, g.generate(seed, count));
+            spec.commandLine().getOut().println(output);
+            return ExitCodes.OK;
+        }
+    }
+}

@@ -1,0 +1,136 @@
+package dev.kpemu.cli;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.kprobes.events.ReferenceTrace;
+
+/**
+ * The guest of the differential corpus (issue 11): kpemu's default busybox guest whose /init first
+ * sets up tracing, then runs the default workload unchanged, as process 1, up to its {@code sync};
+ * the same archive boots under QEMU (Linux's own kprobe_events, {@code guest-images/record-corpus.sh})
+ * and under kpemu ({@code CorpusTraceTest}), so both machines run the same commands on the same
+ * files. The only difference is {@code /tmp/corpus/mode}:
+ * <ul>
+ * <li>{@code linux}: /init writes {@code /tmp/corpus/events} to tracefs' {@code kprobe_events}, one
+ *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED}), and enables them;
+ *     after the workload tracing stops and the {@code trace} file is printed between
+ *     {@value #TRACE_BEGIN} and {@value #TRACE_END}.</li>
+ * <li>{@code survey}: ftrace's function tracer runs over the workload; afterwards each traced
+ *     function is printed with its number of calls and the number of those made outside the
+ *     workload's own processes in task context (interrupts, softirqs, kernel threads).</li>
+ * <li>{@code kpemu}: nothing is written to tracefs: kpemu registers the definitions itself
+ *     ({@code --from-init}, before /init runs).</li>
+ * </ul>
+ * The events compared are those of the workload's window ({@link #window}): from the workload's
+ * {@code mount -t proc} on (a {@code path_mount} event, {@value #MARK_MOUNT}) to the exec of
+ * {@code /tmp/corpus/after} (a {@code bprm_execve} event, {@value #MARK_EXEC}). The set-up before
+ * it differs between the machines (Linux writes its tracefs there); nothing in the window does.
+ */
+public final class CorpusGuest {
+    private CorpusGuest() {}
+
+    public static final String TRACE_BEGIN = "KPEMU-CORPUS-TRACE-BEGIN", TRACE_END = "KPEMU-CORPUS-TRACE-END";
+    public static final String SURVEY_LINE = "KPEMU-SURVEY", REFUSED = "KPEMU-CORPUS-REFUSED";
+    /** The window's marker events, defined first in every corpus. */
+    public static final String MARK_MOUNT = "corpus_mount", MARK_EXEC = "corpus_exec";
+
+    /** The marker definitions for {@code arch} ("x86_64" or "arm64"). */
+    public static List<String> markers(String arch) {
+        boolean x86 = arch.equals("x86_64");
+        return List.of(
+                // path_mount(dev_name, path, type_page, flags, data_page)
+                "p:" + MARK_MOUNT + " path_mount type=+0(" + (x86 ? "%dx" : "%x2") + "):string",
+                // bprm_execve(bprm, fd, filename, flags): filename->name is its first member
+                "p:" + MARK_EXEC + " bprm_execve file=+0(+0(" + (x86 ? "%dx" : "%x2") + ")):string");
+    }
+
+    /** The process-1 script: tracing set-up by mode, then the workload. */
+    public static String initScript() {
+        return """
+                #!/bin/sh
+                # kpemu corpus guest (dev.kpemu.cli.CorpusGuest): set-up, then the default workload as process 1
+                export PATH=/bin
+                mount -t tracefs tracefs /root
+                read mode < /tmp/corpus/mode
+                if [ "$mode" = linux ]; then
+                  echo 8192 > /root/buffer_size_kb
+                  while IFS= read -r d; do
+                    printf '%s\\n' "$d" >> /root/kprobe_events || printf '%s %s\\n' KPEMU-CORPUS-REFUSED "$d"
+                  done < /tmp/corpus/events
+                  echo 1 > /root/events/kprobes/enable
+                elif [ "$mode" = survey ]; then
+                  echo 98304 > /root/buffer_size_kb
+                  echo function > /root/current_tracer
+                fi
+                exec /bin/sh /tmp/corpus/workload
+                """;
+    }
+
+    /** Run by exec at the end of the workload (the window's end): prints Linux's trace, powers off. */
+    public static String afterScript() {
+        return """
+                #!/bin/sh
+                read mode < /tmp/corpus/mode
+                if [ "$mode" = linux ]; then
+                  echo 0 > /root/tracing_on
+                  echo %1$s
+                  cat /root/trace
+                  echo %2$s
+                elif [ "$mode" = survey ]; then
+                  echo 0 > /root/tracing_on
+                  busybox awk '!/^#/ && NF >= 5 { f = $5; n[f]++; c = $1; sub(/-[0-9]+$/, "", c);
+                    if (substr($3, 3, 1) != "." || c !~ /^(init|sh|mkdir|mount|cat|ls|head|rm|sleep|date|sync|echo|uname|touch)$/) o[f]++ }
+                    END { for (f in n) print "%3$s", f, n[f], o[f] + 0 }' /root/trace
+                  echo %2$s
+                fi
+                poweroff -f
+                """.formatted(TRACE_BEGIN, TRACE_END, SURVEY_LINE);
+    }
+
+    /** The default workload ({@link Initramfs#defaultInitScript}) up to its {@code sync}, then {@code exec /tmp/corpus/after}. */
+    public static String workloadScript() {
+        String s = Initramfs.defaultInitScript();
+        int i = s.indexOf("\nsync\n");
+        if (i < 0) throw new IllegalStateException("the default workload has no 'sync' line");
+        return s.substring(0, i) + "\nsync\nexec /tmp/corpus/after\n";
+    }
+
+    /** The archive: the default guest, /init replaced, /tmp/corpus/{mode,events,workload,after}. */
+    public static Initramfs archive(byte[] busybox, String mode, List<String> definitions) {
+        if (!List.of("linux", "survey", "kpemu").contains(mode)) throw new IllegalArgumentException("mode " + mode);
+        Initramfs r = Initramfs.defaultGuest(busybox);
+        r.file("init", 0755, initScript());
+        r.dir("tmp/corpus", 0755);
+        r.file("tmp/corpus/mode", 0644, mode + "\n");
+        r.file("tmp/corpus/events", 0644, mode.equals("linux") ? String.join("\n", definitions) + "\n" : "");
+        r.file("tmp/corpus/workload", 0755, workloadScript());
+        r.file("tmp/corpus/after", 0755, afterScript());
+        return r;
+    }
+
+    /**
+     * The workload's window of a trace: from the first {@value #MARK_MOUNT} event of type "proc"
+     * (the workload's {@code mount -t proc}) up to, not including, the {@value #MARK_EXEC} event of
+     * {@code /tmp/corpus/after}. Empty when a marker is missing.
+     */
+    public static List<ReferenceTrace.Event> window(List<ReferenceTrace.Event> events) {
+        int start = -1, end = -1;
+        for (int i = 0; i < events.size(); i++) {
+            ReferenceTrace.Event e = events.get(i);
+            if (start < 0 && e.name().equals(MARK_MOUNT) && arg(e, "type").equals("\"proc\"")) start = i;
+            else if (start >= 0 && e.name().equals(MARK_EXEC) && arg(e, "file").equals("\"/tmp/corpus/after\"")) {
+                end = i;
+                break;
+            }
+        }
+        if (start < 0 || end < 0) return List.of();
+        return new ArrayList<>(events.subList(start, end));
+    }
+
+    private static String arg(ReferenceTrace.Event e, String name) {
+        for (ReferenceTrace.Arg a : e.args()) if (a.name().equals(name)) return a.value();
+        return "";
+    }
+}
