@@ -20,8 +20,8 @@ import static dev.kpemu.kprobes.events.FetchProgram.*;
  * the argument area) pointing into the dynamic data appended after the fixed part. Failed
  * reads leave numbers 0.
  *
- * <p>Dynamic data follows Linux's {@code store_trace_args} as Debian's 6.1 runs it (recorded
- * under QEMU, corpus seed 11): the entry reserves the sum of every dynamic argument's size
+ * <p>Dynamic data follows Linux's {@code store_trace_args} as Debian's 6.1, 6.12 and 7.2 run it
+ * (recorded under QEMU: the corpus, seed 11, and {@code guest-images/reference/fetchquirks}): the entry reserves the sum of every dynamic argument's size
  * ({@code __get_data_size}: a string's length with its NUL, nothing for one that faults); before
  * each dynamic argument its {@code __data_loc} word is set to (bytes still reserved, current end
  * of the dynamic data), and only a positive result advances that end. Hence:
