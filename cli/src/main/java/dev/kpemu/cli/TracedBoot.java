@@ -105,7 +105,9 @@ public final class TracedBoot implements BootHooks {
     private Consumer<String> kernelMessages = System.err::println;
     private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
     private volatile Machine machine;
-    private String release, buildId, cmdline;
+    private String release, cmdline;
+    /** The booted kernel's file, read for its build-id only when a recorded trace's header is asked for. */
+    private byte[] kernelImage;
     private long initNanos = -1, endNanos = -1;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
@@ -173,7 +175,7 @@ public final class TracedBoot implements BootHooks {
     @Override public void ready(LinuxGuest guest) {
         machine = guest.machine();
         release = guest.release();
-        buildId = buildId(guest.kernelFile());
+        kernelImage = guest.kernelFile();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
         dialect = Dialect.forRelease(guest.release());
@@ -423,7 +425,7 @@ public final class TracedBoot implements BootHooks {
         List<String> defs = new ArrayList<>();
         for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
         return new dev.kpemu.kprobes.events.RecordedTrace.Header(arch, release, packageName, packageVersion,
-                kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), buildId,
+                kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), kernelImage == null ? null : buildId(kernelImage),
                 kpemuVersion, cmdline, initramfs == null ? null : initramfs.getFileName().toString(),
                 initramfs == null ? null : sha256(initramfs), armAtName, definitionsSource, defs, phases);
     }

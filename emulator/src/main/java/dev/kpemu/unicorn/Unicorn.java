@@ -24,7 +24,9 @@ import java.util.Map;
 import dev.kpemu.natives.NativeLibraries;
 
 /**
- * Java 25 FFM binding of Unicorn 2.1.1: one emulator instance ({@code uc_engine}).
+ * Java 25 FFM binding of Unicorn 2.1.4 (Debian unstable's libunicorn2t64): one emulator instance
+ * ({@code uc_engine}). Notes below that name 2.1.1 were measured there and re-checked on 2.1.4
+ * (docs/x86-boot-notes.md).
  *
  * <p>Not thread-safe: an instance is used from the thread that runs it, and hooks are called on
  * that thread. Every upcall catches everything: a throwable escaping a hook is recorded, the
@@ -783,8 +785,8 @@ public final class Unicorn implements AutoCloseable {
     /**
      * x86 {@code cpuid}: the hook reads EAX/ECX and may write EAX..EDX itself; returning true skips
      * the engine's own CPUID (2.1.1 calls the callback as {@code int (*)(uc_engine*, void*)}).
-     * Unicorn 2.1.1 accepts UC_HOOK_INSN only for IN, OUT, SYSCALL, SYSENTER and CPUID (measured:
-     * RDTSC, RDTSCP, RDMSR and WRMSR are refused with UC_ERR_HOOK).
+     * Unicorn 2.1.4 also accepts UC_HOOK_INSN for RDTSC and RDTSCP (2.1.1 refused them); RDMSR
+     * and WRMSR are still refused with UC_ERR_HOOK (measured).
      */
     public Hook hookCpuid(CpuidHook h) {
         return add(HOOK_INSN, ON_CPUID.bindTo(this).bindTo(h), CB_CPUID, h, 1, 0, X86_INS_CPUID);
