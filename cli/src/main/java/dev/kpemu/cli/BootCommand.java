@@ -102,6 +102,11 @@ final class BootCommand implements Callable<Integer> {
             description = "how --expect compares: auto (exact on the golden's kernel build, else tolerant), exact, tolerant (symbol sizes and offsets a rebuild moves are ignored); default ${DEFAULT-VALUE}")
     String mode;
 
+    @Option(names = "--modules", paramLabel = "NAME[,NAME…]",
+            description = "load the booted Debian kernel's own modules (and their dependencies) before the guest's init (repeatable); "
+                    + "probes on MOD:SYM arm when the module loads")
+    List<String> modules = new ArrayList<>();
+
     @Option(names = "--perfetto", paramLabel = "FILE|-",
             description = "write the trace as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); - writes it to stdout instead of the text trace")
     String perfetto;
@@ -143,6 +148,8 @@ final class BootCommand implements Callable<Integer> {
             try {
                 kernelFile = KernelOption.file(choice, a);
                 initrdFile = initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
+                List<String> moduleNames = GuestModules.names(modules);
+                if (!moduleNames.isEmpty()) initrdFile = GuestModules.withModules(initrdFile, a, choice, moduleNames);
                 if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
                     version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
                 try (Progress p = Progress.start("kpemu", "-".equals(console),

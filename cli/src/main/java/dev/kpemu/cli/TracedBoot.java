@@ -29,6 +29,8 @@ import dev.kpemu.machine.Machine;
 import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.X86Reg;
 import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.kprobes.events.KernelSymbols;
+import dev.kpemu.kprobes.events.LoadedModules;
 import dev.kpemu.optprobes.KernelOptimizationInputs;
 
 /**
@@ -89,6 +91,9 @@ public final class TracedBoot implements BootHooks {
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
+    /** The guest's loaded modules, and where the kernel hands a coming / going module over (-1: not watched). */
+    private LoadedModules modules;
+    private long moduleComingAt = -1, moduleGoingAt = -1;
     private String armAtName;
     private boolean armAtInit;
     private boolean returnedFromArmPoint;
@@ -207,6 +212,7 @@ public final class TracedBoot implements BootHooks {
         }
         armAt = syms.address(armAtName);
         guest.machine().addBreakpoint(armAt);
+        watchModules(guest, syms);
         if (early) {
             initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
             if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
@@ -272,7 +278,48 @@ public final class TracedBoot implements BootHooks {
         return "errno " + e.errno();
     }
 
+    /**
+     * Module loads, as trace_kprobe's module notifier sees them: {@code do_init_module(mod)} runs
+     * after the kernel's COMING notifiers and before the module's init function, with its symbols
+     * relocated; {@code free_module(mod)} runs when it goes (unload or failed init). Kernels whose
+     * BTF does not describe {@code struct module} get no module symbols (probes on modules stay
+     * pending, as for a module that never loads).
+     */
+    private void watchModules(LinuxGuest guest, SymbolTable syms) {
+        var coming = syms.byName("do_init_module");
+        var going = syms.byName("free_module");
+        if (coming.isEmpty() || going.isEmpty()) return;
+        try {
+            modules = new LoadedModules(dev.kpemu.image.btf.ModuleLayout.of(guest.kernelStructs().btf()), guest.arch());
+        } catch (KernelImageException e) {
+            kernelMessages.accept("kpemu: module symbols unavailable: " + e.getMessage());
+            return;
+        }
+        moduleComingAt = coming.get().address();
+        moduleGoingAt = going.get().address();
+        guest.machine().addBreakpoint(moduleComingAt);
+        guest.machine().addBreakpoint(moduleGoingAt);
+        rules.moduleText(modules::inText, modules::isFtraceSite);
+    }
+
+    /** The first argument register at a function's entry: {@code struct module *mod}. */
+    private static long firstArgument(LinuxGuest guest) {
+        return guest.arch() == Arch.X86_64 ? guest.machine().engine().regRead(X86Reg.RDI)
+                : guest.machine().engine().regRead(Arm64Reg.X0);
+    }
+
     @Override public boolean breakpoint(LinuxGuest guest, long address) {
+        if (address == moduleComingAt && modules != null) {
+            String name = modules.load(guest.machine(), firstArgument(guest));
+            if (events != null) events.moduleLoaded(name);
+            return true;
+        }
+        if (address == moduleGoingAt && modules != null) {
+            String name = modules.nameOf(guest.machine(), firstArgument(guest));
+            if (events != null) events.moduleGoing(name);
+            modules.unload(name);
+            return true;
+        }
         if (address == initFreedAt && initFreedAt != -1) {
             guest.machine().removeBreakpoint(initFreedAt);
             initFreedAt = -1;
@@ -296,7 +343,8 @@ public final class TracedBoot implements BootHooks {
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);
-        kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()))
+        SymbolResolver resolver = modules == null ? SymbolResolver.of(syms) : modules.resolver(SymbolResolver.of(syms));
+        kprobes = Kprobes.attach(m, resolver, new SlotArea(va, area.physicalBase(), area.size()))
                 .rules(rules).allowUnsafe(allowUnsafe);
         for (String t : KERNEL_TRAMPOLINES) {
             var at = syms.byName(t);
@@ -310,7 +358,8 @@ public final class TracedBoot implements BootHooks {
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
-            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out).dialect(dialect);
+            KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
+            events = EventEngine.attach(kprobes, symbols, guest.kernelStructs(), out).dialect(dialect);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }

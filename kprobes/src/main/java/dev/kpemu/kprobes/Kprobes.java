@@ -1043,7 +1043,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         for (ProbePoint p : order) {
             for (Kprobe k : p.children) {
                 sb.append(String.format("%016x  %s  %s+0x%x  %s ", p.address, k.isReturnProbe() ? "r" : "k",
-                        p.symbol.name(), p.address - p.symbol.start(), " "));
+                        p.symbol.name(), p.address - p.symbol.start(), p.symbol.module() == null ? " " : p.symbol.module()));
                 if (k.isGone()) sb.append("[GONE]");
                 if (k.isDisabled() && !k.isGone()) sb.append("[DISABLED]");
                 if (optimizer != null && optimizer.listedOptimized(p.address)) sb.append("[OPTIMIZED]");

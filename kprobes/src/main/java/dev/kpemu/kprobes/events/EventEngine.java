@@ -506,6 +506,41 @@ public final class EventEngine implements AutoCloseable {
         return null;
     }
 
+    /**
+     * {@code trace_kprobe_module_callback(MODULE_STATE_COMING)}: every probe on {@code module}'s
+     * symbols (defined before it loaded, so left unregistered) is registered now, enabled when
+     * its event is. A probe the module does not allow is reported on the kernel log, as the
+     * kernel warns, and stays unregistered.
+     */
+    public void moduleLoaded(String module) {
+        for (Probe p : probes) {
+            if (!(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
+            if (p.registered) {
+                if (p.rp != null) kprobes.unregister(p.rp);
+                else kprobes.unregister(p.kp);
+                p.registered = false;
+            }
+            try {
+                register(p, p.event.enabled);
+            } catch (KprobeException e) {
+                kernelLog.accept("trace_kprobe: Failed to re-register probe " + p.event.name + " on " + module + ": -" + e.errno().value());
+            }
+        }
+    }
+
+    /**
+     * {@code MODULE_STATE_GOING}: the module's probes are unregistered (their text is about to be
+     * freed); they stay defined and come back if the module loads again.
+     */
+    public void moduleGoing(String module) {
+        for (Probe p : probes) {
+            if (!p.registered || !(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
+            if (p.rp != null) kprobes.unregister(p.rp);
+            else kprobes.unregister(p.kp);
+            p.registered = false;
+        }
+    }
+
     // ------------------------------------------------------------------ events/GRP/EVENT
 
     /** Every event as {@code GROUP/EVENT}, in creation order. */
