@@ -3,7 +3,7 @@
 # one guest architecture: the same package at the same version (a module only loads into the
 # kernel build it was made for), unpacked with private apt directories (nothing on the system
 # changes). Keeps lib/modules/<release>/ (the .ko files as Debian ships them, compressed or not,
-# with modules.order and modules.builtin; Debian writes modules.dep at install time with depmod,
+# with modules.builtin where the package has it; Debian writes modules.dep at install time with depmod,
 # so kpemu resolves dependencies from each module's own .modinfo) and prints that directory.
 # Idempotent.
 #
@@ -29,7 +29,7 @@ pkg=$(field package); ver=$(field version); release=$(field release)
 [ -n "$pkg" ] && [ -n "$ver" ] && [ -n "$release" ] || die "$cache/version lacks package=, version= or release="
 dest=$cache/modules/$release
 stamp=$dest/.modules-verified
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkg=$ver" ] && [ -s "$dest/modules.order" ]; then echo "$dest"; exit 0; fi
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkg=$ver" ] && [ -d "$dest/kernel" ]; then echo "$dest"; exit 0; fi
 
 work="$cache/modules-apt"
 apt_setup "$work" "$debarch" "$suite"
@@ -39,14 +39,15 @@ have=$(apt-cache "${aptopts[@]}" madison "$pkg" 2>/dev/null | awk -F'|' '{gsub(/
 [ -n "$have" ] || die "Debian $suite no longer has $pkg $ver (the cached kernel); refresh the kernel and its modules together: guest-images/fetch-kernel.sh --refresh --suite $suite $arch"
 
 # Debian 12 and 13 ship the modules in the image package; unstable's image package is empty and
-# its modules are in the linux-binary-<abi> package it depends on (with the vmlinuz).
+# depends on linux-modules-<abi> (the .ko files), linux-binary-<abi> (the vmlinuz) and
+# linux-base-<abi> (config, modules.builtin).
 debs=("$(apt_download "$pkg=$ver")")
 listing=$(dpkg-deb -c "${debs[0]}")
-if ! grep -q '/modules/[^/]*/modules.order$' <<<"$listing"; then
+if ! grep -q "/modules/$release/kernel/" <<<"$listing"; then
   while read -r dep; do
     [ -n "$dep" ] || continue
     debs+=("$(apt_download "$dep")")
-  done < <(apt-cache "${aptopts[@]}" depends "$pkg=$ver" 2>/dev/null | awk '$1=="Depends:" {print $2}' | grep -E '^linux-(binary|modules)-' || true)
+  done < <(apt-cache "${aptopts[@]}" depends "$pkg=$ver" 2>/dev/null | awk '$1=="Depends:" {print $2}' | grep -E '^linux-(modules|base)-' || true)
 fi
 ex="$work/extract"; rm -rf "$ex"; mkdir -p "$ex"
 for d in "${debs[@]}"; do
@@ -54,9 +55,10 @@ for d in "${debs[@]}"; do
 done
 src=""
 for c in "$ex/lib/modules/$release" "$ex/usr/lib/modules/$release"; do
-  [ -f "$c/modules.order" ] && { src=$c; break; }
+  [ -d "$c/kernel" ] && { src=$c; break; }
 done
-[ -n "$src" ] || die "no lib/modules/$release/modules.order in ${debs[*]}"
+[ -n "$src" ] || die "no lib/modules/$release/kernel/ in ${debs[*]}"
+[ "$src" = "$ex/lib/modules/$release" ] || [ ! -d "$ex/lib/modules/$release" ] || cp -a "$ex/lib/modules/$release/." "$src/"
 rm -rf "$dest"; mkdir -p "$(dirname "$dest")"
 mv "$src" "$dest"
 echo "$pkg=$ver" > "$stamp"

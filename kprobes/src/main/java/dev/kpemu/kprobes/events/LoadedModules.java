@@ -12,6 +12,7 @@ import java.util.OptionalLong;
 
 import dev.kpemu.image.btf.ModuleLayout;
 import dev.kpemu.kprobes.SymbolResolver;
+import dev.kpemu.kprobes.x86.X86LandingPad;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 
@@ -118,15 +119,14 @@ public final class LoadedModules {
         return name;
     }
 
-    private static final int X86_ENDBR64 = 0xfa1e0ff3;
     private static final byte[] X86_NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
     private static final int ARM64_NOP = 0xd503201f, ARM64_MOV_X9_X30 = 0xaa1e03e9, ARM64_BTI_C = 0xd503245f,
             ARM64_PACIASP = 0xd503233f, ARM64_PACIBSP = 0xd503237f;
 
     /**
      * The module's ftrace call sites ({@code rec->ip}), found by their code as ftrace left them
-     * when it initialised the module: x86 the 5-byte NOP at a function's entry (after
-     * {@code endbr64}); arm64 the second instruction of the {@code -fpatchable-function-entry=2}
+     * when it initialised the module: x86 the 5-byte NOP at a function's entry (after an IBT
+     * landing pad, sealed or not); arm64 the second instruction of the {@code -fpatchable-function-entry=2}
      * pair (after an optional landing pad).
      */
     private java.util.NavigableSet<Long> ftraceSites(Machine m, List<ModuleSymbol> syms) {
@@ -141,7 +141,7 @@ public final class LoadedModules {
             }
             ByteBuffer w = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
             if (arch == Arch.X86_64) {
-                int at = w.getInt(0) == X86_ENDBR64 ? 4 : 0;
+                int at = X86LandingPad.is(b[0], b[1], b[2], b[3]) ? X86LandingPad.LENGTH : 0;
                 if (java.util.Arrays.equals(b, at, at + 5, X86_NOP5, 0, 5)) out.add(s.value() + at);
             } else {
                 int at = w.getInt(0) == ARM64_BTI_C || w.getInt(0) == ARM64_PACIASP || w.getInt(0) == ARM64_PACIBSP ? 4 : 0;
