@@ -46,7 +46,7 @@ listing=$(dpkg-deb -c "${debs[0]}")
 if ! grep -q "/modules/$release/kernel/" <<<"$listing"; then
   while read -r dep; do
     [ -n "$dep" ] || continue
-    debs+=("$(apt_download "$dep")")
+    debs+=("$(apt_download "$dep=$ver")")   # built from the same source: the same version
   done < <(apt-cache "${aptopts[@]}" depends "$pkg=$ver" 2>/dev/null | awk '$1=="Depends:" {print $2}' | grep -E '^linux-(modules|base)-' || true)
 fi
 ex="$work/extract"; rm -rf "$ex"; mkdir -p "$ex"
