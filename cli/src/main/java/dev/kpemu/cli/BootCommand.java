@@ -221,7 +221,9 @@ final class BootCommand implements Callable<Integer> {
                         version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
                     try (Progress p = Progress.start("kpemu", gc.commandGuest() || "-".equals(consoleTo),
                             () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
-                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeout, con, messages,
+                        // with a command, stderr carries its output: kpemu's start-up lines stay out of it
+                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeout, con,
+                                        gc.commandGuest() ? null : messages,
                                         terminal, hostStop),
                                 traced == null ? BootHooks.NONE : traced);
                     }
