@@ -55,9 +55,11 @@ final class InteractiveTerminal implements TerminalInput, AutoCloseable {
         reader.start();
     }
 
-    /** The process's terminal, or null when standard input and output are not one. */
+    /** The process's terminal, or null when standard input (and standard output or error) are not one. */
     static InteractiveTerminal open(HostStop stop, InputScript.Writer record) throws IOException {
-        Terminal t = TerminalBuilder.builder().system(true).nativeSignals(false).dumb(true).build();
+        // the terminal on stdout, or on stderr when stdout goes elsewhere (kpemu boot -i ... > trace.txt)
+        Terminal t = TerminalBuilder.builder().system(true).systemOutput(TerminalBuilder.SystemOutput.SysOutOrSysErr)
+                .nativeSignals(false).dumb(true).build();
         if (Terminal.TYPE_DUMB.equals(t.getType()) || Terminal.TYPE_DUMB_COLOR.equals(t.getType())) {
             t.close();
             return null;
