@@ -257,6 +257,9 @@ final class BootCommand implements Callable<Integer> {
                     err.printf("kpemu: %s at guest %.3f s%n", r.status(), r.guestNanos() / 1e9);
                 } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && r.commandExit() != null) {
                     code = r.commandExit();
+                } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && noTerminal(r.lastLines()) != null) {
+                    code = ExitCodes.ERROR;
+                    err.println("kpemu: the command could not run: " + noTerminal(r.lastLines()));
                 } else {
                     if (gc.commandGuest() && r.exitCode() == ExitCodes.OK) {
                         code = ExitCodes.ERROR;
@@ -266,7 +269,7 @@ final class BootCommand implements Callable<Integer> {
                             r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
                     if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
                     err.println();
-                    if (r.exitCode() != ExitCodes.OK) {
+                    if (code != ExitCodes.OK) {
                         err.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
                         err.println("kpemu: last console lines:");
                         for (String l : r.lastLines()) err.println("  " + l);
@@ -312,6 +315,15 @@ final class BootCommand implements Callable<Integer> {
             else System.err.flush();
             if (generated != null) Files.deleteIfExists(generated);
         }
+    }
+
+    /** What /init said when the command's terminal device was missing, or null. */
+    static String noTerminal(List<String> consoleLines) {
+        for (String l : consoleLines) {
+            int i = l.indexOf(dev.kpemu.image.CommandGuest.NO_TERMINAL + " ");
+            if (i >= 0) return l.substring(i + dev.kpemu.image.CommandGuest.NO_TERMINAL.length() + 1);
+        }
+        return null;
     }
 
     /** What the positional command, -i, --input, --output and --record-input ask for, checked together. */

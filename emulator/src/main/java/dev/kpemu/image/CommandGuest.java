@@ -28,6 +28,8 @@ import dev.kpemu.machine.Arch;
 public final class CommandGuest {
     /** The line /init writes to the kernel log with the command's exit status. */
     public static final String EXIT_MARKER = "KPEMU-EXIT-STATUS=";
+    /** The line /init writes to the kernel log when the command's terminal device is missing. */
+    public static final String NO_TERMINAL = "KPEMU-NO-TERMINAL";
     private static final Pattern STATUS = Pattern.compile(Pattern.quote(EXIT_MARKER) + "(\\d{1,3})\\b");
 
     private CommandGuest() {}
@@ -72,10 +74,14 @@ public final class CommandGuest {
                 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
                 cd /root
                 echo "%2$s"
+                if [ ! -c %1$s ]; then
+                    echo "<0>%5$s %1$s: the kernel found no second serial port (or no devtmpfs)" > /dev/kmsg
+                    poweroff -f
+                fi
                 %3$s
                 echo "<0>%4$s$rc" > /dev/kmsg
                 poweroff -f
-                """.formatted(tty, Initramfs.MARK_START, run.strip(), EXIT_MARKER);
+                """.formatted(tty, Initramfs.MARK_START, run.strip(), EXIT_MARKER, NO_TERMINAL);
     }
 
     /** The terminal UART's device in the guest. */

@@ -73,6 +73,14 @@ class GuestCommandTest {
         assertEquals("", r.out(), "no probes, no trace");
     }
 
+    @org.junit.jupiter.api.Test
+    void aKernelWithoutTheTerminalPortSaysSoInOneLine() {
+        // 8250.nr_uarts=1: Linux registers ttyS0 only, so /init finds no /dev/ttyS1
+        Run r = kpemu("boot", "--arch", "x86_64", "--append", "console=ttyS0 nokaslr 8250.nr_uarts=1", "--", "true");
+        assertEquals(1, r.code(), r.err());
+        assertEquals("kpemu: the command could not run: /dev/ttyS1: the kernel found no second serial port (or no devtmpfs)\n", r.err());
+    }
+
     static final String PROGRAM = """
             #include <fcntl.h>
             #include <stdio.h>
