@@ -313,7 +313,10 @@ final class BootCommand implements Callable<Integer> {
             if (commandOut instanceof java.io.BufferedOutputStream b) b.close();
             if (con != null && con != System.err) con.close();
             else System.err.flush();
-            if (generated != null) Files.deleteIfExists(generated);
+            if (generated != null) {
+                Files.deleteIfExists(generated);
+                Files.deleteIfExists(generated.getParent());
+            }
         }
     }
 

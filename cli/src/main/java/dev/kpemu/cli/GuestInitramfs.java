@@ -15,8 +15,8 @@ import dev.kpemu.machine.Arch;
 /**
  * The initramfs {@code kpemu boot} builds for this run: kpemu's busybox guest with the command's
  * /init ({@link CommandGuest}) when a command (or a terminal session) is asked for, else the
- * default workload, plus the host files of {@code --add}. Written to a temporary file the caller
- * deletes.
+ * default workload, plus the host files of {@code --add}. Written to a temporary directory; the
+ * caller deletes the file (the directory goes at exit).
  */
 final class GuestInitramfs {
     private GuestInitramfs() {}
@@ -32,7 +32,10 @@ final class GuestInitramfs {
                 ? Initramfs.defaultGuest(busybox)
                 : CommandGuest.initramfs(busybox, arch, command, terminalSession);
         for (String spec : adds) HostFiles.add(archive, HostFiles.Mapping.parse(spec), arch);
-        Path file = Files.createTempFile("kpemu-guest-", ".cpio");
+        // a fixed name in a fresh directory: a recorded trace's header names the initramfs
+        Path dir = Files.createTempDirectory("kpemu-");
+        dir.toFile().deleteOnExit();
+        Path file = dir.resolve(command.isEmpty() && !terminalSession ? "kpemu-guest.cpio" : "kpemu-command-guest.cpio");
         file.toFile().deleteOnExit();
         return archive.write(file);
     }
