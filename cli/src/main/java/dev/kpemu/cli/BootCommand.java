@@ -58,7 +58,8 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--initrd", paramLabel = "FILE", description = "initramfs (default: kpemu's busybox guest)")
     Path initrd;
 
-    @Option(names = "--append", paramLabel = "ARGS", description = "kernel command line (default: the arch's console and nokaslr)")
+    @Option(names = "--append", paramLabel = "ARGS",
+            description = "kernel command line (default: the arch's console and nokaslr; with a command, the console is added when ARGS name none)")
     String append;
 
     @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM (default ${DEFAULT-VALUE})")
@@ -222,7 +223,8 @@ final class BootCommand implements Callable<Integer> {
                     try (Progress p = Progress.start("kpemu", gc.commandGuest() || "-".equals(consoleTo),
                             () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
                         // with a command, stderr carries its output: kpemu's start-up lines stay out of it
-                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeout, con,
+                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile,
+                                        gc.commandGuest() ? dev.kpemu.image.CommandGuest.commandLine(a, append) : append, memoryMiB, timeout, con,
                                         gc.commandGuest() ? null : messages,
                                         terminal, hostStop),
                                 traced == null ? BootHooks.NONE : traced);

@@ -84,6 +84,16 @@ public final class CommandGuest {
                 """.formatted(tty, Initramfs.MARK_START, run.strip(), EXIT_MARKER, NO_TERMINAL);
     }
 
+    /**
+     * The kernel command line of a command boot: {@code append} as given, with the arch's console
+     * on the first UART added when it names none ({@code console=ttyS0} / {@code console=ttyAMA0}):
+     * the command's exit status comes back on that console.
+     */
+    public static String commandLine(Arch arch, String append) {
+        if (append == null || append.matches("(^|.*\\s)console=.*")) return append;
+        return append.strip() + (arch == Arch.X86_64 ? " console=ttyS0" : " console=ttyAMA0");
+    }
+
     /** The terminal UART's device in the guest. */
     public static String terminalDevice(Arch arch) {
         return arch == Arch.X86_64 ? "/dev/ttyS1" : "/dev/ttyAMA1";

@@ -38,4 +38,13 @@ class CommandGuestTest {
         assertTrue(session.contains("echo \"<0>" + CommandGuest.EXIT_MARKER + "$rc\" > /dev/kmsg"), session);
         assertThrows(IllegalArgumentException.class, () -> CommandGuest.initScript(Arch.ARM64, List.of(), false));
     }
+
+    @Test
+    void aCommandLineWithoutAConsoleGetsTheArchsFirstUart() {
+        assertEquals("nokaslr quiet console=ttyS0", CommandGuest.commandLine(Arch.X86_64, "nokaslr quiet"));
+        assertEquals("nokaslr console=ttyAMA0", CommandGuest.commandLine(Arch.ARM64, "nokaslr"));
+        assertEquals("console=ttyS0,115200 nokaslr", CommandGuest.commandLine(Arch.X86_64, "console=ttyS0,115200 nokaslr"));
+        assertEquals("nokaslr console=hvc0", CommandGuest.commandLine(Arch.X86_64, "nokaslr console=hvc0"), "the user's console is kept");
+        assertNull(CommandGuest.commandLine(Arch.ARM64, null), "no --append: the arch's default, which has the console");
+    }
 }
