@@ -161,7 +161,9 @@ class GuestCommandTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void interactiveSessionThroughAPty(Arch arch, @TempDir Path tmp) throws Exception {
-        String cmd = String.join(" ", kpemuProcess("boot", "--arch", arch.linuxName(), "-i").stream().map(GuestCommandTest::quote).toList());
+        Path recorded = tmp.resolve("typed.jsonl");
+        String cmd = String.join(" ", kpemuProcess("boot", "--arch", arch.linuxName(), "-i", "--record-input", recorded.toString())
+                .stream().map(GuestCommandTest::quote).toList());
         Path screen = tmp.resolve("screen");
         // script(1) gives kpemu a pty; what the test writes to script's stdin is typed into it
         Process p = new ProcessBuilder("script", "-q", "-e", "-c", cmd, "/dev/null")
@@ -182,6 +184,36 @@ class GuestCommandTest {
         }
         assertEquals(0, p.exitValue(), read(screen));
         assertTrue(read(screen).contains("kpemu: stopped: Ctrl-A x at guest "), read(screen));
+
+        // what was typed, with its guest times, replays the session without a terminal: Ctrl-C included
+        String typed = Files.readString(recorded);
+        StringBuilder texts = new StringBuilder();       // keys may be split over several polls
+        for (Matcher t = Pattern.compile("\"text\":\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(typed); t.find(); ) texts.append(t.group(1));
+        assertTrue(texts.toString().contains("echo hi-$((40+2))\\r") && typed.strip().endsWith("\"stop\":true}"), typed);
+        Path output = tmp.resolve("replayed");
+        Run r = kpemu("boot", "--arch", arch.linuxName(), "--input", recorded.toString(), "--output", output.toString());
+        assertEquals(0, r.code(), r.err());
+        String replayed = Files.readString(output, StandardCharsets.ISO_8859_1);
+        assertTrue(replayed.contains("\r\nhi-42\r\n") && replayed.contains("\r\nback\r\n"), replayed);
+        assertTrue(r.err().contains("kpemu: stopped: end of the recorded input at guest "), r.err());
+    }
+
+    @org.junit.jupiter.api.Test
+    void sigtermStopsCleanlyWithExit143(@TempDir Path tmp) throws Exception {
+        Path out = tmp.resolve("stdout"), err = tmp.resolve("stderr");
+        Process p = new ProcessBuilder(kpemuProcess("boot", "--arch", "x86_64", "-e", "p:myopen do_sys_openat2", "--list",
+                "--", "sh", "-c", "echo started; while :; do cat /proc/version >/dev/null; done"))
+                .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        try {
+            waitFor(p, () -> read(err).contains("started\n"), "the command to start", err);
+            assertEquals(0, new ProcessBuilder("kill", "-TERM", Long.toString(p.pid())).start().waitFor());
+            assertTrue(p.waitFor(PROCESS_LIMIT_SECONDS, TimeUnit.SECONDS), "kpemu did not stop after SIGTERM");
+        } finally {
+            p.destroyForcibly();
+        }
+        assertEquals(143, p.exitValue(), read(err));
+        assertTrue(read(out).contains("kpemu: kprobes/list\n"), read(out));
+        assertTrue(read(err).lines().anyMatch(l -> l.matches("kpemu: stopped by SIGTERM at guest [\\d.]+ s \\(exit 143\\)")), read(err));
     }
 
     @ParameterizedTest
