@@ -190,14 +190,17 @@ final class BootCommand implements Callable<Integer> {
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         String consoleTo = console != null ? console : gc.commandGuest() ? null : "-";
-        OutputStream con = consoleTo == null ? null : "-".equals(consoleTo) ? System.err : new FileOutputStream(consoleTo);
+        OutputStream con = consoleTo == null ? null : "-".equals(consoleTo) ? System.err : openForWriting(Path.of(consoleTo));
         HostStop hostStop = new HostStop();
         InputScript.Writer recorder = null;
         InteractiveTerminal term = null;
         OutputStream commandOut = null;
         try {
             if (interactive) {
-                if (recordInput != null) recorder = new InputScript.Writer(recordInput);
+                if (recordInput != null) {
+                    openForWriting(recordInput).close();     // a path that cannot be written: one line, before the terminal changes
+                    recorder = new InputScript.Writer(recordInput);
+                }
                 term = InteractiveTerminal.open(hostStop, recorder);
                 if (term == null) {
                     err.println("kpemu: -i needs a terminal (standard input and output are not one); replay recorded input with --input FILE");
@@ -207,7 +210,7 @@ final class BootCommand implements Callable<Integer> {
             GuestTerminal terminal = null;
             if (gc.commandGuest()) {
                 commandOut = term != null ? term.output()
-                        : output == null || "-".equals(output) ? messages : new java.io.BufferedOutputStream(new FileOutputStream(output));
+                        : output == null || "-".equals(output) ? messages : new java.io.BufferedOutputStream(openForWriting(Path.of(output)));
                 TerminalInput in = term != null ? term : replay != null ? new ReplayedInput(replay, hostStop) : null;
                 terminal = new GuestTerminal(commandOut, in);
             }
@@ -319,6 +322,15 @@ final class BootCommand implements Callable<Integer> {
                 Files.deleteIfExists(generated);
                 Files.deleteIfExists(generated.getParent());
             }
+        }
+    }
+
+    /** A file kpemu writes; one that cannot be opened is a usage error naming it (one line, exit 2). */
+    private OutputStream openForWriting(Path file) {
+        try {
+            return new FileOutputStream(file.toFile());
+        } catch (java.io.FileNotFoundException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "cannot write " + file + ": " + e.getMessage().replace(file + " ", "").replaceAll("^\\((.*)\\)$", "$1"));
         }
     }
 
