@@ -17,9 +17,8 @@ import dev.kpemu.boot.TerminalInput;
 /**
  * {@code boot -i}: the host terminal (JLine, raw mode) as the guest command's terminal. Every key
  * goes to the guest as typed (Ctrl-C too: the guest's tty turns it into SIGINT), except the escape
- * {@code Ctrl-A}: {@code Ctrl-A x} stops kpemu, {@code Ctrl-A Ctrl-A} sends one Ctrl-A, anything
- * else after it is dropped. Output processing is left on, so kpemu's own trace lines still start
- * at the left margin.
+ * {@code Ctrl-A} ({@link TerminalEscape}: {@code Ctrl-A x} stops kpemu). Output processing is left
+ * on, so kpemu's own trace lines still start at the left margin.
  *
  * <p>A reader thread collects the keys; the boot takes them at its terminal polls
  * ({@link TerminalInput}), so input reaches the guest on the virtual clock, and
@@ -28,7 +27,6 @@ import dev.kpemu.boot.TerminalInput;
  * most until host time catches up).
  */
 final class InteractiveTerminal implements TerminalInput, AutoCloseable {
-    static final int CTRL_A = 0x01;
     private static final byte[] STOP = new byte[0];
 
     private final Terminal terminal;
@@ -72,23 +70,21 @@ final class InteractiveTerminal implements TerminalInput, AutoCloseable {
 
     private void readKeys() {
         InputStream in = terminal.input();
-        boolean escape = false;
+        TerminalEscape escape = new TerminalEscape();
         try {
             for (int c; (c = in.read()) >= 0; ) {
-                if (escape) {
-                    escape = false;
-                    if (c == 'x' || c == 'X') {
+                switch (escape.key(c)) {
+                    case SEND -> keys.add(new byte[] {(byte) c});
+                    case STOP -> {
                         keys.add(STOP);
                         return;
                     }
-                    if (c == CTRL_A) keys.add(new byte[] {CTRL_A});
-                    continue;
+                    case HELP -> {
+                        terminal.writer().print("\r\n" + TerminalEscape.HELP + "\r\n");
+                        terminal.writer().flush();
+                    }
+                    case NONE -> { }
                 }
-                if (c == CTRL_A) {
-                    escape = true;
-                    continue;
-                }
-                keys.add(new byte[] {(byte) c});
             }
         } catch (IOException e) {
             // the terminal went away: no more input
