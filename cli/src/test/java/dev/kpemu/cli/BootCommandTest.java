@@ -83,4 +83,39 @@ class BootCommandTest {
         assertEquals(ExitCodes.OK, arm.code(), arm.out() + arm.err());
         assertTrue(arm.out().lines().anyMatch(l -> l.contains("ksys_read+0xc") && l.endsWith("[OPTIMIZED]")), arm.out());
     }
+
+    @Test
+    void addOfAMissingPathIsAOneLineUsageError(@TempDir Path tmp) {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--add", tmp.resolve("nope") + ":/bin/nope", "--", "nope");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: " + tmp.resolve("nope") + ": no such file or directory\n", r.err());
+    }
+
+    @Test
+    void addOfAnElfForTheOtherArchIsAOneLineUsageError() throws Exception {
+        Path arm64Busybox = dev.kpemu.image.GuestImages.forRepository().busybox(dev.kpemu.machine.Arch.ARM64);
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--add", arm64Busybox + ":/bin/bb", "--", "bb");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: " + arm64Busybox + ": an ELF file for arm64, but the guest is x86_64\n", r.err());
+    }
+
+    @Test
+    void guestCommandOptionsThatDoNotGoTogetherAreUsageErrors(@TempDir Path tmp) throws Exception {
+        Path in = Files.writeString(tmp.resolve("in.jsonl"), "{\"guest_ns\":1,\"text\":\"x\"}\n");
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--record-input", tmp.resolve("r").toString(), "--", "true").code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "-i", "--input", in.toString()).code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--initrd", in.toString(), "--", "true").code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--output", tmp.resolve("o").toString()).code(),
+                "--output without a command");
+        CliTest.Run bad = CliTest.run("boot", "--arch", "x86_64", "--input", Files.writeString(tmp.resolve("bad"), "hello\n").toString());
+        assertEquals(ExitCodes.USAGE, bad.code());
+        assertEquals(1, bad.err().lines().count(), bad.err());
+    }
+
+    @Test
+    void interactiveWithoutATerminalIsAUsageError() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-i");   // the test's stdin is no terminal
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertTrue(r.err().startsWith("kpemu: -i needs a terminal"), r.err());
+    }
 }
