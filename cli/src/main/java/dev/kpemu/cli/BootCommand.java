@@ -86,6 +86,9 @@ final class BootCommand implements Callable<Integer> {
             description = "register the probes just before /init runs instead of where Linux's kprobe_event= boot parameter does (during the fs initcalls): nothing of the kernel's own boot is traced")
     boolean fromInit;
 
+    @Option(names = "--dialect", paramLabel = DialectOption.LABEL, description = DialectOption.HELP)
+    String dialect;
+
     @Option(names = "--allow-unsafe",
             description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
     boolean allowUnsafe;
@@ -135,6 +138,7 @@ final class BootCommand implements Callable<Integer> {
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
+        if (traced != null) traced.dialect(DialectOption.parse(spec, dialect));
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
         try {
             BootRunner.Result r;
