@@ -277,12 +277,7 @@ public final class TracedBoot implements BootHooks {
 
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
     private static String reason(ProbeSyntaxException e, List<String> console) {
-        if (!console.isEmpty()) {
-            String c = console.getFirst().replaceFirst("^trace_kprobe: ", "");
-            return c.replaceAll(" [^ ]+$", "").strip(); // drop the symbol: "Could not probe notrace function"
-        }
-        if (e.logged()) return e.errorLog().lines().findFirst().orElse("error").replaceFirst("^trace_kprobe: error: ", "");
-        return "errno " + e.errno();
+        return dev.kpemu.kprobes.events.ProbeableFunctions.reason(e, console);
     }
 
     @Override public boolean breakpoint(LinuxGuest guest, long address) {
