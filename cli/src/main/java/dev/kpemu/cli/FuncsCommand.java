@@ -16,6 +16,7 @@ import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
+import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeableFunctions;
 import dev.kpemu.machine.Arch;
 
@@ -43,19 +44,28 @@ final class FuncsCommand implements Callable<Integer> {
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-    @Override public Integer call() throws KernelImageException {
+    @Override public Integer call() throws KernelImageException, java.io.IOException {
         Arch a = ArchOption.one(spec, arch);
         KernelChoice choice = KernelOption.parse(spec, kernel);
         // x86: the vmlinux the cache keeps next to a Debian bzImage reads without decompressing
         Path k = choice instanceof KernelChoice.Debian d && a == Arch.X86_64
                 ? GuestImages.forRepository().vmlinux(a, d) : KernelOption.file(choice, a);
-        Kallsyms.KernelText kt = Kallsyms.load(k);
-        List<ProbeableFunctions.Function> fs;
-        try (KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes())) {
-            fs = ProbeableFunctions.list(a, kt.symbols(), KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes()), sites, glob);
+        try {
+            ProbeGlob.pattern(glob);
         } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            throw new CommandLine.ParameterException(spec.commandLine(), "bad glob '" + glob + "': " + e.getMessage());
         }
+        List<ProbeableFunctions.Function> fs = new DiscoveryIndex(GuestImages.forRepository().cacheRoot(), k, a).functions(glob, () -> {
+            spec.commandLine().getErr().println("kpemu: indexing the kernel's functions (once per kernel file)...");
+            try {
+                Kallsyms.KernelText kt = Kallsyms.load(k);
+                try (KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes())) {
+                    return ProbeableFunctions.list(a, kt.symbols(), KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes()), sites, "*");
+                }
+            } catch (KernelImageException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+        });
         PrintWriter out = spec.commandLine().getOut();
         for (ProbeableFunctions.Function f : fs) {
             if (f.probeable()) out.println(f.name());

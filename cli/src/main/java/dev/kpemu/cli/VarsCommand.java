@@ -39,14 +39,21 @@ final class VarsCommand implements Callable<Integer> {
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-    @Override public Integer call() throws KernelImageException {
+    @Override public Integer call() throws KernelImageException, java.io.IOException {
         Arch a = ArchOption.one(spec, arch);
         KernelChoice choice = KernelOption.parse(spec, kernel);
         // x86: the vmlinux the cache keeps next to a Debian bzImage reads without decompressing
         java.nio.file.Path file = choice instanceof KernelChoice.Debian d && a == Arch.X86_64
                 ? GuestImages.forRepository().vmlinux(a, d) : KernelOption.file(choice, a);
-        Btf btf = BtfLocator.read(file).btf();
-        Optional<FunctionVariables.Signature> sig = FunctionVariables.of(btf, a, function);
+        Optional<FunctionVariables.Signature> sig = new DiscoveryIndex(GuestImages.forRepository().cacheRoot(), file, a).variables(function, () -> {
+            spec.commandLine().getErr().println("kpemu: indexing the kernel's BTF functions (once per kernel file)...");
+            try {
+                Btf btf = BtfLocator.read(file).btf();
+                return FunctionVariables.all(btf, a).toList();
+            } catch (KernelImageException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+        });
         if (sig.isEmpty()) {
             spec.commandLine().getErr().println("kpemu: the kernel's BTF has no function '" + function + "'");
             return ExitCodes.USAGE;

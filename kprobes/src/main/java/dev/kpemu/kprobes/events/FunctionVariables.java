@@ -64,6 +64,12 @@ public final class FunctionVariables {
         return Optional.of(new Signature(function, c.toString(), vars));
     }
 
+    /** Every function the BTF describes, in type order (for an index of them). */
+    public static java.util.stream.Stream<Signature> all(Btf btf, Arch arch) {
+        return btf.types().stream().filter(t -> t != null && t.kind() == BtfKind.FUNC).map(BtfType::name).distinct()
+                .map(n -> of(btf, arch, n)).flatMap(Optional::stream);
+    }
+
     /** {@code fetch_type_from_btf_type}, {@code x64} where Linux has none. */
     private static String fetchType(Btf btf, int typeId) {
         BtfType t = btf.resolve(typeId);
