@@ -39,7 +39,8 @@ import dev.kpemu.machine.Arch;
  */
 @Tag("kernel")
 class KernelMatrixTest {
-    static final List<String> SUITES = List.of("bookworm", "trixie", "sid");
+    /** The suites, or the ones {@code -Dkpemu.matrix.suites=trixie,sid} names. */
+    static final List<String> SUITES = List.of(System.getProperty("kpemu.matrix.suites", "bookworm,trixie,sid").split(","));
     static final List<String> SCRIPTS = List.of("open", "args", "fidelity", "kretprobes", "boottime", "fetchquirks", "exitpath", "optip", "btfargs");
 
     static Stream<Arguments> kernels() {
