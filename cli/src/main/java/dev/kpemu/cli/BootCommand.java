@@ -118,6 +118,9 @@ final class BootCommand implements Callable<Integer> {
             description = "register the probes just before /init runs instead of where Linux's kprobe_event= boot parameter does (during the fs initcalls): nothing of the kernel's own boot is traced")
     boolean fromInit;
 
+    @Option(names = "--dialect", paramLabel = DialectOption.LABEL, description = DialectOption.HELP)
+    String dialect;
+
     @Option(names = "--allow-unsafe",
             description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
     boolean allowUnsafe;
@@ -200,6 +203,7 @@ final class BootCommand implements Callable<Integer> {
         InputScript.Writer recorder = null;
         InteractiveTerminal term = null;
         OutputStream commandOut = null;
+        if (traced != null) traced.dialect(DialectOption.parse(spec, dialect));
         try {
             if (interactive) {
                 if (recordInput != null) {

@@ -106,6 +106,7 @@ public final class TracedBoot implements BootHooks {
     private KernelOptimizationInputs optimizationInputs;
     private KernelProbeRules rules;
     private Dialect dialect = Dialect.LINUX_6_1;
+    private Dialect forcedDialect;
     private boolean allowUnsafe;
     private Consumer<String> kernelMessages = System.err::println;
     private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
@@ -150,6 +151,18 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
+    /**
+     * The {@code kprobe_events} language to speak: null (the default) follows the booted kernel
+     * ({@link Dialect#forRelease}); a dialect forces that kernel's grammar, types and messages.
+     */
+    public TracedBoot dialect(Dialect forced) {
+        this.forcedDialect = forced;
+        return this;
+    }
+
+    /** The dialect in use (known after {@link #ready}). */
+    public Dialect dialect() { return dialect; }
+
     /** The function whose first execution registers the probes (known after {@link #ready}). */
     public String armedAt() { return armAtName; }
 
@@ -183,13 +196,13 @@ public final class TracedBoot implements BootHooks {
         kernelImage = guest.kernelFile();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
-        dialect = Dialect.forRelease(guest.release());
+        dialect = forcedDialect != null ? forcedDialect : Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
         armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
-        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
             effective = new ArrayList<>();
             for (String text : definitions) {
@@ -270,12 +283,7 @@ public final class TracedBoot implements BootHooks {
 
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
     private static String reason(ProbeSyntaxException e, List<String> console) {
-        if (!console.isEmpty()) {
-            String c = console.getFirst().replaceFirst("^trace_kprobe: ", "");
-            return c.replaceAll(" [^ ]+$", "").strip(); // drop the symbol: "Could not probe notrace function"
-        }
-        if (e.logged()) return e.errorLog().lines().findFirst().orElse("error").replaceFirst("^trace_kprobe: error: ", "");
-        return "errno " + e.errno();
+        return dev.kpemu.kprobes.events.ProbeableFunctions.reason(e, console);
     }
 
     /**
@@ -498,7 +506,7 @@ public final class TracedBoot implements BootHooks {
     /** The kernel's symbols, with its BTF when the dialect uses it. */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
         KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
-        if (!dialect.hasBtfRetval()) return k;
+        if (!dialect.hasBtfArgs()) return k;
         try {
             return k.withBtf(guest.kernelStructs().btf());
         } catch (KernelImageException e) {

@@ -109,7 +109,7 @@ public final class EventEngine implements AutoCloseable {
             nhit++;
             if (!event.enabled) return 0;
             ctx.begin(regs);
-            if (!compiled.fetch(ctx, buffer)) {
+            if (!compiled.fetch(ctx, buffer.entryData(null))) {
                 dropped++;
                 return 0;
             }
@@ -122,7 +122,9 @@ public final class EventEngine implements AutoCloseable {
             nhit++;
             if (!event.enabled) return 0;
             ctx.begin(regs);
-            if (!compiled.fetch(ctx, buffer)) {
+            boolean ok = compiled.fetch(ctx, buffer.entryData(ri.data()));
+            buffer.entryData(null);
+            if (!ok) {
                 dropped++;
                 return 0;
             }
@@ -386,6 +388,14 @@ public final class EventEngine implements AutoCloseable {
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
             };
             rp.maxactive(r.maxactive()).handler(p::onReturn);
+            int saved = p.compiled.entryArgs().length;
+            if (saved > 0) {              // trace_kprobe_entry_handler: $argN of a return probe, saved at entry
+                rp.dataSize(8 * saved).entryHandler((ri, regs) -> {
+                    ctx.begin(regs);
+                    p.compiled.storeEntryArgs(ctx, ri.data());
+                    return 0;
+                });
+            }
             if (!enabled) rp.kprobe().disabled();
             p.rp = rp;
         } else {
@@ -420,7 +430,8 @@ public final class EventEngine implements AutoCloseable {
         KernelProbeSites.Target t = KernelProbeSites.target(def, symbols::lookupName);
         if (t == null) return;   // register_kprobe reports it (ENOENT) or defers it (a module)
         long address = t.address();
-        String name = t.name();
+        String name = !dialect.hasBtfArgs() ? t.name()
+                : symbols.symbolAt(address).map(KernelSymbols.Symbol::name).orElse(String.format("0x%x", address));
         if (rules.withinNotraceFunction(address)) {
             kernelLog.accept(KernelProbeSites.notraceMessage(name));
             throw new KprobeException(Errno.EINVAL, "notrace function " + name);
