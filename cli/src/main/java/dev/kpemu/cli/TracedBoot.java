@@ -16,6 +16,7 @@ import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.kprobes.events.CompiledProbe;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
@@ -85,7 +86,20 @@ public final class TracedBoot implements BootHooks {
         public List<String> kernelMessages() { return kernelMessages; }
     }
 
+    /** Thrown from {@link #ready} when a filter, trigger or disable ({@link EventSetup}) is refused before boot. */
+    public static final class SetupRejected extends RuntimeException {
+        private final EventSetup.Rejected rejected;
+
+        SetupRejected(EventSetup.Rejected rejected) {
+            super(rejected.getMessage());
+            this.rejected = rejected;
+        }
+
+        public EventSetup.Rejected rejected() { return rejected; }
+    }
+
     private final List<String> definitions;
+    private EventSetup setup = new EventSetup();
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
@@ -142,6 +156,12 @@ public final class TracedBoot implements BootHooks {
      */
     public TracedBoot armAtInit(boolean atInit) {
         this.armAtInit = atInit;
+        return this;
+    }
+
+    /** Filters, triggers and disabled events, checked before boot and written when the probes are registered. */
+    public TracedBoot setup(EventSetup setup) {
+        this.setup = java.util.Objects.requireNonNull(setup);
         return this;
     }
 
@@ -203,6 +223,21 @@ public final class TracedBoot implements BootHooks {
                         throw new DefinitionRejected(e, List.of());
                     }
                 }
+            }
+        }
+        if (!setup.isEmpty()) {
+            List<TraceProbe> defs = new ArrayList<>();
+            for (String line : effective) {
+                try {
+                    if (parser.parse(line) instanceof TraceProbe p) defs.add(p);
+                } catch (ProbeSyntaxException e) {
+                    throw new DefinitionRejected(e, List.of());
+                }
+            }
+            try {
+                setup.check(defs, symbols);
+            } catch (EventSetup.Rejected e) {
+                throw new SetupRejected(e);
             }
         }
         armAt = syms.address(armAtName);
@@ -324,6 +359,11 @@ public final class TracedBoot implements BootHooks {
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        }
+        try {
+            setup.apply(events);
+        } catch (EventSetup.Rejected e) {
+            throw new SetupRejected(e);   // check() accepted it before boot: not expected
         }
         watchReturnToUser(m);
         return true;
