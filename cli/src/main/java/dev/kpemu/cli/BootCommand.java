@@ -20,6 +20,7 @@ import picocli.CommandLine.Option;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
@@ -106,6 +107,26 @@ final class BootCommand implements Callable<Integer> {
             description = "write the trace as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); - writes it to stdout instead of the text trace")
     String perfetto;
 
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE",
+            description = "write the trace to FILE instead of standard output")
+    Path output;
+
+    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "ftrace",
+            description = "the trace's format: ftrace (the trace file's lines; default) or json (one JSON object per event and line, typed fields: docs/json-trace.md)")
+    String format;
+
+    @Option(names = "--filter", paramLabel = "EVENT:EXPR",
+            description = "an event filter as ftrace's events/GROUP/EVENT/filter takes it (repeatable), e.g. 'myopen:fn ~ \"/tmp/*\" && common_pid != 1'; only matching events are traced")
+    List<String> filters = new ArrayList<>();
+
+    @Option(names = "--trigger", paramLabel = "EVENT:hist:...",
+            description = "a hist trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable), e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending'; its hist file is printed when the guest stops")
+    List<String> triggers = new ArrayList<>();
+
+    @Option(names = "--disable", paramLabel = "EVENT",
+            description = "leave EVENT disabled (repeatable): not traced, but its hist triggers still count, as in Linux")
+    List<String> disabled = new ArrayList<>();
+
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -117,6 +138,19 @@ final class BootCommand implements Callable<Integer> {
         TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
         if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
+        if (!format.equals("ftrace") && !format.equals("json"))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format takes ftrace or json, not '" + format + "'");
+        boolean json = format.equals("json");
+        EventSetup setup = new EventSetup();
+        try {
+            filters.forEach(setup::filter);
+            triggers.forEach(setup::trigger);
+            disabled.forEach(setup::disable);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (!setup.isEmpty() && defs.isEmpty())
+            throw new CommandLine.ParameterException(spec.commandLine(), "--filter, --trigger and --disable need probe definitions (-e or --events-file)");
         RecordedTrace golden = null;
         if (expect != null) {
             try {
@@ -130,9 +164,22 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
-        PrintStream trace = "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        OutputStream traceFile;
+        try {
+            traceFile = output == null ? null : Files.newOutputStream(output);
+        } catch (IOException e) {
+            err.println("kpemu: cannot write " + output + ": " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        OutputStream traceStream = traceFile != null ? traceFile : "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        JsonTraceWriter jsonTrace = json && traceStream != null ? new JsonTraceWriter(traceStream) : null;
+        PrintStream trace = json || traceStream == null ? null
+                : traceStream instanceof PrintStream ps ? ps : new PrintStream(traceStream, false, java.nio.charset.StandardCharsets.UTF_8);
+        // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
+        PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup);
+        if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
@@ -154,17 +201,23 @@ final class BootCommand implements Callable<Integer> {
                 e.kernelMessages().forEach(err::println);
                 err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
                 return ExitCodes.USAGE;
+            } catch (TracedBoot.SetupRejected e) {
+                err.println(e.rejected().getMessage());
+                e.rejected().details().forEach(err::println);
+                return ExitCodes.USAGE;
             } catch (KernelImageException e) {
                 err.println("kpemu: " + e.getMessage());
                 return ExitCodes.ERROR;
             }
-            trace.flush();
+            if (trace != null) trace.flush();
+            if (jsonTrace != null) jsonTrace.close();
             if (traced != null && traced.rejectedAtRegistration() != null) {
                 var e = traced.rejectedAtRegistration();
                 err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
                 return ExitCodes.USAGE;
             }
-            if (traced != null) printTables(out, traced);
+            if (traced != null) printTables(tables, err, traced, setup);
+            tables.flush();
             out.flush();
             err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
                     r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
@@ -209,6 +262,7 @@ final class BootCommand implements Callable<Integer> {
         } finally {
             if (con != System.err) con.close();
             else System.err.flush();
+            if (traceFile != null) traceFile.close();
         }
     }
 
@@ -222,11 +276,18 @@ final class BootCommand implements Callable<Integer> {
         };
     }
 
-    private void printTables(PrintWriter out, TracedBoot traced) {
+    private void printTables(PrintWriter out, PrintWriter err, TracedBoot traced, EventSetup setup) {
         var ev = traced.events();
         if (ev == null) {
-            out.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
+            err.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
             return;
+        }
+        java.util.Set<String> histEvents = new java.util.LinkedHashSet<>();
+        for (EventSetup.Trigger t : setup.triggers()) histEvents.add(t.event());
+        for (String name : histEvents) {
+            out.println("kpemu: events/" + (name.contains("/") ? name : ev.events().stream()
+                    .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");
+            out.print(ev.hist(name));
         }
         if (profile) {
             out.println("kpemu: kprobe_profile");

@@ -100,6 +100,7 @@ public final class TracedBoot implements BootHooks {
 
     private final List<String> definitions;
     private EventSetup setup = new EventSetup();
+    private final List<Consumer<TraceRecord>> sinks = new ArrayList<>();
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
@@ -156,6 +157,12 @@ public final class TracedBoot implements BootHooks {
      */
     public TracedBoot armAtInit(boolean atInit) {
         this.armAtInit = atInit;
+        return this;
+    }
+
+    /** Receives every traced event (after the filters), in order, from registration on. */
+    public TracedBoot addSink(Consumer<TraceRecord> sink) {
+        sinks.add(java.util.Objects.requireNonNull(sink));
         return this;
     }
 
@@ -353,6 +360,7 @@ public final class TracedBoot implements BootHooks {
             records.add(r);
             eventCount.incrementAndGet();
         });
+        for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
         try {
             events.writeAndEnable(effective);

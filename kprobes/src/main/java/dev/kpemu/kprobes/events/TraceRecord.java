@@ -30,6 +30,15 @@ public record TraceRecord(String group, String event, TraceContext context, Stri
         return null;
     }
 
+    /**
+     * The probe point as the line prints it, inside the parentheses after the event name:
+     * {@code sym+0xoff/0xsize} for a kprobe, {@code ret+0xoff/0xsize <- func} for a kretprobe.
+     */
+    public String probeText() {
+        int open = body.indexOf(": (") + 3, close = body.indexOf(')', open);
+        return open < 3 || close < 0 ? "" : body.substring(open, close);
+    }
+
     /** {@code common_flags}' TRACE_FLAG_IRQS_OFF (0x01) from the latency column. */
     public int commonFlags() { return context.latency().charAt(0) == 'd' ? 0x01 : 0; }
 

@@ -12,16 +12,18 @@ import dev.kpemu.kprobes.events.TraceRecord;
 
 /**
  * One hist trigger on an event ({@code event_hist_trigger}): every record that passes the
- * trigger's filter is counted under its key in a map laid out as Linux's {@code tracing_map}
- * (open addressing over {@code 2^(bits+1)} slots indexed by the key's {@code jhash}, at most
- * {@code 2^bits} entries, further keys dropped), and {@link #show()} prints what the event's
- * {@code hist} file shows: entries in the order {@code tracing_map_sort_entries} leaves them
- * (slot order, then {@link KernelSort}, then the second sort key within runs of equal first
- * keys), each key and value formatted as {@code hist_trigger_entry_print} does, and the Totals.
+ * trigger's filter is counted under its key, in a map of at most {@code 2^bits} entries
+ * ({@code tracing_map}: a new key when it is full is dropped), and {@link #show(int)} prints what
+ * the event's {@code hist} file shows: entries in the order {@code tracing_map_sort_entries}
+ * leaves them (by key bytes, then {@link KernelSort} on the first sort key, then the second sort
+ * key within runs of equal first keys), each key and value formatted as
+ * {@code hist_trigger_entry_print} does, and the Totals.
  *
  * <p>Keys are stored as the kernel stores them, so equal sort values come out in Linux's order:
  * one number key is its 64-bit value; a string key, or several keys, make a compound key of
- * 8 bytes per number and 256 ({@code MAX_FILTER_STR_VAL}) per string, zero-padded.
+ * 8 bytes per number and 256 ({@code MAX_FILTER_STR_VAL}) per string, zero-padded. Before
+ * sorting, the kernel's {@code detect_dups} sorts the entries by those bytes ({@code memcmp}),
+ * so entries with equal sort values end up in an order fixed by their keys, not by the map.
  */
 public final class HistTrigger {
     private static final int STR_SIZE = 256;
@@ -29,9 +31,7 @@ public final class HistTrigger {
     private final HistSpec spec;
     private final KernelSymbols symbols;
     private final int keySize;
-    private final boolean compound;
-    private final int[] slotHash;
-    private final Entry[] slots;
+    private final java.util.Map<java.nio.ByteBuffer, Entry> map = new java.util.HashMap<>();
     private int entries;
     private long hits, drops;
 
@@ -54,15 +54,8 @@ public final class HistTrigger {
         this.spec = spec;
         this.symbols = symbols;
         int size = 0;
-        boolean anyString = false;
-        for (HistSpec.HistField k : spec.keys) {
-            size += k.isString() ? STR_SIZE : 8;
-            anyString |= k.isString();
-        }
+        for (HistSpec.HistField k : spec.keys) size += k.isString() ? STR_SIZE : 8;
         this.keySize = size;
-        this.compound = spec.keys.size() > 1 || anyString;
-        this.slotHash = new int[1 << (spec.mapBits + 1)];
-        this.slots = new Entry[1 << (spec.mapBits + 1)];
     }
 
     /** A trigger from the text written to the event's {@code trigger} file. */
@@ -99,31 +92,21 @@ public final class HistTrigger {
         for (int i = 0; i < spec.vals.size(); i++) e.sums[i + 1] += EventFields.number(r, spec.vals.get(i).field());
     }
 
-    /** {@code __tracing_map_insert}. */
+    /** {@code tracing_map_insert}: the key's entry, a new one while there is room, else a drop. */
     private Entry insert(byte[] key, Object[] values, String comm) {
-        int hash = Jhash.jhash(key, keySize, 0);
-        if (hash == 0) hash = 1;
-        int size = slots.length;
-        int idx = hash >>> (32 - (spec.mapBits + 1));
-        while (true) {
-            idx &= size - 1;
-            if (slots[idx] != null && slotHash[idx] == hash && Arrays.equals(slots[idx].key, key)) {
-                hits++;
-                return slots[idx];
+        java.nio.ByteBuffer k = java.nio.ByteBuffer.wrap(key);
+        Entry e = map.get(k);
+        if (e == null) {
+            if (entries == (1 << spec.mapBits)) {
+                drops++;
+                return null;
             }
-            if (slots[idx] == null) {
-                if (entries == (1 << spec.mapBits)) {
-                    drops++;
-                    return null;
-                }
-                slotHash[idx] = hash;
-                slots[idx] = new Entry(key, values, spec.vals.size(), comm);
-                entries++;
-                hits++;
-                return slots[idx];
-            }
-            idx++;
+            e = new Entry(key, values, spec.vals.size(), comm);
+            map.put(k, e);
+            entries++;
         }
+        hits++;
+        return e;
     }
 
     /** Events counted ({@code Hits}), entries, and keys dropped because the map was full. */
@@ -150,9 +133,9 @@ public final class HistTrigger {
 
     /** {@code tracing_map_sort_entries}. */
     private List<Entry> sorted() {
-        List<Entry> list = new ArrayList<>(entries);
-        for (Entry e : slots) if (e != null) list.add(e);
+        List<Entry> list = new ArrayList<>(map.values());
         if (list.size() < 2) return list;
+        KernelSort.sort(list, (a, b) -> Arrays.compareUnsigned(a.key, b.key));   // detect_dups
         HistSpec.SortKey primary = spec.sort.getFirst();
         KernelSort.sort(list, comparator(primary));
         if (spec.sort.size() > 1) sortSecondary(list, comparator(primary), comparator(spec.sort.get(1)));
