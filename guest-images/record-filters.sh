@@ -11,7 +11,8 @@
 #            guest-images/reference/NAME.ARCH.setup    (tracefs FILE<TAB>TEXT lines)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace          (the trace file's event lines)
 #            guest-images/reference/ARCH/SERIES/NAME.hist           (each hist file, between "## hist FILE" lines)
-#            guest-images/reference/ARCH/SERIES/NAME.filter-errors  (each refused write: "## refused FILE", the file's text)
+#            guest-images/reference/ARCH/SERIES/NAME.filter-errors  (each refused write: "## refused FILE<TAB>TEXT", the file's
+#                                                                    text, "## error_log" and what the write logged)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -30,13 +31,20 @@ if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x90
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 renice -n 19 $$ >/dev/null 2>&1 || true
-kpemu_cli corpus initramfs --arch "$arch" --mode linux --events "$defs" --setup "$setup" -o "$work/linux.cpio" >/dev/null
-qemu_boot "$work/linux.cpio" "$append" "$work/linux.log"
-tr -d '\r' < "$work/linux.log" > "$work/console.log"
-grep -q 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the boot did not finish"; }
-if grep -q '^KPEMU-CORPUS-REFUSED' "$work/console.log"; then
-  grep '^KPEMU-CORPUS-REFUSED' "$work/console.log" >&2; die "Linux refused a definition"
-fi
+# two boots: the trace and hist files from one whose set-up runs no program (the workload's pids
+# as under kpemu), the refused files' text from one that reads them with busybox cat
+boot() {   # NAME [corpus initramfs options]
+  local n=$1; shift
+  kpemu_cli corpus initramfs --arch "$arch" --mode linux --events "$defs" --setup "$setup" "$@" -o "$work/$n.cpio" >/dev/null
+  qemu_boot "$work/$n.cpio" "$append" "$work/$n.raw"
+  tr -d '\r' < "$work/$n.raw" > "$work/$n.log"
+  grep -q 'KPEMU-CORPUS-TRACE-END' "$work/$n.log" || { tail -n 20 "$work/$n.log" >&2; die "the $n boot did not finish"; }
+  if grep -q '^KPEMU-CORPUS-REFUSED' "$work/$n.log"; then
+    grep '^KPEMU-CORPUS-REFUSED' "$work/$n.log" >&2; die "Linux refused a definition"
+  fi
+}
+boot linux
+boot errors --read-refused
 header() {
   echo "# $1 recorded by guest-images/record-filters.sh from Linux's own tracefs."
   kernel_header
@@ -47,16 +55,22 @@ header() {
 {
   header "Reference trace"
   echo "# The trace file's event lines, context columns kept (compared: the workload's window, CorpusGuest.window)."
-  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -vE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -E ': \(' || true
+  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/linux.log" | grep -vE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -E ': \(' || true
 } > "$dir/$name.trace"
 {
   header "hist files"
-  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/console.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/linux.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
     | sed -e 's/^KPEMU-HIST-BEGIN \(.*\)$/## hist \1/' -e '/^KPEMU-HIST-END$/d'
 } > "$dir/$name.hist"
 {
   header "Refused tracefs writes"
-  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/console.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
-    | sed -e 's/^KPEMU-SETUP-REFUSED \(.*\)$/## refused \1/' -e '/^KPEMU-SETUP-REFUSED-END$/d'
+  # each refused write: "## refused FILE<TAB>TEXT", the file's text, then "## error_log" and the entries
+  # the write logged, timestamps removed
+  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/errors.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+    | awk '/^KPEMU-SETUP-REFUSED / { sub(/^KPEMU-SETUP-REFUSED /, ""); print "## refused " $0; elog = 0; next }
+           /^KPEMU-SETUP-REFUSED-END$/ { next }
+           /^KPEMU-ERROR-LOG / { if (!elog) { print "## error_log"; elog = 1 }
+                                 sub(/^KPEMU-ERROR-LOG /, ""); sub(/^\[ *[0-9]+\.[0-9]+\] /, ""); print; next }
+           { print }'
 } > "$dir/$name.filter-errors"
 echo "recorded $(grep -vc '^#' "$dir/$name.trace") events, $(grep -c '^## hist' "$dir/$name.hist") hist files, $(grep -c '^## refused' "$dir/$name.filter-errors") refused writes for $arch to $dir"

@@ -33,6 +33,7 @@ final class CorpusCommand implements Runnable {
         @Option(names = "--mode", required = true, description = "linux, survey or kpemu") String mode;
         @Option(names = "--events", description = "the definitions (mode linux)") Path events;
         @Option(names = "--setup", description = "tracefs writes after enabling (mode linux): FILE<TAB>TEXT lines, # comments") Path setup;
+        @Option(names = "--read-refused", description = "print each refused tracefs file's text too (runs programs during the set-up: later pids move)") boolean readRefused;
         @Option(names = {"-o", "--output"}, required = true) Path output;
         @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -42,7 +43,7 @@ final class CorpusCommand implements Runnable {
             byte[] bb = Files.readAllBytes(GuestImages.forRepository().busybox(a));
             List<String> writes = setup == null ? List.of() : Files.readAllLines(setup).stream()
                     .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
-            CorpusGuest.archive(bb, mode, defs, writes).write(output);
+            CorpusGuest.archive(bb, mode, defs, writes, readRefused).write(output);
             spec.commandLine().getOut().println(output);
             return ExitCodes.OK;
         }

@@ -35,7 +35,7 @@ public final class CorpusGuest {
     public static final String SURVEY_LINE = "KPEMU-SURVEY", REFUSED = "KPEMU-CORPUS-REFUSED";
     /** Around the text of a tracefs file whose write Linux refused (a bad filter: the file shows the error), and of each {@code hist} file. */
     public static final String SETUP_REFUSED = "KPEMU-SETUP-REFUSED", SETUP_REFUSED_END = "KPEMU-SETUP-REFUSED-END",
-            HIST_BEGIN = "KPEMU-HIST-BEGIN", HIST_END = "KPEMU-HIST-END";
+            HIST_BEGIN = "KPEMU-HIST-BEGIN", HIST_END = "KPEMU-HIST-END", ERROR_LOG_LINE = "KPEMU-ERROR-LOG";
     /** The window's marker events, defined first in every corpus. */
     public static final String MARK_MOUNT = "corpus_mount", MARK_EXEC = "corpus_exec";
 
@@ -65,7 +65,13 @@ public final class CorpusGuest {
                   echo 1 > /root/events/kprobes/enable
                   if [ -s /tmp/corpus/setup ]; then
                     while IFS='\t' read -r f v; do
-                      printf '%%s\\n' "$v" >> /root/$f || { echo %1$s $f; cat /root/$f; echo %2$s; }
+                      : > /root/error_log
+                      printf '%%s\\n' "$v" >> /root/$f || {
+                        printf '%%s %%s\\t%%s\\n' %1$s "$f" "$v"
+                        [ -e /tmp/corpus/read-refused ] && busybox cat /root/$f
+                        while IFS= read -r l; do echo "%3$s $l"; done < /root/error_log
+                        echo %2$s
+                      }
                     done < /tmp/corpus/setup
                   fi
                 elif [ "$mode" = survey ]; then
@@ -73,7 +79,7 @@ public final class CorpusGuest {
                   echo function > /root/current_tracer
                 fi
                 exec /bin/sh /tmp/corpus/workload
-                """.formatted(SETUP_REFUSED, SETUP_REFUSED_END);
+                """.formatted(SETUP_REFUSED, SETUP_REFUSED_END, ERROR_LOG_LINE);
     }
 
     /** Run by exec at the end of the workload (the window's end): prints Linux's trace, powers off. */
@@ -117,14 +123,24 @@ public final class CorpusGuest {
      * As {@link #archive(byte[], String, List)}, with tracefs writes done after the events are
      * enabled (mode linux): each {@code setup} entry is {@code FILE<TAB>TEXT}, FILE relative to
      * tracefs ({@code events/kprobes/myopen/filter}, {@code .../trigger}, {@code .../enable}),
-     * appended in order; a refused write prints {@value #SETUP_REFUSED} FILE, the file's text
-     * (a bad filter's error) and {@value #SETUP_REFUSED_END}. With a setup, the after script
+     * appended in order; a refused write prints {@value #SETUP_REFUSED} FILE<TAB>TEXT, the
+     * {@code error_log} entries the write made (cleared before each write; each line after
+     * {@value #ERROR_LOG_LINE}) and {@value #SETUP_REFUSED_END}. The set-up runs no program (the
+     * shell's own {@code read}), so the workload's processes get the pids they get under kpemu; with
+     * {@code readRefused} it also prints each refused file's text (a bad filter's error) with
+     * {@code busybox cat}, which moves the later pids (tracefs' filter file reads only at offset 0,
+     * so the shell's byte-wise {@code read} cannot read it). With a setup, the after script
      * also prints every kprobe event's {@code hist} file between {@value #HIST_BEGIN} NAME and
      * {@value #HIST_END}. The after script reads tracefs as {@code busybox cat} (task comm
      * {@code busybox}, which the workload never runs) so filters can leave those reads out:
      * Linux's hist triggers still fire after {@code tracing_on} is cleared.
      */
     public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup) {
+        return archive(busybox, mode, definitions, setup, false);
+    }
+
+    /** As {@link #archive(byte[], String, List, List)}; {@code readRefused}: print each refused file's text too. */
+    public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup, boolean readRefused) {
         if (!List.of("linux", "survey", "kpemu").contains(mode)) throw new IllegalArgumentException("mode " + mode);
         Initramfs r = Initramfs.defaultGuest(busybox);
         r.file("init", 0755, initScript());
@@ -134,6 +150,7 @@ public final class CorpusGuest {
         r.file("tmp/corpus/workload", 0755, workloadScript());
         r.file("tmp/corpus/after", 0755, afterScript());
         r.file("tmp/corpus/setup", 0644, setup.isEmpty() || !mode.equals("linux") ? "" : String.join("\n", setup) + "\n");
+        if (readRefused) r.file("tmp/corpus/read-refused", 0644, "");
         return r;
     }
 

@@ -31,7 +31,7 @@ public final class EventSetup {
             this.details = List.copyOf(details);
         }
 
-        /** Further lines: the event's filter file as Linux shows it after the refused write. */
+        /** Further lines: the error_log entry Linux makes for the refused write (none when it logs nothing). */
         public List<String> details() { return details; }
     }
 
@@ -93,7 +93,7 @@ public final class EventSetup {
             try {
                 HistTrigger.parse(t.text(), EventFields.of(d), symbols);
             } catch (HistTriggerException e) {
-                throw new Rejected("kpemu: --trigger " + t.event() + ": " + e.getMessage(), List.of());
+                throw triggerRejected(t, d, e);
             }
         }
         for (String e : disabled) find(definitions, e, "--disable");
@@ -118,10 +118,15 @@ public final class EventSetup {
         for (String e : disabled) engine.disable(e);
     }
 
+    /** The summary line, then the kernel's error_log entry for the write. */
     private static Rejected filterRejected(Filter f, FilterParseException e) {
-        String what = e.error() == null ? "Error: (0)" : e.error().text();
-        return new Rejected("kpemu: --filter " + f.event() + ": " + what + "; events/" + f.event() + "/filter reads:",
-                e.filterFileText().strip().lines().toList());
+        String what = e.error() == null ? "Error" : e.error().text();
+        return new Rejected("kpemu: --filter " + f.event() + ": " + what, e.errorLog().lines().toList());
+    }
+
+    private static Rejected triggerRejected(Trigger t, TraceProbe d, HistTriggerException e) {
+        return new Rejected("kpemu: --trigger " + t.event() + ": " + e.getMessage(),
+                e.logged() ? e.errorLog(d.group(), d.event()).lines().toList() : List.of());
     }
 
     private static TraceProbe find(List<TraceProbe> definitions, String event, String flag) throws Rejected {

@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -15,67 +13,70 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import dev.kpemu.kprobes.events.filter.EventFilter;
 import dev.kpemu.kprobes.events.filter.FilterParseException;
+import dev.kpemu.kprobes.events.hist.HistTrigger;
+import dev.kpemu.kprobes.events.hist.HistTriggerException;
 import dev.kpemu.machine.Arch;
 
 /**
- * Bad event filters: Linux 6.1 under QEMU refused each filter of
- * {@code guest-images/reference/filters.ARCH.setup} that is in
+ * Bad filters and hist triggers: Linux 6.1 under QEMU refused each write of
+ * {@code guest-images/reference/filters.ARCH.setup} listed in
  * {@code guest-images/reference/ARCH/6.1/filters.filter-errors} (recorded by record-filters.sh:
- * the event's filter file read back after the refused write). kpemu must refuse each with the
- * same text — the filter, the caret at the same column, the same parse_error — and accept the
- * setup's other filters.
+ * the file read back after the refused write and the error_log entry it made). kpemu must refuse
+ * each: a filter with the same filter-file text (the filter, the caret at the same column, the
+ * same parse_error) and the same error_log entry; a trigger with the same error_log entry, or
+ * none when Linux logged none. Every other filter and trigger of the setup Linux accepted, and so
+ * must kpemu.
  */
 class FilterErrorsReferenceTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
-    void everyRefusedFilterGivesLinuxOwnText(Arch a) throws Exception {
+    void everyRefusedWriteGivesLinuxOwnAnswer(Arch a) throws Exception {
         Path ref = RecordedReferenceTest.reference();
         Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
         Path errors = ref.resolve(a.linuxName()).resolve("6.1").resolve("filters.filter-errors");
         Assumptions.assumeTrue(Files.isRegularFile(errors), "not recorded: " + errors);
-        EventFields myopen = EventFields.of(definition(ref, a, "myopen"));
-
-        List<String> blocks = blocks(Files.readAllLines(errors));
-        assertTrue(blocks.size() >= 10, "recorded refusals: " + blocks.size());
-        List<String> refused = new ArrayList<>();
-        for (String want : blocks) {
-            String filter = want.substring(0, want.indexOf('\n'));
-            refused.add(filter);
-            try {
-                EventFilter.parse(filter, myopen);
-                fail("kpemu accepts the filter Linux refused: " + filter);
-            } catch (FilterParseException e) {
-                assertEquals(want, e.filterFileText(), "filter '" + filter + "'");
+        RecordedSetupErrors recorded = RecordedSetupErrors.read(errors);
+        int filters = 0, triggers = 0;
+        for (RecordedSetupErrors.Refusal r : recorded.refusals()) {
+            TraceProbe def = definition(ref, a, r.event());
+            if (r.kind().equals("filter")) {
+                filters++;
+                try {
+                    EventFilter.parse(r.text(), EventFields.of(def));
+                    fail("kpemu accepts the filter Linux refused: " + r.text());
+                } catch (FilterParseException e) {
+                    assertEquals(r.fileText(), e.filterFileText(), "filter file after '" + r.text() + "'");
+                    assertEquals(r.errorLog(), e.errorLog(), "error_log after '" + r.text() + "'");
+                }
+            } else if (r.kind().equals("trigger")) {
+                triggers++;
+                try {
+                    HistTrigger.parse(r.text(), EventFields.of(def), KernelSymbols.permissive());
+                    fail("kpemu accepts the trigger Linux refused: " + r.text());
+                } catch (HistTriggerException e) {
+                    assertEquals(r.errorLog(), e.errorLog(def.group(), def.event()), "error_log after '" + r.text() + "'");
+                }
             }
         }
-        // the setup's other filters on myopen: Linux accepted them
+        assertTrue(filters >= 10 && triggers >= 4, "recorded refusals: " + filters + " filters, " + triggers + " triggers");
+        int accepted = 0;
         for (String line : Files.readAllLines(ref.resolve("filters." + a.linuxName() + ".setup"))) {
-            if (!line.startsWith("events/kprobes/myopen/filter\t")) continue;
-            String filter = line.substring(line.indexOf('\t') + 1);
-            if (!refused.contains(filter)) EventFilter.parse(filter, myopen);
+            String[] fv = line.split("\t", 2);
+            if (line.startsWith("#") || fv.length < 2 || recorded.refused(fv[0], fv[1])) continue;
+            String[] path = fv[0].split("/");
+            TraceProbe def = definition(ref, a, path[1] + "/" + path[2]);
+            if (path[3].equals("filter")) EventFilter.parse(fv[1], EventFields.of(def));
+            else if (path[3].equals("trigger")) HistTrigger.parse(fv[1], EventFields.of(def), KernelSymbols.permissive());
+            else continue;
+            accepted++;
         }
+        assertTrue(accepted >= 10, "filters and triggers Linux accepted: " + accepted);
     }
 
     static TraceProbe definition(Path ref, Arch a, String event) throws Exception {
         ProbeParser parser = new ProbeParser(a);
         for (ProbeDefinition d : parser.parseAll(Files.readString(ref.resolve("filters." + a.linuxName() + ".events"))))
-            if (d instanceof TraceProbe p && p.event().equals(event)) return p;
+            if (d instanceof TraceProbe p && (p.group() + "/" + p.event()).equals(event)) return p;
         throw new AssertionError("no " + event + " in filters." + a.linuxName() + ".events");
-    }
-
-    /** Each "## refused FILE" block's text: the filter file as Linux showed it. */
-    static List<String> blocks(List<String> lines) {
-        List<String> out = new ArrayList<>();
-        StringBuilder cur = null;
-        for (String l : lines) {
-            if (l.startsWith("## refused ")) {
-                if (cur != null) out.add(cur.toString());
-                cur = new StringBuilder();
-            } else if (cur != null) {
-                cur.append(l).append('\n');
-            }
-        }
-        if (cur != null) out.add(cur.toString());
-        return out;
     }
 }

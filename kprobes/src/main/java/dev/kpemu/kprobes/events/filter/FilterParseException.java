@@ -44,6 +44,18 @@ public final class FilterParseException extends Exception {
     public int position() { return position; }
 
     /**
+     * The error_log entry without its timestamp ({@code tracing_log_err} from
+     * {@code append_filter_err}): {@code event filter parse error: error: TEXT}, the filter as the
+     * command, a caret under the error's position; a failure without a parse error logs
+     * {@code Error} at 0.
+     */
+    public String errorLog() {
+        String prefix = "  Command: ";
+        return "event filter parse error: error: " + (error == null ? "Error" : error.text) + "\n" + prefix + filter + "\n"
+                + " ".repeat(prefix.length() + (error == null ? 0 : position)) + "^\n";
+    }
+
+    /**
      * What reading the event's {@code filter} file shows after the refused write
      * ({@code append_filter_err}): the filter, a caret under the error, the message; then the
      * file's own newline.

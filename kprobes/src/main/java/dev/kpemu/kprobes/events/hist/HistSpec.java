@@ -41,14 +41,18 @@ public final class HistSpec {
 
     private HistSpec() {}
 
+    /** The command as the kernel's error_log shows it ({@code last_cmd}: the text written, stripped). */
+    private String command;
+
     /** Parses {@code text} (the whole line written to {@code trigger}) against the event's fields. */
     public static HistSpec parse(String text, EventFields fields) throws HistTriggerException {
         String t = text.strip();
+        HistSpec h = new HistSpec();
+        h.command = t;
         int sp = indexOfSpace(t);
         String param = sp < 0 ? t : t.substring(0, sp);
         String rest = sp < 0 ? "" : t.substring(sp).strip();
         if (!param.startsWith("hist")) throw new HistTriggerException("unknown trigger command: " + param);
-        HistSpec h = new HistSpec();
         if (!rest.isEmpty()) {
             if (!rest.startsWith("if") || rest.length() > 2 && !Character.isWhitespace(rest.charAt(2)))
                 throw new HistTriggerException("Invalid argument: expected 'if FILTER' after the trigger, found '" + rest + "'");
@@ -56,7 +60,8 @@ public final class HistSpec {
             try {
                 h.filter = EventFilter.parse(h.filterText, fields);
             } catch (FilterParseException e) {
-                throw new HistTriggerException("filter: " + e.filterFileText().strip());
+                // the kernel refuses the trigger (EINVAL) and logs nothing about its filter
+                throw new HistTriggerException("Invalid argument: the trigger's filter: " + (e.error() == null ? "Error" : e.error().text()));
             }
         }
         String keysStr = null, valsStr = null, sortStr = null;
@@ -78,14 +83,14 @@ public final class HistSpec {
         if (keysStr == null || keysStr.isEmpty()) throw new HistTriggerException("Invalid argument: hist needs keys=");
         for (String k : keysStr.split(",")) {
             if (h.keys.size() == KEYS_MAX) throw new HistTriggerException("Invalid argument: at most " + KEYS_MAX + " keys");
-            h.keys.add(field(k, fields, true));
+            h.keys.add(h.field(k, fields, true));
         }
         if (valsStr != null) {
             for (String v : valsStr.split(",")) {
                 if (v.equals("hitcount")) continue;
                 if (h.vals.size() == VALS_MAX) throw new HistTriggerException("Invalid argument: at most " + VALS_MAX + " values");
-                HistField f = field(v, fields, false);
-                if (f.isString()) throw new HistTriggerException("Couldn't create histogram for field: " + v);
+                HistField f = h.field(v, fields, false);
+                if (f.isString()) throw new HistTriggerException("Invalid argument: a string field cannot be a value: " + v);
                 h.vals.add(f);
             }
         }
@@ -113,12 +118,19 @@ public final class HistSpec {
         return bits;
     }
 
-    private static HistField field(String spec, EventFields fields, boolean key) throws HistTriggerException {
+    /** The modifiers {@code parse_field} knows (others: Invalid field modifier). */
+    private static final java.util.Set<String> MODIFIERS = java.util.Set.of("hex", "sym", "sym-offset", "execname",
+            "syscall", "log2", "usecs", "percent", "graph", "stacktrace");
+
+    /** {@code parse_field}: the modifier is checked first, then the field. */
+    private HistField field(String spec, EventFields fields, boolean key) throws HistTriggerException {
         int dot = spec.indexOf('.');
         String name = dot < 0 ? spec : spec.substring(0, dot), mod = dot < 0 ? null : spec.substring(dot + 1);
+        if (mod != null && !MODIFIERS.contains(mod) && !mod.startsWith("buckets"))
+            throw logged("Invalid field modifier", mod);
         EventFields.Field f = fields.find(name);
-        if (f == null || f.kind() == EventFields.Kind.COMM || f.kind() == EventFields.Kind.CPU)
-            throw new HistTriggerException("Couldn't find field: " + name);
+        if (f == null || f.kind() == EventFields.Kind.COMM) throw logged("Couldn't find field", name);
+        if (f.kind() == EventFields.Kind.CPU) throw new HistTriggerException("Invalid argument: kpemu does not key hist triggers on the cpu");
         if (mod != null) {
             boolean ok = switch (mod) {
                 case "hex" -> !f.isString();
@@ -126,9 +138,15 @@ public final class HistSpec {
                 case "execname" -> key && name.equals("common_pid");
                 default -> false;
             };
-            if (!ok) throw new HistTriggerException("Invalid field modifier: " + mod);
+            if (!ok) throw new HistTriggerException("Invalid argument: kpemu does not support ." + mod + " on " + name + " here");
         }
         return new HistField(f, mod);
+    }
+
+    /** A refusal the kernel logs, its caret under the first occurrence of {@code at} in the command ({@code errpos}). */
+    private HistTriggerException logged(String error, String at) {
+        int pos = command.indexOf(at);
+        return new HistTriggerException(error, command, pos < 0 ? 0 : pos);
     }
 
     private SortKey sortKey(String s) throws HistTriggerException {
@@ -143,7 +161,7 @@ public final class HistSpec {
         String name = s.contains(".") ? s.substring(0, s.indexOf('.')) : s;
         for (int i = 0; i < vals.size(); i++) if (vals.get(i).name().equals(name)) return new SortKey(vals.get(i), false, i + 1, desc);
         for (int i = 0; i < keys.size(); i++) if (keys.get(i).name().equals(name)) return new SortKey(keys.get(i), true, i, desc);
-        throw new HistTriggerException("Invalid argument: sort key '" + s + "' is not a key or value");
+        throw logged("Sort field must be a key or a val", name);
     }
 
     /** The trigger info line ({@code event_hist_trigger_print}), without the state and newline. */
