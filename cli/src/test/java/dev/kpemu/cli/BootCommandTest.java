@@ -65,7 +65,7 @@ class BootCommandTest {
         CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-e", "p:myopen do_sys_openat2 dfd=%di:s32 fn=+0(%si):ustring",
                 "--filter", "myopen:nosuch == 1");
         assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
-        assertTrue(r.err().contains("\nevent filter parse error: error: Field not found\n  Command: nosuch == 1\n                 ^\n"), r.err());
+        assertTrue(r.err().contains("\nevent filter parse error: error: Field not found\n  Command: nosuch == 1\n                  ^\n"), r.err());
         assertTrue(r.err().lines().anyMatch(l -> l.startsWith("kpemu: --filter myopen: Field not found")), r.err());
         assertTrue(!r.err().contains("guest powered off"), "the guest never ran: " + r.err());
         assertEquals("", r.out());
