@@ -141,6 +141,8 @@ final class BootCommand implements Callable<Integer> {
         if (!format.equals("ftrace") && !format.equals("json"))
             throw new CommandLine.ParameterException(spec.commandLine(), "--format takes ftrace or json, not '" + format + "'");
         boolean json = format.equals("json");
+        if (json && output == null && "-".equals(perfetto))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format json and --perfetto - both write to standard output: give the trace a file with -o FILE");
         EventSetup setup = new EventSetup();
         try {
             filters.forEach(setup::filter);

@@ -75,7 +75,7 @@ class BootCommandTest {
     void badOutputOptionsAreUsageErrors() {
         String def = "p:myopen do_sys_openat2";
         for (String[] args : new String[][] {
-                {"--format", "xml"}, {"--filter", "no-colon"}, {"--trigger", "myopen:"}, {"--filter", "nosuchevent:x == 1"},
+                {"--format", "xml"}, {"--format", "json", "--perfetto", "-"}, {"--filter", "no-colon"}, {"--trigger", "myopen:"}, {"--filter", "nosuchevent:x == 1"},
                 {"--trigger", "myopen:hist:keys=nosuch"}, {"--disable", "nosuchevent"}}) {
             List<String> argv = new ArrayList<>(List.of("boot", "--arch", "x86_64", "-e", def));
             argv.addAll(List.of(args));
