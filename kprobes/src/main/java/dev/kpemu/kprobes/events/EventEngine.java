@@ -590,7 +590,7 @@ public final class EventEngine implements AutoCloseable {
      */
     public void addTrigger(String name, String text) throws HistTriggerException {
         Event e = event(name);
-        e.triggers.add(HistTrigger.parse(text, fields(e), symbols));
+        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect != Dialect.LINUX_6_1));
         updateArmed(e);
     }
 

@@ -50,17 +50,28 @@ public final class HistTrigger {
         }
     }
 
-    private HistTrigger(HistSpec spec, KernelSymbols symbols) {
+    private final KernelSort.Variant sort;
+
+    private HistTrigger(HistSpec spec, KernelSymbols symbols, KernelSort.Variant sort) {
         this.spec = spec;
         this.symbols = symbols;
+        this.sort = sort;
         int size = 0;
         for (HistSpec.HistField k : spec.keys) size += k.isString() ? STR_SIZE : 8;
         this.keySize = size;
     }
 
-    /** A trigger from the text written to the event's {@code trigger} file. */
+    /** A trigger from the text written to the event's {@code trigger} file, on Linux 6.1. */
     public static HistTrigger parse(String text, EventFields fields, KernelSymbols symbols) throws HistTriggerException {
-        return new HistTrigger(HistSpec.parse(text, fields), symbols);
+        return parse(text, fields, symbols, false);
+    }
+
+    /**
+     * As {@link #parse(String, EventFields, KernelSymbols)}; {@code sinceLinux612}: the entries are
+     * ordered by the {@code lib/sort.c} of Debian 13's 6.12 and later kernels instead of 6.1's.
+     */
+    public static HistTrigger parse(String text, EventFields fields, KernelSymbols symbols, boolean sinceLinux612) throws HistTriggerException {
+        return new HistTrigger(HistSpec.parse(text, fields), symbols, sinceLinux612 ? KernelSort.Variant.LINUX_6_12 : KernelSort.Variant.LINUX_6_1);
     }
 
     /** The event fired: count it when it passes the trigger's filter. */
@@ -131,19 +142,19 @@ public final class HistTrigger {
     /** The trigger file's line for it ({@code event_hist_trigger_print}). */
     public String triggerInfo() { return spec.printed() + " [active]"; }
 
-    /** {@code tracing_map_sort_entries}. */
+    /** {@code tracing_map_sort_entries} (the same code in 6.1 and 6.12; their {@code sort()} differs). */
     private List<Entry> sorted() {
         List<Entry> list = new ArrayList<>(map.values());
         if (list.size() < 2) return list;
-        KernelSort.sort(list, (a, b) -> Arrays.compareUnsigned(a.key, b.key));   // detect_dups
+        KernelSort.sort(list, (a, b) -> Arrays.compareUnsigned(a.key, b.key), sort);   // detect_dups
         HistSpec.SortKey primary = spec.sort.getFirst();
-        KernelSort.sort(list, comparator(primary));
+        KernelSort.sort(list, comparator(primary), sort);
         if (spec.sort.size() > 1) sortSecondary(list, comparator(primary), comparator(spec.sort.get(1)));
         return list;
     }
 
     /** {@code sort_secondary}: runs of entries equal on the first key, sorted by the second. */
-    private static void sortSecondary(List<Entry> list, Comparator<Entry> primary, Comparator<Entry> secondary) {
+    private void sortSecondary(List<Entry> list, Comparator<Entry> primary, Comparator<Entry> secondary) {
         int n = list.size(), start = 0, nSub = 1;
         for (int i = 0; i < n - 1; i++) {
             if (primary.compare(list.get(i), list.get(i + 1)) == 0) {
@@ -155,7 +166,7 @@ public final class HistTrigger {
                 nSub = 1;
                 continue;
             }
-            KernelSort.sort(list.subList(start, start + nSub), secondary);
+            KernelSort.sort(list.subList(start, start + nSub), secondary, sort);
             start = i + 1;
             nSub = 1;
         }
