@@ -25,6 +25,7 @@ import dev.kpemu.boot.HostStop;
 import dev.kpemu.boot.TerminalInput;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
@@ -81,9 +82,9 @@ final class BootCommand implements Callable<Integer> {
             description = "copy a host file or directory into the guest's initramfs (repeatable; default guest path /NAME)")
     List<String> add = new ArrayList<>();
 
-    @Option(names = "--output", paramLabel = "FILE|-",
+    @Option(names = "--command-output", paramLabel = "FILE|-",
             description = "where the command's stdout and stderr go: a file, or - for stderr (default)")
-    String output;
+    String commandOutput;
 
     @Option(names = {"-i", "--interactive"},
             description = "the command's terminal (a busybox shell without a command) on this terminal, with input; Ctrl-A x stops kpemu")
@@ -146,6 +147,26 @@ final class BootCommand implements Callable<Integer> {
             description = "write the trace as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); - writes it to stdout instead of the text trace")
     String perfetto;
 
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE",
+            description = "write the trace to FILE instead of standard output")
+    Path output;
+
+    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "ftrace",
+            description = "the trace's format: ftrace (the trace file's lines; default) or json (one JSON object per event and line, typed fields: docs/json-trace.md)")
+    String format;
+
+    @Option(names = "--filter", paramLabel = "EVENT:EXPR",
+            description = "an event filter as ftrace's events/GROUP/EVENT/filter takes it (repeatable), e.g. 'myopen:fn ~ \"/tmp/*\" && common_pid != 1'; only matching events are traced")
+    List<String> filters = new ArrayList<>();
+
+    @Option(names = "--trigger", paramLabel = "EVENT:hist:...",
+            description = "a hist trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable), e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending'; its hist file is printed when the guest stops")
+    List<String> triggers = new ArrayList<>();
+
+    @Option(names = "--disable", paramLabel = "EVENT",
+            description = "leave EVENT disabled (repeatable): not traced, but its hist triggers still count, as in Linux")
+    List<String> disabled = new ArrayList<>();
+
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -170,6 +191,21 @@ final class BootCommand implements Callable<Integer> {
         TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
         if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
+        if (!format.equals("ftrace") && !format.equals("json"))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format takes ftrace or json, not '" + format + "'");
+        boolean json = format.equals("json");
+        if (json && output == null && "-".equals(perfetto))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format json and --perfetto - both write to standard output: give the trace a file with -o FILE");
+        EventSetup setup = new EventSetup();
+        try {
+            filters.forEach(setup::filter);
+            triggers.forEach(setup::trigger);
+            disabled.forEach(setup::disable);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (!setup.isEmpty() && defs.isEmpty())
+            throw new CommandLine.ParameterException(spec.commandLine(), "--filter, --trigger and --disable need probe definitions (-e or --events-file)");
         RecordedTrace golden = null;
         if (expect != null) {
             try {
@@ -192,9 +228,22 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
-        PrintStream trace = "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        OutputStream traceFile;
+        try {
+            traceFile = output == null ? null : Files.newOutputStream(output);
+        } catch (IOException e) {
+            err.println("kpemu: cannot write " + output + ": " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        OutputStream traceStream = traceFile != null ? traceFile : "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        JsonTraceWriter jsonTrace = json && traceStream != null ? new JsonTraceWriter(traceStream) : null;
+        PrintStream trace = json || traceStream == null ? null
+                : traceStream instanceof PrintStream ps ? ps : new PrintStream(traceStream, false, java.nio.charset.StandardCharsets.UTF_8);
+        // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
+        PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup);
+        if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         String consoleTo = console != null ? console : gc.commandGuest() ? null : "-";
@@ -219,7 +268,7 @@ final class BootCommand implements Callable<Integer> {
             GuestTerminal terminal = null;
             if (gc.commandGuest()) {
                 commandOut = term != null ? term.output()
-                        : output == null || "-".equals(output) ? messages : new java.io.BufferedOutputStream(openForWriting(Path.of(output)));
+                        : commandOutput == null || "-".equals(commandOutput) ? messages : new java.io.BufferedOutputStream(openForWriting(Path.of(commandOutput)));
                 TerminalInput in = term != null ? term : replay != null ? new ReplayedInput(replay, hostStop) : null;
                 terminal = new GuestTerminal(commandOut, in);
             }
@@ -247,6 +296,10 @@ final class BootCommand implements Callable<Integer> {
                     e.kernelMessages().forEach(err::println);
                     err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
                     return ExitCodes.USAGE;
+                } catch (TracedBoot.SetupRejected e) {
+                    err.println(e.rejected().getMessage());
+                    e.rejected().details().forEach(err::println);
+                    return ExitCodes.USAGE;
                 } catch (KernelImageException e) {
                     err.println("kpemu: " + e.getMessage());
                     return ExitCodes.ERROR;
@@ -256,12 +309,14 @@ final class BootCommand implements Callable<Integer> {
                     term = null;
                 }
                 if (trace != null) trace.flush();
+                if (jsonTrace != null) jsonTrace.close();
                 if (traced != null && traced.rejectedAtRegistration() != null) {
                     var e = traced.rejectedAtRegistration();
                     err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
                     return ExitCodes.USAGE;
                 }
-                if (traced != null) printTables(out, traced);
+                if (traced != null) printTables(tables, err, traced, setup);
+                tables.flush();
                 out.flush();
                 int code = r.exitCode();
                 boolean hostStopped = r.stop() instanceof StopReason.HostRequest;
@@ -333,6 +388,7 @@ final class BootCommand implements Callable<Integer> {
                 Files.deleteIfExists(generated);
                 Files.deleteIfExists(generated.getParent());
             }
+            if (traceFile != null) traceFile.close();
         }
     }
 
@@ -354,7 +410,7 @@ final class BootCommand implements Callable<Integer> {
         return null;
     }
 
-    /** What the positional command, -i, --input, --output and --record-input ask for, checked together. */
+    /** What the positional command, -i, --input, --command-output and --record-input ask for, checked together. */
     record GuestCommandOptions(boolean commandGuest, boolean session) {}
 
     private GuestCommandOptions guestCommandOptions() {
@@ -364,8 +420,8 @@ final class BootCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--initrd cannot be combined with a command, -i, --input or --add (they build the initramfs)");
         if (interactive && input != null) throw new CommandLine.ParameterException(spec.commandLine(), "-i and --input exclude each other");
         if (recordInput != null && !interactive) throw new CommandLine.ParameterException(spec.commandLine(), "--record-input needs -i");
-        if (output != null && (!commandGuest || interactive))
-            throw new CommandLine.ParameterException(spec.commandLine(), "--output needs a command after -- (or --input), and not -i (the terminal is the output)");
+        if (commandOutput != null && (!commandGuest || interactive))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--command-output needs a command after -- (or --input), and not -i (the terminal is the output)");
         return new GuestCommandOptions(commandGuest, session);
     }
 
@@ -379,11 +435,18 @@ final class BootCommand implements Callable<Integer> {
         };
     }
 
-    private void printTables(PrintWriter out, TracedBoot traced) {
+    private void printTables(PrintWriter out, PrintWriter err, TracedBoot traced, EventSetup setup) {
         var ev = traced.events();
         if (ev == null) {
-            out.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
+            err.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
             return;
+        }
+        java.util.Set<String> histEvents = new java.util.LinkedHashSet<>();
+        for (EventSetup.Trigger t : setup.triggers()) histEvents.add(t.event());
+        for (String name : histEvents) {
+            out.println("kpemu: events/" + (name.contains("/") ? name : ev.events().stream()
+                    .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");
+            out.print(ev.hist(name));
         }
         if (profile) {
             out.println("kpemu: kprobe_profile");

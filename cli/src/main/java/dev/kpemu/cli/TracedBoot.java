@@ -16,6 +16,7 @@ import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.kprobes.events.CompiledProbe;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
@@ -87,7 +88,21 @@ public final class TracedBoot implements BootHooks {
         public List<String> kernelMessages() { return kernelMessages; }
     }
 
+    /** Thrown from {@link #ready} when a filter, trigger or disable ({@link EventSetup}) is refused before boot. */
+    public static final class SetupRejected extends RuntimeException {
+        private final EventSetup.Rejected rejected;
+
+        SetupRejected(EventSetup.Rejected rejected) {
+            super(rejected.getMessage());
+            this.rejected = rejected;
+        }
+
+        public EventSetup.Rejected rejected() { return rejected; }
+    }
+
     private final List<String> definitions;
+    private EventSetup setup = new EventSetup();
+    private final List<Consumer<TraceRecord>> sinks = new ArrayList<>();
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
@@ -162,6 +177,17 @@ public final class TracedBoot implements BootHooks {
 
     /** The dialect in use (known after {@link #ready}). */
     public Dialect dialect() { return dialect; }
+    /** Receives every traced event (after the filters), in order, from registration on. */
+    public TracedBoot addSink(Consumer<TraceRecord> sink) {
+        sinks.add(java.util.Objects.requireNonNull(sink));
+        return this;
+    }
+
+    /** Filters, triggers and disabled events, checked before boot and written when the probes are registered. */
+    public TracedBoot setup(EventSetup setup) {
+        this.setup = java.util.Objects.requireNonNull(setup);
+        return this;
+    }
 
     /** The function whose first execution registers the probes (known after {@link #ready}). */
     public String armedAt() { return armAtName; }
@@ -221,6 +247,21 @@ public final class TracedBoot implements BootHooks {
                         throw new DefinitionRejected(e, List.of());
                     }
                 }
+            }
+        }
+        if (!setup.isEmpty()) {
+            List<TraceProbe> defs = new ArrayList<>();
+            for (String line : effective) {
+                try {
+                    if (parser.parse(line) instanceof TraceProbe p) defs.add(p);
+                } catch (ProbeSyntaxException e) {
+                    throw new DefinitionRejected(e, List.of());
+                }
+            }
+            try {
+                setup.check(defs, symbols);
+            } catch (EventSetup.Rejected e) {
+                throw new SetupRejected(e);
             }
         }
         armAt = syms.address(armAtName);
@@ -375,12 +416,18 @@ public final class TracedBoot implements BootHooks {
             records.add(r);
             eventCount.incrementAndGet();
         });
+        for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        }
+        try {
+            setup.apply(events);
+        } catch (EventSetup.Rejected e) {
+            throw new SetupRejected(e);   // check() accepted it before boot: not expected
         }
         watchReturnToUser(m);
         return true;

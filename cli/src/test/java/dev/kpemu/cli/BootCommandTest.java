@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -57,6 +59,35 @@ class BootCommandTest {
         assertTrue(!r.err().contains("guest powered off"), "the guest never ran: " + r.err());
     }
 
+    /** A filter Linux refuses stops the boot before it starts, with the error_log entry Linux 6.1 made (guest-images/reference/x86_64/6.1/filters.filter-errors). */
+    @Test
+    void badFilterStopsBeforeBootWithLinuxOwnParseError() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-e", "p:myopen do_sys_openat2 dfd=%di:s32 fn=+0(%si):ustring",
+                "--filter", "myopen:nosuch == 1");
+        assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("\nevent filter parse error: error: Field not found\n  Command: nosuch == 1\n                  ^\n"), r.err());
+        assertTrue(r.err().lines().anyMatch(l -> l.startsWith("kpemu: --filter myopen: Field not found")), r.err());
+        assertTrue(!r.err().contains("guest powered off"), "the guest never ran: " + r.err());
+        assertEquals("", r.out());
+    }
+
+    @Test
+    void badOutputOptionsAreUsageErrors() {
+        String def = "p:myopen do_sys_openat2";
+        for (String[] args : new String[][] {
+                {"--format", "xml"}, {"--format", "json", "--perfetto", "-"}, {"--filter", "no-colon"}, {"--trigger", "myopen:"}, {"--filter", "nosuchevent:x == 1"},
+                {"--trigger", "myopen:hist:keys=nosuch"}, {"--disable", "nosuchevent"}}) {
+            List<String> argv = new ArrayList<>(List.of("boot", "--arch", "x86_64", "-e", def));
+            argv.addAll(List.of(args));
+            CliTest.Run r = CliTest.run(argv.toArray(String[]::new));
+            assertEquals(ExitCodes.USAGE, r.code(), String.join(" ", args) + ": " + r.out() + r.err());
+            assertTrue(r.err().startsWith("kpemu: ") || r.err().contains("--"), r.err());
+            assertTrue(!r.err().contains("Exception") && !r.err().contains("\tat "), "no stack trace: " + r.err());
+            assertEquals("", r.out());
+        }
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--filter", "e:x == 1").code(), "a filter needs definitions");
+    }
+
     @Test
     @Tag("kernel")
     void demoPrintsTheOpenPathTraceAndTheProfile() {
@@ -105,8 +136,8 @@ class BootCommandTest {
         assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--record-input", tmp.resolve("r").toString(), "--", "true").code());
         assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "-i", "--input", in.toString()).code());
         assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--initrd", in.toString(), "--", "true").code());
-        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--output", tmp.resolve("o").toString()).code(),
-                "--output without a command");
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--command-output", tmp.resolve("o").toString()).code(),
+                "--command-output without a command");
         CliTest.Run bad = CliTest.run("boot", "--arch", "x86_64", "--input", Files.writeString(tmp.resolve("bad"), "hello\n").toString());
         assertEquals(ExitCodes.USAGE, bad.code());
         assertEquals(1, bad.err().lines().count(), bad.err());

@@ -191,7 +191,7 @@ class GuestCommandTest {
         for (Matcher t = Pattern.compile("\"text\":\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(typed); t.find(); ) texts.append(t.group(1));
         assertTrue(texts.toString().contains("echo hi-$((40+2))\\r") && typed.strip().endsWith("\"stop\":true}"), typed);
         Path output = tmp.resolve("replayed");
-        Run r = kpemu("boot", "--arch", arch.linuxName(), "--input", recorded.toString(), "--output", output.toString());
+        Run r = kpemu("boot", "--arch", arch.linuxName(), "--input", recorded.toString(), "--command-output", output.toString());
         assertEquals(0, r.code(), r.err());
         String replayed = Files.readString(output, StandardCharsets.ISO_8859_1);
         assertTrue(replayed.contains("\r\nhi-42\r\n") && replayed.contains("\r\nback\r\n"), replayed);
@@ -226,7 +226,7 @@ class GuestCommandTest {
         byte[][] outputs = new byte[2][], consoles = new byte[2][];
         for (int i = 0; i < 2; i++) {
             Path output = tmp.resolve("output" + i), console = tmp.resolve("console" + i);
-            Run r = kpemu("boot", "--arch", arch.linuxName(), "--input", input.toString(), "--output", output.toString(),
+            Run r = kpemu("boot", "--arch", arch.linuxName(), "--input", input.toString(), "--command-output", output.toString(),
                     "--console", console.toString());
             assertEquals(3, r.code(), r.err());
             outputs[i] = Files.readAllBytes(output);
