@@ -232,6 +232,8 @@ public final class LoadedModules {
 
             @Override public Optional<FetchType> btfReturnType(String function) { return vmlinux.btfReturnType(function); }
 
+            @Override public dev.kpemu.image.btf.Btf btf() { return vmlinux.btf(); }
+
             @Override public OptionalLong lookupName(String name) {
                 OptionalLong a = name.indexOf(':') < 0 ? vmlinux.lookupName(name) : OptionalLong.empty();
                 return a.isPresent() ? a : moduleSymbolAddress(name);
