@@ -21,6 +21,7 @@ import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.RecordedTrace;
+import dev.kpemu.kprobes.events.RecordedTraceReader;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
 
@@ -117,25 +118,31 @@ final class BootCommand implements Callable<Integer> {
         TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
         if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
-        RecordedTrace golden = null;
         if (expect != null) {
+            RecordedTrace.Header gh;
             try {
-                golden = CompareCommand.read(spec, expect);
+                gh = RecordedTraceReader.check(expect);       // the whole golden checked before the boot, keeping nothing
+            } catch (NoSuchFileException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no such file: " + expect);
+            } catch (java.nio.file.FileSystemException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "cannot read " + expect + ": " + e.getReason());
             } catch (RecordedTrace.MalformedTraceException e) {
                 err.println("kpemu: " + e.getMessage());
                 return ExitCodes.ERROR;
             }
-            if (golden.header().arch() != a) {
-                err.println("kpemu: " + expect + " was recorded on " + golden.header().arch().linuxName() + ", this boot is " + a.linuxName());
+            if (gh.arch() != a) {
+                err.println("kpemu: " + expect + " was recorded on " + gh.arch().linuxName() + ", this boot is " + a.linuxName());
                 return ExitCodes.USAGE;
             }
         }
         PrintStream trace = "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).keepRecords(false);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
+        StreamedOutputs outputs = null;
+        OutputStream perfettoFile = null;
         try {
             BootRunner.Result r;
             Path kernelFile, initrdFile;
@@ -145,6 +152,14 @@ final class BootCommand implements Callable<Integer> {
                 initrdFile = initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
                 if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
                     version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
+                if (traced != null && (record != null || expect != null || perfetto != null)) {
+                    OutputStream json = perfetto == null ? null : "-".equals(perfetto) ? WriterOutputStream.printStream(out)
+                            : (perfettoFile = Files.newOutputStream(Path.of(perfetto)));
+                    Map<String, String> v = version;
+                    outputs = new StreamedOutputs(a, traced.headerDefinitions(), record, json,
+                            expect == null ? null : RecordedTraceReader.open(expect), choice2, () -> header(traced, a, v, kernelFile, initrdFile));
+                    traced.sink(outputs);
+                }
                 try (Progress p = Progress.start("kpemu", "-".equals(console),
                         () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
                     r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeoutSeconds, con, messages),
@@ -158,7 +173,7 @@ final class BootCommand implements Callable<Integer> {
                 err.println("kpemu: " + e.getMessage());
                 return ExitCodes.ERROR;
             }
-            trace.flush();
+            if (trace != null) trace.flush();
             if (traced != null && traced.rejectedAtRegistration() != null) {
                 var e = traced.rejectedAtRegistration();
                 err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
@@ -176,40 +191,45 @@ final class BootCommand implements Callable<Integer> {
                 for (String l : r.lastLines()) err.println("  " + l);
             }
             int code = r.exitCode();
-            if (traced != null && (record != null || expect != null || perfetto != null)) {
-                RecordedTrace.Header h = traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
-                        VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
-                RecordedTrace run = traced.recordedTrace(h, "this run");
-                if (record != null) {
-                    RecordedTrace.write(record, h, traced.records().stream().map(dev.kpemu.kprobes.events.TraceRecord::line).toList());
-                    err.printf("kpemu: recorded %d events to %s%s%n", run.events().size(), record,
-                            r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+            if (outputs != null) {
+                StreamedOutputs.Finished f;
+                try {
+                    f = outputs.finish(header(traced, a, version, kernelFile, initrdFile), code == ExitCodes.OK);
+                } catch (RecordedTrace.MalformedTraceException e) {
+                    err.println("kpemu: " + e.getMessage());
+                    return ExitCodes.ERROR;
                 }
-                if (perfetto != null) {
-                    PerfettoTrace pt = PerfettoTrace.of(run);
-                    if ("-".equals(perfetto)) {
-                        pt.write(WriterOutputStream.printStream(out));
-                    } else {
-                        try (OutputStream o = Files.newOutputStream(Path.of(perfetto))) {
-                            pt.write(o);
-                        }
-                    }
-                    var c = pt.counts();
+                if (f.recorded() != null)
+                    err.printf("kpemu: recorded %d events to %s%s%n", f.recorded(), record,
+                            r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                if (f.perfetto() != null) {
+                    if ("-".equals(perfetto)) out.flush();
+                    var c = f.perfetto();
                     err.printf("kpemu: perfetto JSON%s: %d task tracks, %d instants, %d slices, %d phases%n",
                             "-".equals(perfetto) ? "" : " " + perfetto, c.tracks(), c.instants(), c.slices(), c.phases());
                 }
-                if (golden != null && code == ExitCodes.OK) {
-                    TraceComparison.Outcome o = TraceComparison.compare(golden, run, choice2);
-                    err.print(o.diff());
-                    if (!o.matches()) code = ExitCodes.TRACE_DIFFERS;
+                if (f.comparison() != null) {
+                    err.print(f.comparison().diff());
+                    if (!f.comparison().matches()) code = ExitCodes.TRACE_DIFFERS;
                 }
             }
             err.flush();
             return code;
         } finally {
-            if (con != System.err) con.close();
-            else System.err.flush();
+            try {
+                if (outputs != null) outputs.close();
+                if (perfettoFile != null) perfettoFile.close();
+            } finally {
+                if (con != System.err) con.close();
+                else System.err.flush();
+            }
         }
+    }
+
+    /** The header of this boot's recorded trace (the phases once the guest stopped). */
+    private RecordedTrace.Header header(TracedBoot traced, Arch a, Map<String, String> version, Path kernelFile, Path initrdFile) throws IOException {
+        return traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
+                VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
     }
 
     /** One line: what the jump displaces, or every rule that refused. */

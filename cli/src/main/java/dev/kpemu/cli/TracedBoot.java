@@ -87,7 +87,11 @@ public final class TracedBoot implements BootHooks {
 
     private final List<String> definitions;
     private final PrintStream out;
+    /** Every event, only while {@link #keepRecords} is on (the API's default; the CLI streams instead). */
     private final List<TraceRecord> records = new ArrayList<>();
+    private boolean keepRecords = true;
+    /** Where each event goes as it happens (besides {@code out}): {@code --record}, {@code --expect}, {@code --perfetto}. */
+    private final List<Consumer<TraceRecord>> sinks = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
     private String armAtName;
     private boolean armAtInit;
@@ -114,6 +118,22 @@ public final class TracedBoot implements BootHooks {
     public TracedBoot(List<String> definitions, PrintStream out) {
         this.definitions = List.copyOf(definitions);
         this.out = out;
+    }
+
+    /**
+     * Whether {@link #records()} keeps every event (default on, for tests and API users who look at
+     * the whole trace afterwards). Off, nothing holds the events: they only go to {@code out} and
+     * the {@link #sink}s as they happen, so memory stays flat however long the run.
+     */
+    public TracedBoot keepRecords(boolean keep) {
+        this.keepRecords = keep;
+        return this;
+    }
+
+    /** Adds a consumer that receives every event as it happens, in order (on the emulation thread). */
+    public TracedBoot sink(Consumer<TraceRecord> sink) {
+        sinks.add(java.util.Objects.requireNonNull(sink));
+        return this;
     }
 
     /**
@@ -315,7 +335,8 @@ public final class TracedBoot implements BootHooks {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
         events.rules(rules, kernelMessages).addListener(r -> {
-            records.add(r);
+            if (keepRecords) records.add(r);
+            for (Consumer<TraceRecord> sink : sinks) sink.accept(r);
             eventCount.incrementAndGet();
         });
         flushTasksWhenFreed(guest, m);
@@ -422,15 +443,21 @@ public final class TracedBoot implements BootHooks {
         List<dev.kpemu.kprobes.events.RecordedTrace.Phase> phases = new ArrayList<>();
         if (initNanos >= 0) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("boot", 0, initNanos));
         if (initNanos >= 0 && endNanos >= initNanos) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("init", initNanos, endNanos));
-        List<String> defs = new ArrayList<>();
-        for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
+        List<String> defs = headerDefinitions();
         return new dev.kpemu.kprobes.events.RecordedTrace.Header(arch, release, packageName, packageVersion,
                 kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), kernelImage == null ? null : buildId(kernelImage),
                 kpemuVersion, cmdline, initramfs == null ? null : initramfs.getFileName().toString(),
                 initramfs == null ? null : sha256(initramfs), armAtName, definitionsSource, defs, phases);
     }
 
-    /** The events of this boot as a recorded trace with {@code header}. */
+    /** The definitions a recorded trace's header lists: as given, one per line, without blank lines and comments. */
+    public List<String> headerDefinitions() {
+        List<String> defs = new ArrayList<>();
+        for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
+        return defs;
+    }
+
+    /** The events of this boot as a recorded trace with {@code header} (needs {@link #keepRecords}). */
     public dev.kpemu.kprobes.events.RecordedTrace recordedTrace(dev.kpemu.kprobes.events.RecordedTrace.Header header, String source) {
         return dev.kpemu.kprobes.events.RecordedTrace.of(header, records.stream().map(TraceRecord::line).toList(), source);
     }
@@ -471,6 +498,6 @@ public final class TracedBoot implements BootHooks {
     /** The kernel tables the optimizer uses (null without optimization). */
     public KernelOptimizationInputs optimizationInputs() { return optimizationInputs; }
 
-    /** Every event recorded so far. */
+    /** Every event recorded so far (empty when {@link #keepRecords} is off). */
     public List<TraceRecord> records() { return records; }
 }
