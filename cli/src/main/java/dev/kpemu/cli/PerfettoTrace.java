@@ -70,7 +70,8 @@ final class PerfettoTrace {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         try (Writer w = new Writer(bytes, t.header().arch(), t.header().definitions())) {
             for (ReferenceTrace.Event e : t.events()) w.event(e);
-            return new PerfettoTrace(bytes.toByteArray(), w.finish(t.header()));
+            Counts c = w.finish(t.header());
+            return new PerfettoTrace(bytes.toByteArray(), c);
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
