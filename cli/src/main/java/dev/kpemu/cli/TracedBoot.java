@@ -235,6 +235,13 @@ public final class TracedBoot implements BootHooks {
 
     /** The definitions registered: the given ones with every glob expanded (kpemu's extension, {@link ProbeGlob}). */
     private List<String> effective;
+    private long registrationNanos = -1;
+
+    /** The definitions registered, globs expanded (known after {@link #ready}). */
+    public List<String> effectiveDefinitions() { return effective == null ? List.of() : List.copyOf(effective); }
+
+    /** Host time registering and enabling the definitions took at the registration point (-1 before). */
+    public long registrationNanos() { return registrationNanos; }
 
     /**
      * One glob definition as the probes Linux would accept: every match is checked as a single
@@ -340,11 +347,14 @@ public final class TracedBoot implements BootHooks {
             eventCount.incrementAndGet();
         });
         flushTasksWhenFreed(guest, m);
+        long t0 = System.nanoTime();
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        } finally {
+            registrationNanos = System.nanoTime() - t0;
         }
         watchReturnToUser(m);
         return true;

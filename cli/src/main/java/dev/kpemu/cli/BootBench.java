@@ -1,0 +1,141 @@
+package dev.kpemu.cli;
+
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.btf.KernelStructs;
+import dev.kpemu.kprobes.Kprobe;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@code kpemu bench boot}: what probes cost on a booted kernel (Debian's default kernel and
+ * kpemu's initramfs, the whole boot to power-off), each figure measured against a boot without
+ * probes in the same run.
+ *
+ * <ul>
+ * <li><b>Unhit probes.</b> Boots with 0, 100, 1,000 and 10,000 probes on functions the boot never
+ *     calls; the guest's instruction count must stay the same (the probes change nothing the guest
+ *     sees), the host time of the guest's execution (from the first instruction to power-off,
+ *     registration excluded) is given as a ratio to the boot without probes. Which functions the
+ *     boot never calls is found by a survey boot first: every function Linux lets one probe
+ *     ({@code p:survey/ *}, {@link dev.kpemu.kprobes.events.ProbeGlob}), each probe disabled at its
+ *     first hit; the ones never hit, in name order, evenly spaced, are the cold set.</li>
+ * <li><b>Registration</b> of the 10,000 probes at the registration point (host time).</li>
+ * <li><b>Per-event cost</b> on a hot function ({@code kmem_cache_alloc}, about 19,000 calls in the
+ *     x86 boot): a kprobe_events event with three fetchargs, one a string (the cache's name, its
+ *     offset from the kernel's BTF), and a kretprobe event with {@code $retval}: (host time with the
+ *     probe − without) / events, and the boot's slowdown as a ratio.</li>
+ * </ul>
+ * Host times are of one boot each, on whatever else the machine runs: read the ratios, not the
+ * seconds; guest instructions show the runs are the same workload.
+ */
+final class BootBench {
+    /** Cold-probe counts measured. */
+    static final int[] COLD = {100, 1_000, 10_000};
+
+    /** One boot: its guest instructions, host time of the guest's execution, events, registration time. */
+    record Boot(String label, int probes, long instructions, long runNanos, long events, long registrationNanos, int exitCode) {}
+
+    /** All boots of one arch, in order: none, the cold counts, the hot kprobe, the hot kretprobe. */
+    record Result(Arch arch, String hotFunction, List<Boot> boots) {
+        Boot baseline() { return boots.getFirst(); }
+    }
+
+    private BootBench() {}
+
+    /** Times the guest's execution: from {@code ready} (after the hooks') to {@code finished}. */
+    private static final class Timed implements BootHooks {
+        final BootHooks inner;
+        long start, end;
+
+        Timed(BootHooks inner) { this.inner = inner; }
+
+        @Override public void ready(LinuxGuest guest) {
+            inner.ready(guest);
+            start = System.nanoTime();
+        }
+
+        @Override public boolean breakpoint(LinuxGuest guest, long address) { return inner.breakpoint(guest, address); }
+
+        @Override public void finished(LinuxGuest guest) {
+            end = System.nanoTime();
+            inner.finished(guest);
+        }
+    }
+
+    static Result run(Arch arch, PrintStream progress) throws KernelImageException {
+        List<String> cold = coldFunctions(arch, progress);
+        String hot = hotFunction(arch);
+        long nameOffset = KernelStructs.forGuest(GuestImages.forRepository(), arch).btf().offsetOf("kmem_cache", "name").offset();
+        String a0 = arch == Arch.X86_64 ? "%di" : "%x0", a1 = arch == Arch.X86_64 ? "%si" : "%x1";
+        List<Boot> boots = new ArrayList<>();
+        boots.add(boot(arch, "no probes", List.of(), progress));
+        for (int n : COLD) {
+            if (n > cold.size()) throw new IllegalStateException("only " + cold.size() + " functions are never called in the boot");
+            List<String> defs = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) defs.add("p:cold/c" + i + " " + cold.get((int) ((long) i * cold.size() / n)));
+            boots.add(boot(arch, n + " unhit probes", defs, progress));
+        }
+        boots.add(boot(arch, "p " + hot + " (3 fetchargs, a string)",
+                List.of("p:hot " + hot + " s=" + a0 + " f=" + a1 + " name=+" + nameOffset + "(" + a0 + "):string"), progress));
+        boots.add(boot(arch, "r " + hot + " ret=$retval", List.of("r:hotret " + hot + " ret=$retval"), progress));
+        return new Result(arch, hot, boots);
+    }
+
+    private static String hotFunction(Arch arch) throws KernelImageException {
+        var syms = dev.kpemu.image.Kallsyms.load(GuestImages.forRepository().kernel(arch)).symbols();
+        return syms.byName("kmem_cache_alloc").isPresent() ? "kmem_cache_alloc" : "kmem_cache_alloc_noprof";
+    }
+
+    private static Boot boot(Arch arch, String label, List<String> defs, PrintStream progress) throws KernelImageException {
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, null).keepRecords(false).kernelMessages(l -> { });
+        Timed hooks = new Timed(traced == null ? BootHooks.NONE : traced);
+        BootRunner.Result r = BootRunner.boot(options(arch), hooks);
+        long reg = traced == null ? 0 : Math.max(0, traced.registrationNanos());
+        Boot b = new Boot(label, traced == null ? 0 : traced.effectiveDefinitions().size(), r.instructions(), hooks.end - hooks.start - reg,
+                traced == null ? 0 : traced.eventCount(), reg, r.exitCode());
+        if (progress != null) progress.printf("kpemu: bench boot %s %s: %s, %d instructions, %.2f s%n", arch.linuxName(), label, r.status(),
+                r.instructions(), b.runNanos() / 1e9);
+        return b;
+    }
+
+    private static BootRunner.Options options(Arch arch) {
+        PrintStream none = new PrintStream(OutputStream.nullOutputStream());
+        return new BootRunner.Options(arch, null, null, null, 256, 60, OutputStream.nullOutputStream(), none);
+    }
+
+    /**
+     * The functions the boot never calls, in name order: a survey boot probes every function Linux
+     * accepts a probe on and disables each probe at its first hit (so a hot function costs one hit).
+     */
+    static List<String> coldFunctions(Arch arch, PrintStream progress) throws KernelImageException {
+        Set<String> fired = new HashSet<>();
+        TracedBoot[] t = new TracedBoot[1];
+        t[0] = new TracedBoot(List.of("p:survey/ *"), null).keepRecords(false).optimize(false).kernelMessages(l -> { })
+                .sink(r -> {
+                    fired.add(r.event());
+                    for (Kprobe k : t[0].kprobes().probesAt(r.ip())) if (!k.isDisabled()) t[0].kprobes().disable(k);
+                });
+        BootRunner.Result r = BootRunner.boot(options(arch), t[0]);
+        if (r.exitCode() != BootRunner.EXIT_POWERED_OFF) throw new IllegalStateException("survey boot: " + r.status());
+        TreeSet<String> cold = new TreeSet<>();
+        for (String d : t[0].effectiveDefinitions()) {
+            String[] f = d.split("\\s+");                      // p:survey/p_NAME_0 NAME
+            String event = f[0].substring(f[0].indexOf('/') + 1);
+            if (!fired.contains(event)) cold.add(f[1]);
+        }
+        if (progress != null) progress.printf("kpemu: bench boot %s survey: %d functions probed, %d called, %d never called%n",
+                arch.linuxName(), t[0].effectiveDefinitions().size(), fired.size(), cold.size());
+        return List.copyOf(cold);
+    }
+}
