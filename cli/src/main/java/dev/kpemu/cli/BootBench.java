@@ -119,23 +119,23 @@ final class BootBench {
      * accepts a probe on and disables each probe at its first hit (so a hot function costs one hit).
      */
     static List<String> coldFunctions(Arch arch, PrintStream progress) throws KernelImageException {
-        Set<String> fired = new HashSet<>();
+        Set<Long> fired = new HashSet<>();      // by address: aliases (two names, one address) share a probe point
         TracedBoot[] t = new TracedBoot[1];
         t[0] = new TracedBoot(List.of("p:survey/ *"), null).keepRecords(false).optimize(false).kernelMessages(l -> { })
                 .sink(r -> {
-                    fired.add(r.event());
+                    fired.add(r.ip());
                     for (Kprobe k : t[0].kprobes().probesAt(r.ip())) if (!k.isDisabled()) t[0].kprobes().disable(k);
                 });
         BootRunner.Result r = BootRunner.boot(options(arch), t[0]);
         if (r.exitCode() != BootRunner.EXIT_POWERED_OFF) throw new IllegalStateException("survey boot: " + r.status());
+        var syms = dev.kpemu.image.Kallsyms.load(GuestImages.forRepository().kernel(arch)).symbols();
         TreeSet<String> cold = new TreeSet<>();
         for (String d : t[0].effectiveDefinitions()) {
-            String[] f = d.split("\\s+");                      // p:survey/p_NAME_0 NAME
-            String event = f[0].substring(f[0].indexOf('/') + 1);
-            if (!fired.contains(event)) cold.add(f[1]);
+            String name = d.split("\\s+")[1];                 // p:survey/p_NAME_0 NAME
+            if (!fired.contains(syms.address(name))) cold.add(name);
         }
         if (progress != null) progress.printf("kpemu: bench boot %s survey: %d functions probed, %d called, %d never called%n",
-                arch.linuxName(), t[0].effectiveDefinitions().size(), fired.size(), cold.size());
+                arch.linuxName(), t[0].effectiveDefinitions().size(), t[0].effectiveDefinitions().size() - cold.size(), cold.size());
         return List.copyOf(cold);
     }
 }

@@ -84,6 +84,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private final Decoder decoder;
     private final OptimizationInputs inputs;
     private final Map<Long, Site> sites = new LinkedHashMap<>();
+    /** {@link #sites} by address (unsigned): a change re-checks only the sites in the changed probe's function. */
+    private final java.util.NavigableMap<Long, Site> sitesByAddress = new java.util.TreeMap<>(Long::compareUnsigned);
     private final List<Site> retired = new ArrayList<>();
     /** Hooks of released buffers, inert, deleted only by {@link #close()} (see {@link #release}). */
     private final List<Unicorn.Hook> inertHooks = new ArrayList<>();
@@ -104,6 +106,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
         /** Cleared when the buffer is released: its hooks then do nothing (see {@link #release}). */
         java.util.concurrent.atomic.AtomicBoolean hooksLive;
         long queuedAt;
+        /** The probed function's extent at the last check ([fnStart, fnEnd); both 0 before). */
+        long fnStart, fnEnd;
         /** Hits through the detour's hand-off (the jump), not through the breakpoint. */
         long detourHits;
 
@@ -195,8 +199,41 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public void probeChanged(long address) {
-        if (engine.probe(address) != null) sites.computeIfAbsent(address, Site::new);
-        evaluateAll();
+        ProbeOptimizer.ProbeState st = engine.probe(address);
+        if (st != null && !sites.containsKey(address)) {
+            Site s = new Site(address);
+            sites.put(address, s);
+            sitesByAddress.put(address, s);
+        }
+        evaluateFunctionOf(address, st);
+    }
+
+    /**
+     * Checks again the sites a change at {@code address} can affect: Linux's rules look only inside
+     * the probed function (its text, its other probes), so the sites in that function; every site
+     * when the function is unknown.
+     */
+    private void evaluateFunctionOf(long address, ProbeOptimizer.ProbeState st) {
+        long start, end;
+        if (st != null && st.symbol() != null && st.symbol().size() > 0) {
+            start = st.symbol().start();
+            end = start + st.symbol().size();
+        } else {
+            Site known = sites.get(address);
+            if (known == null || known.fnStart == known.fnEnd) {
+                evaluateAll();
+                return;
+            }
+            start = known.fnStart;
+            end = known.fnEnd;
+        }
+        if (Long.compareUnsigned(start, end) >= 0) {
+            evaluateAll();
+            return;
+        }
+        for (Site s : List.copyOf(sitesByAddress.subMap(start, true, end, false).values())) evaluate(s);
+        Site self = sites.get(address);
+        if (self != null && (Long.compareUnsigned(address, start) < 0 || Long.compareUnsigned(address, end) >= 0)) evaluate(self);
     }
 
     @Override
@@ -213,12 +250,17 @@ public final class JumpOptimizer implements ProbeOptimizer {
     @Override
     public void probeRemoved(long address) {
         Site s = sites.remove(address);
+        sitesByAddress.remove(address);
         if (s != null) {
             if (s.state == State.OPTIMIZED) unoptimize(s); // not expected: the engine wrote the text first
             setState(s, State.BREAKPOINT);
             retire(s);
         }
-        evaluateAll();
+        if (s == null || s.fnStart == s.fnEnd) {
+            evaluateAll();
+            return;
+        }
+        for (Site o : List.copyOf(sitesByAddress.subMap(s.fnStart, true, s.fnEnd, false).values())) evaluate(o);
     }
 
     @Override
@@ -281,6 +323,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
             release(s);
         }
         sites.clear();
+        sitesByAddress.clear();
         for (Site s : retired) release(s);
         retired.clear();
         for (Unicorn.Hook h : inertHooks) machine.engine().delete(h);
@@ -297,6 +340,10 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private void evaluate(Site s) {
         ProbeOptimizer.ProbeState st = engine.probe(s.address);
         if (st == null || s.permanent) return;
+        if (st.symbol() != null) {
+            s.fnStart = st.symbol().start();
+            s.fnEnd = st.symbol().start() + st.symbol().size();
+        }
         Verdict v;
         try {
             v = OptimizationSafety.check(decoder, candidate(st));
@@ -350,7 +397,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
                 .landingPadsEnforced(inputs.landingPadsEnforced());
         for (TextRange r : inputs.reservedText(fn)) b.reservedText(r);
-        for (long other : engine.probeAddresses()) {
+        for (long other : engine.probeAddresses(sym.start(), sym.start() + sym.size())) {
             if (other == st.address() || !fn.contains(other)) continue;
             ProbeOptimizer.ProbeState o = engine.probe(other);
             if (o != null && o.armed()) b.otherProbe(other);
