@@ -51,7 +51,7 @@ final class BenchCommand implements Callable<Integer> {
             return ExitCodes.ERROR;
         }
         progress.flush();
-        out.printf("%-8s %-46s %7s %14s %9s %7s %9s %12s%n", "arch", "boot", "probes", "instructions", "run s", "ratio", "events", "us/event");
+        out.printf("%-8s %-46s %7s %14s %9s %7s %9s %12s%n", "arch", "boot", "probes", "instructions", "cpu s", "ratio", "events", "us/event");
         for (BootBench.Result r : results) {
             BootBench.Boot base = r.baseline();
             for (BootBench.Boot b : r.boots()) {
@@ -61,10 +61,10 @@ final class BenchCommand implements Callable<Integer> {
                         b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
             }
             BootBench.Boot most = r.boots().get(BootBench.COLD.length);
-            out.printf("%-8s registration of %d probes: %.3f s%n", r.arch().linuxName(), most.probes(), most.registrationNanos() / 1e9);
+            out.printf("%-8s registration of %d probes: %.3f s CPU%n", r.arch().linuxName(), most.probes(), most.registrationNanos() / 1e9);
         }
-        out.println("(run s: host time from the first guest instruction to power-off, registration excluded; ratio: to the boot without probes;");
-        out.println(" us/event: (run s - no-probe run s) / events; one boot per row, in one process; targets: 1,000 unhit <= 1.02, 10,000 <= 1.05,");
+        out.println("(cpu s: CPU time of the emulation thread from the first guest instruction to power-off, registration excluded;");
+        out.println(" ratio: to the boot without probes; us/event: (cpu s - no-probe cpu s) / events; one boot per row, in one process; targets: 1,000 unhit <= 1.02, 10,000 <= 1.05,");
         out.println(" registration of 10,000 <= 1 s, <= 1 us per three-fetcharg event)");
         out.flush();
         return ExitCodes.OK;

@@ -235,13 +235,17 @@ public final class TracedBoot implements BootHooks {
 
     /** The definitions registered: the given ones with every glob expanded (kpemu's extension, {@link ProbeGlob}). */
     private List<String> effective;
-    private long registrationNanos = -1;
+    private long registrationNanos = -1, registrationCpuNanos = -1;
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     /** The definitions registered, globs expanded (known after {@link #ready}). */
     public List<String> effectiveDefinitions() { return effective == null ? List.of() : List.copyOf(effective); }
 
     /** Host time registering and enabling the definitions took at the registration point (-1 before). */
     public long registrationNanos() { return registrationNanos; }
+
+    /** The same in CPU time of the emulation thread (what the machine's other load does not stretch), -1 before. */
+    public long registrationCpuNanos() { return registrationCpuNanos; }
 
     /**
      * One glob definition as the probes Linux would accept: every match is checked as a single
@@ -337,7 +341,7 @@ public final class TracedBoot implements BootHooks {
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
-            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out).dialect(dialect);
+            events = EventEngine.attach(kprobes, kernelSymbols(guest), structs(guest), out).dialect(dialect);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -347,7 +351,7 @@ public final class TracedBoot implements BootHooks {
             eventCount.incrementAndGet();
         });
         flushTasksWhenFreed(guest, m);
-        long t0 = System.nanoTime();
+        long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
@@ -355,6 +359,7 @@ public final class TracedBoot implements BootHooks {
             return false;
         } finally {
             registrationNanos = System.nanoTime() - t0;
+            registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
         watchReturnToUser(m);
         return true;
@@ -372,7 +377,7 @@ public final class TracedBoot implements BootHooks {
         if (at.isEmpty()) return;
         long rcu;
         try {
-            rcu = guest.kernelStructs().task("rcu").offset();
+            rcu = structs(guest).task("rcu").offset();
         } catch (KernelImageException | RuntimeException e) {
             return;
         }
@@ -483,12 +488,20 @@ public final class TracedBoot implements BootHooks {
         }
     }
 
+    private dev.kpemu.image.btf.KernelStructs structs;
+
+    /** The kernel's structures from its BTF, parsed once (a few seconds on Debian's kernels). */
+    private dev.kpemu.image.btf.KernelStructs structs(LinuxGuest guest) throws KernelImageException {
+        if (structs == null) structs = guest.kernelStructs();
+        return structs;
+    }
+
     /** The kernel's symbols, with its BTF when the dialect uses it. */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
         KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
         if (!dialect.hasBtfRetval()) return k;
         try {
-            return k.withBtf(guest.kernelStructs().btf());
+            return k.withBtf(structs(guest).btf());
         } catch (KernelImageException e) {
             return k;   // no BTF: untyped $retval stays x64, as on a kernel built without it
         }
