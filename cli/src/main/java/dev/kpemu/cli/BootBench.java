@@ -24,7 +24,7 @@ import dev.kpemu.machine.Arch;
  *
  * <ul>
  * <li><b>Unhit probes.</b> Boots with 0, 100, 1,000 and 10,000 probes on functions the boot never
- *     calls; the guest's instruction count must stay the same (the probes change nothing the guest
+ *     calls; the guest's instruction count is shown (unhit probes should change nothing the guest
  *     sees), the CPU time of the guest's execution (from the first instruction to power-off,
  *     registration excluded) is given as a ratio to the boot without probes. Which functions the
  *     boot never calls is found by a survey boot first: every function Linux lets one probe
