@@ -56,7 +56,7 @@ final class BenchCommand implements Callable<Integer> {
             BootBench.Boot base = r.baseline();
             for (BootBench.Boot b : r.boots()) {
                 double ratio = (double) b.runNanos() / base.runNanos();
-                String perEvent = b.events() == 0 ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
+                String perEvent = b.events() == 0 || b.probes() != 1 ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
                 out.printf("%-8s %-46s %7d %14d %9.2f %7.3f %9d %12s%s%n", r.arch().linuxName(), b.label(), b.probes(), b.instructions(),
                         b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
             }

@@ -278,14 +278,7 @@ public final class TracedBoot implements BootHooks {
                 reasons.merge(reason(e, List.of()), 1, Integer::sum);
             }
         }
-        int skipped = x.definitions().size() - accepted.size();
-        StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted.size())
-                .append(accepted.size() == 1 ? " probe" : " probes");
-        if (skipped > 0) {
-            msg.append(", ").append(skipped).append(" skipped as Linux refuses them (");
-            msg.append(String.join("; ", reasons.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList())).append(')');
-        }
-        kernelMessages.accept(msg.toString());
+        kernelMessages.accept(globSummary(line, accepted.size(), x.definitions().size() - accepted.size(), reasons));
         if (accepted.isEmpty()) {
             throw new DefinitionRejected(ProbeSyntaxException.registration(line.strip(), 0, 0, null, dev.kpemu.kprobes.Errno.ENOENT),
                     List.of("kpemu: " + line.strip() + ": " + (x.matched().isEmpty() ? "no function matches" : "Linux refuses every match")));
@@ -293,8 +286,19 @@ public final class TracedBoot implements BootHooks {
         return accepted;
     }
 
+    /** The one line that sums up a glob's expansion: how many probes, how many skipped and why. */
+    static String globSummary(String line, int accepted, int skipped, java.util.Map<String, Integer> reasons) {
+        StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted)
+                .append(accepted == 1 ? " probe" : " probes");
+        if (skipped > 0) {
+            msg.append(", ").append(skipped).append(" skipped as Linux refuses them (");
+            msg.append(String.join("; ", reasons.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList())).append(')');
+        }
+        return msg.toString();
+    }
+
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
-    private static String reason(ProbeSyntaxException e, List<String> console) {
+    static String reason(ProbeSyntaxException e, List<String> console) {
         if (!console.isEmpty()) {
             String c = console.getFirst().replaceFirst("^trace_kprobe: ", "");
             return c.replaceAll(" [^ ]+$", "").strip(); // drop the symbol: "Could not probe notrace function"

@@ -84,6 +84,10 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private final Decoder decoder;
     private final OptimizationInputs inputs;
     private final Map<Long, Site> sites = new LinkedHashMap<>();
+    /** More bytes than any patch the optimizer writes (a jump: 5 bytes on x86, 4 on arm64). */
+    private static final int MAX_PATCH = 16;
+    /** More bytes than any displaced region (a jump's worth of whole instructions: at most 4 + 15 on x86). */
+    private static final int MAX_REGION = 64;
     /** {@link #sites} by address (unsigned): a change re-checks only the sites in the changed probe's function. */
     private final java.util.NavigableMap<Long, Site> sitesByAddress = new java.util.TreeMap<>(Long::compareUnsigned);
     private final List<Site> retired = new ArrayList<>();
@@ -238,7 +242,13 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public void beforeTextWrite(long address, int length) {
-        for (Site s : sites.values()) {
+        // only sites whose patch or displaced region can reach [address, address + length)
+        long from = address - MAX_REGION;
+        if (Long.compareUnsigned(from, address) > 0) from = 0;
+        long to = address + length;
+        java.util.Collection<Site> near = Long.compareUnsigned(from, to) < 0
+                ? List.copyOf(sitesByAddress.subMap(from, true, to, false).values()) : List.copyOf(sites.values());
+        for (Site s : near) {
             if (s.state == State.OPTIMIZED && overlaps(s.address, s.patch.length(), address, length)) {
                 unoptimize(s);
             } else if (s.state == State.QUEUED && overlaps(s.address, s.region().length(), address, length)) {
@@ -300,7 +310,12 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public void recoverText(long va, byte[] buf) {
-        for (Site s : sites.values()) {
+        // only sites whose patch can overlap [va, va + len): a patch is a few bytes (5 on x86, 4 on arm64)
+        long from = va - MAX_PATCH;
+        if (Long.compareUnsigned(from, va) > 0) from = 0;
+        long to = va + buf.length;
+        java.util.Collection<Site> near = Long.compareUnsigned(from, to) < 0 ? sitesByAddress.subMap(from, true, to, false).values() : sites.values();
+        for (Site s : near) {
             if (s.state != State.OPTIMIZED) continue;
             byte[] orig = s.patch.original();
             for (int i = 0; i < orig.length; i++) {
