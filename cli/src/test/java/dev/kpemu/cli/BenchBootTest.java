@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 class BenchBootTest {
     @Test
     void everyRowIsReported() {
-        CliTest.Run r = CliTest.run("bench", "boot", "--arch", "arm64", "--cold", "10,50");
+        CliTest.Run r = CliTest.run("bench", "boot", "--arch", "arm64", "--cold", "10,50", "--repeat", "1");
         assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
         assertTrue(r.err().contains("kpemu: bench boot arm64 survey: "), r.err());
         Pattern row = Pattern.compile("arm64\\s+(.+?)\\s+(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+)\\s+(\\S+)");
