@@ -37,9 +37,9 @@ import dev.kpemu.machine.Arch;
  *     offset from the kernel's BTF), and a kretprobe event with {@code $retval}: (host time with the
  *     probe − without) / events, and the boot's slowdown as a ratio.</li>
  * </ul>
- * Times are CPU time of the emulation thread, one boot each (a loaded machine stretches wall time
- * far more): read the ratios, not the seconds; guest instructions show the runs are the same
- * workload.
+ * Times are CPU time of the emulation thread (a loaded machine stretches wall time far more), the
+ * least of {@code repeat} boots run round robin: read the ratios, not the seconds; guest
+ * instructions show the runs are the same workload.
  */
 public final class BootBench {
     /** Cold-probe counts measured by default. */
