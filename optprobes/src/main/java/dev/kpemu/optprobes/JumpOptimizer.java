@@ -26,8 +26,10 @@ import java.util.Set;
  * <ol>
  * <li><b>Breakpoint.</b> A registered probe starts as a breakpoint probe. Whenever the engine
  *     reports a change (register, unregister, enable, disable, a child added to the aggregate, the
- *     global arm switch, {@code debug.kprobes_optimization}) every site is checked again with
- *     {@link OptimizationSafety#check}. A refusal for a permanent reason is remembered until the
+ *     global arm switch, {@code debug.kprobes_optimization}) the sites in the changed probe's
+ *     function are checked again with {@link OptimizationSafety#check} (its rules look only at the
+ *     function: its text, its other probes; every site when the function is unknown), so
+ *     registering n probes costs n checks, not n². A refusal for a permanent reason is remembered until the
  *     probe is removed; temporary reasons (post handler, another probe in the region, disabled,
  *     optimization off) are checked again at the next change.</li>
  * <li><b>Queued</b> (Linux: {@code KPROBE_FLAG_OPTIMIZED} set, on the optimizing list). The detour
