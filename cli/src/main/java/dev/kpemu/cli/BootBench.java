@@ -158,7 +158,7 @@ public final class BootBench {
         Set<Long> fired = new HashSet<>();      // by address: aliases (two names, one address) share a probe point
         TracedBoot[] t = new TracedBoot[1];
         t[0] = new TracedBoot(List.of("p:survey/ *"), null).keepRecords(false).optimize(false).kernelMessages(l -> { })
-                .sink(r -> {
+                .addSink(r -> {
                     fired.add(r.ip());
                     for (Kprobe k : t[0].kprobes().probesAt(r.ip())) if (!k.isDisabled()) t[0].kprobes().disable(k);
                 });
