@@ -19,9 +19,12 @@ import dev.kpemu.machine.Arch;
                 "  unicorn  cost of an interrupt-hook round trip, a register read, a one-instruction",
                 "           step and a stop+restart on the Unicorn binding",
                 "  probes   per-hit cost of a stepped, a boosted and an optimized kprobe and a kretprobe with a",
-                "           trivial Java handler, against the same loop unprobed (bare-metal guest)"})
+                "           trivial Java handler, against the same loop unprobed (bare-metal guest)",
+                "  boot     on Debian's booted kernel: boots with 0/100/1,000/10,000 probes that are never hit",
+                "           (ratio to 0), registering 10,000, and the per-event cost of a three-fetcharg kprobe event",
+                "           and a kretprobe event on a hot function (kmem_cache_alloc), with the boot's slowdown"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes }
+    enum What { unicorn, probes, boot }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -35,7 +38,48 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--per-batch", description = "operations per batch (default: 20000 for unicorn, 100000 probe hits for probes)")
     Integer perBatch;
 
+    @Option(names = "--cold", split = ",", paramLabel = "N", description = "boot: the numbers of unhit probes measured (default 100,1000,10000)")
+    List<Integer> cold;
+
+    @Option(names = "--repeat", paramLabel = "N", description = "boot: runs of each boot, the least CPU time kept (default ${DEFAULT-VALUE})", defaultValue = "3")
+    int repeat;
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    /** {@code bench boot}: every arch's boots first (progress on stderr), then the table. */
+    private int boot(List<Arch> arches, PrintWriter out) {
+        List<BootBench.Result> results = new java.util.ArrayList<>();
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        try {
+            List<Integer> counts = cold == null ? BootBench.COLD : cold;
+            if (counts.isEmpty() || counts.stream().anyMatch(n -> n < 1))
+                throw new CommandLine.ParameterException(spec.commandLine(), "--cold needs positive numbers");
+            if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+            for (Arch a : arches) results.add(BootBench.run(a, counts, repeat, progress));
+        } catch (dev.kpemu.image.KernelImageException e) {
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        out.printf("%-8s %-46s %7s %14s %9s %7s %9s %12s%n", "arch", "boot", "probes", "instructions", "cpu s", "ratio", "events", "us/event");
+        for (BootBench.Result r : results) {
+            BootBench.Boot base = r.baseline();
+            for (BootBench.Boot b : r.boots()) {
+                double ratio = (double) b.runNanos() / base.runNanos();
+                String perEvent = b.events() == 0 || b.probes() != 1 ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
+                out.printf("%-8s %-46s %7d %14d %9.2f %7.3f %9d %12s%s%n", r.arch().linuxName(), b.label(), b.probes(), b.instructions(),
+                        b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
+            }
+            BootBench.Boot most = r.mostCold();
+            out.printf("%-8s registration of %d probes: %.3f s CPU%n", r.arch().linuxName(), most.probes(), most.registrationNanos() / 1e9);
+        }
+        out.println("(cpu s: CPU time of the emulation thread from the first guest instruction to power-off, the set-up at the");
+        out.println(" registration point excluded (BTF and tables read, probes registered);");
+        out.println(" ratio: to the boot without probes; us/event: (cpu s - no-probe cpu s) / events; least of --repeat boots per row (round robin), in one process; targets: 1,000 unhit <= 1.02, 10,000 <= 1.05,");
+        out.println(" registration of 10,000 <= 1 s, <= 1 us per three-fetcharg event)");
+        out.flush();
+        return ExitCodes.OK;
+    }
 
     @Override public Integer call() {
         int batches = this.batches != null ? this.batches : what == What.unicorn ? 31 : 9;
@@ -43,6 +87,7 @@ final class BenchCommand implements Callable<Integer> {
         if (batches < 1 || perBatch < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--batches and --per-batch must be positive");
         List<Arch> arches = ArchOption.orBoth(spec, arch);
         PrintWriter out = spec.commandLine().getOut();
+        if (what == What.boot) return boot(arches, out);
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"
                     + "(targets: kprobe <= 1.0, boosted <= 0.5, kretprobe <= 1.5, optimized <= 0.15 us)%n", batches, perBatch);

@@ -27,6 +27,7 @@ import dev.kpemu.machine.StopReason;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.RecordedTrace;
+import dev.kpemu.kprobes.events.RecordedTraceReader;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
 
@@ -206,16 +207,20 @@ final class BootCommand implements Callable<Integer> {
         }
         if (!setup.isEmpty() && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--filter, --trigger and --disable need probe definitions (-e or --events-file)");
-        RecordedTrace golden = null;
         if (expect != null) {
+            RecordedTrace.Header gh;
             try {
-                golden = CompareCommand.read(spec, expect);
+                gh = RecordedTraceReader.check(expect);       // the whole golden checked before the boot, keeping nothing
+            } catch (NoSuchFileException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no such file: " + expect);
+            } catch (java.nio.file.FileSystemException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "cannot read " + expect + ": " + e.getReason());
             } catch (RecordedTrace.MalformedTraceException e) {
                 err.println("kpemu: " + e.getMessage());
                 return ExitCodes.ERROR;
             }
-            if (golden.header().arch() != a) {
-                err.println("kpemu: " + expect + " was recorded on " + golden.header().arch().linuxName() + ", this boot is " + a.linuxName());
+            if (gh.arch() != a) {
+                err.println("kpemu: " + expect + " was recorded on " + gh.arch().linuxName() + ", this boot is " + a.linuxName());
                 return ExitCodes.USAGE;
             }
         }
@@ -242,7 +247,7 @@ final class BootCommand implements Callable<Integer> {
         // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
         PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup).keepRecords(false);
         if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
@@ -253,6 +258,8 @@ final class BootCommand implements Callable<Integer> {
         InteractiveTerminal term = null;
         OutputStream commandOut = null;
         if (traced != null) traced.dialect(DialectOption.parse(spec, dialect));
+        StreamedOutputs outputs = null;
+        OutputStream perfettoFile = null;
         try {
             if (interactive) {
                 if (recordInput != null) {
@@ -283,6 +290,15 @@ final class BootCommand implements Callable<Integer> {
                     if (!moduleNames.isEmpty()) initrdFile = GuestModules.withModules(initrdFile, a, choice, moduleNames);
                     if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
                         version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
+                    if (traced != null && (record != null || expect != null || perfetto != null)) {
+                        OutputStream perfettoJson = perfetto == null ? null : "-".equals(perfetto) ? WriterOutputStream.printStream(out)
+                                : (perfettoFile = Files.newOutputStream(Path.of(perfetto)));
+                        Map<String, String> v = version;
+                        Path kf = kernelFile, rf = initrdFile;
+                        outputs = new StreamedOutputs(a, traced.headerDefinitions(), record, perfettoJson,
+                                expect == null ? null : RecordedTraceReader.open(expect), choice2, () -> header(traced, a, v, kf, rf));
+                        traced.addSink(outputs);
+                    }
                     try (Progress p = Progress.start("kpemu", gc.commandGuest() || "-".equals(consoleTo),
                             () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
                         // with a command, stderr carries its output: kpemu's start-up lines stay out of it
@@ -346,32 +362,26 @@ final class BootCommand implements Callable<Integer> {
                         for (String l : r.lastLines()) err.println("  " + l);
                     }
                 }
-                if (traced != null && (record != null || expect != null || perfetto != null)) {
-                    RecordedTrace.Header h = traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
-                            VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
-                    RecordedTrace run = traced.recordedTrace(h, "this run");
-                    if (record != null) {
-                        RecordedTrace.write(record, h, traced.records().stream().map(dev.kpemu.kprobes.events.TraceRecord::line).toList());
-                        err.printf("kpemu: recorded %d events to %s%s%n", run.events().size(), record,
-                                r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                if (outputs != null) {
+                    StreamedOutputs.Finished f;
+                    try {
+                        f = outputs.finish(header(traced, a, version, kernelFile, initrdFile), r.exitCode() == ExitCodes.OK && !hostStopped);
+                    } catch (RecordedTrace.MalformedTraceException e) {
+                        err.println("kpemu: " + e.getMessage());
+                        return ExitCodes.ERROR;
                     }
-                    if (perfetto != null) {
-                        PerfettoTrace pt = PerfettoTrace.of(run);
-                        if ("-".equals(perfetto)) {
-                            pt.write(WriterOutputStream.printStream(out));
-                        } else {
-                            try (OutputStream o = Files.newOutputStream(Path.of(perfetto))) {
-                                pt.write(o);
-                            }
-                        }
-                        var c = pt.counts();
+                    if (f.recorded() != null)
+                        err.printf("kpemu: recorded %d events to %s%s%n", f.recorded(), record,
+                                r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                    if (f.perfetto() != null) {
+                        if ("-".equals(perfetto)) out.flush();
+                        var c = f.perfetto();
                         err.printf("kpemu: perfetto JSON%s: %d task tracks, %d instants, %d slices, %d phases%n",
                                 "-".equals(perfetto) ? "" : " " + perfetto, c.tracks(), c.instants(), c.slices(), c.phases());
                     }
-                    if (golden != null && r.exitCode() == ExitCodes.OK && !hostStopped) {
-                        TraceComparison.Outcome o = TraceComparison.compare(golden, run, choice2);
-                        err.print(o.diff());
-                        if (!o.matches()) code = ExitCodes.TRACE_DIFFERS;
+                    if (f.comparison() != null) {
+                        err.print(f.comparison().diff());
+                        if (!f.comparison().matches()) code = ExitCodes.TRACE_DIFFERS;
                     }
                 }
                 err.flush();
@@ -389,7 +399,15 @@ final class BootCommand implements Callable<Integer> {
                 Files.deleteIfExists(generated.getParent());
             }
             if (traceFile != null) traceFile.close();
+            if (outputs != null) outputs.close();
+            if (perfettoFile != null) perfettoFile.close();
         }
+    }
+
+    /** The header of this boot's recorded trace (the phases once the guest stopped). */
+    private RecordedTrace.Header header(TracedBoot traced, Arch a, Map<String, String> version, Path kernelFile, Path initrdFile) throws IOException {
+        return traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
+                VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
     }
 
     /** A file kpemu writes; one that cannot be opened is a usage error naming it (one line, exit 2). */

@@ -26,6 +26,7 @@ import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.KernelSymbols;
+import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.machine.Arch;
@@ -37,7 +38,9 @@ import dev.kpemu.machine.Arch;
 @Command(name = "check-events", mixinStandardHelpOptions = true,
         description = {"Check kprobe_events definitions against a kernel without booting it.",
                 "Valid definitions are printed as kprobe_events lists them; errors as the kernel's",
-                "error_log shows them (message, command, caret), with exit code 2."})
+                "error_log shows them (message, command, caret), with exit code 2.",
+                "A glob in the probed symbol (kpemu's extension, as kpemu boot: p:vfs/ vfs_*) lists every match",
+                "Linux would accept and skips the others with one summary line."})
 final class CheckEventsCommand implements Callable<Integer> {
     @Option(names = "--arch", defaultValue = "x86_64", description = "x86_64 or arm64 (default ${DEFAULT-VALUE})")
     String arch;
@@ -70,6 +73,10 @@ final class CheckEventsCommand implements Callable<Integer> {
         int bad = 0;
         try (Checker c = checker(a, choice, DialectOption.parse(spec, dialect))) {
             for (String line : lines) {
+                if (ProbeGlob.isGlob(line)) {
+                    if (!checkGlob(line, c, out, err)) bad++;
+                    continue;
+                }
                 DefinitionCheck.Outcome o = c.check().check(line);
                 o.console().forEach(err::println);
                 if (o.accepted()) {
@@ -86,8 +93,46 @@ final class CheckEventsCommand implements Callable<Integer> {
         return bad == 0 ? ExitCodes.OK : ExitCodes.USAGE;
     }
 
-    /** The check and what it holds open (the kernel's decoder). */
-    private record Checker(DefinitionCheck check, AutoCloseable resource) implements AutoCloseable {
+    /**
+     * A glob definition (kpemu's extension, {@link ProbeGlob}) expanded as {@code kpemu boot}
+     * expands it: each match checked as a single definition; the accepted ones listed, the ones
+     * Linux refuses skipped with one summary line on stderr. False when nothing matches, only
+     * refused functions do, or the glob is malformed (each with a one-line reason).
+     */
+    private boolean checkGlob(String line, Checker c, PrintWriter out, PrintWriter err) {
+        if (c.symbols() == null) {
+            err.println("kpemu: " + line.strip() + ": a glob needs the kernel's symbols (not with --syntax-only)");
+            return false;
+        }
+        List<ProbeGlob.Symbol> all = new ArrayList<>(c.symbols().symbols().size());
+        for (var sym : c.symbols().symbols())
+            all.add(new ProbeGlob.Symbol(sym.name(), sym.type() == 't' || sym.type() == 'T' || sym.type() == 'W' || sym.type() == 'w'));
+        ProbeGlob.Expansion x;
+        try {
+            x = ProbeGlob.expand(line, all);
+        } catch (IllegalArgumentException e) {
+            err.println("kpemu: " + e.getMessage());
+            return false;
+        }
+        int accepted = 0;
+        java.util.Map<String, Integer> reasons = new java.util.TreeMap<>();
+        for (String d : x.definitions()) {
+            DefinitionCheck.Outcome o = c.check().check(d);
+            if (o.accepted()) {
+                accepted++;
+                o.listing().forEach(out::println);
+            } else {
+                reasons.merge(TracedBoot.reason(o.error(), o.console()), 1, Integer::sum);
+            }
+        }
+        err.println(TracedBoot.globSummary(line, accepted, x.definitions().size() - accepted, reasons));
+        if (accepted > 0) return true;
+        err.println("kpemu: " + line.strip() + ": " + (x.matched().isEmpty() ? "no function matches" : "Linux refuses every match"));
+        return false;
+    }
+
+    /** The check, the kernel's symbols (null: syntax only) and what it holds open (the kernel's decoder). */
+    private record Checker(DefinitionCheck check, dev.kpemu.image.SymbolTable symbols, AutoCloseable resource) implements AutoCloseable {
         @Override public void close() {
             try {
                 resource.close();
@@ -105,7 +150,7 @@ final class CheckEventsCommand implements Callable<Integer> {
     private Checker checker(Arch a, KernelChoice choice, Dialect forced) throws KernelImageException {
         if (syntaxOnly) {
             Dialect d = forced != null ? forced : Dialect.LINUX_6_1;
-            return new Checker(new DefinitionCheck(a, d, KernelSymbols.permissive(), ProbeSites.none()), () -> { });
+            return new Checker(new DefinitionCheck(a, d, KernelSymbols.permissive(), ProbeSites.none()), null, () -> { });
         }
         Path k = GuestImages.forRepository().kernel(a, choice);
         Kallsyms.KernelText kt = Kallsyms.load(k);
@@ -113,7 +158,7 @@ final class CheckEventsCommand implements Callable<Integer> {
         KallsymsSymbols symbols = KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes());
         if (d.hasBtfArgs()) symbols = symbols.withBtf(BtfLocator.read(k).btf());
         KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes()).dialect(d);
-        return new Checker(new DefinitionCheck(a, d, symbols, sites), sites);
+        return new Checker(new DefinitionCheck(a, d, symbols, sites), kt.symbols(), sites);
     }
 
     private List<String> readLines(String f) throws IOException {

@@ -3,18 +3,18 @@ package dev.kpemu.cli;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import dev.kpemu.kprobes.events.ProbeDefinition;
@@ -24,6 +24,7 @@ import dev.kpemu.kprobes.events.ProbeTarget;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.kprobes.events.TraceProbe;
+import dev.kpemu.machine.Arch;
 
 /**
  * A recorded trace as Chrome/Perfetto trace-event JSON (the "JSON Object Format" of the Trace
@@ -45,6 +46,10 @@ import dev.kpemu.kprobes.events.TraceProbe;
  *     {@code init}: /init to power-off) are slices on one thread.</li>
  * </ul>
  * Times are guest (virtual) time in microseconds, as the trace lines print them.
+ *
+ * <p>Written as the run goes ({@link Writer}): each event is written when it arrives (a slice when
+ * its return arrives); only the unpaired entries of functions that have a return probe, and the
+ * task names, are kept; the task metadata, the phases and {@code otherData} follow the events.
  */
 final class PerfettoTrace {
     static final int GUEST_PID = 1, KPEMU_PID = 2, PHASES_TID = 1;
@@ -52,25 +57,84 @@ final class PerfettoTrace {
     /** Counts of what was written, for reports and tests. */
     record Counts(int tracks, int instants, int slices, int phases) {}
 
-    private final ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    private final ObjectNode root = mapper.createObjectNode();
+    private final byte[] json;
     private final Counts counts;
 
-    private PerfettoTrace(RecordedTrace t) {
-        RecordedTrace.Header h = t.header();
-        Map<String, String> entryOf = entryEvents(t);                   // event name -> function
-        ArrayNode events = mapper.createArrayNode();
-        Map<Integer, Set<String>> comms = new LinkedHashMap<>();
-        Map<String, Deque<ReferenceTrace.Event>> open = new HashMap<>();    // "tid function" -> entries
-        List<ObjectNode> body = new ArrayList<>();
-        int instants = 0, slices = 0;
-        for (ReferenceTrace.Event e : t.events()) {
-            if (e.context() == null) continue;
+    private PerfettoTrace(byte[] json, Counts counts) {
+        this.json = json;
+        this.counts = counts;
+    }
+
+    /** Converts a whole recorded trace ({@code kpemu convert}). */
+    static PerfettoTrace of(RecordedTrace t) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (Writer w = new Writer(bytes, t.header().arch(), t.header().definitions())) {
+            for (ReferenceTrace.Event e : t.events()) w.event(e);
+            Counts c = w.finish(t.header());
+            return new PerfettoTrace(bytes.toByteArray(), c);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    Counts counts() { return counts; }
+
+    void write(OutputStream out) throws IOException {
+        out.write(json);
+        out.flush();
+    }
+
+    /**
+     * The JSON written as events arrive: {@link #event} for each event of the run in order (or
+     * {@link #line} for a {@code trace} line), then {@link #finish} with the run's header.
+     */
+    static final class Writer implements AutoCloseable {
+        private final ObjectMapper mapper = new ObjectMapper();
+        private final JsonGenerator out;
+        private final Map<String, String> entryOf;                          // entry event name -> function
+        private final Set<String> returning;                               // functions with a return probe
+        private final Map<String, List<String>> names;
+        private final Map<Integer, Set<String>> comms = new LinkedHashMap<>();
+        private final Map<String, Deque<ReferenceTrace.Event>> open = new HashMap<>();   // "tid function" -> entries
+        private int instants, slices;
+        private Counts counts;
+
+        Writer(OutputStream sink, Arch arch, List<String> definitions) throws IOException {
+            out = mapper.getFactory().createGenerator(sink).setPrettyPrinter(new DefaultPrettyPrinter())
+                    .disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
+            entryOf = new HashMap<>();
+            returning = new HashSet<>();
+            ProbeParser parser = new ProbeParser(arch);
+            for (String d : definitions) {
+                try {
+                    ProbeDefinition pd = parser.parse(d);
+                    if (pd instanceof TraceProbe p && p.target() instanceof ProbeTarget.SymbolTarget s) {
+                        if (p.isReturn()) returning.add(s.symbol());
+                        else if (s.offset() == 0) entryOf.putIfAbsent(p.event(), s.symbol());
+                    }
+                } catch (ProbeSyntaxException e) {
+                    // a definition the trace could not have been recorded with: no entry events from it
+                }
+            }
+            names = ReferenceTrace.argumentNames(definitions, arch);
+            out.writeStartObject();
+            out.writeArrayFieldStart("traceEvents");
+        }
+
+        /** A full {@code trace} line of the run; lines that are no event of the definitions are skipped. */
+        void line(String traceLine) throws IOException {
+            ReferenceTrace.Event e = ReferenceTrace.parseEvent(traceLine, names);
+            if (e != null && names.containsKey(e.name())) event(e);
+        }
+
+        void event(ReferenceTrace.Event e) throws IOException {
+            if (e.context() == null) return;
             int tid = e.context().pid();
             comms.computeIfAbsent(tid, k -> new LinkedHashSet<>()).add(e.context().comm());
             if (e.isReturn()) {
                 Deque<ReferenceTrace.Event> stack = open.get(tid + " " + e.function());
                 ReferenceTrace.Event entry = stack == null ? null : stack.pollFirst();
+                if (stack != null && stack.isEmpty()) open.remove(tid + " " + e.function());
                 if (entry != null) {
                     ObjectNode x = event(e.function(), "kretprobe", "X", tid, micros(entry));
                     x.put("dur", micros(e) - micros(entry));
@@ -81,116 +145,90 @@ final class PerfettoTrace {
                     args.put("return", e.name());
                     args.put("return site", e.probePoint());
                     for (ReferenceTrace.Arg a : e.args()) args.put(e.name() + "." + a.name(), a.value());
-                    body.add(x);
+                    mapper.writeTree(out, x);
                     slices++;
-                    continue;
+                    return;
                 }
-                body.add(instant(e, tid));
+                mapper.writeTree(out, instant(e, tid));
                 instants++;
-                continue;
+                return;
             }
-            body.add(instant(e, tid));
+            mapper.writeTree(out, instant(e, tid));
             instants++;
             String fn = entryOf.get(e.name());
-            if (fn != null) open.computeIfAbsent(tid + " " + fn, k -> new ArrayDeque<>()).push(e);
+            if (fn != null && returning.contains(fn)) open.computeIfAbsent(tid + " " + fn, k -> new ArrayDeque<>()).push(e);
         }
-        events.add(meta("process_name", GUEST_PID, null, "guest: Linux " + (h.kernelRelease() == null ? "" : h.kernelRelease() + " ")
-                + h.arch().linuxName()));
-        for (Map.Entry<Integer, Set<String>> c : comms.entrySet()) {
-            events.add(meta("thread_name", GUEST_PID, c.getKey(), String.join("/", c.getValue()) + "-" + c.getKey()));
-            ObjectNode sort = meta("thread_sort_index", GUEST_PID, c.getKey(), null);
-            sort.putObject("args").put("sort_index", c.getKey());
-            events.add(sort);
-        }
-        events.add(meta("process_name", KPEMU_PID, null, "kpemu"));
-        events.add(meta("thread_name", KPEMU_PID, PHASES_TID, "phases"));
-        for (RecordedTrace.Phase p : h.phases()) {
-            ObjectNode x = event(p.name(), "kpemu", "X", PHASES_TID, p.startNanos() / 1000);
-            x.put("pid", KPEMU_PID);
-            x.put("dur", p.endNanos() / 1000 - p.startNanos() / 1000);
-            body.add(x);
-        }
-        body.forEach(events::add);
-        root.set("traceEvents", events);
-        root.put("displayTimeUnit", "ns");
-        ObjectNode other = root.putObject("otherData");
-        other.put("source", "kpemu");
-        other.put("arch", h.arch().linuxName());
-        if (h.kernelRelease() != null) other.put("kernel", h.kernelRelease());
-        if (h.packageVersion() != null) other.put("kernel package version", h.packageVersion());
-        if (h.buildId() != null) other.put("kernel build-id", h.buildId());
-        if (h.kpemuVersion() != null) other.put("kpemu version", h.kpemuVersion());
-        other.put("definitions", String.join("\n", h.definitions()));
-        other.put("time", "guest (virtual) time");
-        counts = new Counts(comms.size(), instants, slices, h.phases().size());
-    }
 
-    /** Converts {@code t}. */
-    static PerfettoTrace of(RecordedTrace t) { return new PerfettoTrace(t); }
-
-    Counts counts() { return counts; }
-
-    ObjectNode json() { return root; }
-
-    void write(OutputStream out) throws IOException {
-        mapper.writeValue(new NonClosing(out), root);
-        out.flush();
-    }
-
-    /** Events whose definitions probe a function's entry (symbol, offset 0), to the function. */
-    private static Map<String, String> entryEvents(RecordedTrace t) {
-        Map<String, String> out = new HashMap<>();
-        ProbeParser parser = new ProbeParser(t.header().arch());
-        for (String d : t.header().definitions()) {
-            try {
-                ProbeDefinition pd = parser.parse(d);
-                if (pd instanceof TraceProbe p && !p.isReturn() && p.target() instanceof ProbeTarget.SymbolTarget s && s.offset() == 0)
-                    out.putIfAbsent(p.event(), s.symbol());
-            } catch (ProbeSyntaxException e) {
-                // a definition the trace could not have been recorded with: no entry events from it
+        /** The tasks' names, the phases and {@code otherData}; ends the JSON. */
+        Counts finish(RecordedTrace.Header h) throws IOException {
+            if (counts != null) return counts;
+            mapper.writeTree(out, meta("process_name", GUEST_PID, null, "guest: Linux " + (h.kernelRelease() == null ? "" : h.kernelRelease() + " ")
+                    + h.arch().linuxName()));
+            for (Map.Entry<Integer, Set<String>> c : comms.entrySet()) {
+                mapper.writeTree(out, meta("thread_name", GUEST_PID, c.getKey(), String.join("/", c.getValue()) + "-" + c.getKey()));
+                ObjectNode sort = meta("thread_sort_index", GUEST_PID, c.getKey(), null);
+                sort.putObject("args").put("sort_index", c.getKey());
+                mapper.writeTree(out, sort);
             }
+            mapper.writeTree(out, meta("process_name", KPEMU_PID, null, "kpemu"));
+            mapper.writeTree(out, meta("thread_name", KPEMU_PID, PHASES_TID, "phases"));
+            for (RecordedTrace.Phase p : h.phases()) {
+                ObjectNode x = event(p.name(), "kpemu", "X", PHASES_TID, p.startNanos() / 1000);
+                x.put("pid", KPEMU_PID);
+                x.put("dur", p.endNanos() / 1000 - p.startNanos() / 1000);
+                mapper.writeTree(out, x);
+            }
+            out.writeEndArray();
+            out.writeStringField("displayTimeUnit", "ns");
+            ObjectNode other = mapper.createObjectNode();
+            other.put("source", "kpemu");
+            other.put("arch", h.arch().linuxName());
+            if (h.kernelRelease() != null) other.put("kernel", h.kernelRelease());
+            if (h.packageVersion() != null) other.put("kernel package version", h.packageVersion());
+            if (h.buildId() != null) other.put("kernel build-id", h.buildId());
+            if (h.kpemuVersion() != null) other.put("kpemu version", h.kpemuVersion());
+            other.put("definitions", String.join("\n", h.definitions()));
+            other.put("time", "guest (virtual) time");
+            out.writeFieldName("otherData");
+            mapper.writeTree(out, other);
+            out.writeEndObject();
+            out.flush();
+            counts = new Counts(comms.size(), instants, slices, h.phases().size());
+            return counts;
         }
-        return out;
-    }
 
-    private static long micros(ReferenceTrace.Event e) { return e.context().timestampNanos() / 1000; }
+        @Override public void close() throws IOException { out.close(); }
 
-    private ObjectNode event(String name, String cat, String ph, int tid, long ts) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("name", name);
-        o.put("cat", cat);
-        o.put("ph", ph);
-        o.put("ts", ts);
-        o.put("pid", GUEST_PID);
-        o.put("tid", tid);
-        return o;
-    }
+        private static long micros(ReferenceTrace.Event e) { return e.context().timestampNanos() / 1000; }
 
-    private ObjectNode instant(ReferenceTrace.Event e, int tid) {
-        ObjectNode o = event(e.name(), e.isReturn() ? "kretprobe" : "kprobe", "i", tid, micros(e));
-        o.put("s", "t");
-        ObjectNode args = o.putObject("args");
-        args.put("probe", e.isReturn() ? e.probePoint() + " <- " + e.function() : e.probePoint());
-        for (ReferenceTrace.Arg a : e.args()) args.put(a.name(), a.value());
-        return o;
-    }
+        private ObjectNode event(String name, String cat, String ph, int tid, long ts) {
+            ObjectNode o = mapper.createObjectNode();
+            o.put("name", name);
+            o.put("cat", cat);
+            o.put("ph", ph);
+            o.put("ts", ts);
+            o.put("pid", GUEST_PID);
+            o.put("tid", tid);
+            return o;
+        }
 
-    private ObjectNode meta(String name, int pid, Integer tid, String value) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("name", name);
-        o.put("ph", "M");
-        o.put("pid", pid);
-        if (tid != null) o.put("tid", tid);
-        if (value != null) o.putObject("args").put("name", value);
-        return o;
-    }
+        private ObjectNode instant(ReferenceTrace.Event e, int tid) {
+            ObjectNode o = event(e.name(), e.isReturn() ? "kretprobe" : "kprobe", "i", tid, micros(e));
+            o.put("s", "t");
+            ObjectNode args = o.putObject("args");
+            args.put("probe", e.isReturn() ? e.probePoint() + " <- " + e.function() : e.probePoint());
+            for (ReferenceTrace.Arg a : e.args()) args.put(a.name(), a.value());
+            return o;
+        }
 
-    /** Jackson closes the stream it writes to; stdout must stay open. */
-    private static final class NonClosing extends java.io.FilterOutputStream {
-        NonClosing(OutputStream out) { super(out); }
-
-        @Override public void write(byte[] b, int off, int len) throws IOException { out.write(b, off, len); }
-
-        @Override public void close() throws IOException { flush(); }
+        private ObjectNode meta(String name, int pid, Integer tid, String value) {
+            ObjectNode o = mapper.createObjectNode();
+            o.put("name", name);
+            o.put("ph", "M");
+            o.put("pid", pid);
+            if (tid != null) o.put("tid", tid);
+            if (value != null) o.putObject("args").put("name", value);
+            return o;
+        }
     }
 }

@@ -104,7 +104,9 @@ public final class TracedBoot implements BootHooks {
     private EventSetup setup = new EventSetup();
     private final List<Consumer<TraceRecord>> sinks = new ArrayList<>();
     private final PrintStream out;
+    /** Every event, only while {@link #keepRecords} is on (the API's default; the CLI streams instead). */
     private final List<TraceRecord> records = new ArrayList<>();
+    private boolean keepRecords = true;
     private long armAt = -1, initFreedAt = -1;
     /** The guest's loaded modules, and where the kernel hands a coming / going module over (-1: not watched). */
     private LoadedModules modules;
@@ -135,6 +137,16 @@ public final class TracedBoot implements BootHooks {
     public TracedBoot(List<String> definitions, PrintStream out) {
         this.definitions = List.copyOf(definitions);
         this.out = out;
+    }
+
+    /**
+     * Whether {@link #records()} keeps every event (default on, for tests and API users who look at
+     * the whole trace afterwards). Off, nothing holds the events: they only go to {@code out} and
+     * the {@link #addSink sinks} as they happen, so memory stays flat however long the run.
+     */
+    public TracedBoot keepRecords(boolean keep) {
+        this.keepRecords = keep;
+        return this;
     }
 
     /**
@@ -275,6 +287,17 @@ public final class TracedBoot implements BootHooks {
 
     /** The definitions registered: the given ones with every glob expanded (kpemu's extension, {@link ProbeGlob}). */
     private List<String> effective;
+    private long registrationNanos = -1, registrationCpuNanos = -1;
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    /** The definitions registered, globs expanded (known after {@link #ready}). */
+    public List<String> effectiveDefinitions() { return effective == null ? List.of() : List.copyOf(effective); }
+
+    /** Host time registering and enabling the definitions took at the registration point (-1 before). */
+    public long registrationNanos() { return registrationNanos; }
+
+    /** The same in CPU time of the emulation thread (what the machine's other load does not stretch), -1 before. */
+    public long registrationCpuNanos() { return registrationCpuNanos; }
 
     /**
      * One glob definition as the probes Linux would accept: every match is checked as a single
@@ -307,14 +330,7 @@ public final class TracedBoot implements BootHooks {
                 reasons.merge(reason(e, List.of()), 1, Integer::sum);
             }
         }
-        int skipped = x.definitions().size() - accepted.size();
-        StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted.size())
-                .append(accepted.size() == 1 ? " probe" : " probes");
-        if (skipped > 0) {
-            msg.append(", ").append(skipped).append(" skipped as Linux refuses them (");
-            msg.append(String.join("; ", reasons.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList())).append(')');
-        }
-        kernelMessages.accept(msg.toString());
+        kernelMessages.accept(globSummary(line, accepted.size(), x.definitions().size() - accepted.size(), reasons));
         if (accepted.isEmpty()) {
             throw new DefinitionRejected(ProbeSyntaxException.registration(line.strip(), 0, 0, null, dev.kpemu.kprobes.Errno.ENOENT),
                     List.of("kpemu: " + line.strip() + ": " + (x.matched().isEmpty() ? "no function matches" : "Linux refuses every match")));
@@ -322,8 +338,19 @@ public final class TracedBoot implements BootHooks {
         return accepted;
     }
 
+    /** The one line that sums up a glob's expansion: how many probes, how many skipped and why. */
+    static String globSummary(String line, int accepted, int skipped, java.util.Map<String, Integer> reasons) {
+        StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted)
+                .append(accepted == 1 ? " probe" : " probes");
+        if (skipped > 0) {
+            msg.append(", ").append(skipped).append(" skipped as Linux refuses them (");
+            msg.append(String.join("; ", reasons.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue()).toList())).append(')');
+        }
+        return msg.toString();
+    }
+
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
-    private static String reason(ProbeSyntaxException e, List<String> console) {
+    static String reason(ProbeSyntaxException e, List<String> console) {
         return dev.kpemu.kprobes.events.ProbeableFunctions.reason(e, console);
     }
 
@@ -339,7 +366,7 @@ public final class TracedBoot implements BootHooks {
         var going = syms.byName("free_module");
         if (coming.isEmpty() || going.isEmpty()) return;
         try {
-            modules = new LoadedModules(dev.kpemu.image.btf.ModuleLayout.of(guest.kernelStructs().btf()), guest.arch());
+            modules = new LoadedModules(dev.kpemu.image.btf.ModuleLayout.of(structs(guest).btf()), guest.arch());
         } catch (KernelImageException e) {
             kernelMessages.accept("kpemu: module symbols unavailable: " + e.getMessage());
             return;
@@ -408,21 +435,25 @@ public final class TracedBoot implements BootHooks {
         }
         try {
             KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
-            events = EventEngine.attach(kprobes, symbols, guest.kernelStructs(), out).dialect(dialect);
+            events = EventEngine.attach(kprobes, symbols, structs(guest), out).dialect(dialect);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
         events.rules(rules, kernelMessages).addListener(r -> {
-            records.add(r);
+            if (keepRecords) records.add(r);
             eventCount.incrementAndGet();
         });
         for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
+        long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        } finally {
+            registrationNanos = System.nanoTime() - t0;
+            registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
         try {
             setup.apply(events);
@@ -445,7 +476,7 @@ public final class TracedBoot implements BootHooks {
         if (at.isEmpty()) return;
         long rcu;
         try {
-            rcu = guest.kernelStructs().task("rcu").offset();
+            rcu = structs(guest).task("rcu").offset();
         } catch (KernelImageException | RuntimeException e) {
             return;
         }
@@ -526,15 +557,21 @@ public final class TracedBoot implements BootHooks {
         List<dev.kpemu.kprobes.events.RecordedTrace.Phase> phases = new ArrayList<>();
         if (initNanos >= 0) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("boot", 0, initNanos));
         if (initNanos >= 0 && endNanos >= initNanos) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("init", initNanos, endNanos));
-        List<String> defs = new ArrayList<>();
-        for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
+        List<String> defs = headerDefinitions();
         return new dev.kpemu.kprobes.events.RecordedTrace.Header(arch, release, packageName, packageVersion,
                 kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), kernelImage == null ? null : buildId(kernelImage),
                 kpemuVersion, cmdline, initramfs == null ? null : initramfs.getFileName().toString(),
                 initramfs == null ? null : sha256(initramfs), armAtName, definitionsSource, defs, phases);
     }
 
-    /** The events of this boot as a recorded trace with {@code header}. */
+    /** The definitions a recorded trace's header lists: as given, one per line, without blank lines and comments. */
+    public List<String> headerDefinitions() {
+        List<String> defs = new ArrayList<>();
+        for (String d : definitions) for (String l : d.split("\n")) if (!l.isBlank() && !l.strip().startsWith("#")) defs.add(l.strip());
+        return defs;
+    }
+
+    /** The events of this boot as a recorded trace with {@code header} (needs {@link #keepRecords}). */
     public dev.kpemu.kprobes.events.RecordedTrace recordedTrace(dev.kpemu.kprobes.events.RecordedTrace.Header header, String source) {
         return dev.kpemu.kprobes.events.RecordedTrace.of(header, records.stream().map(TraceRecord::line).toList(), source);
     }
@@ -550,12 +587,20 @@ public final class TracedBoot implements BootHooks {
         }
     }
 
+    private dev.kpemu.image.btf.KernelStructs structs;
+
+    /** The kernel's structures from its BTF, parsed once (a few seconds on Debian's kernels). */
+    private dev.kpemu.image.btf.KernelStructs structs(LinuxGuest guest) throws KernelImageException {
+        if (structs == null) structs = guest.kernelStructs();
+        return structs;
+    }
+
     /** The kernel's symbols, with its BTF when the dialect uses it. */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
         KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
         if (!dialect.hasBtfArgs()) return k;
         try {
-            return k.withBtf(guest.kernelStructs().btf());
+            return k.withBtf(structs(guest).btf());
         } catch (KernelImageException e) {
             return k;   // no BTF: untyped $retval stays x64, as on a kernel built without it
         }
@@ -575,6 +620,6 @@ public final class TracedBoot implements BootHooks {
     /** The kernel tables the optimizer uses (null without optimization). */
     public KernelOptimizationInputs optimizationInputs() { return optimizationInputs; }
 
-    /** Every event recorded so far. */
+    /** Every event recorded so far (empty when {@link #keepRecords} is off). */
     public List<TraceRecord> records() { return records; }
 }

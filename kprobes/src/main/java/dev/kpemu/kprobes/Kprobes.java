@@ -776,6 +776,11 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
         @Override public List<Long> probeAddresses() { return List.copyOf(points.keySet()); }
 
+        @Override public List<Long> probeAddresses(long start, long end) {
+            if (Long.compareUnsigned(start, end) >= 0) return List.of();
+            return List.copyOf(byAddress.subMap(start, true, end, false).keySet());
+        }
+
         @Override
         public ProbeOptimizer.ProbeState probe(long address) {
             ProbePoint p = points.get(address);

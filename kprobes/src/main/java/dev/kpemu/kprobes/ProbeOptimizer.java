@@ -27,6 +27,11 @@ public interface ProbeOptimizer extends AutoCloseable {
         /** Addresses of every registered probe point (aggregates count once). */
         List<Long> probeAddresses();
 
+        /** Addresses of the registered probe points in [start, end) (unsigned order). */
+        default List<Long> probeAddresses(long start, long end) {
+            return probeAddresses().stream().filter(a -> Long.compareUnsigned(a, start) >= 0 && Long.compareUnsigned(a, end) < 0).toList();
+        }
+
         /** The probe point at {@code address}, or null. */
         ProbeState probe(long address);
 

@@ -26,8 +26,10 @@ import java.util.Set;
  * <ol>
  * <li><b>Breakpoint.</b> A registered probe starts as a breakpoint probe. Whenever the engine
  *     reports a change (register, unregister, enable, disable, a child added to the aggregate, the
- *     global arm switch, {@code debug.kprobes_optimization}) every site is checked again with
- *     {@link OptimizationSafety#check}. A refusal for a permanent reason is remembered until the
+ *     global arm switch, {@code debug.kprobes_optimization}) the sites in the changed probe's
+ *     function are checked again with {@link OptimizationSafety#check} (its rules look only at the
+ *     function: its text, its other probes; every site when the function is unknown), so
+ *     registering n probes costs n checks, not n². A refusal for a permanent reason is remembered until the
  *     probe is removed; temporary reasons (post handler, another probe in the region, disabled,
  *     optimization off) are checked again at the next change.</li>
  * <li><b>Queued</b> (Linux: {@code KPROBE_FLAG_OPTIMIZED} set, on the optimizing list). The detour
@@ -84,6 +86,12 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private final Decoder decoder;
     private final OptimizationInputs inputs;
     private final Map<Long, Site> sites = new LinkedHashMap<>();
+    /** More bytes than any patch the optimizer writes (a jump: 5 bytes on x86, 4 on arm64). */
+    private static final int MAX_PATCH = 16;
+    /** More bytes than any displaced region (a jump's worth of whole instructions: at most 4 + 15 on x86). */
+    private static final int MAX_REGION = 64;
+    /** {@link #sites} by address (unsigned): a change re-checks only the sites in the changed probe's function. */
+    private final java.util.NavigableMap<Long, Site> sitesByAddress = new java.util.TreeMap<>(Long::compareUnsigned);
     private final List<Site> retired = new ArrayList<>();
     /** Hooks of released buffers, inert, deleted only by {@link #close()} (see {@link #release}). */
     private final List<Unicorn.Hook> inertHooks = new ArrayList<>();
@@ -104,6 +112,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
         /** Cleared when the buffer is released: its hooks then do nothing (see {@link #release}). */
         java.util.concurrent.atomic.AtomicBoolean hooksLive;
         long queuedAt;
+        /** The probed function's extent at the last check ([fnStart, fnEnd); both 0 before). */
+        long fnStart, fnEnd;
         /** Hits through the detour's hand-off (the jump), not through the breakpoint. */
         long detourHits;
 
@@ -195,13 +205,52 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public void probeChanged(long address) {
-        if (engine.probe(address) != null) sites.computeIfAbsent(address, Site::new);
-        evaluateAll();
+        ProbeOptimizer.ProbeState st = engine.probe(address);
+        if (st != null && !sites.containsKey(address)) {
+            Site s = new Site(address);
+            sites.put(address, s);
+            sitesByAddress.put(address, s);
+        }
+        evaluateFunctionOf(address, st);
+    }
+
+    /**
+     * Checks again the sites a change at {@code address} can affect: Linux's rules look only inside
+     * the probed function (its text, its other probes), so the sites in that function; every site
+     * when the function is unknown.
+     */
+    private void evaluateFunctionOf(long address, ProbeOptimizer.ProbeState st) {
+        long start, end;
+        if (st != null && st.symbol() != null && st.symbol().size() > 0) {
+            start = st.symbol().start();
+            end = start + st.symbol().size();
+        } else {
+            Site known = sites.get(address);
+            if (known == null || known.fnStart == known.fnEnd) {
+                evaluateAll();
+                return;
+            }
+            start = known.fnStart;
+            end = known.fnEnd;
+        }
+        if (Long.compareUnsigned(start, end) >= 0) {
+            evaluateAll();
+            return;
+        }
+        for (Site s : List.copyOf(sitesByAddress.subMap(start, true, end, false).values())) evaluate(s);
+        Site self = sites.get(address);
+        if (self != null && (Long.compareUnsigned(address, start) < 0 || Long.compareUnsigned(address, end) >= 0)) evaluate(self);
     }
 
     @Override
     public void beforeTextWrite(long address, int length) {
-        for (Site s : sites.values()) {
+        // only sites whose patch or displaced region can reach [address, address + length)
+        long from = address - MAX_REGION;
+        if (Long.compareUnsigned(from, address) > 0) from = 0;
+        long to = address + length;
+        java.util.Collection<Site> near = Long.compareUnsigned(from, to) < 0
+                ? List.copyOf(sitesByAddress.subMap(from, true, to, false).values()) : List.copyOf(sites.values());
+        for (Site s : near) {
             if (s.state == State.OPTIMIZED && overlaps(s.address, s.patch.length(), address, length)) {
                 unoptimize(s);
             } else if (s.state == State.QUEUED && overlaps(s.address, s.region().length(), address, length)) {
@@ -213,12 +262,17 @@ public final class JumpOptimizer implements ProbeOptimizer {
     @Override
     public void probeRemoved(long address) {
         Site s = sites.remove(address);
+        sitesByAddress.remove(address);
         if (s != null) {
             if (s.state == State.OPTIMIZED) unoptimize(s); // not expected: the engine wrote the text first
             setState(s, State.BREAKPOINT);
             retire(s);
         }
-        evaluateAll();
+        if (s == null || s.fnStart == s.fnEnd) {
+            evaluateAll();
+            return;
+        }
+        for (Site o : List.copyOf(sitesByAddress.subMap(s.fnStart, true, s.fnEnd, false).values())) evaluate(o);
     }
 
     @Override
@@ -258,7 +312,12 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public void recoverText(long va, byte[] buf) {
-        for (Site s : sites.values()) {
+        // only sites whose patch can overlap [va, va + len): a patch is a few bytes (5 on x86, 4 on arm64)
+        long from = va - MAX_PATCH;
+        if (Long.compareUnsigned(from, va) > 0) from = 0;
+        long to = va + buf.length;
+        java.util.Collection<Site> near = Long.compareUnsigned(from, to) < 0 ? sitesByAddress.subMap(from, true, to, false).values() : sites.values();
+        for (Site s : near) {
             if (s.state != State.OPTIMIZED) continue;
             byte[] orig = s.patch.original();
             for (int i = 0; i < orig.length; i++) {
@@ -281,6 +340,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
             release(s);
         }
         sites.clear();
+        sitesByAddress.clear();
         for (Site s : retired) release(s);
         retired.clear();
         for (Unicorn.Hook h : inertHooks) machine.engine().delete(h);
@@ -297,6 +357,10 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private void evaluate(Site s) {
         ProbeOptimizer.ProbeState st = engine.probe(s.address);
         if (st == null || s.permanent) return;
+        if (st.symbol() != null) {
+            s.fnStart = st.symbol().start();
+            s.fnEnd = st.symbol().start() + st.symbol().size();
+        }
         Verdict v;
         try {
             v = OptimizationSafety.check(decoder, candidate(st));
@@ -350,7 +414,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
                 .landingPadsEnforced(inputs.landingPadsEnforced());
         for (TextRange r : inputs.reservedText(fn)) b.reservedText(r);
-        for (long other : engine.probeAddresses()) {
+        for (long other : engine.probeAddresses(sym.start(), sym.start() + sym.size())) {
             if (other == st.address() || !fn.contains(other)) continue;
             ProbeOptimizer.ProbeState o = engine.probe(other);
             if (o != null && o.armed()) b.otherProbe(other);

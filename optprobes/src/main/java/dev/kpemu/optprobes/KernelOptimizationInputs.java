@@ -77,6 +77,9 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final NavigableSet<Long> exceptionTable;
     private final NavigableSet<Long> ftraceSites;
     private final List<TextRange> reserved;
+    /** Indices into {@link #reserved} by range start (unsigned): a function's overlaps without a scan of every range. */
+    private final java.util.NavigableMap<Long, List<Integer>> reservedByStart = new java.util.TreeMap<>(Long::compareUnsigned);
+    private final long longestReserved;
     private final List<TextRange> idle;
     private final TextRange thunks;
     private final List<Long> returnToUser;
@@ -95,6 +98,13 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         this.exceptionTable = Collections.unmodifiableNavigableSet(ex);
         this.ftraceSites = Collections.unmodifiableNavigableSet(ftrace);
         this.reserved = List.copyOf(reserved);
+        long longest = 0;
+        for (int i = 0; i < this.reserved.size(); i++) {
+            TextRange r = this.reserved.get(i);
+            reservedByStart.computeIfAbsent(r.start(), k -> new ArrayList<>()).add(i);
+            longest = Math.max(longest, r.end() - r.start());
+        }
+        this.longestReserved = longest;
         this.idle = List.copyOf(idle);
         this.thunks = thunks;
         this.returnToUser = List.copyOf(returnToUser);
@@ -251,7 +261,18 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * the file except its ftrace pair (possible jump-label sites; see the class comment).
      */
     @Override public List<TextRange> reservedText(TextRange function) {
-        if (arch == Arch.X86_64) return OptimizationInputs.super.reservedText(function);
+        if (arch == Arch.X86_64) {
+            long from = function.start() - longestReserved;
+            if (Long.compareUnsigned(from, function.start()) > 0) from = 0;     // wrapped below 0
+            if (Long.compareUnsigned(from, function.end()) >= 0) return List.of();
+            List<Integer> hits = new ArrayList<>();
+            for (List<Integer> at : reservedByStart.subMap(from, true, function.end(), false).values())
+                for (int i : at) if (reserved.get(i).overlaps(function)) hits.add(i);
+            hits.sort(null);                                                     // in table order, as a scan gives them
+            List<TextRange> out = new ArrayList<>(hits.size());
+            for (int i : hits) out.add(reserved.get(i));
+            return out;
+        }
         OptionalLong off = syms.fileOffset(function.start());
         long len = function.end() - function.start();
         if (off.isEmpty() || off.getAsLong() + len > file.length || len > (1 << 20)) return List.of(function);

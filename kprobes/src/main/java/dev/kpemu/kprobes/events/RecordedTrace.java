@@ -105,10 +105,26 @@ public final class RecordedTrace {
     public static String format(Header h, List<String> traceLines) {
         Map<String, List<String>> names = ReferenceTrace.argumentNames(h.definitions(), h.arch());
         List<String> events = new ArrayList<>();
-        for (String l : traceLines) {
-            ReferenceTrace.Event e = ReferenceTrace.parseEvent(l, names);
-            if (e != null && e.context() != null && names.containsKey(e.name())) events.add(l.stripTrailing());
-        }
+        for (String l : traceLines) if (keeps(l, names)) events.add(l.stripTrailing());
+        StringBuilder sb = new StringBuilder(headerText(h, events.size()));
+        for (String e : events) sb.append(e).append('\n');
+        return sb.toString();
+    }
+
+    /** Whether {@link #format} keeps {@code traceLine}: an event, with its context columns, of a defined event. */
+    static boolean keeps(String traceLine, Map<String, List<String>> names) { return kept(traceLine, names) != null; }
+
+    /**
+     * {@code traceLine} parsed, when {@link #format} keeps it (an event, with its context columns,
+     * of an event {@code names} defines: {@link ReferenceTrace#argumentNames}), else null.
+     */
+    public static ReferenceTrace.Event kept(String traceLine, Map<String, List<String>> names) {
+        ReferenceTrace.Event e = ReferenceTrace.parseEvent(traceLine.stripTrailing(), names);
+        return e != null && e.context() != null && names.containsKey(e.name()) ? e : null;
+    }
+
+    /** The header {@link #format} writes before {@code events} event lines. */
+    public static String headerText(Header h, int events) {
         StringBuilder sb = new StringBuilder();
         sb.append("# kpemu recorded trace: compare with 'kpemu compare GOLDEN NEW' or 'kpemu boot ... --expect GOLDEN'\n");
         sb.append("# format: ").append(FORMAT).append('\n');
@@ -132,10 +148,9 @@ public final class RecordedTrace {
         for (Phase p : h.phases())
             sb.append("# phase: ").append(p.name()).append(' ').append(TraceComparator.seconds(p.startNanos()))
                     .append(' ').append(TraceComparator.seconds(p.endNanos())).append('\n');
-        sb.append("# events: ").append(events.size()).append('\n');
+        sb.append("# events: ").append(events).append('\n');
         sb.append("# definitions (").append(h.definitionsSource() == null ? "command line" : h.definitionsSource()).append("):\n");
         for (String d : h.definitions()) sb.append("#   ").append(d).append('\n');
-        for (String e : events) sb.append(e).append('\n');
         return sb.toString();
     }
 
@@ -241,23 +256,27 @@ public final class RecordedTrace {
      * else the same kernel file (sha256) when both have one, else the same release and package
      * version (as {@link TraceComparator#mode} decides against Linux's references).
      */
-    public boolean sameKernelBuild(RecordedTrace o) {
-        Header a = header, b = o.header;
+    public boolean sameKernelBuild(RecordedTrace o) { return sameKernelBuild(header, o.header); }
+
+    /** {@link #sameKernelBuild(RecordedTrace)} on two headers. */
+    public static boolean sameKernelBuild(Header a, Header b) {
         if (a.arch() != b.arch()) return false;
         if (a.buildId() != null && b.buildId() != null) return a.buildId().equals(b.buildId());
         if (a.kernelSha256() != null && b.kernelSha256() != null) return a.kernelSha256().equals(b.kernelSha256());
-        return TraceComparator.mode(trace, b.kernelRelease(), b.packageVersion()) == TraceComparator.Mode.EXACT;
+        if (a.kernelRelease() == null || !a.kernelRelease().equals(b.kernelRelease())) return false;
+        return a.packageVersion() == null || b.packageVersion() == null || a.packageVersion().equals(b.packageVersion());
     }
 
     /**
      * Whether both traces come from the same workload: the same arch, kernel command line,
      * initramfs (sha256), registration point and definitions.
      */
-    public boolean sameWorkload(RecordedTrace o) {
-        Header a = header, b = o.header;
+    public boolean sameWorkload(RecordedTrace o) { return sameWorkload(header, o.header); }
+
+    /** {@link #sameWorkload(RecordedTrace)} on two headers. */
+    public static boolean sameWorkload(Header a, Header b) {
         return a.arch() == b.arch() && Objects.equals(a.cmdline(), b.cmdline())
                 && Objects.equals(a.initramfsSha256(), b.initramfsSha256())
                 && Objects.equals(a.registeredAt(), b.registeredAt()) && a.definitions().equals(b.definitions());
     }
-
 }

@@ -140,7 +140,7 @@ public final class TraceComparator {
         return new Result(mode, expected.size(), actual.size(), out);
     }
 
-    private static void compareContext(int i, TraceContext e, TraceContext a, Context what, List<Mismatch> out) {
+    static void compareContext(int i, TraceContext e, TraceContext a, Context what, List<Mismatch> out) {
         if (e == null || a == null) return;
         if (what.task()) {
             String x = e.comm() + "-" + e.pid(), y = a.comm() + "-" + a.pid();
@@ -157,7 +157,7 @@ public final class TraceComparator {
         return String.format("%d.%06d", us / 1_000_000, us % 1_000_000);
     }
 
-    private static void compareEvent(int i, ReferenceTrace.Event e, ReferenceTrace.Event a, Mode mode, List<Mismatch> out) {
+    static void compareEvent(int i, ReferenceTrace.Event e, ReferenceTrace.Event a, Mode mode, List<Mismatch> out) {
         if (!e.name().equals(a.name())) {
             out.add(new Mismatch(i, "event name", e.name(), a.name() + "  [" + a.body() + "]"));
             return;

@@ -1,0 +1,177 @@
+package dev.kpemu.cli;
+
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.btf.KernelStructs;
+import dev.kpemu.kprobes.Kprobe;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@code kpemu bench boot}: what probes cost on a booted kernel (Debian's default kernel and
+ * kpemu's initramfs, the whole boot to power-off), each figure measured against a boot without
+ * probes in the same run.
+ *
+ * <ul>
+ * <li><b>Unhit probes.</b> Boots with 0, 100, 1,000 and 10,000 probes on functions the boot never
+ *     calls; the guest's instruction count is shown (unhit probes should change nothing the guest
+ *     sees), the CPU time of the guest's execution (from the first instruction to power-off,
+ *     the set-up at the registration point excluded: the kernel's BTF and tables read, the probes
+ *     registered) is given as a ratio to the boot without probes. Which functions the
+ *     boot never calls is found by a survey boot first: every function Linux lets one probe
+ *     ({@code p:survey/ *}, {@link dev.kpemu.kprobes.events.ProbeGlob}), each probe disabled at its
+ *     first hit; the ones never hit, in name order, evenly spaced, are the cold set.</li>
+ * <li><b>Registration</b> of the 10,000 probes at the registration point (CPU time of the emulation thread).</li>
+ * <li><b>Per-event cost</b> on a hot function ({@code kmem_cache_alloc}, about 19,000 calls in the
+ *     x86 boot): a kprobe_events event with three fetchargs, one a string (the cache's name, its
+ *     offset from the kernel's BTF), and a kretprobe event with {@code $retval}: (host time with the
+ *     probe − without) / events, and the boot's slowdown as a ratio.</li>
+ * </ul>
+ * Times are CPU time of the emulation thread (a loaded machine stretches wall time far more), the
+ * least of {@code repeat} boots run round robin: read the ratios, not the seconds; guest
+ * instructions show the runs are the same workload.
+ */
+public final class BootBench {
+    /** Cold-probe counts measured by default. */
+    static final List<Integer> COLD = List.of(100, 1_000, 10_000);
+
+    /** One boot: its guest instructions, CPU time of the guest's execution, events, registration time. */
+    record Boot(String label, int probes, long instructions, long runNanos, long events, long registrationNanos, int exitCode) {}
+
+    /** All boots of one arch, in order: none, the cold counts, the hot kprobe, the hot kretprobe. */
+    record Result(Arch arch, String hotFunction, List<Boot> boots) {
+        Boot baseline() { return boots.getFirst(); }
+
+        /** The boot with the most unhit probes (its registration time is reported). */
+        Boot mostCold() { return boots.get(boots.size() - 3); }
+    }
+
+    private BootBench() {}
+
+    /**
+     * Times the guest's execution in CPU time of the emulation thread (Unicorn runs on the calling
+     * thread; JIT and GC threads are not counted, nor time the thread waits for a core): from
+     * {@code ready} (after the hooks') to {@code finished}.
+     */
+    private static final class Timed implements BootHooks {
+        static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+        final BootHooks inner;
+        long start, end;
+
+        Timed(BootHooks inner) { this.inner = inner; }
+
+        @Override public void ready(LinuxGuest guest) {
+            inner.ready(guest);
+            start = THREADS.getCurrentThreadCpuTime();
+        }
+
+        /** CPU time inside the hooks' breakpoints: set-up at the registration point (BTF, tables, registration), not the guest's run. */
+        long inHooks;
+
+        @Override public boolean breakpoint(LinuxGuest guest, long address) {
+            long c0 = THREADS.getCurrentThreadCpuTime();
+            try {
+                return inner.breakpoint(guest, address);
+            } finally {
+                inHooks += THREADS.getCurrentThreadCpuTime() - c0;
+            }
+        }
+
+        @Override public void finished(LinuxGuest guest) {
+            end = THREADS.getCurrentThreadCpuTime();
+            inner.finished(guest);
+        }
+    }
+
+    /**
+     * @param coldCounts how many unhit probes each cold boot has ({@link #COLD} by default)
+     * @param repeat     how many times each boot runs (round robin over the boots, so the machine's
+     *                   load drifts over all of them alike); each row keeps its least CPU time
+     */
+    static Result run(Arch arch, List<Integer> coldCounts, int repeat, PrintStream progress) throws KernelImageException {
+        List<String> cold = coldFunctions(arch, progress);
+        String hot = hotFunction(arch);
+        long nameOffset = KernelStructs.forGuest(GuestImages.forRepository(), arch).btf().offsetOf("kmem_cache", "name").offset();
+        String a0 = arch == Arch.X86_64 ? "%di" : "%x0", a1 = arch == Arch.X86_64 ? "%si" : "%x1";
+        List<String> labels = new ArrayList<>();
+        List<List<String>> defs = new ArrayList<>();
+        labels.add("no probes");
+        defs.add(List.of());
+        for (int n : coldCounts) {
+            if (n > cold.size()) throw new IllegalStateException("only " + cold.size() + " functions are never called in the boot");
+            List<String> d = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) d.add("p:cold/c" + i + " " + cold.get((int) ((long) i * cold.size() / n)));
+            labels.add(n + " unhit probes");
+            defs.add(d);
+        }
+        labels.add("p " + hot + " (3 fetchargs, a string)");
+        defs.add(List.of("p:hot " + hot + " s=" + a0 + " f=" + a1 + " name=+" + nameOffset + "(" + a0 + "):string"));
+        labels.add("r " + hot + " ret=$retval");
+        defs.add(List.of("r:hotret " + hot + " ret=$retval"));
+        Boot[] best = new Boot[labels.size()];
+        for (int rep = 0; rep < repeat; rep++) {
+            for (int i = 0; i < labels.size(); i++) {
+                Boot b = boot(arch, labels.get(i), defs.get(i), progress);
+                if (best[i] == null || b.runNanos() < best[i].runNanos()) best[i] = b;
+            }
+        }
+        return new Result(arch, hot, List.of(best));
+    }
+
+    private static String hotFunction(Arch arch) throws KernelImageException {
+        var syms = dev.kpemu.image.Kallsyms.load(GuestImages.forRepository().kernel(arch)).symbols();
+        return syms.byName("kmem_cache_alloc").isPresent() ? "kmem_cache_alloc" : "kmem_cache_alloc_noprof";
+    }
+
+    private static Boot boot(Arch arch, String label, List<String> defs, PrintStream progress) throws KernelImageException {
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, null).keepRecords(false).kernelMessages(l -> { });
+        Timed hooks = new Timed(traced == null ? BootHooks.NONE : traced);
+        BootRunner.Result r = BootRunner.boot(options(arch), hooks);
+        long reg = traced == null ? 0 : Math.max(0, traced.registrationCpuNanos());
+        Boot b = new Boot(label, traced == null ? 0 : traced.effectiveDefinitions().size(), r.instructions(), hooks.end - hooks.start - hooks.inHooks,
+                traced == null ? 0 : traced.eventCount(), reg, r.exitCode());
+        if (progress != null) progress.printf("kpemu: bench boot %s %s: %s, %d instructions, %.2f s%n", arch.linuxName(), label, r.status(),
+                r.instructions(), b.runNanos() / 1e9);
+        return b;
+    }
+
+    private static BootRunner.Options options(Arch arch) {
+        PrintStream none = new PrintStream(OutputStream.nullOutputStream());
+        return new BootRunner.Options(arch, null, null, null, 256, 60, OutputStream.nullOutputStream(), none);
+    }
+
+    /**
+     * The functions the boot never calls, in name order: a survey boot probes every function Linux
+     * accepts a probe on and disables each probe at its first hit (so a hot function costs one hit).
+     */
+    public static List<String> coldFunctions(Arch arch, PrintStream progress) throws KernelImageException {
+        Set<Long> fired = new HashSet<>();      // by address: aliases (two names, one address) share a probe point
+        TracedBoot[] t = new TracedBoot[1];
+        t[0] = new TracedBoot(List.of("p:survey/ *"), null).keepRecords(false).optimize(false).kernelMessages(l -> { })
+                .addSink(r -> {
+                    fired.add(r.ip());
+                    for (Kprobe k : t[0].kprobes().probesAt(r.ip())) if (!k.isDisabled()) t[0].kprobes().disable(k);
+                });
+        BootRunner.Result r = BootRunner.boot(options(arch), t[0]);
+        if (r.exitCode() != BootRunner.EXIT_POWERED_OFF) throw new IllegalStateException("survey boot: " + r.status());
+        var syms = dev.kpemu.image.Kallsyms.load(GuestImages.forRepository().kernel(arch)).symbols();
+        TreeSet<String> cold = new TreeSet<>();
+        for (String d : t[0].effectiveDefinitions()) {
+            String name = d.split("\\s+")[1];                 // p:survey/p_NAME_0 NAME
+            if (!fired.contains(syms.address(name))) cold.add(name);
+        }
+        if (progress != null) progress.printf("kpemu: bench boot %s survey: %d functions probed, %d called, %d never called%n",
+                arch.linuxName(), t[0].effectiveDefinitions().size(), t[0].effectiveDefinitions().size() - cold.size(), cold.size());
+        return List.copyOf(cold);
+    }
+}
