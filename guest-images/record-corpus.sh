@@ -11,7 +11,8 @@
 #    traced is kept with its number of calls and of those outside the workload's processes
 #    (interrupts, softirqs, kernel threads)                      -> reference/ARCH/SERIES/corpus.survey
 # 2. generate: kpemu corpus generate (dev.kpemu.cli.CorpusGenerator, deterministic from the seed,
-#    rules in its class comment)                                 -> reference/corpus.ARCH.events
+#    rules in its class comment; the kernel's own dialect and BTF)
+#                                                                -> reference/ARCH/SERIES/corpus.events
 # 3. record: the corpus guest in mode "linux" writes the definitions to tracefs one at a time
 #    (the command line is too short for them), enables them, runs the default workload as
 #    process 1 and prints tracefs' trace                         -> reference/ARCH/SERIES/corpus.trace
@@ -41,7 +42,7 @@ if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x90
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 renice -n 19 $$ >/dev/null 2>&1 || true   # QEMU and kpemu are CPU-heavy: be nice to the machine's other users
-kpemu() { "$root/kpemu" "$@"; }
+kpemu() { kpemu_cli "$@"; }   # the launcher, or $KPEMU_CLI (qemu-reference.sh)
 
 if [ "$survey" = 1 ] || [ ! -f "$dir/corpus.survey" ]; then
   echo "record-corpus: surveying the workload's functions under QEMU ($arch)" >&2
@@ -58,7 +59,7 @@ if [ "$survey" = 1 ] || [ ! -f "$dir/corpus.survey" ]; then
 fi
 
 [ "${CORPUS_SURVEY_ONLY:-}" = 1 ] && exit 0
-events="$here/reference/corpus.$arch.events"
+events="$dir/corpus.events"
 kpemu corpus generate --arch "$arch" --kernel "$kernel" --seed "$seed" --survey "$dir/corpus.survey" -o "$events" >/dev/null
 kpemu corpus initramfs --arch "$arch" --mode linux --events "$events" -o "$work/linux.cpio" >/dev/null
 qemu_boot "$work/linux.cpio" "$append" "$work/linux.log"
@@ -73,7 +74,7 @@ out="$dir/corpus.trace"
   echo "# Reference trace recorded by guest-images/record-corpus.sh from Linux's own kprobe_events (tracefs trace file)."
   kernel_header
   echo "# seed: $seed; guest: dev.kpemu.cli.CorpusGuest mode linux; compared: CorpusGuest.window (the workload)"
-  echo "# definitions (corpus.$arch.events):"
+  echo "# definitions ($arch/$series/corpus.events):"
   grep -vE '^[[:space:]]*(#|$)' "$events" | sed 's/^/#   /'
   echo "# The trace file's event lines, context columns kept (never compared)."
   sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -vE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -E ': \(' || true

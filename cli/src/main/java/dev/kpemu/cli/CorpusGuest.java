@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.btf.Btf;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 
 /**
@@ -36,14 +37,23 @@ public final class CorpusGuest {
     /** The window's marker events, defined first in every corpus. */
     public static final String MARK_MOUNT = "corpus_mount", MARK_EXEC = "corpus_exec";
 
-    /** The marker definitions for {@code arch} ("x86_64" or "arm64"). */
-    public static List<String> markers(String arch) {
+    /**
+     * The marker definitions for {@code arch} ("x86_64" or "arm64") on the kernel whose BTF is
+     * {@code btf}. {@code bprm_execve} names the executed file differently by version: 6.1's
+     * {@code bprm_execve(bprm, fd, filename, flags)} gets it as its third argument (a
+     * {@code struct filename}, whose first member is the name); later kernels'
+     * {@code bprm_execve(bprm)} only through {@code bprm->filename}.
+     */
+    public static List<String> markers(String arch, Btf btf) {
         boolean x86 = arch.equals("x86_64");
+        String first = x86 ? "%di" : "%x0", third = x86 ? "%dx" : "%x2";
+        boolean filenameArgument = btf.funcProto("bprm_execve").map(p -> p.params().size() >= 3).orElse(true);
+        String file = filenameArgument ? "+0(+0(" + third + "))"
+                : "+0(+" + btf.offsetOf("linux_binprm", "filename").offset() + "(" + first + "))";
         return List.of(
                 // path_mount(dev_name, path, type_page, flags, data_page)
-                "p:" + MARK_MOUNT + " path_mount type=+0(" + (x86 ? "%dx" : "%x2") + "):string",
-                // bprm_execve(bprm, fd, filename, flags): filename->name is its first member
-                "p:" + MARK_EXEC + " bprm_execve file=+0(+0(" + (x86 ? "%dx" : "%x2") + ")):string");
+                "p:" + MARK_MOUNT + " path_mount type=+0(" + third + "):string",
+                "p:" + MARK_EXEC + " bprm_execve file=" + file + ":string");
     }
 
     /** The process-1 script: tracing set-up by mode, then the workload. */
