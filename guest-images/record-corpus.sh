@@ -19,6 +19,7 @@
 # The guest is dev.kpemu.cli.CorpusGuest (kpemu corpus initramfs); QEMU gets kpemu's RAM (254 MiB
 # left to the guest) and kpemu's kernel command line, so /proc/cmdline reads the same.
 # A definition Linux refuses, or a boot that does not finish, fails the recording.
+# CORPUS_CONSOLE=FILE keeps the recording boot's console there.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -64,10 +65,15 @@ kpemu corpus generate --arch "$arch" --kernel "$kernel" --seed "$seed" --survey 
 kpemu corpus initramfs --arch "$arch" --mode linux --events "$events" -o "$work/linux.cpio" >/dev/null
 qemu_boot "$work/linux.cpio" "$append" "$work/linux.log"
 tr -d '\r' < "$work/linux.log" > "$work/console.log"
-grep -q 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the corpus boot did not finish"; }
-if grep -q '^KPEMU-CORPUS-REFUSED' "$work/console.log"; then
-  grep '^KPEMU-CORPUS-REFUSED' "$work/console.log" | head -n 20 >&2
-  die "Linux refused $(grep -c '^KPEMU-CORPUS-REFUSED' "$work/console.log") definitions (the generator must only write what Linux accepts)"
+[ -z "${CORPUS_CONSOLE:-}" ] || cp "$work/console.log" "$CORPUS_CONSOLE"   # the guest's console, for reading
+grep -aq 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the corpus boot did not finish"; }
+if grep -aqE '(BUG:|Oops|WARNING:)' "$work/console.log"; then
+  grep -aE -A4 '(BUG:|Oops|WARNING:)' "$work/console.log" | head -n 20 >&2
+  die "Linux complained during the corpus boot (its trace stops or lies there): leave that definition's class out in CorpusGenerator"
+fi
+if grep -aq '^KPEMU-CORPUS-REFUSED' "$work/console.log"; then
+  grep -a '^KPEMU-CORPUS-REFUSED' "$work/console.log" | head -n 20 >&2
+  die "Linux refused $(grep -ac '^KPEMU-CORPUS-REFUSED' "$work/console.log") definitions (the generator must only write what Linux accepts)"
 fi
 out="$dir/corpus.trace"
 {
@@ -77,6 +83,6 @@ out="$dir/corpus.trace"
   echo "# definitions ($arch/$series/corpus.events):"
   grep -vE '^[[:space:]]*(#|$)' "$events" | sed 's/^/#   /'
   echo "# The trace file's event lines, context columns kept (never compared)."
-  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -vE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -E ': \(' || true
+  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -avE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -aE ': \(' || true
 } > "$out"
 echo "recorded $(grep -vc '^#' "$out") events for $arch to $out"

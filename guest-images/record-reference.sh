@@ -6,6 +6,8 @@
 #
 #   guest-images/record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] ARCH NAME
 #     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
+#            or guest-images/reference/ARCH/SERIES/NAME.events  when the kernel series needs its own
+#            (a probe point at an offset that moved between builds)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
 #            or the --out FILE (a kernel file's reference, e.g. one build-kernel.sh built, belongs
 #            to that build: the source-kernel tests record it at test time, outside the repository)
@@ -21,10 +23,11 @@ prog=record-reference
 . "$here/qemu-reference.sh"
 reference_args "record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME" "$@"
 [ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME"
-defs="$here/reference/$name.$arch.events"
-[ -f "$defs" ] || die "no probe script $defs"
 initramfs=$(kernel_print initramfs)
 series=$(kernel_series)
+defs="$here/reference/$arch/$series/$name.events"
+[ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
+[ -f "$defs" ] || die "no probe script $defs"
 
 # kprobe_event= wants ',' instead of spaces inside a definition and ';' between definitions.
 events=()
@@ -51,7 +54,7 @@ mkdir -p "$(dirname "$out")"
 {
   echo "# Reference trace recorded by guest-images/record-reference.sh from Linux's own kprobe_events."
   kernel_header
-  echo "# definitions ($name.$arch.events):"
+  echo "# definitions (${defs#"$here/reference/"}):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
   echo "# One line per event, in order, as the console printed it without the timestamp."
   # event lines look like "[    2.049993] myopen: (do_sys_openat2+0x0/0x170) dfd=... fn=..."

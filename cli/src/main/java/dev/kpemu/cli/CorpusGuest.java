@@ -121,9 +121,19 @@ public final class CorpusGuest {
     }
 
     /**
+     * The workload's own tasks: the commands it runs (the survey's list in {@link #afterScript}).
+     * Kernel threads that run inside the window (a crypto self-test's {@code cryptomgr_test}
+     * exiting, on kpemu's 6.12 and 7.2 boots but before the workload under QEMU) run when the
+     * machine's timing says.
+     */
+    public static final java.util.Set<String> WORKLOAD_TASKS = java.util.Set.of(
+            "init", "sh", "mkdir", "mount", "cat", "ls", "head", "rm", "sleep", "date", "sync", "echo", "uname", "touch");
+
+    /**
      * The workload's window of a trace: from the first {@value #MARK_MOUNT} event of type "proc"
      * (the workload's {@code mount -t proc}) up to, not including, the {@value #MARK_EXEC} event of
-     * {@code /tmp/corpus/after}. Empty when a marker is missing.
+     * {@code /tmp/corpus/after}, only events of the workload's own tasks ({@link #WORKLOAD_TASKS};
+     * events without a task column are kept). Empty when a marker is missing.
      */
     public static List<ReferenceTrace.Event> window(List<ReferenceTrace.Event> events) {
         int start = -1, end = -1;
@@ -136,7 +146,11 @@ public final class CorpusGuest {
             }
         }
         if (start < 0 || end < 0) return List.of();
-        return new ArrayList<>(events.subList(start, end));
+        List<ReferenceTrace.Event> w = new ArrayList<>();
+        for (ReferenceTrace.Event e : events.subList(start, end)) {
+            if (e.context() == null || WORKLOAD_TASKS.contains(e.context().comm())) w.add(e);
+        }
+        return w;
     }
 
     private static String arg(ReferenceTrace.Event e, String name) {

@@ -183,7 +183,7 @@ public final class ReferenceTrace {
         }
         Map<String, List<String>> names = new LinkedHashMap<>();
         Map<String, Boolean> ret = new LinkedHashMap<>();
-        definitionsInto(defs, arch, names, ret);
+        definitionsInto(defs, arch, Dialect.forRelease(release), names, ret);
         List<Event> events = new ArrayList<>(lines.size());
         for (String l : lines) {
             Event e = parseEvent(l, names);
@@ -193,9 +193,12 @@ public final class ReferenceTrace {
         return new ReferenceTrace(source, arch, release, pkg, version, defs, names, ret, events, header);
     }
 
-    /** Event names to argument names (and return-ness) from definitions, as the kernel would parse them. */
-    static void definitionsInto(List<String> defs, Arch arch, Map<String, List<String>> names, Map<String, Boolean> ret) {
-        ProbeParser parser = new ProbeParser(arch);
+    /**
+     * Event names to argument names (and return-ness) from definitions, as the recording kernel's
+     * parser would read them ({@code dialect}: 6.12 and later accept types 6.1 refuses, e.g. {@code char}).
+     */
+    static void definitionsInto(List<String> defs, Arch arch, Dialect dialect, Map<String, List<String>> names, Map<String, Boolean> ret) {
+        ProbeParser parser = new ProbeParser(arch, dialect, KernelSymbols.permissive());
         for (String d : defs) {
             ProbeDefinition pd;
             try {
@@ -210,10 +213,15 @@ public final class ReferenceTrace {
         }
     }
 
-    /** Argument names by event, from a set of definitions ({@code kprobe_events} lines). */
+    /** Argument names by event, from a set of definitions ({@code kprobe_events} lines) for Linux 6.1. */
     public static Map<String, List<String>> argumentNames(List<String> definitions, Arch arch) {
+        return argumentNames(definitions, arch, null);
+    }
+
+    /** Argument names by event, from definitions written for the kernel {@code release} (null: 6.1). */
+    public static Map<String, List<String>> argumentNames(List<String> definitions, Arch arch, String release) {
         Map<String, List<String>> names = new LinkedHashMap<>();
-        definitionsInto(definitions, arch, names, new LinkedHashMap<>());
+        definitionsInto(definitions, arch, Dialect.forRelease(release), names, new LinkedHashMap<>());
         return names;
     }
 
