@@ -474,10 +474,12 @@ final class CorpusGenerator {
         List<Instruction> insns = dec.decodeAll(code, start).instructions();
         if (insns.size() < 3) return null;
         Instruction at = insns.get(1 + rnd.nextInt(insns.size() - 2));
-        // EXCLUDED CLASS (kpemu defect, not fixed): on arm64 a mid-function NOP may be a jump-label
-        // site, which Linux refuses (-EINVAL); kpemu cannot read 6.1's arm64 __jump_table (no
-        // CONFIG_KALLSYMS_ALL) and accepts it. Evidence: Linux refused "p ___slab_alloc+816" and
-        // "p acct_collect+172" (both a NOP) when recording the corpus with seed 11.
+        // EXCLUDED CLASS (a kpemu defect, fixed since): on arm64 a mid-function NOP may be a
+        // jump-label site, which Linux refuses (-EINVAL); kpemu could not read 6.1's arm64
+        // __jump_table (no CONFIG_KALLSYMS_ALL) and accepted it. Evidence: Linux refused
+        // "p ___slab_alloc+816" and "p acct_collect+172" (both a NOP) when recording the corpus with
+        // seed 11. KernelTextTables now finds that table by its shape (CorpusDefectsTest replays
+        // Linux's answers); the exclusion stays so the recorded arm64 corpora are generated unchanged.
         if (!x86 && at.mnemonic().equals("nop")) return null;
         // EXCLUDED CLASS (Linux oopses): a prefixed direct call or jump on x86 ("cs call
         // __x86_indirect_thunk_r10", 6 bytes, a retpoline call padded by a prefix). Debian's 6.12
