@@ -121,13 +121,16 @@ public final class CorpusGuest {
     }
 
     /**
-     * The workload's own tasks: the commands it runs (the survey's list in {@link #afterScript}).
-     * Kernel threads that run inside the window (a crypto self-test's {@code cryptomgr_test}
-     * exiting, on kpemu's 6.12 and 7.2 boots but before the workload under QEMU) run when the
-     * machine's timing says.
+     * The workload's own tasks: the commands it runs (the survey's list in {@link #afterScript}),
+     * and {@code exe}: busybox's shell runs an applet through {@code /proc/self/exe}, so the task
+     * is named {@code exe} between that exec and the applet's (kpemu names a task as it was at the
+     * event; Linux's trace file names it by the pid's last name, {@code cat}), and {@code after},
+     * which Linux's trace file names process 1 by once it executed the window's end. Kernel threads that
+     * run inside the window (a crypto self-test's {@code cryptomgr_test} exiting, on kpemu's 6.12
+     * and 7.2 boots but before the workload under QEMU) run when the machine's timing says.
      */
     public static final java.util.Set<String> WORKLOAD_TASKS = java.util.Set.of(
-            "init", "sh", "mkdir", "mount", "cat", "ls", "head", "rm", "sleep", "date", "sync", "echo", "uname", "touch");
+            "init", "sh", "mkdir", "mount", "cat", "ls", "head", "rm", "sleep", "date", "sync", "echo", "uname", "touch", "exe", "after");
 
     /**
      * The workload's window of a trace: from the first {@value #MARK_MOUNT} event of type "proc"
