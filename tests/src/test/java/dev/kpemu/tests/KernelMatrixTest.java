@@ -47,9 +47,14 @@ class KernelMatrixTest {
         return SUITES.stream().flatMap(s -> Stream.of(Arch.values()).map(a -> Arguments.of(s, a)));
     }
 
-    /** Each script on each kernel, for the arches it is written for (optip: x86-64 only). */
+    /**
+     * Each script on each kernel, for the arches it is written for (optip: x86-64 only);
+     * {@code -Dkpemu.matrix.scripts=exitpath,optip} runs only those (when re-recording one).
+     */
     static Stream<Arguments> scripts() {
-        return kernels().flatMap(k -> SCRIPTS.stream().filter(n -> scriptFor(n, (Arch) k.get()[1]))
+        String only = System.getProperty("kpemu.matrix.scripts", "");
+        List<String> chosen = only.isBlank() ? SCRIPTS : List.of(only.split(","));
+        return kernels().flatMap(k -> chosen.stream().filter(n -> scriptFor(n, (Arch) k.get()[1]))
                 .map(n -> Arguments.of(k.get()[0], k.get()[1], n)));
     }
 
