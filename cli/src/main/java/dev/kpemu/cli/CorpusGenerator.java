@@ -356,7 +356,12 @@ final class CorpusGenerator {
                 if (to == null) return null;
                 if (to.kind() == BtfKind.INT && btf.sizeOf(to) == 1) {
                     if (name != null && name.toLowerCase().matches(".*(buf|page|data|val|value|contents|ptr|s)$")) return null;
-                    return "+0(" + base + "):" + pick(rnd, "string", "string", "ustring", "x8[4]", "char");
+                    String form = pick(rnd, "string", "string", "ustring", "x8[4]", "char");
+                    // a bool behind a pointer is one byte: what follows it is the caller's stack
+                    // (7.2 x86 find_inode_fast's bool *isnew as x8[4]: {0x0,0x0,0xfb,0x56} under QEMU,
+                    // {0x0,0x0,0xd0,0x10} on kpemu); on 6.10+ only, so the 6.1 corpora stay unchanged
+                    if (dialect.hasBtfRetval() && (to.intEncoding() & BtfType.INT_BOOL) != 0) form = "u8";
+                    return "+0(" + base + "):" + form;
                 }
                 if (to.kind() == BtfKind.FUNC_PROTO) return base + ":symbol";
                 if (!to.kind().isComposite() || to.members().isEmpty()) return null;
