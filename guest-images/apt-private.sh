@@ -105,7 +105,7 @@ apt_download() {
   rc=${PIPESTATUS[0]}
   set -e
   [ "$rc" = 0 ] || die "apt-get download $pkg failed (network or mirror); see $apt_work/download.log"
-  deb=$(ls "$apt_work"/debs/"${pkg}"_*.deb 2>/dev/null | head -n1)
+  deb=$(ls "$apt_work"/debs/"${pkg%%=*}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] && [ -s "$deb" ] || die "apt-get download $pkg produced no .deb"
   echo "$deb"
 }

@@ -51,7 +51,7 @@ done < /defs.txt
 echo KPEMU-ERRLOG-END
 poweroff -f
 INIT
-initramfs=$("$root/kpemu" initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
+initramfs=$(kpemu_cli initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
 log="$work/console.log"
 qemu_boot "$initramfs" "nokaslr panic=-1" "$log"
 grep -q 'KPEMU-ERRLOG-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-ERRLOG-END"; }

@@ -8,6 +8,8 @@
 #     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
 #            or guest-images/reference/ARCH/SERIES/NAME.events  when the kernel series needs its own
 #            (a probe point at an offset that moved between builds)
+#            guest-images/reference/NAME.init, NAME.modules     (optional: the script's own /init, and
+#                                                                the kernel's modules it loads first)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
 #            or the --out FILE (a kernel file's reference, e.g. one build-kernel.sh built, belongs
 #            to that build: the source-kernel tests record it at test time, outside the repository)
@@ -24,6 +26,15 @@ prog=record-reference
 reference_args "record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME" "$@"
 [ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME"
 initramfs=$(kernel_print initramfs)
+# A script with its own guest: reference/NAME.init as /init, with the booted kernel's modules
+# named in reference/NAME.modules loaded first (kpemu initramfs --modules; kpemu's test builds
+# the same archive).
+if [ -f "$here/reference/$name.init" ]; then
+  initramfs=$(mktemp --suffix=.cpio)
+  mods=()
+  [ -f "$here/reference/$name.modules" ] && mods=(--modules "$(tr -d ' \n' < "$here/reference/$name.modules")")
+  kpemu_cli initramfs --arch "$arch" --kernel "$kernel" --init "$here/reference/$name.init" "${mods[@]}" -o "$initramfs" >/dev/null
+fi
 series=$(kernel_series)
 defs="$here/reference/$arch/$series/$name.events"
 [ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
@@ -45,7 +56,7 @@ te=$(IFS=,; echo "${events[*]}")
 append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te tp_printk"
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; case "$initramfs" in /tmp/*) rm -f "$initramfs" ;; esac' EXIT
 qemu_boot "$initramfs" "$append" "$log"
 grep -q 'KPEMU-INIT-DONE' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-INIT-DONE"; }
 

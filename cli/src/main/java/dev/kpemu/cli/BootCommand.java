@@ -16,10 +16,16 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.GuestTerminal;
+import dev.kpemu.boot.HostStop;
+import dev.kpemu.boot.TerminalInput;
+import dev.kpemu.machine.StopReason;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
@@ -35,9 +41,11 @@ import dev.kpemu.machine.Arch;
 @Command(name = "boot", mixinStandardHelpOptions = true,
         description = {"Boot a Linux kernel until it powers off, optionally with kprobe_events probes.",
                 "Default: Debian's current kernel and kpemu's initramfs; probe hits print as ftrace's trace lines."},
-        footer = {"", "Exit codes: 0 the guest powered off (and, with --expect, the trace equals the golden), 1 error,",
+        footer = {"", "Run your own program: kpemu boot --arch x86_64 --add ./prog:/bin/prog -e 'p:myopen do_sys_openat2' -- prog ARGS",
+                "", "Exit codes: 0 the guest powered off (and, with --expect, the trace equals the golden), 1 error,",
                 "2 usage or probe-definition error, 3 guest panic or unhandled guest fault, 4 timeout,",
-                "5 the trace differs from --expect's golden (the diff is on stderr)."})
+                "5 the trace differs from --expect's golden (the diff is on stderr), 130/143 stopped by SIGINT/SIGTERM.",
+                "With -- CMD: the command's exit status when it ran to its end."})
 final class BootCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -51,17 +59,42 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--initrd", paramLabel = "FILE", description = "initramfs (default: kpemu's busybox guest)")
     Path initrd;
 
-    @Option(names = "--append", paramLabel = "ARGS", description = "kernel command line (default: the arch's console and nokaslr)")
+    @Option(names = "--append", paramLabel = "ARGS",
+            description = "kernel command line (default: the arch's console and nokaslr; with a command, the console is added when ARGS name none)")
     String append;
 
     @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM (default ${DEFAULT-VALUE})")
     int memoryMiB;
 
-    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60", description = "limit in guest seconds (default ${DEFAULT-VALUE})")
-    double timeoutSeconds;
+    @Option(names = "--timeout", paramLabel = "SECONDS",
+            description = "limit in guest seconds, held also while the guest idles (default 60; none with -i)")
+    Double timeoutSeconds;
 
-    @Option(names = "--console", paramLabel = "FILE|-", defaultValue = "-", description = "guest console: a file, or - for stderr (default)")
+    @Option(names = "--console", paramLabel = "FILE|-",
+            description = "the kernel's console: a file, or - for stderr (default: stderr; hidden when a command runs)")
     String console;
+
+    @Parameters(paramLabel = "CMD", arity = "0..*",
+            description = "after --: a command to run in the guest instead of the default workload (busybox applets in PATH); kpemu exits with its exit status")
+    List<String> command = new ArrayList<>();
+
+    @Option(names = "--add", paramLabel = "HOSTPATH[:GUESTPATH]",
+            description = "copy a host file or directory into the guest's initramfs (repeatable; default guest path /NAME)")
+    List<String> add = new ArrayList<>();
+
+    @Option(names = "--command-output", paramLabel = "FILE|-",
+            description = "where the command's stdout and stderr go: a file, or - for stderr (default)")
+    String commandOutput;
+
+    @Option(names = {"-i", "--interactive"},
+            description = "the command's terminal (a busybox shell without a command) on this terminal, with input; Ctrl-A x stops kpemu")
+    boolean interactive;
+
+    @Option(names = "--record-input", paramLabel = "FILE", description = "with -i: write what was typed, with its guest times, for --input")
+    Path recordInput;
+
+    @Option(names = "--input", paramLabel = "FILE", description = "replay input recorded with --record-input (no terminal needed; the same run every time)")
+    Path input;
 
     @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%%di'")
     List<String> events = new ArrayList<>();
@@ -86,6 +119,9 @@ final class BootCommand implements Callable<Integer> {
             description = "register the probes just before /init runs instead of where Linux's kprobe_event= boot parameter does (during the fs initcalls): nothing of the kernel's own boot is traced")
     boolean fromInit;
 
+    @Option(names = "--dialect", paramLabel = DialectOption.LABEL, description = DialectOption.HELP)
+    String dialect;
+
     @Option(names = "--allow-unsafe",
             description = "accept probes Linux refuses (kprobe blacklist, notrace functions, jump-label and static-call sites, init text after boot): kpemu's extension, beyond Linux")
     boolean allowUnsafe;
@@ -102,9 +138,34 @@ final class BootCommand implements Callable<Integer> {
             description = "how --expect compares: auto (exact on the golden's kernel build, else tolerant), exact, tolerant (symbol sizes and offsets a rebuild moves are ignored); default ${DEFAULT-VALUE}")
     String mode;
 
+    @Option(names = "--modules", paramLabel = "NAME[,NAME…]",
+            description = "load the booted Debian kernel's own modules (and their dependencies) before the guest's init (repeatable); "
+                    + "probes on MOD:SYM arm when the module loads")
+    List<String> modules = new ArrayList<>();
+
     @Option(names = "--perfetto", paramLabel = "FILE|-",
             description = "write the trace as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); - writes it to stdout instead of the text trace")
     String perfetto;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "FILE",
+            description = "write the trace to FILE instead of standard output")
+    Path output;
+
+    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "ftrace",
+            description = "the trace's format: ftrace (the trace file's lines; default) or json (one JSON object per event and line, typed fields: docs/json-trace.md)")
+    String format;
+
+    @Option(names = "--filter", paramLabel = "EVENT:EXPR",
+            description = "an event filter as ftrace's events/GROUP/EVENT/filter takes it (repeatable), e.g. 'myopen:fn ~ \"/tmp/*\" && common_pid != 1'; only matching events are traced")
+    List<String> filters = new ArrayList<>();
+
+    @Option(names = "--trigger", paramLabel = "EVENT:hist:...",
+            description = "a hist trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable), e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending'; its hist file is printed when the guest stops")
+    List<String> triggers = new ArrayList<>();
+
+    @Option(names = "--disable", paramLabel = "EVENT",
+            description = "leave EVENT disabled (repeatable): not traced, but its hist triggers still count, as in Linux")
+    List<String> disabled = new ArrayList<>();
 
     @Override public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
@@ -112,11 +173,39 @@ final class BootCommand implements Callable<Integer> {
         Arch a = ArchOption.one(spec, arch);
         dev.kpemu.image.KernelChoice choice = KernelOption.parse(spec, kernel);
         if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
-        if (timeoutSeconds <= 0) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
+        if (timeoutSeconds != null && !(timeoutSeconds > 0)) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
+        GuestCommandOptions gc = guestCommandOptions();
+        double timeout = timeoutSeconds != null ? timeoutSeconds : interactive ? Double.POSITIVE_INFINITY : 60;
+        List<InputScript.Entry> replay = null;
+        if (input != null) {
+            try {
+                replay = InputScript.read(input);
+            } catch (NoSuchFileException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no such file: " + input);
+            } catch (InputScript.MalformedInputException e) {
+                err.println("kpemu: " + e.getMessage());
+                return ExitCodes.USAGE;
+            }
+        }
         List<String> defs = definitions();
         TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
         if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
+        if (!format.equals("ftrace") && !format.equals("json"))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format takes ftrace or json, not '" + format + "'");
+        boolean json = format.equals("json");
+        if (json && output == null && "-".equals(perfetto))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--format json and --perfetto - both write to standard output: give the trace a file with -o FILE");
+        EventSetup setup = new EventSetup();
+        try {
+            filters.forEach(setup::filter);
+            triggers.forEach(setup::trigger);
+            disabled.forEach(setup::disable);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (!setup.isEmpty() && defs.isEmpty())
+            throw new CommandLine.ParameterException(spec.commandLine(), "--filter, --trigger and --disable need probe definitions (-e or --events-file)");
         RecordedTrace golden = null;
         if (expect != null) {
             try {
@@ -130,86 +219,210 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
-        PrintStream trace = "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        Path generated = null;
+        if (gc.commandGuest() || !add.isEmpty()) {
+            try {
+                generated = GuestInitramfs.write(a, command, gc.session(), add);
+            } catch (KernelImageException e) {
+                err.println("kpemu: " + e.getMessage());
+                return ExitCodes.USAGE;
+            }
+        }
+        OutputStream traceFile;
+        try {
+            traceFile = output == null ? null : Files.newOutputStream(output);
+        } catch (IOException e) {
+            err.println("kpemu: cannot write " + output + ": " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        OutputStream traceStream = traceFile != null ? traceFile : "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
+        JsonTraceWriter jsonTrace = json && traceStream != null ? new JsonTraceWriter(traceStream) : null;
+        PrintStream trace = json || traceStream == null ? null
+                : traceStream instanceof PrintStream ps ? ps : new PrintStream(traceStream, false, java.nio.charset.StandardCharsets.UTF_8);
+        // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
+        PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace);
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup);
+        if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
-        OutputStream con = "-".equals(console) ? System.err : new FileOutputStream(console);
+        String consoleTo = console != null ? console : gc.commandGuest() ? null : "-";
+        OutputStream con = consoleTo == null ? null : "-".equals(consoleTo) ? System.err : openForWriting(Path.of(consoleTo));
+        HostStop hostStop = new HostStop();
+        InputScript.Writer recorder = null;
+        InteractiveTerminal term = null;
+        OutputStream commandOut = null;
+        if (traced != null) traced.dialect(DialectOption.parse(spec, dialect));
         try {
+            if (interactive) {
+                if (recordInput != null) {
+                    openForWriting(recordInput).close();     // a path that cannot be written: one line, before the terminal changes
+                    recorder = new InputScript.Writer(recordInput);
+                }
+                term = InteractiveTerminal.open(hostStop, recorder);
+                if (term == null) {
+                    err.println("kpemu: -i needs a terminal (standard input and output are not one); replay recorded input with --input FILE");
+                    return ExitCodes.USAGE;
+                }
+            }
+            GuestTerminal terminal = null;
+            if (gc.commandGuest()) {
+                commandOut = term != null ? term.output()
+                        : commandOutput == null || "-".equals(commandOutput) ? messages : new java.io.BufferedOutputStream(openForWriting(Path.of(commandOutput)));
+                TerminalInput in = term != null ? term : replay != null ? new ReplayedInput(replay, hostStop) : null;
+                terminal = new GuestTerminal(commandOut, in);
+            }
             BootRunner.Result r;
             Path kernelFile, initrdFile;
             Map<String, String> version = Map.of();
-            try {
-                kernelFile = KernelOption.file(choice, a);
-                initrdFile = initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
-                if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
-                    version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
-                try (Progress p = Progress.start("kpemu", "-".equals(console),
-                        () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
-                    r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile, append, memoryMiB, timeoutSeconds, con, messages),
-                            traced == null ? BootHooks.NONE : traced);
-                }
-            } catch (TracedBoot.DefinitionRejected e) {
-                e.kernelMessages().forEach(err::println);
-                err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
-                return ExitCodes.USAGE;
-            } catch (KernelImageException e) {
-                err.println("kpemu: " + e.getMessage());
-                return ExitCodes.ERROR;
-            }
-            trace.flush();
-            if (traced != null && traced.rejectedAtRegistration() != null) {
-                var e = traced.rejectedAtRegistration();
-                err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
-                return ExitCodes.USAGE;
-            }
-            if (traced != null) printTables(out, traced);
-            out.flush();
-            err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
-                    r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
-            if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
-            err.println();
-            if (r.exitCode() != ExitCodes.OK) {
-                err.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
-                err.println("kpemu: last console lines:");
-                for (String l : r.lastLines()) err.println("  " + l);
-            }
-            int code = r.exitCode();
-            if (traced != null && (record != null || expect != null || perfetto != null)) {
-                RecordedTrace.Header h = traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
-                        VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
-                RecordedTrace run = traced.recordedTrace(h, "this run");
-                if (record != null) {
-                    RecordedTrace.write(record, h, traced.records().stream().map(dev.kpemu.kprobes.events.TraceRecord::line).toList());
-                    err.printf("kpemu: recorded %d events to %s%s%n", run.events().size(), record,
-                            r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
-                }
-                if (perfetto != null) {
-                    PerfettoTrace pt = PerfettoTrace.of(run);
-                    if ("-".equals(perfetto)) {
-                        pt.write(WriterOutputStream.printStream(out));
-                    } else {
-                        try (OutputStream o = Files.newOutputStream(Path.of(perfetto))) {
-                            pt.write(o);
-                        }
+            try (Signals signals = Signals.stopOn(hostStop)) {
+                try {
+                    kernelFile = KernelOption.file(choice, a);
+                    initrdFile = generated != null ? generated : initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
+                    List<String> moduleNames = GuestModules.names(modules);
+                    if (!moduleNames.isEmpty()) initrdFile = GuestModules.withModules(initrdFile, a, choice, moduleNames);
+                    if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
+                        version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
+                    try (Progress p = Progress.start("kpemu", gc.commandGuest() || "-".equals(consoleTo),
+                            () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
+                        // with a command, stderr carries its output: kpemu's start-up lines stay out of it
+                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile,
+                                        gc.commandGuest() ? dev.kpemu.image.CommandGuest.commandLine(a, append) : append, memoryMiB, timeout, con,
+                                        gc.commandGuest() ? null : messages,
+                                        terminal, hostStop),
+                                traced == null ? BootHooks.NONE : traced);
                     }
-                    var c = pt.counts();
-                    err.printf("kpemu: perfetto JSON%s: %d task tracks, %d instants, %d slices, %d phases%n",
-                            "-".equals(perfetto) ? "" : " " + perfetto, c.tracks(), c.instants(), c.slices(), c.phases());
+                } catch (TracedBoot.DefinitionRejected e) {
+                    e.kernelMessages().forEach(err::println);
+                    err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
+                    return ExitCodes.USAGE;
+                } catch (TracedBoot.SetupRejected e) {
+                    err.println(e.rejected().getMessage());
+                    e.rejected().details().forEach(err::println);
+                    return ExitCodes.USAGE;
+                } catch (KernelImageException e) {
+                    err.println("kpemu: " + e.getMessage());
+                    return ExitCodes.ERROR;
                 }
-                if (golden != null && code == ExitCodes.OK) {
-                    TraceComparison.Outcome o = TraceComparison.compare(golden, run, choice2);
-                    err.print(o.diff());
-                    if (!o.matches()) code = ExitCodes.TRACE_DIFFERS;
+                if (term != null) {
+                    term.close();
+                    term = null;
                 }
+                if (trace != null) trace.flush();
+                if (jsonTrace != null) jsonTrace.close();
+                if (traced != null && traced.rejectedAtRegistration() != null) {
+                    var e = traced.rejectedAtRegistration();
+                    err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
+                    return ExitCodes.USAGE;
+                }
+                if (traced != null) printTables(tables, err, traced, setup);
+                tables.flush();
+                out.flush();
+                int code = r.exitCode();
+                boolean hostStopped = r.stop() instanceof StopReason.HostRequest;
+                if (hostStopped && signals.caught() != null) {
+                    code = signals.exitCode();
+                    err.printf("kpemu: stopped by %s at guest %.3f s (exit %d)%n", signals.caught(), r.guestNanos() / 1e9, code);
+                } else if (hostStopped) {
+                    code = ExitCodes.OK;     // Ctrl-A x, or the end of replayed input
+                    err.printf("kpemu: %s at guest %.3f s%n", r.status(), r.guestNanos() / 1e9);
+                } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && r.commandExit() != null) {
+                    code = r.commandExit();
+                } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && noTerminal(r.lastLines()) != null) {
+                    code = ExitCodes.ERROR;
+                    err.println("kpemu: the command could not run: " + noTerminal(r.lastLines()));
+                } else {
+                    if (gc.commandGuest() && r.exitCode() == ExitCodes.OK) {
+                        code = ExitCodes.ERROR;
+                        err.println("kpemu: the guest powered off without reporting the command's exit status");
+                    }
+                    err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
+                            r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
+                    if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
+                    err.println();
+                    if (code != ExitCodes.OK) {
+                        err.printf("kpemu: pc 0x%x %s%n", r.pc(), r.symbol());
+                        err.println("kpemu: last console lines:");
+                        for (String l : r.lastLines()) err.println("  " + l);
+                    }
+                }
+                if (traced != null && (record != null || expect != null || perfetto != null)) {
+                    RecordedTrace.Header h = traced.header(a, version.get("package"), version.get("version"), kernelFile, initrdFile,
+                            VersionProvider.kpemuVersion(), eventsFile != null && events.isEmpty() ? eventsFile.getFileName().toString() : null);
+                    RecordedTrace run = traced.recordedTrace(h, "this run");
+                    if (record != null) {
+                        RecordedTrace.write(record, h, traced.records().stream().map(dev.kpemu.kprobes.events.TraceRecord::line).toList());
+                        err.printf("kpemu: recorded %d events to %s%s%n", run.events().size(), record,
+                                r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                    }
+                    if (perfetto != null) {
+                        PerfettoTrace pt = PerfettoTrace.of(run);
+                        if ("-".equals(perfetto)) {
+                            pt.write(WriterOutputStream.printStream(out));
+                        } else {
+                            try (OutputStream o = Files.newOutputStream(Path.of(perfetto))) {
+                                pt.write(o);
+                            }
+                        }
+                        var c = pt.counts();
+                        err.printf("kpemu: perfetto JSON%s: %d task tracks, %d instants, %d slices, %d phases%n",
+                                "-".equals(perfetto) ? "" : " " + perfetto, c.tracks(), c.instants(), c.slices(), c.phases());
+                    }
+                    if (golden != null && r.exitCode() == ExitCodes.OK && !hostStopped) {
+                        TraceComparison.Outcome o = TraceComparison.compare(golden, run, choice2);
+                        err.print(o.diff());
+                        if (!o.matches()) code = ExitCodes.TRACE_DIFFERS;
+                    }
+                }
+                err.flush();
+                return code;
             }
-            err.flush();
-            return code;
         } finally {
-            if (con != System.err) con.close();
+            if (term != null) term.close();
+            if (recorder != null) recorder.close();
+            if (commandOut != null && commandOut != messages) commandOut.flush();
+            if (commandOut instanceof java.io.BufferedOutputStream b) b.close();
+            if (con != null && con != System.err) con.close();
             else System.err.flush();
+            if (generated != null) {
+                Files.deleteIfExists(generated);
+                Files.deleteIfExists(generated.getParent());
+            }
+            if (traceFile != null) traceFile.close();
         }
+    }
+
+    /** A file kpemu writes; one that cannot be opened is a usage error naming it (one line, exit 2). */
+    private OutputStream openForWriting(Path file) {
+        try {
+            return new FileOutputStream(file.toFile());
+        } catch (java.io.FileNotFoundException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "cannot write " + file + ": " + e.getMessage().replace(file + " ", "").replaceAll("^\\((.*)\\)$", "$1"));
+        }
+    }
+
+    /** What /init said when the command's terminal device was missing, or null. */
+    static String noTerminal(List<String> consoleLines) {
+        for (String l : consoleLines) {
+            int i = l.indexOf(dev.kpemu.image.CommandGuest.NO_TERMINAL + " ");
+            if (i >= 0) return l.substring(i + dev.kpemu.image.CommandGuest.NO_TERMINAL.length() + 1);
+        }
+        return null;
+    }
+
+    /** What the positional command, -i, --input, --command-output and --record-input ask for, checked together. */
+    record GuestCommandOptions(boolean commandGuest, boolean session) {}
+
+    private GuestCommandOptions guestCommandOptions() {
+        boolean session = interactive || input != null;
+        boolean commandGuest = !command.isEmpty() || session;
+        if (initrd != null && (commandGuest || !add.isEmpty()))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--initrd cannot be combined with a command, -i, --input or --add (they build the initramfs)");
+        if (interactive && input != null) throw new CommandLine.ParameterException(spec.commandLine(), "-i and --input exclude each other");
+        if (recordInput != null && !interactive) throw new CommandLine.ParameterException(spec.commandLine(), "--record-input needs -i");
+        if (commandOutput != null && (!commandGuest || interactive))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--command-output needs a command after -- (or --input), and not -i (the terminal is the output)");
+        return new GuestCommandOptions(commandGuest, session);
     }
 
     /** One line: what the jump displaces, or every rule that refused. */
@@ -222,11 +435,18 @@ final class BootCommand implements Callable<Integer> {
         };
     }
 
-    private void printTables(PrintWriter out, TracedBoot traced) {
+    private void printTables(PrintWriter out, PrintWriter err, TracedBoot traced, EventSetup setup) {
         var ev = traced.events();
         if (ev == null) {
-            out.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
+            err.println("kpemu: the guest never reached " + traced.armedAt() + "; no probe was registered");
             return;
+        }
+        java.util.Set<String> histEvents = new java.util.LinkedHashSet<>();
+        for (EventSetup.Trigger t : setup.triggers()) histEvents.add(t.event());
+        for (String name : histEvents) {
+            out.println("kpemu: events/" + (name.contains("/") ? name : ev.events().stream()
+                    .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");
+            out.print(ev.hist(name));
         }
         if (profile) {
             out.println("kpemu: kprobe_profile");

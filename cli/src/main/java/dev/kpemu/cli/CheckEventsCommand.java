@@ -19,6 +19,8 @@ import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.KernelRelease;
+import dev.kpemu.image.btf.BtfLocator;
 import dev.kpemu.kprobes.events.DefinitionCheck;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
@@ -44,6 +46,9 @@ final class CheckEventsCommand implements Callable<Integer> {
             description = "kernel whose kallsyms to check against: a file (vmlinuz, Image or vmlinux), or " + KernelOption.HELP)
     String kernel;
 
+    @Option(names = "--dialect", paramLabel = DialectOption.LABEL, description = DialectOption.HELP)
+    String dialect;
+
     @Option(names = "--syntax-only", description = "check the syntax only: accept every symbol name")
     boolean syntaxOnly;
 
@@ -63,7 +68,7 @@ final class CheckEventsCommand implements Callable<Integer> {
         if (lines.isEmpty()) throw new CommandLine.ParameterException(spec.commandLine(), "no definitions: give -e DEF or a FILE");
         PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         int bad = 0;
-        try (Checker c = checker(a, choice)) {
+        try (Checker c = checker(a, choice, DialectOption.parse(spec, dialect))) {
             for (String line : lines) {
                 DefinitionCheck.Outcome o = c.check().check(line);
                 o.console().forEach(err::println);
@@ -94,14 +99,21 @@ final class CheckEventsCommand implements Callable<Integer> {
 
     /**
      * Syntax only: every symbol accepted, no probe-point check. Otherwise the kernel's kallsyms and
-     * the probe points as Linux checks them after boot ({@link KernelProbeSites}), from its file.
+     * the probe points as Linux checks them after boot ({@link KernelProbeSites}), from its file, in
+     * the kernel's own dialect (from its release) with its BTF, unless {@code forced}.
      */
-    private Checker checker(Arch a, KernelChoice choice) throws KernelImageException {
-        if (syntaxOnly) return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KernelSymbols.permissive(), ProbeSites.none()), () -> { });
+    private Checker checker(Arch a, KernelChoice choice, Dialect forced) throws KernelImageException {
+        if (syntaxOnly) {
+            Dialect d = forced != null ? forced : Dialect.LINUX_6_1;
+            return new Checker(new DefinitionCheck(a, d, KernelSymbols.permissive(), ProbeSites.none()), () -> { });
+        }
         Path k = GuestImages.forRepository().kernel(a, choice);
         Kallsyms.KernelText kt = Kallsyms.load(k);
-        KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes());
-        return new Checker(new DefinitionCheck(a, Dialect.LINUX_6_1, KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes()), sites), sites);
+        Dialect d = forced != null ? forced : Dialect.forRelease(KernelRelease.of(kt.bytes()).orElse(null));
+        KallsymsSymbols symbols = KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes());
+        if (d.hasBtfArgs()) symbols = symbols.withBtf(BtfLocator.read(k).btf());
+        KernelProbeSites sites = new KernelProbeSites(a, kt.symbols(), kt.bytes()).dialect(d);
+        return new Checker(new DefinitionCheck(a, d, symbols, sites), sites);
     }
 
     private List<String> readLines(String f) throws IOException {

@@ -32,6 +32,8 @@ final class CorpusCommand implements Runnable {
         @Option(names = "--arch", required = true) String arch;
         @Option(names = "--mode", required = true, description = "linux, survey or kpemu") String mode;
         @Option(names = "--events", description = "the definitions (mode linux)") Path events;
+        @Option(names = "--setup", description = "tracefs writes after enabling (mode linux): FILE<TAB>TEXT lines, # comments") Path setup;
+        @Option(names = "--read-refused", description = "print each refused tracefs file's text too (runs programs during the set-up: later pids move)") boolean readRefused;
         @Option(names = {"-o", "--output"}, required = true) Path output;
         @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -39,7 +41,9 @@ final class CorpusCommand implements Runnable {
             Arch a = ArchOption.one(spec, arch);
             List<String> defs = events == null ? List.of() : CorpusGenerator.definitions(Files.readAllLines(events));
             byte[] bb = Files.readAllBytes(GuestImages.forRepository().busybox(a));
-            CorpusGuest.archive(bb, mode, defs).write(output);
+            List<String> writes = setup == null ? List.of() : Files.readAllLines(setup).stream()
+                    .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
+            CorpusGuest.archive(bb, mode, defs, writes, readRefused).write(output);
             spec.commandLine().getOut().println(output);
             return ExitCodes.OK;
         }

@@ -34,6 +34,9 @@ public final class CorpusGuest {
 
     public static final String TRACE_BEGIN = "KPEMU-CORPUS-TRACE-BEGIN", TRACE_END = "KPEMU-CORPUS-TRACE-END";
     public static final String SURVEY_LINE = "KPEMU-SURVEY", REFUSED = "KPEMU-CORPUS-REFUSED";
+    /** Around the text of a tracefs file whose write Linux refused (a bad filter: the file shows the error), and of each {@code hist} file. */
+    public static final String SETUP_REFUSED = "KPEMU-SETUP-REFUSED", SETUP_REFUSED_END = "KPEMU-SETUP-REFUSED-END",
+            HIST_BEGIN = "KPEMU-HIST-BEGIN", HIST_END = "KPEMU-HIST-END", ERROR_LOG_LINE = "KPEMU-ERROR-LOG";
     /** The window's marker events, defined first in every corpus. */
     public static final String MARK_MOUNT = "corpus_mount", MARK_EXEC = "corpus_exec";
 
@@ -67,15 +70,26 @@ public final class CorpusGuest {
                 if [ "$mode" = linux ]; then
                   echo 8192 > /root/buffer_size_kb
                   while IFS= read -r d; do
-                    printf '%s\\n' "$d" >> /root/kprobe_events || printf '%s %s\\n' KPEMU-CORPUS-REFUSED "$d"
+                    printf '%%s\\n' "$d" >> /root/kprobe_events || printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
                   done < /tmp/corpus/events
                   echo 1 > /root/events/kprobes/enable
+                  if [ -s /tmp/corpus/setup ]; then
+                    while IFS='\t' read -r f v; do
+                      : > /root/error_log
+                      printf '%%s\\n' "$v" >> /root/$f || {
+                        printf '%%s %%s\\t%%s\\n' %1$s "$f" "$v"
+                        [ -e /tmp/corpus/read-refused ] && busybox cat /root/$f
+                        while IFS= read -r l; do echo "%3$s $l"; done < /root/error_log
+                        echo %2$s
+                      }
+                    done < /tmp/corpus/setup
+                  fi
                 elif [ "$mode" = survey ]; then
                   echo 98304 > /root/buffer_size_kb
                   echo function > /root/current_tracer
                 fi
                 exec /bin/sh /tmp/corpus/workload
-                """;
+                """.formatted(SETUP_REFUSED, SETUP_REFUSED_END, ERROR_LOG_LINE);
     }
 
     /** Run by exec at the end of the workload (the window's end): prints Linux's trace, powers off. */
@@ -86,8 +100,11 @@ public final class CorpusGuest {
                 if [ "$mode" = linux ]; then
                   echo 0 > /root/tracing_on
                   echo %1$s
-                  cat /root/trace
+                  busybox cat /root/trace
                   echo %2$s
+                  if [ -s /tmp/corpus/setup ]; then
+                    for h in /root/events/kprobes/*/hist; do echo %4$s ${h#/root/}; busybox cat $h; echo %5$s; done
+                  fi
                 elif [ "$mode" = survey ]; then
                   echo 0 > /root/tracing_on
                   busybox awk '!/^#/ && NF >= 5 { f = $5; n[f]++; c = $1; sub(/-[0-9]+$/, "", c);
@@ -96,7 +113,7 @@ public final class CorpusGuest {
                   echo %2$s
                 fi
                 poweroff -f
-                """.formatted(TRACE_BEGIN, TRACE_END, SURVEY_LINE);
+                """.formatted(TRACE_BEGIN, TRACE_END, SURVEY_LINE, HIST_BEGIN, HIST_END);
     }
 
     /** The default workload ({@link Initramfs#defaultInitScript}) up to its {@code sync}, then {@code exec /tmp/corpus/after}. */
@@ -109,6 +126,31 @@ public final class CorpusGuest {
 
     /** The archive: the default guest, /init replaced, /tmp/corpus/{mode,events,workload,after}. */
     public static Initramfs archive(byte[] busybox, String mode, List<String> definitions) {
+        return archive(busybox, mode, definitions, List.of());
+    }
+
+    /**
+     * As {@link #archive(byte[], String, List)}, with tracefs writes done after the events are
+     * enabled (mode linux): each {@code setup} entry is {@code FILE<TAB>TEXT}, FILE relative to
+     * tracefs ({@code events/kprobes/myopen/filter}, {@code .../trigger}, {@code .../enable}),
+     * appended in order; a refused write prints {@value #SETUP_REFUSED} FILE<TAB>TEXT, the
+     * {@code error_log} entries the write made (cleared before each write; each line after
+     * {@value #ERROR_LOG_LINE}) and {@value #SETUP_REFUSED_END}. The set-up runs no program (the
+     * shell's own {@code read}), so the workload's processes get the pids they get under kpemu; with
+     * {@code readRefused} it also prints each refused file's text (a bad filter's error) with
+     * {@code busybox cat}, which moves the later pids (tracefs' filter file reads only at offset 0,
+     * so the shell's byte-wise {@code read} cannot read it). With a setup, the after script
+     * also prints every kprobe event's {@code hist} file between {@value #HIST_BEGIN} NAME and
+     * {@value #HIST_END}. The after script reads tracefs as {@code busybox cat} (task comm
+     * {@code busybox}, which the workload never runs) so filters can leave those reads out:
+     * Linux's hist triggers still fire after {@code tracing_on} is cleared.
+     */
+    public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup) {
+        return archive(busybox, mode, definitions, setup, false);
+    }
+
+    /** As {@link #archive(byte[], String, List, List)}; {@code readRefused}: print each refused file's text too. */
+    public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup, boolean readRefused) {
         if (!List.of("linux", "survey", "kpemu").contains(mode)) throw new IllegalArgumentException("mode " + mode);
         Initramfs r = Initramfs.defaultGuest(busybox);
         r.file("init", 0755, initScript());
@@ -117,6 +159,8 @@ public final class CorpusGuest {
         r.file("tmp/corpus/events", 0644, mode.equals("linux") ? String.join("\n", definitions) + "\n" : "");
         r.file("tmp/corpus/workload", 0755, workloadScript());
         r.file("tmp/corpus/after", 0755, afterScript());
+        r.file("tmp/corpus/setup", 0644, setup.isEmpty() || !mode.equals("linux") ? "" : String.join("\n", setup) + "\n");
+        if (readRefused) r.file("tmp/corpus/read-refused", 0644, "");
         return r;
     }
 

@@ -50,7 +50,7 @@ final class DemoCommand implements Callable<Integer> {
         if (choice instanceof KernelChoice.File && arches.size() != 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--kernel FILE needs --arch (a kernel file is for one architecture)");
         }
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = spec.commandLine().getOut(), err = spec.commandLine().getErr();
         PrintStream trace = WriterOutputStream.printStream(out);
         Path logs = GuestImages.forRepository().cacheRoot().resolve("demo");
         Files.createDirectories(logs);
@@ -58,10 +58,11 @@ final class DemoCommand implements Callable<Integer> {
         for (Arch a : arches) {
             Path consoleLog = logs.resolve(a.linuxName() + "-console.log");
             Path kernelFile = KernelOption.file(choice, a);
-            out.printf("== %s: %s, probes:%n", a.linuxName(), KernelOption.describe(choice, a));
-            for (String d : script(a)) out.println("   " + d);
-            out.printf("   (guest console: %s)%n", consoleLog);
-            out.flush();
+            // kpemu's own lines (what runs, how it ended) on stderr; the trace and the table on stdout
+            err.printf("== %s: %s, probes:%n", a.linuxName(), KernelOption.describe(choice, a));
+            for (String d : script(a)) err.println("   " + d);
+            err.printf("   (guest console: %s)%n", consoleLog);
+            err.flush();
             TracedBoot traced = new TracedBoot(script(a), trace);
             BootRunner.Result r;
             try (OutputStream con = Files.newOutputStream(consoleLog)) {
@@ -72,9 +73,10 @@ final class DemoCommand implements Callable<Integer> {
                 out.println("-- kprobe_profile");
                 out.print(traced.events().profile());
             }
-            out.printf("-- %s: %s (exit %d); guest %.3f s, %d instructions; host %.2f s%n%n", a.linuxName(), r.status(),
-                    r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.hostNanos() / 1e9);
             out.flush();
+            err.printf("-- %s: %s (exit %d); guest %.3f s, %d instructions; host %.2f s%n%n", a.linuxName(), r.status(),
+                    r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.hostNanos() / 1e9);
+            err.flush();
             codes.add(r.exitCode());
         }
         return codes.stream().filter(c -> c != ExitCodes.OK).findFirst().orElse(ExitCodes.OK);

@@ -39,6 +39,14 @@ final class InitramfsCommand implements Callable<Integer> {
             description = "copy a file or directory into the guest (repeatable); default guest path: /NAME")
     List<String> add = new ArrayList<>();
 
+    @Option(names = "--kernel", paramLabel = KernelOption.LABEL, defaultValue = "debian",
+            description = "the kernel whose modules --modules takes (default: the machine's Debian suite)")
+    String kernel;
+
+    @Option(names = "--modules", paramLabel = "NAME[,NAME…]",
+            description = "the kernel's own modules (and their dependencies), loaded by /init before the guest's init runs (repeatable)")
+    List<String> modules = new ArrayList<>();
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws KernelImageException, IOException {
@@ -48,6 +56,11 @@ final class InitramfsCommand implements Callable<Integer> {
         try {
             if (init != null) HostFiles.addExecutable(archive, init, "init", a);
             for (String spec : add) HostFiles.add(archive, HostFiles.Mapping.parse(spec), a);
+            List<String> names = GuestModules.names(modules);
+            if (!names.isEmpty()) {
+                var loaded = GuestModules.install(archive, a, KernelOption.parse(spec, kernel), names);
+                spec.commandLine().getErr().println("kpemu: modules " + String.join(" ", loaded.stream().map(m -> m.name()).toList()));
+            }
         } catch (KernelImageException e) {
             spec.commandLine().getErr().println("kpemu: " + e.getMessage());
             return ExitCodes.USAGE;

@@ -16,6 +16,7 @@ import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.kprobes.events.CompiledProbe;
 import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
+import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
@@ -29,6 +30,8 @@ import dev.kpemu.machine.Machine;
 import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.X86Reg;
 import dev.kpemu.optprobes.JumpOptimizer;
+import dev.kpemu.kprobes.events.KernelSymbols;
+import dev.kpemu.kprobes.events.LoadedModules;
 import dev.kpemu.optprobes.KernelOptimizationInputs;
 
 /**
@@ -85,10 +88,27 @@ public final class TracedBoot implements BootHooks {
         public List<String> kernelMessages() { return kernelMessages; }
     }
 
+    /** Thrown from {@link #ready} when a filter, trigger or disable ({@link EventSetup}) is refused before boot. */
+    public static final class SetupRejected extends RuntimeException {
+        private final EventSetup.Rejected rejected;
+
+        SetupRejected(EventSetup.Rejected rejected) {
+            super(rejected.getMessage());
+            this.rejected = rejected;
+        }
+
+        public EventSetup.Rejected rejected() { return rejected; }
+    }
+
     private final List<String> definitions;
+    private EventSetup setup = new EventSetup();
+    private final List<Consumer<TraceRecord>> sinks = new ArrayList<>();
     private final PrintStream out;
     private final List<TraceRecord> records = new ArrayList<>();
     private long armAt = -1, initFreedAt = -1;
+    /** The guest's loaded modules, and where the kernel hands a coming / going module over (-1: not watched). */
+    private LoadedModules modules;
+    private long moduleComingAt = -1, moduleGoingAt = -1;
     private String armAtName;
     private boolean armAtInit;
     private boolean returnedFromArmPoint;
@@ -101,6 +121,7 @@ public final class TracedBoot implements BootHooks {
     private KernelOptimizationInputs optimizationInputs;
     private KernelProbeRules rules;
     private Dialect dialect = Dialect.LINUX_6_1;
+    private Dialect forcedDialect;
     private boolean allowUnsafe;
     private Consumer<String> kernelMessages = System.err::println;
     private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
@@ -145,6 +166,29 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
+    /**
+     * The {@code kprobe_events} language to speak: null (the default) follows the booted kernel
+     * ({@link Dialect#forRelease}); a dialect forces that kernel's grammar, types and messages.
+     */
+    public TracedBoot dialect(Dialect forced) {
+        this.forcedDialect = forced;
+        return this;
+    }
+
+    /** The dialect in use (known after {@link #ready}). */
+    public Dialect dialect() { return dialect; }
+    /** Receives every traced event (after the filters), in order, from registration on. */
+    public TracedBoot addSink(Consumer<TraceRecord> sink) {
+        sinks.add(java.util.Objects.requireNonNull(sink));
+        return this;
+    }
+
+    /** Filters, triggers and disabled events, checked before boot and written when the probes are registered. */
+    public TracedBoot setup(EventSetup setup) {
+        this.setup = java.util.Objects.requireNonNull(setup);
+        return this;
+    }
+
     /** The function whose first execution registers the probes (known after {@link #ready}). */
     public String armedAt() { return armAtName; }
 
@@ -178,13 +222,13 @@ public final class TracedBoot implements BootHooks {
         kernelImage = guest.kernelFile();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
-        dialect = Dialect.forRelease(guest.release());
+        dialect = forcedDialect != null ? forcedDialect : Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
         armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
-        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile())) {
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
             effective = new ArrayList<>();
             for (String text : definitions) {
@@ -205,8 +249,24 @@ public final class TracedBoot implements BootHooks {
                 }
             }
         }
+        if (!setup.isEmpty()) {
+            List<TraceProbe> defs = new ArrayList<>();
+            for (String line : effective) {
+                try {
+                    if (parser.parse(line) instanceof TraceProbe p) defs.add(p);
+                } catch (ProbeSyntaxException e) {
+                    throw new DefinitionRejected(e, List.of());
+                }
+            }
+            try {
+                setup.check(defs, symbols);
+            } catch (EventSetup.Rejected e) {
+                throw new SetupRejected(e);
+            }
+        }
         armAt = syms.address(armAtName);
         guest.machine().addBreakpoint(armAt);
+        watchModules(guest, syms);
         if (early) {
             initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
             if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
@@ -264,15 +324,51 @@ public final class TracedBoot implements BootHooks {
 
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
     private static String reason(ProbeSyntaxException e, List<String> console) {
-        if (!console.isEmpty()) {
-            String c = console.getFirst().replaceFirst("^trace_kprobe: ", "");
-            return c.replaceAll(" [^ ]+$", "").strip(); // drop the symbol: "Could not probe notrace function"
+        return dev.kpemu.kprobes.events.ProbeableFunctions.reason(e, console);
+    }
+
+    /**
+     * Module loads, as trace_kprobe's module notifier sees them: {@code do_init_module(mod)} runs
+     * after the kernel's COMING notifiers and before the module's init function, with its symbols
+     * relocated; {@code free_module(mod)} runs when it goes (unload or failed init). Kernels whose
+     * BTF does not describe {@code struct module} get no module symbols (probes on modules stay
+     * pending, as for a module that never loads).
+     */
+    private void watchModules(LinuxGuest guest, SymbolTable syms) {
+        var coming = syms.byName("do_init_module");
+        var going = syms.byName("free_module");
+        if (coming.isEmpty() || going.isEmpty()) return;
+        try {
+            modules = new LoadedModules(dev.kpemu.image.btf.ModuleLayout.of(guest.kernelStructs().btf()), guest.arch());
+        } catch (KernelImageException e) {
+            kernelMessages.accept("kpemu: module symbols unavailable: " + e.getMessage());
+            return;
         }
-        if (e.logged()) return e.errorLog().lines().findFirst().orElse("error").replaceFirst("^trace_kprobe: error: ", "");
-        return "errno " + e.errno();
+        moduleComingAt = coming.get().address();
+        moduleGoingAt = going.get().address();
+        guest.machine().addBreakpoint(moduleComingAt);
+        guest.machine().addBreakpoint(moduleGoingAt);
+        rules.moduleText(modules::inText, modules::isFtraceSite);
+    }
+
+    /** The first argument register at a function's entry: {@code struct module *mod}. */
+    private static long firstArgument(LinuxGuest guest) {
+        return guest.arch() == Arch.X86_64 ? guest.machine().engine().regRead(X86Reg.RDI)
+                : guest.machine().engine().regRead(Arm64Reg.X0);
     }
 
     @Override public boolean breakpoint(LinuxGuest guest, long address) {
+        if (address == moduleComingAt && modules != null) {
+            String name = modules.load(guest.machine(), firstArgument(guest));
+            if (events != null) events.moduleLoaded(name);
+            return true;
+        }
+        if (address == moduleGoingAt && modules != null) {
+            String name = modules.nameOf(guest.machine(), firstArgument(guest));
+            if (events != null) events.moduleGoing(name);
+            modules.unload(name);
+            return true;
+        }
         if (address == initFreedAt && initFreedAt != -1) {
             guest.machine().removeBreakpoint(initFreedAt);
             initFreedAt = -1;
@@ -296,7 +392,8 @@ public final class TracedBoot implements BootHooks {
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);
-        kprobes = Kprobes.attach(m, SymbolResolver.of(syms), new SlotArea(va, area.physicalBase(), area.size()))
+        SymbolResolver resolver = modules == null ? SymbolResolver.of(syms) : modules.resolver(SymbolResolver.of(syms));
+        kprobes = Kprobes.attach(m, resolver, new SlotArea(va, area.physicalBase(), area.size()))
                 .rules(rules).allowUnsafe(allowUnsafe);
         for (String t : KERNEL_TRAMPOLINES) {
             var at = syms.byName(t);
@@ -310,7 +407,8 @@ public final class TracedBoot implements BootHooks {
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {
-            events = EventEngine.attach(kprobes, kernelSymbols(guest), guest.kernelStructs(), out).dialect(dialect);
+            KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
+            events = EventEngine.attach(kprobes, symbols, guest.kernelStructs(), out).dialect(dialect);
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -318,12 +416,18 @@ public final class TracedBoot implements BootHooks {
             records.add(r);
             eventCount.incrementAndGet();
         });
+        for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
         try {
             events.writeAndEnable(effective);
         } catch (ProbeSyntaxException e) {
             rejectedAtRegistration = e;
             return false;
+        }
+        try {
+            setup.apply(events);
+        } catch (EventSetup.Rejected e) {
+            throw new SetupRejected(e);   // check() accepted it before boot: not expected
         }
         watchReturnToUser(m);
         return true;
@@ -449,7 +553,7 @@ public final class TracedBoot implements BootHooks {
     /** The kernel's symbols, with its BTF when the dialect uses it. */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
         KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
-        if (!dialect.hasBtfRetval()) return k;
+        if (!dialect.hasBtfArgs()) return k;
         try {
             return k.withBtf(guest.kernelStructs().btf());
         } catch (KernelImageException e) {

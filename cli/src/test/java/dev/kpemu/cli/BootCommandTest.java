@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -57,6 +59,35 @@ class BootCommandTest {
         assertTrue(!r.err().contains("guest powered off"), "the guest never ran: " + r.err());
     }
 
+    /** A filter Linux refuses stops the boot before it starts, with the error_log entry Linux 6.1 made (guest-images/reference/x86_64/6.1/filters.filter-errors). */
+    @Test
+    void badFilterStopsBeforeBootWithLinuxOwnParseError() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-e", "p:myopen do_sys_openat2 dfd=%di:s32 fn=+0(%si):ustring",
+                "--filter", "myopen:nosuch == 1");
+        assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("\nevent filter parse error: error: Field not found\n  Command: nosuch == 1\n                  ^\n"), r.err());
+        assertTrue(r.err().lines().anyMatch(l -> l.startsWith("kpemu: --filter myopen: Field not found")), r.err());
+        assertTrue(!r.err().contains("guest powered off"), "the guest never ran: " + r.err());
+        assertEquals("", r.out());
+    }
+
+    @Test
+    void badOutputOptionsAreUsageErrors() {
+        String def = "p:myopen do_sys_openat2";
+        for (String[] args : new String[][] {
+                {"--format", "xml"}, {"--format", "json", "--perfetto", "-"}, {"--filter", "no-colon"}, {"--trigger", "myopen:"}, {"--filter", "nosuchevent:x == 1"},
+                {"--trigger", "myopen:hist:keys=nosuch"}, {"--disable", "nosuchevent"}}) {
+            List<String> argv = new ArrayList<>(List.of("boot", "--arch", "x86_64", "-e", def));
+            argv.addAll(List.of(args));
+            CliTest.Run r = CliTest.run(argv.toArray(String[]::new));
+            assertEquals(ExitCodes.USAGE, r.code(), String.join(" ", args) + ": " + r.out() + r.err());
+            assertTrue(r.err().startsWith("kpemu: ") || r.err().contains("--"), r.err());
+            assertTrue(!r.err().contains("Exception") && !r.err().contains("\tat "), "no stack trace: " + r.err());
+            assertEquals("", r.out());
+        }
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--filter", "e:x == 1").code(), "a filter needs definitions");
+    }
+
     @Test
     @Tag("kernel")
     void demoPrintsTheOpenPathTraceAndTheProfile() {
@@ -82,5 +113,40 @@ class BootCommandTest {
         CliTest.Run arm = CliTest.run("boot", "--arch", "arm64", "--console", con, "-e", "p:rd ksys_read+12 fd=%x0", "--list", "--optimize");
         assertEquals(ExitCodes.OK, arm.code(), arm.out() + arm.err());
         assertTrue(arm.out().lines().anyMatch(l -> l.contains("ksys_read+0xc") && l.endsWith("[OPTIMIZED]")), arm.out());
+    }
+
+    @Test
+    void addOfAMissingPathIsAOneLineUsageError(@TempDir Path tmp) {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--add", tmp.resolve("nope") + ":/bin/nope", "--", "nope");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: " + tmp.resolve("nope") + ": no such file or directory\n", r.err());
+    }
+
+    @Test
+    void addOfAnElfForTheOtherArchIsAOneLineUsageError() throws Exception {
+        Path arm64Busybox = dev.kpemu.image.GuestImages.forRepository().busybox(dev.kpemu.machine.Arch.ARM64);
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--add", arm64Busybox + ":/bin/bb", "--", "bb");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: " + arm64Busybox + ": an ELF file for arm64, but the guest is x86_64\n", r.err());
+    }
+
+    @Test
+    void guestCommandOptionsThatDoNotGoTogetherAreUsageErrors(@TempDir Path tmp) throws Exception {
+        Path in = Files.writeString(tmp.resolve("in.jsonl"), "{\"guest_ns\":1,\"text\":\"x\"}\n");
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--record-input", tmp.resolve("r").toString(), "--", "true").code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "-i", "--input", in.toString()).code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--initrd", in.toString(), "--", "true").code());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "x86_64", "--command-output", tmp.resolve("o").toString()).code(),
+                "--command-output without a command");
+        CliTest.Run bad = CliTest.run("boot", "--arch", "x86_64", "--input", Files.writeString(tmp.resolve("bad"), "hello\n").toString());
+        assertEquals(ExitCodes.USAGE, bad.code());
+        assertEquals(1, bad.err().lines().count(), bad.err());
+    }
+
+    @Test
+    void interactiveWithoutATerminalIsAUsageError() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "-i");   // the test's stdin is no terminal
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertTrue(r.err().startsWith("kpemu: -i needs a terminal"), r.err());
     }
 }

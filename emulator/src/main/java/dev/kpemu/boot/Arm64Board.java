@@ -11,10 +11,18 @@ import dev.kpemu.machine.arm64.devices.Pl011;
  * wired together at the {@link Arm64Layout} addresses (QEMU {@code virt}'s). PSCI is the
  * machine's default hypercall handler.
  */
-public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl011 uart) implements AutoCloseable {
+public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl011 uart, Pl011 terminalUart) implements AutoCloseable {
 
     /** A board with {@code ramBytes} of RAM; console bytes go to {@code console}. */
     public static Arm64Board create(long ramBytes, Pl011.Sink console) {
+        return create(ramBytes, console, null);
+    }
+
+    /**
+     * A board with a second PL011 at {@link Arm64Layout#TERMINAL_UART_BASE} when {@code terminal}
+     * is not null: the guest command's terminal, its bytes to {@code terminal}.
+     */
+    public static Arm64Board create(long ramBytes, Pl011.Sink console, Pl011.Sink terminal) {
         Arm64Machine m = Arm64Machine.create(ramBytes);
         try {
             GicV2 gic = new GicV2();
@@ -24,7 +32,9 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             gic.onAssert(m::endSliceSoon);
             GenericTimer timer = new GenericTimer(m, gic);
             Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, level -> m.setInterruptLine(Arm64DeviceTree.UART_INTID, level)));
-            return new Arm64Board(m, gic, timer, uart);
+            Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
+                    new Pl011(terminal, level -> m.setInterruptLine(Arm64DeviceTree.TERMINAL_UART_INTID, level)));
+            return new Arm64Board(m, gic, timer, uart, term);
         } catch (RuntimeException e) {
             m.close();
             throw e;

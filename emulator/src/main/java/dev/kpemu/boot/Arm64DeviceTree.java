@@ -15,6 +15,9 @@ public final class Arm64DeviceTree {
     /** The PL011's interrupt: SPI 1 (GIC interrupt ID 33). */
     public static final int UART_SPI = 1;
     public static final int UART_INTID = 32 + UART_SPI;
+    /** The terminal PL011's interrupt (the second UART, on boots that run a command): SPI 2. */
+    public static final int TERMINAL_UART_SPI = 2;
+    public static final int TERMINAL_UART_INTID = 32 + TERMINAL_UART_SPI;
     /** GIC interrupt specifier flags: edge rising 1, level high 4; PPIs carry a CPU mask in bits 15:8. */
     static final int GIC_SPI = 0, GIC_PPI = 1, IRQ_LEVEL_HIGH = 4, PPI_CPU0 = 1 << 8;
     public static final int APB_CLOCK_HZ = 24_000_000;
@@ -25,6 +28,8 @@ public final class Arm64DeviceTree {
     public record Initrd(long start, long end) {}
 
     public static String uartNode() { return "pl011@" + Long.toHexString(Arm64Layout.UART_BASE); }
+
+    public static String terminalUartNode() { return "pl011@" + Long.toHexString(Arm64Layout.TERMINAL_UART_BASE); }
 
     /**
      * Builds the blob.
@@ -44,6 +49,15 @@ public final class Arm64DeviceTree {
      * page-table dumper, which the W+X check runs at boot) while the kernel leaves it alone.
      */
     public static byte[] build(long ramSize, long hostBytes, String bootargs, Initrd initrd) {
+        return build(ramSize, hostBytes, bootargs, initrd, false);
+    }
+
+    /**
+     * As {@link #build(long, long, String, Initrd)}; with {@code terminalUart} a second PL011 (the
+     * guest command's terminal) and {@code /aliases} that make the console {@code ttyAMA0} and the
+     * terminal {@code ttyAMA1}.
+     */
+    public static byte[] build(long ramSize, long hostBytes, String bootargs, Initrd initrd, boolean terminalUart) {
         FdtWriter w = new FdtWriter();
         w.beginNode("")
                 .property("compatible", "linux,dummy-virt")
@@ -118,6 +132,20 @@ public final class Arm64DeviceTree {
                 .propertyU32("clocks", PHANDLE_APB_CLOCK, PHANDLE_APB_CLOCK)
                 .property("clock-names", "uartclk", "apb_pclk")
                 .endNode();
+
+        if (terminalUart) {
+            w.beginNode(terminalUartNode())
+                    .property("compatible", "arm,pl011", "arm,primecell")
+                    .propertyU64("reg", Arm64Layout.TERMINAL_UART_BASE, Arm64Layout.UART_SIZE)
+                    .propertyU32("interrupts", GIC_SPI, TERMINAL_UART_SPI, IRQ_LEVEL_HIGH)
+                    .propertyU32("clocks", PHANDLE_APB_CLOCK, PHANDLE_APB_CLOCK)
+                    .property("clock-names", "uartclk", "apb_pclk")
+                    .endNode();
+            w.beginNode("aliases")
+                    .property("serial0", "/" + uartNode())
+                    .property("serial1", "/" + terminalUartNode())
+                    .endNode();
+        }
 
         w.beginNode("chosen")
                 .property("bootargs", bootargs)

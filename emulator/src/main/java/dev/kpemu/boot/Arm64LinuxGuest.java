@@ -64,11 +64,18 @@ final class Arm64LinuxGuest implements LinuxGuest {
             } catch (IOException e) {
                 // the console sink went away; the guest goes on
             }
+        }, o.terminal() == null ? null : b -> {
+            try {
+                o.terminal().output().write(b);
+                if (b == '\n') o.terminal().output().flush();
+            } catch (IOException e) {
+                // the terminal's sink went away; the guest goes on
+            }
         });
         ref[0] = board.machine();
         try {
             long guestRam = ram - HOST_AREA_BYTES;
-            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam);
+            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
             return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
         } catch (KernelImageException | RuntimeException e) {
@@ -84,6 +91,14 @@ final class Arm64LinuxGuest implements LinuxGuest {
     @Override public ConsoleMonitor console() { return console; }
 
     @Override public HostArea hostArea() { return hostArea; }
+
+    @Override public TerminalPort terminal() {
+        var u = board.terminalUart();
+        return u == null ? null : new TerminalPort() {
+            @Override public int receiveSpace() { return u.receiveSpace(); }
+            @Override public void receive(byte[] bytes) { u.input(bytes); }
+        };
+    }
 
     @Override public SymbolTable symbols() {
         try {

@@ -6,6 +6,7 @@ import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.machine.arm64.devices.Pl011;
 import dev.kpemu.unicorn.Arm64Reg;
 
 /**
@@ -48,6 +49,12 @@ public final class Arm64LinuxLoader {
      */
     public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes)
             throws KernelImageException {
+        return load(m, kernel, kernelName, initrd, cmdline, guestRamBytes, false);
+    }
+
+    /** As above; {@code terminalUart}: the device tree lists the board's second PL011 ({@link Arm64Board#create(long, Pl011.Sink, Pl011.Sink)}). */
+    public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes,
+                              boolean terminalUart) throws KernelImageException {
         byte[] image = KernelFiles.arm64Image(kernel, kernelName);
         Arm64Image h = Arm64Image.parse(image, kernelName);
         if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
@@ -74,7 +81,7 @@ public final class Arm64LinuxLoader {
             rd = new Arm64DeviceTree.Initrd(start, end);
         }
 
-        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, ram.size() - guestRamBytes, cmdline, rd);
+        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, ram.size() - guestRamBytes, cmdline, rd, terminalUart);
         if (dtb.length > DTB_MAX) throw new IllegalStateException("device tree larger than 2 MiB");
         long dtbAddr = ram.base();
         m.memory().write(dtbAddr, dtb);

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.function.LongSupplier;
 
+import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KernelImageException;
@@ -34,11 +35,22 @@ public final class BootRunner {
     /** Instructions per run-loop call: the granularity of timeout and panic checks. */
     static final long CHUNK = 20_000_000L;
 
+    /**
+     * What to boot and how. {@code timeoutSeconds}: the guest-time limit, held also while the guest
+     * idles ({@link Double#POSITIVE_INFINITY}: none). {@code terminal} (may be null): the command
+     * terminal UART and its host side ({@link GuestTerminal}). {@code hostStop} (may be null): lets
+     * another thread stop the boot at the next safe point.
+     */
     public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
-                          OutputStream console, PrintStream trace) {
+                          OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop) {
         public Options {
             if (memoryMiB < 64) throw new IllegalArgumentException("--memory must be at least 64 MiB");
-            if (timeoutSeconds <= 0) throw new IllegalArgumentException("--timeout must be positive");
+            if (!(timeoutSeconds > 0)) throw new IllegalArgumentException("--timeout must be positive");
+        }
+
+        public Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
+                       OutputStream console, PrintStream trace) {
+            this(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, null, null);
         }
 
         public static Options defaults(Arch arch) {
@@ -46,9 +58,10 @@ public final class BootRunner {
         }
     }
 
+    /** {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null. */
     public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
                          long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
-                         List<String> lastLines, long pc, String symbol, String stats) {}
+                         List<String> lastLines, long pc, String symbol, String stats, Integer commandExit) {}
 
     private BootRunner() {}
 
@@ -77,7 +90,12 @@ public final class BootRunner {
             }
             hooks.ready(guest);
             ConsoleMonitor con = guest.console();
-            long limitNanos = (long) (o.timeoutSeconds() * 1e9);
+            long limitNanos = Double.isInfinite(o.timeoutSeconds()) ? Long.MAX_VALUE : (long) (o.timeoutSeconds() * 1e9);
+            // The limit is an event on the guest clock: idling (HLT/WFI) jumps no further than it,
+            // and a running slice ends at it, so the guest stops at the limit whatever it does.
+            if (limitNanos != Long.MAX_VALUE) m.clock().schedule(limitNanos, now -> m.requestStopAtSliceEnd(new StopReason.GuestTimeLimit(now)));
+            if (o.terminal() != null && o.terminal().input() != null) TerminalFeed.start(m, guest.terminal(), o.terminal());
+            if (o.hostStop() != null) o.hostStop().attach(m);
             StopReason stop;
             int exit;
             String status;
@@ -95,6 +113,16 @@ public final class BootRunner {
                     continue;
                 }
                 if (stop instanceof StopReason.Breakpoint b && hooks.breakpoint(guest, b.address())) continue;
+                if (stop instanceof StopReason.GuestTimeLimit) {
+                    exit = EXIT_TIMEOUT;
+                    status = String.format("timeout after %.3f guest seconds", m.clock().nanos() / 1e9);
+                    break;
+                }
+                if (stop instanceof StopReason.HostRequest h) {
+                    exit = EXIT_ERROR;
+                    status = "stopped: " + h.why();
+                    break;
+                }
                 if (stop instanceof StopReason.BudgetExhausted) {
                     if (m.clock().nanos() >= limitNanos) {
                         exit = EXIT_TIMEOUT;
@@ -115,6 +143,11 @@ public final class BootRunner {
             }
             hooks.finished(guest);
             try {
+                if (o.terminal() != null) o.terminal().output().flush();
+            } catch (IOException ignored) {
+                // the terminal's sink went away
+            }
+            try {
                 con.flush();
             } catch (IOException ignored) {
                 // the console sink went away
@@ -123,13 +156,13 @@ public final class BootRunner {
             long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
             return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
-                    con.lastLines(), pc, symbolize(guest, pc), guest.stats());
+                    con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)));
         }
     }
 
     static ConsoleMonitor consoleMonitor(Options o, LongSupplier guestNanos) {
         return new ConsoleMonitor(o.console(), KEEP_LINES,
-                List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init", PANIC_END), guestNanos);
+                List.of(Initramfs.MARK_START, Initramfs.MARK_DONE, "Run /init", PANIC_END, CommandGuest.EXIT_MARKER), guestNanos);
     }
 
     private static String panicLine(List<String> lines) {

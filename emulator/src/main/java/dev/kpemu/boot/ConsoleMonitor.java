@@ -21,6 +21,7 @@ public final class ConsoleMonitor extends OutputStream {
     private final StringBuilder line = new StringBuilder();
     private final List<String> watched;
     private final java.util.Map<String, long[]> seen = new java.util.LinkedHashMap<>();
+    private final java.util.Map<String, String> seenLine = new java.util.HashMap<>();
     private final java.util.function.LongSupplier clock;
     private long bytes;
     private boolean panicked;
@@ -54,7 +55,9 @@ public final class ConsoleMonitor extends OutputStream {
         tail.addLast(l);
         while (tail.size() > keepLines) tail.removeFirst();
         if (l.contains(PANIC)) panicked = true;
-        for (String w : watched) if (l.contains(w)) seen.putIfAbsent(w, new long[] {clock.getAsLong(), System.nanoTime()});
+        for (String w : watched) {
+            if (l.contains(w) && seen.putIfAbsent(w, new long[] {clock.getAsLong(), System.nanoTime()}) == null) seenLine.put(w, l);
+        }
     }
 
     public boolean panicked() { return panicked; }
@@ -66,6 +69,9 @@ public final class ConsoleMonitor extends OutputStream {
     public long seenAtHost(String marker) { long[] t = seen.get(marker); return t == null ? -1 : t[1]; }
 
     public boolean seen(String marker) { return seen.containsKey(marker); }
+
+    /** The first line that contained the watched {@code marker}, or null. */
+    public String firstLineWith(String marker) { return seenLine.get(marker); }
 
     public long bytes() { return bytes; }
 

@@ -26,6 +26,18 @@ public interface LinuxGuest extends AutoCloseable {
 
     ConsoleMonitor console();
 
+    /** The receive side of the guest command's terminal UART ({@link GuestTerminal}). */
+    interface TerminalPort {
+        /** Bytes the receive FIFO takes now. */
+        int receiveSpace();
+
+        /** Puts bytes in the receive FIFO (at most {@link #receiveSpace}); raises the receive interrupt. */
+        void receive(byte[] bytes);
+    }
+
+    /** The command terminal, or null when this boot has none (no {@link BootRunner.Options#terminal}). */
+    default TerminalPort terminal() { return null; }
+
     HostArea hostArea();
 
     /** The kernel's own symbols (decoded from the image; may take a moment on first call). */

@@ -40,7 +40,7 @@ final class X86LinuxGuest implements LinuxGuest {
         long guestRam = ram - HOST_AREA_BYTES;
         X86Pc[] ref = new X86Pc[1];
         ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].machine().clock().liveNanos());
-        X86Pc pc = new X86Pc(ram, con, false);
+        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output());
         ref[0] = pc;
         try {
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp());
@@ -58,6 +58,14 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public ConsoleMonitor console() { return console; }
 
     @Override public HostArea hostArea() { return hostArea; }
+
+    @Override public TerminalPort terminal() {
+        var u = pc.terminalUart();
+        return u == null ? null : new TerminalPort() {
+            @Override public int receiveSpace() { return u.receiveSpace(); }
+            @Override public void receive(byte[] bytes) { u.receive(bytes); }
+        };
+    }
 
     @Override public SymbolTable symbols() {
         if (symbols == null) {

@@ -102,6 +102,21 @@ public final class GuestImages {
         };
     }
 
+    /**
+     * The loadable modules of the chosen Debian kernel (the same package and version, fetched on
+     * first use by {@code guest-images/fetch-modules.sh}). A kernel given as a file has no
+     * package to take them from.
+     */
+    public KernelModules modules(Arch arch, KernelChoice choice) throws KernelImageException {
+        if (!(choice instanceof KernelChoice.Debian d)) {
+            throw new KernelImageException("--modules needs a Debian kernel (--kernel debian[:SUITE]): its modules come from the same package");
+        }
+        kernel(arch, choice);
+        java.util.List<String> out = runScriptOutput("fetch-modules.sh", arch, "--suite", suite(d));
+        if (out.isEmpty()) throw new KernelImageException("fetch-modules.sh printed no directory");
+        return new KernelModules(Path.of(out.getLast()), arch);
+    }
+
     /** Debian's static busybox for the guest (the host suite's, shared by every kernel), fetched on first use. */
     public Path busybox(Arch arch) throws KernelImageException {
         Path b = directory(arch).resolve("busybox");

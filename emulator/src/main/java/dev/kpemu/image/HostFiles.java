@@ -47,6 +47,8 @@ public final class HostFiles {
         if (target.isEmpty()) throw new KernelImageException(m.guest() + ": give a guest path below /, e.g. " + host + ":/" + host.getFileName());
         try {
             copy(archive, host, target, arch);
+        } catch (KernelImageException e) {
+            throw e;                                    // already one line naming the file
         } catch (IOException e) {
             throw new KernelImageException(host + ": cannot read: " + e.getMessage(), e);
         }
@@ -59,6 +61,8 @@ public final class HostFiles {
             byte[] data = Files.readAllBytes(host);
             checkElfArch(host, data, arch);
             archive.file(new Mapping(host, guestPath).archivePath(), 0755, data);
+        } catch (KernelImageException e) {
+            throw e;
         } catch (IOException e) {
             throw new KernelImageException(host + ": cannot read: " + e.getMessage(), e);
         }

@@ -32,6 +32,8 @@ public abstract class Machine implements AutoCloseable {
     private final InstructionClock icount;
     private final Map<Long, BreakpointAction> breakpoints = new HashMap<>();
     private StopReason pendingStop;
+    /** A stop asked for by another host thread (a signal handler, a terminal reader), taken at the next slice boundary. */
+    private volatile StopReason stopFromOtherThread;
     private TrapHandler trapHandler;
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
@@ -283,6 +285,18 @@ public abstract class Machine implements AutoCloseable {
         if (pendingStop == null) pendingStop = reason;
     }
 
+    /**
+     * Stops the run loop at the next slice boundary; unlike {@link #requestStop} it may be called
+     * from any thread (a signal handler, a terminal reader): it never touches the engine, the run
+     * loop reads the request between slices (at most one slice later, or at once when idle).
+     */
+    public void requestStopFromAnyThread(StopReason reason) {
+        if (stopFromOtherThread == null) stopFromOtherThread = reason;
+    }
+
+    /** True when a stop has been requested and the run loop will return it at its next safe point. */
+    protected boolean stopPending() { return pendingStop != null || stopFromOtherThread != null; }
+
     // ------------------------------------------------------------------ run loop
 
     /** Runs until a stop reason or {@code maxInstructions} executed instructions. */
@@ -295,6 +309,7 @@ public abstract class Machine implements AutoCloseable {
             clock.fireDue();
             if (trapHandler != null) trapHandler.onSafePoint(this);
             if (!interruptsHeld) beforeSlice();
+            if (pendingStop == null && stopFromOtherThread != null) pendingStop = stopFromOtherThread;
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));

@@ -17,6 +17,9 @@ public sealed interface StopReason {
     /** A host breakpoint ({@link Machine#addBreakpoint}) was reached; the instruction there has not run. */
     record Breakpoint(long address) implements StopReason {}
 
+    /** Guest time reached the limit the host set ({@code nanos}: the guest time at the stop). */
+    record GuestTimeLimit(long nanos) implements StopReason {}
+
     /** The instruction budget given to {@link Machine#run} was used up. */
     record BudgetExhausted() implements StopReason {}
 

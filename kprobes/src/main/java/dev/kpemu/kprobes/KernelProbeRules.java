@@ -29,6 +29,7 @@ public final class KernelProbeRules implements AddressRules {
     private final KernelTextTables tables;
     private final KernelTextTables.Range coreText, initText;
     private boolean initTextFreed = true;
+    private java.util.function.LongPredicate moduleText = a -> false, moduleFtraceSite = a -> false;
 
     public KernelProbeRules(Arch arch, SymbolTable syms, KernelTextTables tables) {
         this.arch = arch;
@@ -51,11 +52,24 @@ public final class KernelProbeRules implements AddressRules {
         return this;
     }
 
+    /** {@code is_module_text_address}: text of a loaded module, where probes may go too. */
+    public KernelProbeRules moduleText(java.util.function.LongPredicate inModuleText, java.util.function.LongPredicate ftraceSite) {
+        this.moduleText = inModuleText;
+        this.moduleFtraceSite = ftraceSite;
+        return this;
+    }
+
     /** [_sinittext, _einittext), or null. */
     public KernelTextTables.Range initText() { return initText; }
 
     @Override
     public int check(long address, SymbolResolver.SymbolInfo symbol) {
+        if (moduleText.test(address)) {
+            // the vmlinux tables say nothing about a module's text; its ftrace sites come from its code
+            if (!moduleFtraceSite.test(address)) return 0;
+            if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));
+            return Kprobe.FLAG_FTRACE;
+        }
         int flags = 0;
         if (tables.ftraceSites().contains(address)) {
             if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));

@@ -82,7 +82,20 @@ public final class Kprobe {
 
     public long offset() { return offset; }
 
-    public int flags() { return flags; }
+    /**
+     * The kernel's {@code kp->flags}: {@link #FLAG_GONE}, {@link #FLAG_DISABLED}, and while
+     * registered {@link #FLAG_FTRACE} (armed through ftrace) and {@link #FLAG_OPTIMIZED} (the
+     * jump is written), as {@code kprobes/list} shows them.
+     */
+    public int flags() {
+        int f = flags;
+        ProbePoint p = point;
+        if (p != null) {
+            if (p.ftrace) f |= FLAG_FTRACE;
+            if (p.listedOptimized.getAsBoolean()) f |= FLAG_OPTIMIZED;
+        }
+        return f;
+    }
 
     public boolean isDisabled() { return (flags & (FLAG_DISABLED | FLAG_GONE)) != 0; }
 

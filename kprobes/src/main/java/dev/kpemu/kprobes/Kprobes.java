@@ -88,8 +88,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private long sequence;
     private long handlerFailures;
     private Throwable lastHandlerFailure;
-    private long armWhenReachedAddress = -1;
-    private boolean armWhenReachedFired;
     /** Jump optimization, or null (every probe a breakpoint probe). */
     private ProbeOptimizer optimizer;
     /** {@code debug.kprobes_optimization}. */
@@ -423,27 +421,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Reads debugfs {@code kprobes/enabled}. */
     public boolean allArmed() { return allArmed; }
 
-    /**
-     * Arms every probe the first time the guest reaches {@code address} (e.g. a point after the
-     * kernel's boot-time text patching: alternatives, ftrace's NOP conversion, static calls), and
-     * keeps everything disarmed until then. Probes registered meanwhile wait too.
-     */
-    public void armWhenReached(long address) {
-        disarmAll();
-        if (armWhenReachedAddress != -1) machine.removeBreakpoint(armWhenReachedAddress);
-        armWhenReachedAddress = address;
-        armWhenReachedFired = false;
-        // A machine breakpoint (checked by the native block hook): the engine is stopped when
-        // the action runs, so arming patches text between slices, never inside a hook.
-        machine.addBreakpoint(address, (m, a) -> {
-            m.removeBreakpoint(a);
-            armWhenReachedAddress = -1;
-            armWhenReachedFired = true;
-            armAll();
-            return true;
-        });
-    }
-
     // ------------------------------------------------------------------ preparation and arming
 
     private long canonicalAddress(Kprobe p) {
@@ -485,6 +462,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         }
         ArchInsn insn = arch.prepare(addr, this::originalText, sym);
         ProbePoint p = new ProbePoint(addr, sym, physical, sequence++);
+        p.listedOptimized = () -> isOptimized(addr);
         p.insn = insn;
         p.saved = originalText(addr, arch.breakpoint().length);
         if (insn.outOfLine()) {
@@ -1083,7 +1061,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         for (ProbePoint p : order) {
             for (Kprobe k : p.children) {
                 sb.append(String.format("%016x  %s  %s+0x%x  %s ", p.address, k.isReturnProbe() ? "r" : "k",
-                        p.symbol.name(), p.address - p.symbol.start(), " "));
+                        p.symbol.name(), p.address - p.symbol.start(), p.symbol.module() == null ? " " : p.symbol.module()));
                 if (k.isGone()) sb.append("[GONE]");
                 if (k.isDisabled() && !k.isGone()) sb.append("[DISABLED]");
                 if (optimizer != null && optimizer.listedOptimized(p.address)) sb.append("[OPTIMIZED]");
@@ -1132,10 +1110,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         for (ProbePoint p : new ArrayList<>(points.values())) {
             for (Kprobe k : new ArrayList<>(p.children)) k.point = null;
             removePoint(p);
-        }
-        if (armWhenReachedAddress != -1) {
-            machine.removeBreakpoint(armWhenReachedAddress);
-            armWhenReachedAddress = -1;
         }
         if (optimizer != null) {
             optimizer.close();

@@ -32,6 +32,8 @@ final class ProbePoint {
     boolean[] overwritten;
     /** The guest rewrote the instruction into one that cannot be probed: stays disarmed until it changes again. */
     boolean unprobeable;
+    /** Asks the engine's optimizer whether {@code kprobes/list} shows this point {@code [OPTIMIZED]}. */
+    java.util.function.BooleanSupplier listedOptimized = () -> false;
     /** The text was freed ({@code kill_kprobe}): never armed again, its probes are {@code [GONE]}. */
     boolean gone;
 

@@ -16,8 +16,10 @@ import dev.kpemu.image.SymbolTable;
  * form, the instruction-boundary check and {@code kprobes/list}.
  */
 public interface SymbolResolver {
-    /** A text or data symbol with its extent [start, start + size). */
-    record SymbolInfo(String name, long start, long size, boolean text) {
+    /** A text or data symbol with its extent [start, start + size); {@code module} is null for vmlinux. */
+    record SymbolInfo(String name, long start, long size, boolean text, String module) {
+        public SymbolInfo(String name, long start, long size, boolean text) { this(name, start, size, text, null); }
+
         public boolean contains(long address) {
             return Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address - start, size) < 0;
         }

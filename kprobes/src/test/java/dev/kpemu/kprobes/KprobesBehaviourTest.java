@@ -171,6 +171,68 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * Documented in kprobes/README.md and ARCHITECTURE.md: external interrupts are held from the
+     * hit to the end of the out-of-line step (Linux runs the step with interrupts off), and
+     * released once the post handler has run.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void interruptsAreHeldFromTheHitToTheEndOfTheStep(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<Boolean> heldInPost = new ArrayList<>();
+            List<Boolean> heldInPre = new ArrayList<>();
+            k.register(Kprobe.at("kprobe_target", 0)
+                    .pre((p, r) -> { heldInPre.add(g.machine.interruptsHeld()); return 0; })
+                    .post((p, r, f) -> heldInPost.add(g.machine.interruptsHeld())));
+            assertTrue(k.probesAt(g.sym("kprobe_target")).size() == 1);
+            assertEquals(30, g.call("kprobe_target", 90));
+            assertEquals(List.of(true), heldInPost, "the step ran out of line with interrupts held");
+            assertEquals(1, heldInPre.size());
+            assertFalse(g.machine.interruptsHeld(), "released after the post handler");
+        }
+    }
+
+    /**
+     * debugfs kprobes/list walks the kernel's hash table: bucket {@code hash_64(addr, 6)} (Linux's
+     * include/linux/hash.h: multiply by GOLDEN_RATIO_64, keep the top 6 bits), then each bucket's
+     * list newest first. The expected order is computed here from that definition, not from the
+     * engine.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void listIsInTheKernelsHashOrder(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<String> names = List.of("kprobe_target", "kprobe_target2", "kprobe_recursed_target",
+                    "kprobe_stacktrace_internal_target", "patchme", "mul_loop", "recurse");
+            for (String n : names) k.register(Kprobe.at(n, 0));
+            List<String> expected = new ArrayList<>(names);
+            java.util.Collections.reverse(expected);          // newest first within a bucket (stable sort keeps it)
+            expected.sort(java.util.Comparator.comparingLong(n -> (g.sym(n) * 0x61C8864680B583EBL) >>> (64 - 6)));
+            List<String> listed = k.list().lines().map(l -> l.split("\\s+")[2].replace("+0x0", "")).toList();
+            assertEquals(expected, listed, k.list());
+            List<String> byAddress = new ArrayList<>(names);
+            byAddress.sort(java.util.Comparator.comparingLong(g::sym));
+            assertFalse(byAddress.equals(listed), "the chosen addresses must not list in address order for this test to mean anything");
+        }
+    }
+
+    /** kp->flags carries KPROBE_FLAG_FTRACE when the kernel's rules put the probe on an ftrace site, as kprobes/list shows [FTRACE]. */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void ftraceSiteFlagIsInFlagsAndList(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long site = g.sym("kprobe_target");
+            k.rules((a, s) -> a == site ? Kprobe.FLAG_FTRACE : 0);
+            Kprobe onSite = Kprobe.at("kprobe_target", 0), elsewhere = Kprobe.at("kprobe_target2", 0);
+            k.register(onSite);
+            k.register(elsewhere);
+            assertEquals(Kprobe.FLAG_FTRACE, onSite.flags() & Kprobe.FLAG_FTRACE);
+            assertEquals(0, elsewhere.flags() & Kprobe.FLAG_FTRACE);
+            assertTrue(k.list().lines().anyMatch(l -> l.contains("kprobe_target+0x0") && l.endsWith("[FTRACE]")), k.list());
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void faultInTheSteppedCopyReachesTheGuestAtTheOriginalAddress(Arch arch) {

@@ -1,7 +1,6 @@
 package dev.kpemu.kprobes;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -29,7 +28,6 @@ class MillionHitsTest {
             g.call("mul_loop", N);
             unprobed = registers(k);
         }
-        long t0 = System.nanoTime();
         long[] hits = {0, 0};
         try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
             String mul = arch == Arch.X86_64 ? "imul" : "mul";
@@ -38,11 +36,8 @@ class MillionHitsTest {
             probed = registers(k);
             KprobesKunitTest.noHandlerFailures(k);
         }
-        long ms = (System.nanoTime() - t0) / 1_000_000;
         assertEquals(N, hits[0]);
         assertEquals(N, hits[1]);
         assertEquals(unprobed, probed);
-        assertTrue(ms < 20_000, "took " + ms + " ms");
-        System.out.printf("%s: %d stepped hits in %d ms%n", arch, N, ms);
     }
 }

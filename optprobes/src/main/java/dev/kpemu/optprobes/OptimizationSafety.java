@@ -111,7 +111,6 @@ public final class OptimizationSafety {
     public static final int MAX_ATOMIC_CONTEXT_SIZE = 32;
 
     private static final byte[] NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-    private static final byte[] ENDBR64 = {(byte) 0xf3, 0x0f, 0x1e, (byte) 0xfa};
 
     private OptimizationSafety() {}
 
@@ -210,10 +209,12 @@ public final class OptimizationSafety {
 
     /**
      * The ftrace site at an x86 function entry, recognised by its bytes: a 5-byte {@code call} or
-     * {@code nop} at offset 0, or at offset 4 after {@code endbr64}.
+     * {@code nop} at offset 0, or at offset 4 after an IBT landing pad ({@code endbr64}, or the
+     * NOP the kernel or objtool sealed it with: Linux's {@code is_endbr} accepts both).
      */
     public static Optional<Long> x86EntryFtraceSite(long functionStart, byte[] bytes) {
-        int off = startsWith(bytes, 0, ENDBR64) ? ENDBR64.length : 0;
+        int off = bytes.length >= 4 && dev.kpemu.kprobes.x86.X86LandingPad.is(bytes[0], bytes[1], bytes[2], bytes[3])
+                ? dev.kpemu.kprobes.x86.X86LandingPad.LENGTH : 0;
         if (bytes.length >= off + 5 && ((bytes[off] & 0xff) == 0xe8 || startsWith(bytes, off, NOP5))) {
             return Optional.of(functionStart + off);
         }

@@ -300,41 +300,4 @@ class Arm64DetourTest {
         DetourBuffer.arm64(region(probe), F - (128L << 20) + 0x1000); // backwards, in range
         assertThrows(OptimizationRefusedException.class, () -> SitePatch.arm64Branch(F, F + 2));
     }
-
-    @Test
-    void measureHitCost() {
-        int n = 200_000;
-        long probe = F + STP;
-        double base = time(n, g -> {});
-        double frame = time(n, g -> {
-            DetourBuffer b = g.optimize(probe, NEAR, Style.FRAME);
-            g.uc.hookCode(b.handOffAddress(), b.handOffAddress(), (u, a, s) -> {});
-        });
-        double live = time(n, g -> {
-            DetourBuffer b = g.optimize(probe, NEAR, Style.LIVE_REGISTERS);
-            g.uc.hookCode(b.handOffAddress(), b.handOffAddress(), (u, a, s) -> {});
-        });
-        double brk = time(n, g -> {
-            DetourBuffer b = DetourBuffer.arm64(region(probe), NEAR);
-            g.uc.memWrite(NEAR, b.code());
-            g.uc.memWrite(probe, SitePatch.of(b).breakpoint());
-            g.uc.hookInterrupt((u, i) -> u.regWrite(Arm64Reg.PC, b.displacedCodeAddress()));
-        });
-        System.out.printf("arm64 per hit over the unprobed loop (%.3f us per call): frame detour %.3f us,"
-                + " live-register detour %.3f us, BRK redirect %.3f us%n", base, frame - base, live - base, brk - base);
-    }
-
-    static double time(int n, Consumer<Guest> setup) {
-        try (Guest g = new Guest()) {
-            setup.accept(g);
-            g.run(1000);
-            double best = Double.MAX_VALUE;
-            for (int rep = 0; rep < 7; rep++) {
-                long t0 = System.nanoTime();
-                g.run(n);
-                best = Math.min(best, (System.nanoTime() - t0) / 1000.0 / n);
-            }
-            return best;
-        }
-    }
 }

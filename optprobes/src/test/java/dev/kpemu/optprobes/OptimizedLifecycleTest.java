@@ -79,6 +79,7 @@ class OptimizedLifecycleTest {
             assertEquals(13, g.call("prologue", 4));
             assertEquals(List.of(trapIp, trapIp), ips);
             assertEquals(String.format("%016x  k  prologue+0x0    [OPTIMIZED]%n", p), k.list());
+            assertEquals(Kprobe.FLAG_OPTIMIZED, kp.flags() & Kprobe.FLAG_OPTIMIZED, "kp->flags as the list shows it");
 
             // a pre handler's ip change is ignored for an optimized probe
             redirect[0] = true;
@@ -146,6 +147,7 @@ class OptimizedLifecycleTest {
             assertEquals(State.BREAKPOINT, o.state(p));
             assertArrayEquals(original, g.text("prologue"));
             assertTrue(k.list().contains("[DISABLED]") && !k.list().contains("[OPTIMIZED]"), k.list());
+            assertEquals(Kprobe.FLAG_DISABLED, kp.flags() & (Kprobe.FLAG_DISABLED | Kprobe.FLAG_OPTIMIZED));
             assertEquals(34, g.call("prologue", 11));
             assertEquals(hits + 1, ips.size());
             k.enable(kp);

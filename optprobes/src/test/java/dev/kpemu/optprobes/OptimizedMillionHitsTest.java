@@ -1,7 +1,6 @@
 package dev.kpemu.optprobes;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.kprobes.Kprobes;
@@ -23,7 +22,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 class OptimizedMillionHitsTest {
     static final long N = 1_000_000;
 
-    record Run(long hits, long digest, Map<String, Long> registers, long ms) {}
+    record Run(long hits, long digest, Map<String, Long> registers) {}
 
     static Run run(Arch arch, boolean optimize) {
         try (EngineGuest g = new EngineGuest(arch, Functions.basic(arch)); Kprobes k = g.kprobes()) {
@@ -40,9 +39,7 @@ class OptimizedMillionHitsTest {
                 acc[0]++;
                 return 0;
             }));
-            long t0 = System.nanoTime();
             g.call("mul_loop", N);
-            long ms = (System.nanoTime() - t0) / 1_000_000;
             if (optimize) {
                 assertEquals(State.OPTIMIZED, o.state(probe));
                 assertEquals(1, o.jumpsWritten());
@@ -52,9 +49,7 @@ class OptimizedMillionHitsTest {
             assertEquals(0, k.handlerFailures());
             Map<String, Long> regs = new LinkedHashMap<>();
             for (String n : k.regs().names()) regs.put(n, k.regs().get(n));
-            System.out.printf("%s %s: %d hits in %d ms (jump written after %d postponements)%n", arch,
-                    optimize ? "optimized" : "breakpoint", acc[0], ms, o.postponedByPc());
-            return new Run(acc[0], acc[1], regs, ms);
+            return new Run(acc[0], acc[1], regs);
         }
     }
 
@@ -67,6 +62,5 @@ class OptimizedMillionHitsTest {
         assertEquals(N, opt.hits());
         assertEquals(bp.digest(), opt.digest());
         assertEquals(bp.registers(), opt.registers());
-        assertTrue(opt.ms() < 20_000, "took " + opt.ms() + " ms");
     }
 }

@@ -16,6 +16,12 @@ public final class Arm64Layout {
     /** PL011 UART. */
     public static final long UART_BASE = 0x0900_0000L;
     public static final long UART_SIZE = 0x0000_1000L;
+    /**
+     * The second PL011: the guest command's terminal ({@code ttyAMA1}), present only on boots that
+     * run a command ({@code kpemu boot -- CMD}); at {@code virt}'s secure-UART address, which the
+     * non-secure world never uses.
+     */
+    public static final long TERMINAL_UART_BASE = 0x0904_0000L;
     /** Start of RAM; the kernel image and device tree go above it. */
     public static final long RAM_BASE = 0x4000_0000L;
     /** The largest RAM this map leaves room for (below the 256 GiB high-MMIO area of {@code virt}). */

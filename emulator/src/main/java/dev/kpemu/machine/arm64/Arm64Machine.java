@@ -238,7 +238,7 @@ public final class Arm64Machine extends Machine {
         long pc = pc();
         if (!isWfiAt(pc - 4)) return null;
         // WFI wakes on a pending interrupt even when PSTATE masks it.
-        while (!irqPending()) {
+        while (!irqPending() && !stopPending()) {   // an event may stop the machine (the host's time limit)
             if (!clock.idleToNextEvent()) return new StopReason.Halted(pc);
         }
         return null;

@@ -27,7 +27,7 @@ public final class X86Layout {
     public static final long INITRD_ALIGN = 0x1000;
 
     // ---- ISA I/O ports and IRQs
-    public static final int IRQ_PIT = 0, IRQ_COM1 = 4, IRQ_SCI = 9, IRQ_RTC = 8;
+    public static final int IRQ_PIT = 0, IRQ_COM2 = 3, IRQ_COM1 = 4, IRQ_SCI = 9, IRQ_RTC = 8;
     /** ACPI fixed-hardware blocks (PM1a event, PM1a control, PM timer) in I/O space. */
     public static final int ACPI_PM1A_EVT = 0x600, ACPI_PM1A_CNT = 0x604, ACPI_PM_TMR = 0x608, ACPI_PM_PORTS = 12;
 }

@@ -21,6 +21,7 @@ public final class X86Pc implements AutoCloseable {
     private final Pic8259 pic;
     private final Pit8254 pit;
     private final Uart16550 uart;
+    private final Uart16550 terminalUart;
     private final CmosRtc rtc;
     private final ResetControl resetControl;
     private final X86Cpuid cpuid;
@@ -28,6 +29,14 @@ public final class X86Pc implements AutoCloseable {
     private final long rsdp;
 
     public X86Pc(long ramBytes, OutputStream console, boolean tsc) {
+        this(ramBytes, console, tsc, null);
+    }
+
+    /**
+     * As above; when {@code terminal} is not null the PC also has COM2 (port 0x2f8, IRQ 3, Linux's
+     * {@code ttyS1}): the guest command's terminal, its bytes to {@code terminal}.
+     */
+    public X86Pc(long ramBytes, OutputStream console, boolean tsc, OutputStream terminal) {
         machine = X86Machine.create(ramBytes);
         try {
             var bus = machine.bus();
@@ -38,6 +47,8 @@ public final class X86Pc implements AutoCloseable {
             pit = bus.attachPorts(Pit8254.CH0, 4, new Pit8254(machine.clock(), pic.line(X86Layout.IRQ_PIT)));
             bus.attachPorts(Pit8254.PORT_B, 1, pit);
             uart = bus.attachPorts(Uart16550.COM1_BASE, Uart16550.PORT_COUNT, new Uart16550(console, pic.line(X86Layout.IRQ_COM1)));
+            terminalUart = terminal == null ? null
+                    : bus.attachPorts(Uart16550.COM2_BASE, Uart16550.PORT_COUNT, new Uart16550(terminal, pic.line(X86Layout.IRQ_COM2)));
             rtc = bus.attachPorts(CmosRtc.INDEX, 2, new CmosRtc(machine.clock(), CmosRtc.DEFAULT_EPOCH_SECONDS));
             resetControl = new ResetControl(() -> machine.requestStopAtSliceEnd(new StopReason.Reset()));
             bus.attachPorts(ResetControl.KBD_DATA, 1, resetControl);
@@ -74,6 +85,8 @@ public final class X86Pc implements AutoCloseable {
     public Pic8259 pic() { return pic; }
     public Pit8254 pit() { return pit; }
     public Uart16550 uart() { return uart; }
+    /** COM2, the command's terminal, or null when the PC has none. */
+    public Uart16550 terminalUart() { return terminalUart; }
     public CmosRtc rtc() { return rtc; }
     public X86Cpuid cpuid() { return cpuid; }
     public AcpiPm acpiPm() { return acpiPm; }

@@ -97,11 +97,35 @@ public final class CompiledProbe {
     /** Offset of argument {@code i} inside the argument area. */
     public int argOffset(int i) { return offsets[i]; }
 
+    /**
+     * {@code tp->entry_arg}: the parameters (from 0) a return probe saves at function entry, in
+     * the order of their 8-byte slots in the entry data; empty when it reads none.
+     */
+    public int[] entryArgs() {
+        int n = 0;
+        for (FetchProgram p : programs) for (Insn i : p.code) if (i.op == EDATA) n = Math.max(n, (int) (i.offset / 8) + 1);
+        int[] slots = new int[n];
+        for (FetchProgram p : programs) for (Insn i : p.code) if (i.op == EDATA) slots[(int) (i.offset / 8)] = i.param;
+        return slots;
+    }
+
+    /** {@code store_trace_entry_data}: saves {@link #entryArgs()} from the entry registers into {@code data}. */
+    public void storeEntryArgs(FetchContext ctx, byte[] data) {
+        int[] slots = entryArgs();
+        FetchBuffer b = new FetchBuffer();
+        for (int k = 0; k < slots.length && 8 * k + 8 <= data.length; k++) LONG.set(data, 8 * k, argument(ctx, slots[k], b));
+    }
+
     /** A reusable scratch area for {@link #fetch(FetchContext, FetchBuffer)}. */
     public static final class FetchBuffer {
         byte[] data = new byte[256];
         int end;
         final byte[] word = new byte[8];
+        /** A return probe's entry data ({@code ri->data}: the parameters saved at entry), or null. */
+        byte[] entryData;
+
+        /** Sets the entry data the next fetch of a return probe reads its {@code $argN} from. */
+        public FetchBuffer entryData(byte[] d) { this.entryData = d; return this; }
 
         void ensure(int n) {
             if (n > data.length) data = java.util.Arrays.copyOf(data, Math.max(n, data.length * 2));
@@ -183,6 +207,7 @@ public final class CompiledProbe {
             case STACKP -> val = ctx.stackPointer();
             case RETVAL -> val = ctx.register(regs.returnValueSlot());
             case ARG -> val = argument(ctx, c.param, b);
+            case EDATA -> val = b.entryData != null && c.offset + 8 <= b.entryData.length ? (long) LONG.get(b.entryData, (int) c.offset) : 0;
             case IMM -> val = c.imm;
             case NOP_SYMBOL -> { pc++; val = code[1].imm; }
             case COMM -> { return storeBytes(ctx.comm(), b, b.end, dest, maxlen); }
@@ -217,6 +242,7 @@ public final class CompiledProbe {
                 }
                 pc++;
                 if (code[pc].op == MOD_BF) {
+                    b.ensure(dest + code[pc].basesize);
                     applyBitfield(b.data, dest, code[pc]);
                     pc++;
                 }

@@ -1,57 +1,87 @@
 package dev.kpemu.kprobes.events;
 
+import java.util.Locale;
+
 /**
- * Which kernel's parser to imitate. The guests kpemu boots are Debian 12's Linux 6.1, so
- * {@link #LINUX_6_1} is the default; {@link #MAINLINE} switches on the later behaviour that
- * does not need BTF (symstr, kretprobe {@code $argN}, logged string-type and too-many-args
- * errors, the renamed maxactive error). BTF arguments are not emulated in either dialect.
+ * Which kernel's {@code kprobe_events} language to speak: grammar, accepted types, and every
+ * error_log message and caret as that kernel prints them. Each constant is a Debian kernel line
+ * whose answers Linux itself recorded under QEMU ({@code guest-images/reference/ARCH/SERIES/dialect.error_log}):
+ * {@link #forRelease} picks the one of the booted kernel; {@code --dialect} forces one.
  */
 public enum Dialect {
     /**
      * Linux 6.1 stable as shipped by Debian 12, with its backports: NON_UNIQ_SYMBOL and the
      * {@code symstr} type (recorded: Debian's 6.1.192 accepts {@code +0(%di):symstr}); no
-     * {@code char} type ("Unknown type is specified").
+     * {@code char} type ("Unknown type is specified"); no BTF arguments (a parameter name is
+     * "Invalid fetch argument").
      */
-    LINUX_6_1(true, false, false, false, false, false, false),
+    LINUX_6_1("6.1", true, false, false, false, false, false, false),
     /**
-     * Linux 6.10 and later with CONFIG_PROBE_EVENTS_BTF_ARGS (Debian 13's 6.12, unstable's 7.x):
-     * the mainline parser, and an untyped {@code $retval} takes the function's return type from
-     * BTF (recorded: 6.12 prints {@code ret=3}, {@code ret=-2} for do_sys_openat2's {@code long}).
-     * Argument names and member access from BTF are not yet parsed.
+     * Linux 6.10 to 6.14 with CONFIG_PROBE_EVENTS_BTF_ARGS (Debian 13's 6.12): BTF arguments
+     * (parameter names, {@code $arg*}, {@code ->} member access, return-probe {@code $argN},
+     * {@code $retval} typed from the prototype, {@code :%pd}/{@code :%pD}); more than 128
+     * arguments fail with E2BIG and nothing logged.
      */
-    LINUX_6_12(true, true, true, true, true, true, true),
-    /** Later mainline without BTF support. */
-    MAINLINE(true, true, true, true, true, true, false);
+    LINUX_6_12("6.12", true, true, true, false, true, true, true),
+    /**
+     * Linux 6.15 and later (unstable's 7.x): as {@link #LINUX_6_12}, and more than 128 arguments
+     * are logged ("Too many arguments are specified").
+     */
+    LINUX_7("7", true, true, true, true, true, true, true) {
+        @Override boolean typecasts() { return true; }
+    },
+    /** Mainline without BTF (CONFIG_PROBE_EVENTS_BTF_ARGS off): the later grammar on registers only. */
+    MAINLINE("mainline", true, true, true, true, true, true, false);
 
+    private final String label;
     final boolean symstr;
     final boolean retprobeArgs;
     final boolean needStringTypeError;
     final boolean tooManyArgsError;
     final boolean badMaxactTypeName;
     final boolean charType;
-    final boolean btfRetval;
+    final boolean btfArgs;
 
-    Dialect(boolean symstr, boolean retprobeArgs, boolean needStringTypeError,
-            boolean tooManyArgsError, boolean badMaxactTypeName, boolean charType, boolean btfRetval) {
+    Dialect(String label, boolean symstr, boolean retprobeArgs, boolean needStringTypeError,
+            boolean tooManyArgsError, boolean badMaxactTypeName, boolean charType, boolean btfArgs) {
+        this.label = label;
         this.symstr = symstr;
         this.retprobeArgs = retprobeArgs;
         this.needStringTypeError = needStringTypeError;
         this.tooManyArgsError = tooManyArgsError;
         this.badMaxactTypeName = badMaxactTypeName;
         this.charType = charType;
-        this.btfRetval = btfRetval;
+        this.btfArgs = btfArgs;
     }
 
-    /** The dialect of a kernel release ({@code uname -r}): 6.1 before 6.10, the BTF-aware one from 6.10. */
+    /** Whether a fetch argument opening with '(' is a typecast ("Typecasts are only for eprobe fields"). */
+    boolean typecasts() { return false; }
+
+    /** The name {@code --dialect} takes: {@code 6.1}, {@code 6.12}, {@code 7}, {@code mainline}. */
+    public String label() { return label; }
+
+    /** The dialect {@code --dialect NAME} names (a label, or a kernel release such as {@code 6.12.117}), or null. */
+    public static Dialect byName(String name) {
+        if (name == null) return null;
+        String n = name.trim().toLowerCase(Locale.ROOT);
+        for (Dialect d : values()) if (d.label.equals(n) || d.name().toLowerCase(Locale.ROOT).equals(n)) return d;
+        return n.matches("\\d+\\.\\d+.*") ? forRelease(n) : null;
+    }
+
+    /** The dialect of a kernel release ({@code uname -r}): 6.1 before 6.10, 6.12 to 6.14, 7 from 6.15. */
     public static Dialect forRelease(String release) {
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.(\\d+)").matcher(release == null ? "" : release);
         if (!m.find()) return LINUX_6_1;
         int major = Integer.parseInt(m.group(1)), minor = Integer.parseInt(m.group(2));
-        return major > 6 || (major == 6 && minor >= 10) ? LINUX_6_12 : LINUX_6_1;
+        if (major > 6 || (major == 6 && minor >= 15)) return LINUX_7;
+        return major == 6 && minor >= 10 ? LINUX_6_12 : LINUX_6_1;
     }
 
+    /** Whether arguments may name the probed function's parameters and their members from BTF (6.10+). */
+    public boolean hasBtfArgs() { return btfArgs; }
+
     /** Whether an untyped {@code $retval} takes the probed function's BTF return type (6.10+). */
-    public boolean hasBtfRetval() { return btfRetval; }
+    public boolean hasBtfRetval() { return btfArgs; }
 
     /** Whether the {@code symstr} type exists (Linux 6.2+, backported to Debian's 6.1). */
     public boolean hasSymstr() { return symstr; }

@@ -1,6 +1,10 @@
 package dev.kpemu.kprobes.events;
 
 import dev.kpemu.image.btf.KernelStructs;
+import dev.kpemu.kprobes.events.filter.EventFilter;
+import dev.kpemu.kprobes.events.filter.FilterParseException;
+import dev.kpemu.kprobes.events.hist.HistTrigger;
+import dev.kpemu.kprobes.events.hist.HistTriggerException;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.kprobes.KprobeException;
@@ -54,9 +58,13 @@ import java.util.function.LongSupplier;
  * interrupts masked, prints {@code d} for every breakpoint-based probe; kpemu shows the probed
  * code's own interrupt state. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
  *
+ * <p>Filters and hist triggers ({@link #setFilter}, {@link #addTrigger}, {@link #hist}) work as
+ * the kernel's {@code __event_trigger_test_discard}: every hit of an event that is enabled or has
+ * a trigger is fetched; the triggers see it first; then a disabled event (soft mode) or a record
+ * the event's filter rejects is discarded, the rest are traced.
+ *
  * <p>Not emulated: {@code within_notrace_func} (Linux refuses functions without an ftrace site
- * unless CONFIG_KPROBE_EVENTS_ON_NOTRACE), perf/filter/trigger users of the events (only the
- * event's own enable makes it busy), event ids of the guest's static events (ids are given
+ * unless CONFIG_KPROBE_EVENTS_ON_NOTRACE), perf users of the events, event ids of the guest's static events (ids are given
  * from {@link #firstEventId(int)} upward, never reused, as the kernel's {@code next_event_type}).
  *
  * <p>Everything runs on the emulating thread; handlers run inside the engine's hit path.
@@ -73,7 +81,14 @@ public final class EventEngine implements AutoCloseable {
         final boolean isReturn;
         final int id;
         final List<Probe> probes = new ArrayList<>(1);
+        /** {@code events/GRP/EVENT/enable}. */
         boolean enabled;
+        /** Whether the probes are enabled in the engine: the event is enabled, or a trigger keeps it in soft mode. */
+        boolean armed;
+        /** {@code events/GRP/EVENT/filter} (null: none). */
+        EventFilter filter;
+        /** The hist triggers of {@code events/GRP/EVENT/trigger}, oldest first. */
+        final List<HistTrigger> triggers = new ArrayList<>(0);
 
         Event(String group, String name, boolean isReturn, int id) {
             this.group = group;
@@ -107,28 +122,30 @@ public final class EventEngine implements AutoCloseable {
 
         int onEntry(Kprobe k, Regs regs) {
             nhit++;
-            if (!event.enabled) return 0;
+            if (!event.armed) return 0;
             ctx.begin(regs);
-            if (!compiled.fetch(ctx, buffer)) {
+            if (!compiled.fetch(ctx, buffer.entryData(null))) {
                 dropped++;
                 return 0;
             }
             long ip = k.address();
-            emit(this, formatter.kprobeEvent(compiled, ip, buffer.bytes()), false, ip, 0);
+            emit(this, formatter.kprobeEvent(compiled, ip, buffer.bytes()), false, ip, 0, formatter.decodeArgs(compiled, buffer.bytes()));
             return 0;
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
             nhit++;
-            if (!event.enabled) return 0;
+            if (!event.armed) return 0;
             ctx.begin(regs);
-            if (!compiled.fetch(ctx, buffer)) {
+            boolean ok = compiled.fetch(ctx, buffer.entryData(ri.data()));
+            buffer.entryData(null);
+            if (!ok) {
                 dropped++;
                 return 0;
             }
             long func = rp.kprobe().address();
             long ret = ri.returnAddress();
-            emit(this, formatter.kretprobeEvent(compiled, func, ret, buffer.bytes()), true, func, ret);
+            emit(this, formatter.kretprobeEvent(compiled, func, ret, buffer.bytes()), true, func, ret, formatter.decodeArgs(compiled, buffer.bytes()));
             return 0;
         }
     }
@@ -361,7 +378,7 @@ public final class EventEngine implements AutoCloseable {
         }
         CompiledProbe compiled = CompiledProbe.compile(def, arch, symbols); // traceprobe_update_arg: @SYM
         Probe p = new Probe(def, compiled);
-        boolean enabled = ev != null && ev.enabled;
+        boolean enabled = ev != null && ev.armed;
         try {
             register(p, enabled);
         } catch (KprobeException e) {
@@ -386,6 +403,14 @@ public final class EventEngine implements AutoCloseable {
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
             };
             rp.maxactive(r.maxactive()).handler(p::onReturn);
+            int saved = p.compiled.entryArgs().length;
+            if (saved > 0) {              // trace_kprobe_entry_handler: $argN of a return probe, saved at entry
+                rp.dataSize(8 * saved).entryHandler((ri, regs) -> {
+                    ctx.begin(regs);
+                    p.compiled.storeEntryArgs(ctx, ri.data());
+                    return 0;
+                });
+            }
             if (!enabled) rp.kprobe().disabled();
             p.rp = rp;
         } else {
@@ -420,7 +445,8 @@ public final class EventEngine implements AutoCloseable {
         KernelProbeSites.Target t = KernelProbeSites.target(def, symbols::lookupName);
         if (t == null) return;   // register_kprobe reports it (ENOENT) or defers it (a module)
         long address = t.address();
-        String name = t.name();
+        String name = !dialect.hasBtfArgs() ? t.name()
+                : symbols.symbolAt(address).map(KernelSymbols.Symbol::name).orElse(String.format("0x%x", address));
         if (rules.withinNotraceFunction(address)) {
             kernelLog.accept(KernelProbeSites.notraceMessage(name));
             throw new KprobeException(Errno.EINVAL, "notrace function " + name);
@@ -494,7 +520,7 @@ public final class EventEngine implements AutoCloseable {
     /** {@code unregister_trace_kprobe}: null on success, EBUSY for the last probe of an enabled event. */
     private Errno release(Probe p) {
         Event ev = p.event;
-        if (ev.probes.size() == 1 && ev.enabled) return Errno.EBUSY;
+        if (ev.probes.size() == 1 && (ev.enabled || !ev.triggers.isEmpty())) return Errno.EBUSY;
         if (p.registered) {
             if (p.rp != null) kprobes.unregister(p.rp);
             else kprobes.unregister(p.kp);
@@ -504,6 +530,41 @@ public final class EventEngine implements AutoCloseable {
         probes.remove(p);
         if (ev.probes.isEmpty()) events.remove(ev.key());
         return null;
+    }
+
+    /**
+     * {@code trace_kprobe_module_callback(MODULE_STATE_COMING)}: every probe on {@code module}'s
+     * symbols (defined before it loaded, so left unregistered) is registered now, enabled when
+     * its event is. A probe the module does not allow is reported on the kernel log, as the
+     * kernel warns, and stays unregistered.
+     */
+    public void moduleLoaded(String module) {
+        for (Probe p : probes) {
+            if (!(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
+            if (p.registered) {
+                if (p.rp != null) kprobes.unregister(p.rp);
+                else kprobes.unregister(p.kp);
+                p.registered = false;
+            }
+            try {
+                register(p, p.event.enabled);
+            } catch (KprobeException e) {
+                kernelLog.accept("trace_kprobe: Failed to re-register probe " + p.event.name + " on " + module + ": -" + e.errno().value());
+            }
+        }
+    }
+
+    /**
+     * {@code MODULE_STATE_GOING}: the module's probes are unregistered (their text is about to be
+     * freed); they stay defined and come back if the module loads again.
+     */
+    public void moduleGoing(String module) {
+        for (Probe p : probes) {
+            if (!p.registered || !(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
+            if (p.rp != null) kprobes.unregister(p.rp);
+            else kprobes.unregister(p.kp);
+            p.registered = false;
+        }
     }
 
     // ------------------------------------------------------------------ events/GRP/EVENT
@@ -541,6 +602,61 @@ public final class EventEngine implements AutoCloseable {
 
     public void disableAll() { for (Event e : events.values()) setEnabled(e, false); }
 
+    // ------------------------------------------------------------------ filter, trigger, hist
+
+    /**
+     * {@code echo EXPR > events/GROUP/EVENT/filter}: only records that pass go to the trace
+     * (triggers see every record, as in the kernel). {@code "0"} or an empty text clears it.
+     *
+     * @throws FilterParseException what the kernel refuses the filter with (the event keeps no filter)
+     */
+    public void setFilter(String name, String expr) throws FilterParseException {
+        Event e = event(name);
+        String t = expr.strip();
+        if (t.isEmpty() || t.equals("0")) {
+            e.filter = null;
+            return;
+        }
+        e.filter = null;
+        e.filter = EventFilter.parse(t, fields(e));
+    }
+
+    /** The event's filter as written, or null. */
+    public String filter(String name) {
+        EventFilter f = event(name).filter;
+        return f == null ? null : f.text();
+    }
+
+    /**
+     * {@code echo 'hist:...' >> events/GROUP/EVENT/trigger}: adds a hist trigger; the event's probes
+     * fire from now on even while the event is disabled (the kernel's soft mode), feeding the
+     * trigger without writing to the trace.
+     *
+     * @throws HistTriggerException the trigger is refused
+     */
+    public void addTrigger(String name, String text) throws HistTriggerException {
+        Event e = event(name);
+        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect != Dialect.LINUX_6_1));
+        updateArmed(e);
+    }
+
+    /** {@code events/GROUP/EVENT/trigger}: one line per trigger. */
+    public String triggers(String name) {
+        StringBuilder sb = new StringBuilder();
+        for (HistTrigger t : event(name).triggers) sb.append(t.triggerInfo()).append('\n');
+        return sb.toString();
+    }
+
+    /** {@code events/GROUP/EVENT/hist}: every hist trigger's histogram (empty without one). */
+    public String hist(String name) {
+        StringBuilder sb = new StringBuilder();
+        List<HistTrigger> l = event(name).triggers;
+        for (int i = 0; i < l.size(); i++) sb.append(l.get(i).show(i));
+        return sb.toString();
+    }
+
+    private static EventFields fields(Event e) { return EventFields.of(e.probes.getFirst().def); }
+
     /** {@code events/GROUP/enable} (the events of one group). */
     public void enableGroup(String group, boolean on) {
         for (Event e : events.values()) if (e.group.equals(group)) setEnabled(e, on);
@@ -549,8 +665,15 @@ public final class EventEngine implements AutoCloseable {
     public boolean isEnabled(String name) { return event(name).enabled; }
 
     private void setEnabled(Event e, boolean on) {
-        if (e.enabled == on) return;
         e.enabled = on;
+        updateArmed(e);
+    }
+
+    /** Enables the event's probes in the engine while it is enabled or has triggers (the kernel's soft mode), disables them otherwise. */
+    private void updateArmed(Event e) {
+        boolean on = e.enabled || !e.triggers.isEmpty();
+        if (e.armed == on) return;
+        e.armed = on;
         for (Probe p : e.probes) {
             if (!p.registered) continue;
             if (p.rp != null) {
@@ -621,7 +744,7 @@ public final class EventEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ records
 
-    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp) {
+    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp, List<EventArg> args) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
@@ -629,7 +752,11 @@ public final class EventEngine implements AutoCloseable {
         else comm = new String(ctx.comm(), StandardCharsets.UTF_8);
         String lat = TraceContext.latency(ctx.irqsDisabled(), false, false, false, false, false, false, 0, 0);
         TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
-        TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, body, isReturn, ip, retIp);
+        TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, body, isReturn, ip, retIp, p.event.id, args);
+        // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
+        for (HistTrigger t : p.event.triggers) t.accept(r);
+        if (!p.event.enabled) return;
+        if (p.event.filter != null && !p.event.filter.matches(r)) return;
         recorded++;
         PrintStream o = out;
         if (o != null) o.println(r.line());
@@ -641,6 +768,7 @@ public final class EventEngine implements AutoCloseable {
     public void close() {
         for (Probe p : new ArrayList<>(probes)) {
             p.event.enabled = false;
+            p.event.triggers.clear();
             release(p);
         }
     }

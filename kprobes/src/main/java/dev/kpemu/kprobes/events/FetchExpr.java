@@ -10,6 +10,8 @@ public sealed interface FetchExpr {
     record StackEntry(int index) implements FetchExpr {}
     /** {@code $argN} (N from 1). */
     record Argument(int number) implements FetchExpr {}
+    /** A parameter of the probed function by its BTF name ({@code number} from 1). */
+    record Parameter(String name, int number) implements FetchExpr {}
     /** {@code $retval}. */
     record ReturnValue() implements FetchExpr {}
     /** {@code $comm} / {@code $COMM}. */

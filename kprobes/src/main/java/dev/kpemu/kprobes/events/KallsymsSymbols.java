@@ -38,6 +38,8 @@ public final class KallsymsSymbols implements KernelSymbols {
         return btf == null ? Optional.empty() : BtfFetchTypes.returnType(btf, function);
     }
 
+    @Override public Btf btf() { return btf; }
+
     /** For a kernel file: x86 landing pads are read from {@code kernelFile} through the table's file offsets. */
     public static KallsymsSymbols forKernel(SymbolTable table, Arch arch, byte[] kernelFile) {
         if (arch != Arch.X86_64) return new KallsymsSymbols(table, a -> false);

@@ -34,6 +34,18 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
         this.resolver = SymbolResolver.of(syms);
     }
 
+    private boolean notraceBySymbol;
+
+    /**
+     * The kernel whose messages to print: from 6.10 trace_kprobe names a refused notrace function
+     * with {@code %ps} of the probed address (recorded: {@code _stext} for 0xffffffff81000000 on
+     * 6.12), before that with the probe's symbol ({@code unknown} for an address).
+     */
+    public KernelProbeSites dialect(Dialect d) {
+        this.notraceBySymbol = d.hasBtfArgs();
+        return this;
+    }
+
     /** The kernel's address rules, for the engine that registers these probes on the running kernel. */
     public KernelProbeRules rules() { return rules; }
 
@@ -42,7 +54,8 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
         Target t = target(probe, name -> syms.byName(name).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty()));
         if (t == null) return null;   // a module's symbol (deferred until it loads) or unknown (the parser reports it)
         long address = t.address();
-        String symbolForMessage = t.name();
+        String symbolForMessage = !notraceBySymbol ? t.name()
+                : resolver.lookup(address).map(SymbolResolver.SymbolInfo::name).orElse(String.format("0x%x", address));
         if (rules.withinNotraceFunction(address)) {
             return new Answer(EventEngine.registrationError(probe, new KprobeException(Errno.EINVAL, "notrace function")),
                     List.of(notraceMessage(symbolForMessage)));

@@ -41,6 +41,9 @@ public interface KernelSymbols {
      */
     default java.util.Optional<FetchType> btfReturnType(String function) { return java.util.Optional.empty(); }
 
+    /** The kernel's own BTF ({@code bpf_get_btf_vmlinux}), or null when it is not known: BTF arguments then find no entry. */
+    default dev.kpemu.image.btf.Btf btf() { return null; }
+
     /** {@code kallsyms_lookup_name}: the address of {@code name}, if known. */
     OptionalLong lookupName(String name);
 

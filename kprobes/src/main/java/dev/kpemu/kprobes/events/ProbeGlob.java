@@ -94,6 +94,9 @@ public final class ProbeGlob {
         return new Expansion(definition, out, matched);
     }
 
+    /** The names a glob matches ({@code *}, {@code ?}, {@code [...]}; a plain name matches itself), as a pattern. */
+    public static Pattern pattern(String glob) { return Pattern.compile(regex(glob)); }
+
     /** A shell glob as a regular expression: {@code *}, {@code ?}, {@code [...]} (with {@code !} or {@code ^} to negate). */
     static String regex(String glob) {
         StringBuilder r = new StringBuilder();

@@ -1,5 +1,8 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.image.btf.Btf;
+import dev.kpemu.image.btf.BtfKind;
+import dev.kpemu.image.btf.BtfType;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.machine.Arch;
 
@@ -39,6 +42,10 @@ public final class ProbeParser {
     public static final int KRETPROBE_MAXACTIVE_MAX = 4096;
     /** {@code WRITE_BUFSIZE}: a line may hold at most WRITE_BUFSIZE - 2 bytes. */
     public static final int WRITE_BUFSIZE = 4096;
+    /** {@code MAX_PROBE_EVENT_SIZE}: the fixed part of an event's arguments (6.10+ checks it). */
+    public static final int MAX_PROBE_EVENT_SIZE = 3072;
+    /** {@code MAX_BTF_ARGS_LEN}: the buffer {@code $arg*} and {@code $argN} expand into. */
+    public static final int MAX_BTF_ARGS_LEN = 128;
     /** {@code KPROBE_EVENT_SYSTEM}. */
     public static final String DEFAULT_GROUP = "kprobes";
 
@@ -131,6 +138,15 @@ public final class ProbeParser {
         // current fetch program
         Insn[] code;
         int cur;
+        // BTF (traceprobe_parse_context): the function's prototype once found, the last type
+        // a BTF argument or member had, its bit offset and bitfield width, the error offset
+        BtfFunction btf;
+        BtfType lastType;
+        long lastBitoffs;
+        int lastBitsize;
+        int ctxOffset;
+        /** {@code tp->entry_arg}: the parameters a return probe saves at entry, one word each. */
+        final List<Integer> entryArgs = new ArrayList<>();
 
         Command(List<String> argv) {
             this.argv = argv;
@@ -208,8 +224,9 @@ public final class ProbeParser {
                 if (fe == KernelSymbols.FuncEntry.NOT_ENTRY && ret) throw err(0, KernelError.BAD_RETPROBE);
                 if (sym.indexOf(':') < 0) {
                     int n = symbols.countSymbols(Bytes.decode(sym));
-                    if (n > 1) throw err(0, KernelError.NON_UNIQ_SYMBOL, Errno.EADDRNOTAVAIL);
-                    if (n == 0) throw err(0, KernelError.BAD_PROBE_ADDR, Errno.ENOENT);
+                    // validate_probe_symbol, then parse_error: EINVAL (recorded on 6.12 and 7.2)
+                    if (n > 1) throw err(0, KernelError.NON_UNIQ_SYMBOL, dialect.btfArgs ? Errno.EINVAL : Errno.EADDRNOTAVAIL);
+                    if (n == 0) throw err(0, KernelError.BAD_PROBE_ADDR, dialect.btfArgs ? Errno.EINVAL : Errno.ENOENT);
                 }
                 symbol = sym;
                 function = Bytes.decode(sym);
@@ -239,14 +256,26 @@ public final class ProbeParser {
             }
 
             List<String> raw = argv.subList(2, argv.size());
-            if (dialect.tooManyArgsError && raw.size() > MAX_TRACE_ARGS) {
+            if (dialect.btfArgs) {
+                raw = expandMetaArgs(raw);
+                if (raw.size() > MAX_TRACE_ARGS) {
+                    index = 2;
+                    if (dialect.tooManyArgsError) throw err(0, KernelError.TOO_MANY_ARGS, Errno.E2BIG);
+                    throw ProbeSyntaxException.silent(cmd, Errno.E2BIG, "more than " + MAX_TRACE_ARGS + " arguments");
+                }
+                raw = expandDentryArgs(raw);
+            } else if (dialect.tooManyArgsError && raw.size() > MAX_TRACE_ARGS) {
                 index = 2;
                 throw err(0, KernelError.TOO_MANY_ARGS, Errno.E2BIG);
             }
             List<FetchArg> args = new ArrayList<>();
+            int size = 0;
             for (int i = 0; i < raw.size() && i < MAX_TRACE_ARGS; i++) {
                 index = i + 2;
-                args.add(parseArg(i, raw.get(i), args));
+                FetchArg a = parseArg(i, raw.get(i), args);
+                size += a.fieldSize();
+                if (dialect.btfArgs && size > MAX_PROBE_EVENT_SIZE) throw err(ctxOffset, KernelError.EVENT_TOO_BIG, Errno.E2BIG);
+                args.add(a);
             }
             String grp = Bytes.decode(group), ev = Bytes.decode(name);
             if (ret) return new KretprobeDef(grp, ev, target, maxactive, returnSuffix, args, cmd);
@@ -262,7 +291,7 @@ public final class ProbeParser {
                 if (slash == 0) throw err(offset, KernelError.NO_GROUP_NAME);
                 if (slash + 1 > MAX_EVENT_NAME_LEN) throw err(offset, KernelError.GROUP_TOO_LONG);
                 group = event.substring(0, slash);
-                boolean good = dialect == Dialect.MAINLINE ? Bytes.isGoodSystemName(group) : Bytes.isGoodName(group);
+                boolean good = dialect != Dialect.LINUX_6_1 ? Bytes.isGoodSystemName(group) : Bytes.isGoodName(group);
                 if (!good) throw err(offset, KernelError.BAD_GROUP_NAME);
                 offset += slash + 1;
                 event = event.substring(slash + 1);
@@ -270,7 +299,7 @@ public final class ProbeParser {
             if (event.isEmpty()) {
                 if (slash >= 0) return new String[] {group, null};
                 throw err(offset, KernelError.NO_EVENT_NAME);
-            } else if (event.length() > MAX_EVENT_NAME_LEN) {
+            } else if (event.length() > (dialect == Dialect.LINUX_6_1 ? MAX_EVENT_NAME_LEN : MAX_EVENT_NAME_LEN - 1)) {
                 throw err(offset, KernelError.EVENT_TOO_LONG);
             }
             if (!Bytes.isGoodName(event)) throw err(offset, KernelError.BAD_EVENT_NAME);
@@ -289,7 +318,7 @@ public final class ProbeParser {
                 body = arg.substring(eq + 1);
                 bodyOffset = eq + 1;
             } else {
-                name = "arg" + (i + 1);
+                name = generatedName(arg, i);
                 body = arg;
                 bodyOffset = 0;
             }
@@ -301,7 +330,7 @@ public final class ProbeParser {
 
         /** {@code traceprobe_parse_probe_arg_body}. */
         FetchArg parseBody(String name, String body, int offset) throws ProbeSyntaxException {
-            if (body.length() > MAX_ARGSTR_LEN) throw err(offset, KernelError.ARG_TOO_LONG);
+            if (body.length() > MAX_ARGSTR_LEN) throw err(offset, KernelError.ARG_TOO_LONG, dialect.btfArgs ? Errno.E2BIG : Errno.EINVAL);
             if (body.isEmpty()) throw err(offset, KernelError.NO_ARG_BODY);
 
             String arg = body;
@@ -337,9 +366,6 @@ public final class ProbeParser {
                     throw silent("$comm and immediate strings only take the string type");
                 }
                 type = FetchType.STRING;
-            } else if (t == null && arg.equals("$retval") && isReturn && dialect.btfRetval && function != null
-                    && symbols.btfReturnType(function).isPresent()) {
-                type = symbols.btfReturnType(function).get();   // parse_btf_arg: the function's return type
             } else {
                 type = findFetchType(t);
             }
@@ -349,7 +375,22 @@ public final class ProbeParser {
             for (int k = 0; k < code.length; k++) code[k] = new Insn();
             code[FETCH_INSN_MAX - 1].op = END;
             cur = 0;
+            lastType = null;
+            ctxOffset = offset;
             FetchExpr expr = parseProbeArg(arg, offset);
+            boolean btfTyped = false;
+            if (dialect.btfArgs && lastType != null) {
+                if (t == null) {
+                    int[] bf = {lastBitsize, (int) lastBitoffs};
+                    FetchType bt = BtfFunction.fetchType(lastType, bf);
+                    lastBitsize = bf[0];
+                    lastBitoffs = bf[1];
+                    type = bt != null ? bt : FetchType.DEFAULT;
+                    btfTyped = true;
+                } else if (t.contains("string")) {
+                    prepareBtfStringFetch(t);
+                }
+            }
 
             boolean dynamic = false;
             if (type.isString()) {
@@ -385,6 +426,15 @@ public final class ProbeParser {
             if (t != null && !t.isEmpty() && t.charAt(0) == 'b') {
                 bitfield = parseBitfield(t, type);
                 if (bitfield == null) throw err(offset + tPos, KernelError.BAD_BITFIELD);
+            } else if (t == null && dialect.btfArgs && lastType != null && (lastBitsize % 8 != 0 || lastBitoffs != 0)) {
+                // parse_btf_bitfield: a 64-bit modifier whatever the stored type
+                cur++;
+                if (code[cur].op != NOP) throw err(ctxOffset, KernelError.TOO_MANY_OPS);
+                bitfield = new Bitfield(lastBitsize, lastBitoffs, 64);
+                code[cur].op = MOD_BF;
+                code[cur].lshift = (int) (64 - (lastBitsize + lastBitoffs));
+                code[cur].rshift = 64 - lastBitsize;
+                code[cur].basesize = 8;
             }
             if (count != 0) {
                 int sop = code[scode].op;
@@ -496,6 +546,7 @@ public final class ProbeParser {
                     code[cur].op = user ? UDEREF : DEREF;
                     code[cur].offset = off;
                     expr = new FetchExpr.Deref(base, off, user);
+                    lastType = null;          // the dereference's type is not the BTF one
                 }
                 case '\\' -> {
                     if (Bytes.charAt(arg, 1) == '"') {
@@ -514,7 +565,16 @@ public final class ProbeParser {
                         expr = new FetchExpr.Immediate(v);
                     }
                 }
-                default -> { }
+                case '(' -> {
+                    // 6.15+: a typecast, which only eprobes take (recorded on 7.2)
+                    if (dialect.typecasts()) throw err(offs, KernelError.TYPECAST_NOT_EVENT);
+                }
+                default -> {
+                    if (dialect.btfArgs && (Bytes.isAlpha(c0) || c0 == '_')) {   // a BTF variable
+                        if (!fentry && !isReturn) throw err(offs, KernelError.NOSUP_BTFARG);
+                        expr = parseBtfArg(arg, offs);
+                    }
+                }
             }
             if (code[cur].op == NOP) throw err(offs, KernelError.BAD_FETCH_ARG);
             return expr;
@@ -529,10 +589,227 @@ public final class ProbeParser {
             return null;
         }
 
+        /** {@code generate_probe_arg_name}: with BTF arguments an unnamed argument that is an identifier names itself. */
+        String generatedName(String arg, int i) {
+            if (dialect.btfArgs) {
+                int colon = arg.indexOf(':');
+                String n = colon >= 0 ? arg.substring(0, colon) : arg;
+                if (Bytes.isGoodName(n)) return n;
+            }
+            return "arg" + (i + 1);
+        }
+
+        /** {@code __store_entry_arg}: the offset in the entry data where parameter {@code argnum} is saved. */
+        int storeEntryArg(int argnum) {
+            int k = entryArgs.indexOf(argnum);
+            if (k < 0) {
+                k = entryArgs.size();
+                entryArgs.add(argnum);
+            }
+            return k * 8;
+        }
+
+        /** {@code query_btf_context}: the probed function's prototype, or null. */
+        BtfFunction queryBtf() {
+            if (btf == null) btf = BtfFunction.find(symbols, function);
+            return btf;
+        }
+
+        /** {@code traceprobe_expand_meta_args}: {@code $arg*} and {@code $argN} become parameter names when BTF knows the function. */
+        List<String> expandMetaArgs(List<String> args) throws ProbeSyntaxException {
+            int argsIdx = -1;
+            boolean found = false;
+            for (int i = 0; i < args.size(); i++) {          // argv_has_var_arg
+                String a = args.get(i);
+                if (!a.startsWith("$arg")) continue;
+                index = i + 2;
+                if (!fentry && !isReturn) throw err(0, KernelError.NOFENTRY_ARGS);
+                char c = Bytes.charAt(a, 4);
+                if (Bytes.isDigit(c)) {
+                    found = true;
+                    continue;
+                }
+                if (c != '*') throw err(0, KernelError.BAD_VAR);
+                if (argsIdx >= 0) throw err(0, KernelError.DOUBLE_ARGS);
+                found = true;
+                argsIdx = i;
+            }
+            if (!found) return args;
+            BtfFunction f = queryBtf();
+            if (f == null || f.params().isEmpty()) {
+                if (argsIdx != -1) throw err(0, KernelError.NOSUP_BTFARG, Errno.EOPNOTSUPP);
+                return args;
+            }
+            List<String> out = new ArrayList<>();
+            int[] used = {0};
+            for (int i = 0; i < args.size(); i++) {
+                index = i + 2;
+                String a = args.get(i);
+                if (i == argsIdx) {
+                    for (int n = 0; n < f.params().size(); n++) out.add(nthParam(f, n, "", used));
+                } else if (a.startsWith("$arg")) {
+                    int e = 4;
+                    long n = 0;
+                    while (e < a.length() && Bytes.isDigit(a.charAt(e))) n = n * 10 + (a.charAt(e++) - '0');
+                    String type = a.substring(e);
+                    if (!type.isEmpty() && type.charAt(0) != ':') throw err(0, KernelError.BAD_VAR, Errno.ENOENT);
+                    if (n == 0) throw err(0, KernelError.BAD_ARG_NUM);
+                    out.add(nthParam(f, n - 1, type, used));
+                } else {
+                    out.add(a);
+                }
+            }
+            return out;
+        }
+
+        /** {@code sprint_nth_btf_arg}. */
+        String nthParam(BtfFunction f, long idx, String type, int[] used) throws ProbeSyntaxException {
+            if (idx >= f.params().size()) throw err(0, KernelError.NO_BTFARG, Errno.ENOENT);
+            String s = Bytes.encode(f.params().get((int) idx).name()) + type;
+            if (s.length() >= MAX_BTF_ARGS_LEN - used[0]) throw err(0, KernelError.ARGS_2LONG, Errno.E2BIG);
+            used[0] += s.length() + 1;
+            return s;
+        }
+
+        /**
+         * {@code traceprobe_expand_dentry_args}: {@code X:%pd} (a dentry's name) and {@code X:%pD} (a
+         * file's) become string fetches through the offsets of {@code dentry.d_name.name} and
+         * {@code file.f_path.dentry} in the kernel's own BTF.
+         */
+        List<String> expandDentryArgs(List<String> args) {
+            Btf b = symbols.btf();
+            if (b == null) return args;
+            List<String> out = new ArrayList<>(args.size());
+            for (String a : args) {
+                if (!(a.endsWith(":%pd") || a.endsWith(":%pD"))) {
+                    out.add(a);
+                    continue;
+                }
+                int eq = a.indexOf('=');
+                String body = a.substring(eq + 1, a.length() - 4);
+                String prefix = eq >= 0 ? a.substring(0, eq + 1) : "";
+                long name = b.offsetOf("dentry", "d_name.name").offset();
+                String inner = a.endsWith("d") ? body
+                        : "+0x" + Long.toHexString(b.offsetOf("file", "f_path.dentry").offset()) + "(" + body + ")";
+                out.add(prefix + "+0x0(+0x" + Long.toHexString(name) + "(" + inner + ")):string");
+            }
+            return out;
+        }
+
+        /** {@code split_next_field}: {start of the next field or -1, 1 for '->', 0 for '.'}; BAD_HYPHEN for a lone '-'. */
+        int[] splitNextField(String name) throws ProbeSyntaxException {
+            for (int k = 0; k < name.length(); k++) {
+                char c = name.charAt(k);
+                if (c == '-') {
+                    if (Bytes.charAt(name, k + 1) == '>') return new int[] {k, k + 2, 1};
+                    throw err(ctxOffset + k, KernelError.BAD_HYPHEN);
+                }
+                if (c == '.') return new int[] {k, k + 1, 0};
+            }
+            return new int[] {name.length(), -1, 0};
+        }
+
+        /** {@code parse_btf_arg}: a parameter (or {@code $retval}) by name, then its members through pointers. */
+        FetchExpr parseBtfArg(String varname, int offs) throws ProbeSyntaxException {
+            ctxOffset = offs;
+            if (function == null) throw silent("BTF arguments need a probed symbol");
+            int[] sp = splitNextField(varname);
+            String head = varname.substring(0, sp[0]);
+            int fieldAt = sp[1];
+            boolean isPtr = sp[2] == 1;
+            if (!isPtr && fieldAt >= 0) throw err(ctxOffset + fieldAt, KernelError.NOSUP_DAT_ARG, Errno.EOPNOTSUPP);
+            int tid;
+            FetchExpr expr;
+            if (isReturn && head.equals("$retval")) {
+                code[cur].op = RETVAL;
+                expr = new FetchExpr.ReturnValue();
+                BtfFunction f = queryBtf();
+                if (f == null) {
+                    if (fieldAt >= 0) throw err(ctxOffset + fieldAt, KernelError.NO_BTF_ENTRY, Errno.ENOENT);
+                    return expr;
+                }
+                if (f.returnTypeId() == 0) throw err(ctxOffset, KernelError.NO_RETVAL, Errno.ENOENT);
+                tid = f.returnTypeId();
+            } else {
+                BtfFunction f = queryBtf();
+                if (f == null || f.params().isEmpty()) throw err(ctxOffset, KernelError.NO_BTF_ENTRY, Errno.ENOENT);
+                int i = 0;
+                String want = Bytes.decode(head);
+                while (i < f.params().size() && !f.params().get(i).name().equals(want)) i++;
+                if (i == f.params().size()) throw err(ctxOffset, KernelError.NO_BTFARG, Errno.ENOENT);
+                if (fentry) {
+                    code[cur].op = ARG;
+                    code[cur].param = i;
+                } else {
+                    code[cur].op = EDATA;
+                    code[cur].param = i;
+                    code[cur].offset = storeEntryArg(i);
+                }
+                expr = new FetchExpr.Parameter(want, i + 1);
+                tid = f.params().get(i).typeId();
+            }
+            BtfType type = btf.skipModifiers(tid);
+            if (type == null) throw err(ctxOffset, KernelError.BAD_BTF_TID);
+            lastType = type;
+            lastBitoffs = 0;
+            lastBitsize = 0;
+            if (fieldAt < 0) return expr;
+            ctxOffset += fieldAt;
+            return parseBtfField(varname.substring(fieldAt), type, expr);
+        }
+
+        /** {@code parse_btf_field}: one dereference per {@code ->}, '.' members summed into its offset. */
+        FetchExpr parseBtfField(String fieldname, BtfType type, FetchExpr expr) throws ProbeSyntaxException {
+            String rest = fieldname;
+            do {
+                if (type.kind() != BtfKind.PTR) throw err(ctxOffset, KernelError.NO_PTR_STRCT);
+                type = btf.skipModifiers(type.type());
+                if (type == null) throw err(ctxOffset, KernelError.BAD_BTF_TID);
+                long bitoffs = 0;
+                boolean isPtr;
+                do {
+                    int[] sp = splitNextField(rest);
+                    isPtr = sp[2] == 1;
+                    String name = Bytes.decode(rest.substring(0, sp[0]));
+                    if (!type.kind().isComposite()) throw err(ctxOffset, KernelError.BAD_BTF_TID);
+                    BtfFunction.Member m = btf.member(type, name);
+                    if (m == null) throw err(ctxOffset, KernelError.NO_BTF_FIELD, Errno.ENOENT);
+                    bitoffs += m.bitOffset();
+                    lastBitsize = m.bitfieldSize();
+                    type = btf.skipModifiers(m.typeId());
+                    if (type == null) throw err(ctxOffset, KernelError.BAD_BTF_TID);
+                    rest = sp[1] >= 0 ? rest.substring(sp[1]) : null;
+                    if (sp[1] >= 0) ctxOffset += sp[1];
+                } while (!isPtr && rest != null);
+                if (++cur == FETCH_INSN_MAX - 1) throw err(ctxOffset, KernelError.TOO_MANY_OPS);
+                code[cur].op = DEREF;
+                code[cur].offset = bitoffs / 8;
+                expr = new FetchExpr.Deref(expr, bitoffs / 8, false);
+                lastBitoffs = bitoffs % 8;
+                lastType = type;
+            } while (rest != null);
+            return expr;
+        }
+
+        /** {@code check_prepare_btf_string_fetch}: a char array is a string in place, a char pointer is read through. */
+        void prepareBtfStringFetch(String t) throws ProbeSyntaxException {
+            if (btf == null || lastType == null) return;
+            if (btf.isCharArray(lastType)) return;
+            if (btf.isCharPointer(lastType)) {
+                if (code[cur + 1].op == END) throw err(ctxOffset, KernelError.TOO_MANY_OPS, Errno.E2BIG);
+                cur++;
+                code[cur].op = t.charAt(0) == 'u' ? UDEREF : DEREF;
+                code[cur].offset = 0;
+                return;
+            }
+            throw err(ctxOffset, KernelError.BAD_TYPE4STR);
+        }
+
         /** {@code parse_probe_vars} ({@code arg} is the text after '$'). */
         FetchExpr parseProbeVars(String arg, int offs) throws ProbeSyntaxException {
-            if (arg.equals("retval")) {
+            if (dialect.btfArgs ? arg.startsWith("retval") : arg.equals("retval")) {
                 if (!isReturn) throw err(offs, KernelError.RETVAL_ON_PROBE);
+                if (dialect.btfArgs) return parseBtfArg("$" + arg, offs);
                 code[cur].op = RETVAL;
                 return new FetchExpr.ReturnValue();
             }
@@ -560,8 +837,14 @@ public final class ProbeParser {
                 if (n == null) throw err(offs, KernelError.BAD_VAR);
                 if (n == 0 || n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_ARG_NUM);
                 if (!fentry && !isReturn) throw err(offs, KernelError.NOFENTRY_ARGS);
-                code[cur].op = ARG;
-                code[cur].param = (int) (n - 1);
+                if (fentry) {
+                    code[cur].op = ARG;
+                    code[cur].param = (int) (n - 1);
+                } else {                  // a return probe saves the argument at entry
+                    code[cur].op = EDATA;
+                    code[cur].param = (int) (n - 1);
+                    code[cur].offset = storeEntryArg((int) (n - 1));
+                }
                 return new FetchExpr.Argument((int) (long) n);
             }
             throw err(offs, KernelError.BAD_VAR);

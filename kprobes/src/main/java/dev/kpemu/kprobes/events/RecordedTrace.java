@@ -103,7 +103,7 @@ public final class RecordedTrace {
      * of kpemu's output are dropped: only events of the header's definitions are kept).
      */
     public static String format(Header h, List<String> traceLines) {
-        Map<String, List<String>> names = ReferenceTrace.argumentNames(h.definitions(), h.arch(), h.kernelRelease());
+        Map<String, List<String>> names = ReferenceTrace.argumentNames(h.definitions(), h.arch());
         List<String> events = new ArrayList<>();
         for (String l : traceLines) {
             ReferenceTrace.Event e = ReferenceTrace.parseEvent(l, names);

@@ -183,28 +183,46 @@ public final class ReferenceTrace {
         }
         Map<String, List<String>> names = new LinkedHashMap<>();
         Map<String, Boolean> ret = new LinkedHashMap<>();
-        definitionsInto(defs, arch, Dialect.forRelease(release), names, ret);
+        definitionsInto(defs, arch, names, ret);
         List<Event> events = new ArrayList<>(lines.size());
         for (String l : lines) {
             Event e = parseEvent(l, names);
             if (e == null) throw new IllegalArgumentException(source + ": not an event line: " + l);
+            // an event whose arguments BTF named: the names are the ones Linux printed
+            if (!names.containsKey(e.name()) && ret.containsKey(e.name())) names.put(e.name(), e.args().stream().map(Arg::name).toList());
             events.add(e);
         }
         return new ReferenceTrace(source, arch, release, pkg, version, defs, names, ret, events, header);
     }
 
+    /** A probe definition's head: kind, event name (null when automatic), place. */
+    private static final Pattern DEF_HEAD = Pattern.compile("^([pr])\\d*(?::(?:[^/\\s]*[/.])?(\\S*))?\\s+(\\S+).*");
+
     /**
-     * Event names to argument names (and return-ness) from definitions, as the recording kernel's
-     * parser would read them ({@code dialect}: 6.12 and later accept types 6.1 refuses, e.g. {@code char}).
+     * Event names to argument names (and return-ness) from definitions, as the kernel would parse
+     * them. A definition only a BTF-aware kernel takes (parameter names, {@code $arg*}) names its
+     * arguments from that kernel's BTF, which the trace does not carry: its event is known (and
+     * whether it returns), its argument names are read from the event lines.
      */
-    static void definitionsInto(List<String> defs, Arch arch, Dialect dialect, Map<String, List<String>> names, Map<String, Boolean> ret) {
-        ProbeParser parser = new ProbeParser(arch, dialect, KernelSymbols.permissive());
+    static void definitionsInto(List<String> defs, Arch arch, Map<String, List<String>> names, Map<String, Boolean> ret) {
+        ProbeParser parser = new ProbeParser(arch);
+        ProbeParser btfSyntax = new ProbeParser(arch, Dialect.LINUX_7, KernelSymbols.permissive());
         for (String d : defs) {
             ProbeDefinition pd;
             try {
                 pd = parser.parse(d);
             } catch (ProbeSyntaxException e) {
-                throw new IllegalArgumentException("reference definition rejected: " + d + "\n" + e, e);
+                Matcher h = DEF_HEAD.matcher(d.strip());
+                boolean btf = true;     // a later kernel's syntax, or BTF names it cannot resolve here
+                try {
+                    btfSyntax.parse(d);
+                } catch (ProbeSyntaxException e2) {
+                    btf = e2.error() == KernelError.NO_BTF_ENTRY || e2.error() == KernelError.NOSUP_BTFARG;
+                }
+                if (!btf || !h.matches() || h.group(2) == null || h.group(2).isEmpty())
+                    throw new IllegalArgumentException("reference definition rejected: " + d + "\n" + e, e);
+                ret.putIfAbsent(h.group(2), h.group(1).equals("r") || h.group(3).endsWith("%return"));
+                continue;
             }
             if (pd instanceof TraceProbe p) {
                 names.putIfAbsent(p.event(), p.args().stream().map(FetchArg::name).toList());
@@ -213,15 +231,10 @@ public final class ReferenceTrace {
         }
     }
 
-    /** Argument names by event, from a set of definitions ({@code kprobe_events} lines) for Linux 6.1. */
+    /** Argument names by event, from a set of definitions ({@code kprobe_events} lines). */
     public static Map<String, List<String>> argumentNames(List<String> definitions, Arch arch) {
-        return argumentNames(definitions, arch, null);
-    }
-
-    /** Argument names by event, from definitions written for the kernel {@code release} (null: 6.1). */
-    public static Map<String, List<String>> argumentNames(List<String> definitions, Arch arch, String release) {
         Map<String, List<String>> names = new LinkedHashMap<>();
-        definitionsInto(definitions, arch, Dialect.forRelease(release), names, new LinkedHashMap<>());
+        definitionsInto(definitions, arch, names, new LinkedHashMap<>());
         return names;
     }
 

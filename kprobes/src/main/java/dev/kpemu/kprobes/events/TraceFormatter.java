@@ -95,6 +95,44 @@ public final class TraceFormatter {
         return sb.toString();
     }
 
+    /** The arguments of {@code data} typed ({@link EventArg}): what {@link #formatArgs} prints, as values. */
+    public List<EventArg> decodeArgs(CompiledProbe p, byte[] data) {
+        List<FetchArg> args = p.definition().args();
+        java.util.ArrayList<EventArg> out = new java.util.ArrayList<>(args.size());
+        for (int i = 0; i < args.size(); i++) {
+            FetchArg a = args.get(i);
+            int off = p.argOffset(i);
+            if (a.arrayLength() == 0) {
+                Object v = decodeValue(a.type(), data, off);
+                String sym = a.type() == FetchType.SYMBOL ? symbols.sprintSymbol((Long) v) : null;
+                out.add(new EventArg(a.name(), a.type(), 0, v, sym));
+            } else {
+                java.util.ArrayList<Object> l = new java.util.ArrayList<>(a.arrayLength());
+                for (int j = 0; j < a.arrayLength(); j++) l.add(decodeValue(a.type(), data, off + j * a.type().size()));
+                out.add(new EventArg(a.name(), a.type(), a.arrayLength(), java.util.Collections.unmodifiableList(l), null));
+            }
+        }
+        return out;
+    }
+
+    /** One stored value as {@link EventArg} holds it. */
+    static Object decodeValue(FetchType type, byte[] data, int off) {
+        return switch (type) {
+            case S8 -> (long) (byte) CompiledProbe.readField(data, off, 1);
+            case S16 -> (long) (short) CompiledProbe.readField(data, off, 2);
+            case S32 -> (long) (int) CompiledProbe.readField(data, off, 4);
+            case STRING, USTRING, SYMSTR -> {
+                int loc = (int) CompiledProbe.readField(data, off, 4);
+                int len = loc >>> 16, at = loc & 0xffff;
+                if (len == 0) yield null;
+                int end = at;
+                while (end < data.length && end < at + len && data[end] != 0) end++;
+                yield new String(data, at, Math.max(0, end - at), StandardCharsets.UTF_8);
+            }
+            default -> CompiledProbe.readField(data, off, type.size());
+        };
+    }
+
     /** Formats one stored value of {@code type} at {@code off} of an argument area. */
     public void formatValue(StringBuilder sb, FetchType type, byte[] data, int off) {
         switch (type) {

@@ -14,7 +14,14 @@
  * fetches through {@link dev.kpemu.kprobes.events.MachineFetchContext} (registers, kernel and
  * user memory through the guest page tables, the current task as
  * {@link dev.kpemu.kprobes.events.TaskLayout} says) and prints one trace line
- * ({@link dev.kpemu.kprobes.events.TraceRecord}).
+ * ({@link dev.kpemu.kprobes.events.TraceRecord}, with its arguments typed:
+ * {@link dev.kpemu.kprobes.events.EventArg}).
+ *
+ * <p>What users do with the events, as ftrace: event filters ({@code filter} subpackage), hist
+ * triggers ({@code hist} subpackage), over the fields {@link dev.kpemu.kprobes.events.EventFields}
+ * names; {@link dev.kpemu.kprobes.events.EventSetup} holds the filters, triggers and disabled
+ * events given before a boot, {@link dev.kpemu.kprobes.events.RecordedSetupErrors} Linux's
+ * recorded answers to refused ones.
  *
  * <p>Regression against Linux itself: {@link dev.kpemu.kprobes.events.ReferenceTrace} reads the
  * traces recorded under QEMU ({@code guest-images/reference}),

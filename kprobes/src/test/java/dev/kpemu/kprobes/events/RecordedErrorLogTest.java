@@ -10,38 +10,51 @@ import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
+import dev.kpemu.image.KernelChoice;
+import dev.kpemu.image.btf.BtfLocator;
 import dev.kpemu.machine.Arch;
 
 /**
  * Replays every definition whose answer Linux itself recorded under QEMU
  * ({@code guest-images/reference/ARCH/SERIES/dialect.error_log}, by record-error-log.sh) through kpemu's
- * check of a definition on the same kernel: accepted or refused alike, the same errno, the same
- * error_log entry (message, command, caret), the same kprobe_events listing.
+ * check of a definition on the same kernel, in that kernel's dialect ({@link Dialect#forRelease}) with
+ * its own BTF: accepted or refused alike, the same errno, the same error_log entry (message, command,
+ * caret), the same kprobe_events listing. Debian 12's 6.1, 13's 6.12 and unstable's 7.x, both arches.
  */
 @Tag("kernel")
 class RecordedErrorLogTest {
-    @ParameterizedTest
-    @EnumSource(Arch.class)
-    void everyRecordedAnswerIsKpemusAnswer(Arch a) throws Exception {
+    static java.util.stream.Stream<Arguments> kernels() {
+        return java.util.stream.Stream.of("bookworm", "trixie", "sid")
+                .flatMap(s -> java.util.stream.Stream.of(Arch.values()).map(a -> Arguments.of(s, a)));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void everyRecordedAnswerIsKpemusAnswer(String suite, Arch a) throws Exception {
         Path ref = RecordedReferenceTest.reference();
         Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
         GuestImages images = GuestImages.forRepository();
-        String release = images.kernelVersion(a).get("release");
+        KernelChoice.Debian choice = new KernelChoice.Debian(suite);
+        String release = images.kernelVersion(a, choice).get("release");
         Path file = ref.resolve(a.linuxName()).resolve(ReferenceTrace.series(release)).resolve("dialect.error_log");
         Assumptions.assumeTrue(Files.isRegularFile(file), "no error_log recorded for " + release + " (guest-images/record-error-log.sh)");
         RecordedErrorLog recorded = RecordedErrorLog.read(file);
         Assumptions.assumeTrue(recorded.kernel().equals(release), "recorded on " + recorded.kernel() + ", the cached kernel is " + release);
-        Kallsyms.KernelText kernel = Kallsyms.load(images.kernel(a));
+        Path kernelFile = images.kernel(a, choice);
+        Kallsyms.KernelText kernel = Kallsyms.load(kernelFile);
+        Dialect dialect = Dialect.forRelease(release);
         List<String> wrong = new ArrayList<>();
-        try (KernelProbeSites sites = new KernelProbeSites(a, kernel.symbols(), kernel.bytes())) {
+        try (KernelProbeSites sites = new KernelProbeSites(a, kernel.symbols(), kernel.bytes()).dialect(dialect)) {
             KallsymsSymbols symbols = KallsymsSymbols.forKernel(kernel.symbols(), a, kernel.bytes());
+            if (dialect.hasBtfArgs()) symbols = symbols.withBtf(BtfLocator.read(kernelFile).btf());
             for (RecordedErrorLog.Answer want : recorded.answers()) {
                 // each definition was written alone to an empty kprobe_events
-                DefinitionCheck.Outcome got = new DefinitionCheck(a, Dialect.LINUX_6_1, symbols, sites).check(want.definition());
+                DefinitionCheck.Outcome got = new DefinitionCheck(a, dialect, symbols, sites).check(want.definition());
                 String diff = difference(want, got);
                 if (diff != null) wrong.add("> " + want.definition() + "\n    " + diff);
             }

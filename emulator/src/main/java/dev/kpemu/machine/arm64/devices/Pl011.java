@@ -66,6 +66,9 @@ public final class Pl011 implements Device.Mmio {
     /** Bytes written to UARTDR so far. */
     public long transmitted() { return transmitted; }
 
+    /** How many more received bytes the FIFO holds now (the host keeps the rest until the guest reads). */
+    public int receiveSpace() { return Math.max(0, RX_FIFO_DEPTH - rx.size()); }
+
     /** Queues received bytes (host to guest); bytes beyond the FIFO depth are dropped. */
     public void input(byte[] data) {
         for (byte b : data) if (rx.size() < RX_FIFO_DEPTH) rx.add(b & 0xff);

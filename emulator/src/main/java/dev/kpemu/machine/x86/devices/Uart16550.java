@@ -10,10 +10,13 @@ import dev.kpemu.machine.Device;
  * to THR goes to the sink at once and THR is empty again, so a THR-empty interrupt is pending
  * whenever IER.ETBEI is set (until IIR reports it, or THR is written). The IRQ output is gated
  * by MCR.OUT2, as on the PC. Loopback (MCR.LOOP) reflects the modem-control outputs in MSR, which
- * Linux's 8250 probe checks. Receive is fed by {@link #receive}.
+ * Linux's 8250 probe checks. Receive is fed by {@link #receive}: LSR.DR while bytes wait, and the
+ * received-data interrupt (IIR 0x04, above THRE in priority) while IER.ERBFI is set.
  */
 public final class Uart16550 implements Device.PortIo {
-    public static final int COM1_BASE = 0x3f8, COM1_IRQ = 4, PORT_COUNT = 8;
+    public static final int COM1_BASE = 0x3f8, COM1_IRQ = 4, COM2_BASE = 0x2f8, COM2_IRQ = 3, PORT_COUNT = 8;
+    /** The receive FIFO's depth (16550A): {@link #receiveSpace}. */
+    public static final int RX_FIFO_DEPTH = 16;
 
     // register offsets
     public static final int RBR_THR = 0, IER = 1, IIR_FCR = 2, LCR = 3, MCR = 4, LSR = 5, MSR = 6, SCR = 7;
@@ -57,7 +60,10 @@ public final class Uart16550 implements Device.PortIo {
     /** Bytes written to THR so far (outside loopback). */
     public long transmitted() { return transmitted; }
 
-    /** Queues bytes the guest can read from RBR (host keyboard input). */
+    /** How many more received bytes the FIFO holds now (the host keeps the rest until the guest reads). */
+    public int receiveSpace() { return Math.max(0, RX_FIFO_DEPTH - rx.size()); }
+
+    /** Queues bytes the guest can read from RBR (host keyboard input); raises the receive interrupt when enabled. */
     public void receive(byte[] data) {
         for (byte b : data) rx.add(b & 0xff);
         update();

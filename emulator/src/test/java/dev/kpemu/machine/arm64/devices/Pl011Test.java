@@ -71,4 +71,13 @@ class Pl011Test {
         assertFalse(u.interruptLevel());
         assertTrue((u.read(UARTFR, 4) & FR_RXFE) != 0);
     }
+
+    @Test
+    void receiveSpaceIsWhatTheFifoStillHolds() {
+        assertEquals(Pl011.RX_FIFO_DEPTH, u.receiveSpace());
+        u.input("abc".getBytes());
+        assertEquals(Pl011.RX_FIFO_DEPTH - 3, u.receiveSpace());
+        u.read(UARTDR, 4);
+        assertEquals(Pl011.RX_FIFO_DEPTH - 2, u.receiveSpace());
+    }
 }

@@ -17,6 +17,26 @@ class X86DevicesTest {
     private static final int B = Uart16550.COM1_BASE;
 
     @Test
+    void uartReceiveRaisesTheReceivedDataInterrupt() {
+        java.util.List<Boolean> irq = new java.util.ArrayList<>();
+        Uart16550 u = new Uart16550(new ByteArrayOutputStream(), irq::add);
+        u.out(B + Uart16550.IER, 1, Uart16550.IER_ERBFI);
+        u.out(B + Uart16550.MCR, 1, Uart16550.MCR_OUT2);
+        assertEquals(Uart16550.RX_FIFO_DEPTH, u.receiveSpace());
+        u.receive("hi".getBytes());
+        assertEquals(java.util.List.of(true), irq, "received data raises IRQ 4/3 (gated by OUT2)");
+        assertEquals(Uart16550.RX_FIFO_DEPTH - 2, u.receiveSpace());
+        assertEquals(Uart16550.IIR_RDI, u.in(B + Uart16550.IIR_FCR, 1));
+        assertEquals(Uart16550.LSR_DR, u.in(B + Uart16550.LSR, 1) & Uart16550.LSR_DR);
+        assertEquals('h', u.in(B + Uart16550.RBR_THR, 1));
+        assertEquals(java.util.List.of(true), irq, "one byte still waits");
+        assertEquals('i', u.in(B + Uart16550.RBR_THR, 1));
+        assertEquals(java.util.List.of(true, false), irq);
+        assertEquals(0, u.in(B + Uart16550.LSR, 1) & Uart16550.LSR_DR);
+        assertEquals(Uart16550.IIR_NO_INT, u.in(B + Uart16550.IIR_FCR, 1));
+    }
+
+    @Test
     void uartTransmitsAndRaisesThreWhenEnabled() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         List<Boolean> irq = new ArrayList<>();

@@ -1,0 +1,120 @@
+package dev.kpemu.cli;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.math.BigInteger;
+import java.util.function.Consumer;
+
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+
+import dev.kpemu.kprobes.events.EventArg;
+import dev.kpemu.kprobes.events.FetchType;
+import dev.kpemu.kprobes.events.TraceRecord;
+
+/**
+ * {@code boot --format json}: one JSON object per event, one per line (JSON Lines), with typed
+ * fields; the schema is {@code docs/trace-event.schema.json}, described in {@code docs/json-trace.md}.
+ * Numbers are JSON numbers (unsigned 64-bit values above 2^63 too), strings are strings, a
+ * fetch that faulted (the trace's {@code (fault)}) is null and named in {@code faults}, arrays are
+ * arrays; addresses are {@code 0x...} strings (a 64-bit kernel address does not fit a double).
+ */
+final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
+    private final JsonGenerator json;
+
+    JsonTraceWriter(OutputStream out) {
+        try {
+            this.json = new JsonFactory().createGenerator(out, JsonEncoding.UTF8)
+                    .disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
+            json.setRootValueSeparator(null);   // each object ends its own line
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override public void accept(TraceRecord r) {
+        try {
+            write(r);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void write(TraceRecord r) throws IOException {
+        json.writeStartObject();
+        json.writeStringField("event", r.event());
+        json.writeStringField("group", r.group());
+        json.writeNumberField("timestamp_ns", r.context().timestampNanos());
+        json.writeNumberField("cpu", r.context().cpu());
+        json.writeNumberField("pid", r.context().pid());
+        json.writeStringField("comm", r.context().comm());
+        json.writeStringField("flags", r.context().latency());
+        json.writeObjectFieldStart("probe");
+        String probe = r.probeText();
+        if (r.isReturn()) {
+            json.writeStringField("type", "kretprobe");
+            int arrow = probe.indexOf(" <- ");
+            json.writeStringField("func", hex(r.ip()));
+            json.writeStringField("func_symbol", arrow < 0 ? "" : probe.substring(arrow + 4));
+            json.writeStringField("ret_ip", hex(r.retIp()));
+            json.writeStringField("ret_symbol", arrow < 0 ? probe : probe.substring(0, arrow));
+        } else {
+            json.writeStringField("type", "kprobe");
+            json.writeStringField("ip", hex(r.ip()));
+            json.writeStringField("symbol", probe);
+        }
+        json.writeEndObject();
+        json.writeObjectFieldStart("args");
+        java.util.List<String> faults = new java.util.ArrayList<>();
+        for (EventArg a : r.args()) {
+            json.writeFieldName(a.name());
+            if (a.isArray()) {
+                json.writeStartArray();
+                boolean faulted = false;
+                for (Object e : a.elements()) faulted |= value(a.type(), e, null);
+                json.writeEndArray();
+                if (faulted) faults.add(a.name());
+            } else if (value(a.type(), a.value(), a.symbol())) {
+                faults.add(a.name());
+            }
+        }
+        json.writeEndObject();
+        json.writeArrayFieldStart("faults");
+        for (String f : faults) json.writeString(f);
+        json.writeEndArray();
+        json.writeEndObject();
+        json.writeRaw('\n');
+        json.flush();
+    }
+
+    /** Writes one value; true when it is a faulted fetch (written as null). */
+    private boolean value(FetchType type, Object v, String symbol) throws IOException {
+        if (type.isString()) {
+            if (v == null) {
+                json.writeNull();
+                return true;
+            }
+            json.writeString((String) v);
+            return false;
+        }
+        long bits = (Long) v;
+        switch (type) {
+            case CHAR -> json.writeString(String.valueOf((char) (bits & 0xff)));
+            case SYMBOL -> json.writeString(symbol != null ? symbol : hex(bits));
+            case U64, X64 -> {
+                if (bits >= 0) json.writeNumber(bits);
+                else json.writeNumber(new BigInteger(Long.toUnsignedString(bits)));
+            }
+            default -> json.writeNumber(bits);
+        }
+        return false;
+    }
+
+    private static String hex(long v) { return "0x" + Long.toHexString(v); }
+
+    @Override public void close() throws IOException {
+        json.close();
+    }
+}

@@ -1,0 +1,96 @@
+package dev.kpemu.kprobes.events.filter;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import dev.kpemu.kprobes.events.EventArg;
+import dev.kpemu.kprobes.events.EventFields;
+import dev.kpemu.kprobes.events.FetchType;
+import dev.kpemu.kprobes.events.ProbeDefinition;
+import dev.kpemu.kprobes.events.ProbeParser;
+import dev.kpemu.kprobes.events.TraceContext;
+import dev.kpemu.kprobes.events.TraceProbe;
+import dev.kpemu.kprobes.events.TraceRecord;
+import dev.kpemu.machine.Arch;
+
+/**
+ * Filter semantics written by hand from Linux 6.1's trace_events_filter.c and
+ * Documentation/trace/events.rst: numbers compare at the field's size and signedness (the value
+ * truncated to the field as {@code (type)pred->val}), {@code &} is a bit test, {@code ==} on
+ * strings is exact and {@code ~} a glob ({@code *x}, {@code x*}, {@code *x*}, {@code ?}/{@code []},
+ * a leading {@code !} inverts), {@code &&} binds tighter than {@code ||}, values read as
+ * {@code kstrtoll}/{@code kstrtoull} base 0 (hex, octal, decimal).
+ */
+class EventFilterTest {
+    private static final TraceProbe DEF = def("p:e do_sys_openat2 dfd=%di:s32 fn=+0(%si):ustring flags=%dx:u16");
+
+    private static TraceProbe def(String text) {
+        try {
+            for (ProbeDefinition d : new ProbeParser(Arch.X86_64).parseAll(text)) return (TraceProbe) d;
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+        throw new AssertionError(text);
+    }
+
+    private static TraceRecord record(long dfd, String fn, long flags, int pid, String comm) {
+        return new TraceRecord("kprobes", "e", new TraceContext(comm, pid, 0, ".....", 0), "e: (x)", false, 0x1000, 0, 2000,
+                List.of(new EventArg("dfd", FetchType.S32, 0, dfd, null), new EventArg("fn", FetchType.USTRING, 0, fn, null),
+                        new EventArg("flags", FetchType.U16, 0, flags, null)));
+    }
+
+    private static boolean matches(String filter, TraceRecord r) throws FilterParseException {
+        return EventFilter.parse(filter, EventFields.of(DEF)).matches(r);
+    }
+
+    @Test
+    void numbersCompareAtTheFieldsSizeAndSign() throws Exception {
+        TraceRecord r = record(-100, "/tmp/a.txt", 0x8241, 7, "cat");
+        assertEquals(true, matches("dfd < 0", r), "s32 is signed");
+        assertEquals(true, matches("dfd == -100", r));
+        assertEquals(true, matches("dfd == 0xffffff9c", r), "the value is cut to the field's 32 bits");
+        assertEquals(true, matches("flags == 0x18241", r), "the value is cut to the field's 16 bits");
+        assertEquals(true, matches("flags & 0x40", r));
+        assertEquals(false, matches("flags & 0x80", r));
+        assertEquals(true, matches("flags == 0101101", r), "leading 0: octal");
+        assertEquals(true, matches("common_pid >= 7 && common_pid <= 7", r));
+        assertEquals(true, matches("cpu == 0", r));
+    }
+
+    @Test
+    void stringsMatchExactlyOrAsGlobs() throws Exception {
+        TraceRecord r = record(-100, "/tmp/a.txt", 0, 7, "cat");
+        assertEquals(true, matches("fn == \"/tmp/a.txt\"", r));
+        assertEquals(false, matches("fn == \"/tmp/*\"", r), "== does not glob");
+        assertEquals(true, matches("fn ~ \"/tmp/*\"", r));
+        assertEquals(true, matches("fn ~ \"*.txt\"", r));
+        assertEquals(true, matches("fn ~ \"*a.t*\"", r));
+        assertEquals(true, matches("fn ~ \"/tmp/?.[st]xt\"", r));
+        assertEquals(false, matches("fn ~ \"!/tmp/*\"", r), "a leading ! inverts the glob");
+        assertEquals(true, matches("fn != 'other'", r));
+        assertEquals(true, matches("comm == \"cat\" && COMM ~ \"c*\"", r));
+    }
+
+    @Test
+    void andBindsTighterThanOrAndNotInverts() throws Exception {
+        TraceRecord r = record(3, "x", 0, 1, "sh");
+        assertEquals(true, matches("dfd == 3 || dfd == 4 && common_pid == 9", r), "a || (b && c)");
+        assertEquals(false, matches("(dfd == 3 || dfd == 4) && common_pid == 9", r));
+        assertEquals(false, matches("!(dfd == 3)", r));
+        assertEquals(true, matches("!dfd == 4", r), "! applies to the predicate");
+    }
+
+    @Test
+    void badValuesAreRefused() {
+        EventFields f = EventFields.of(DEF);
+        assertEquals(FilterParseException.Error.ILLEGAL_INTVAL, assertThrows(FilterParseException.class, () -> EventFilter.parse("flags == -1", f)).error(),
+                "an unsigned field takes no minus sign (kstrtoull)");
+        assertEquals(FilterParseException.Error.ILLEGAL_INTVAL, assertThrows(FilterParseException.class, () -> EventFilter.parse("dfd == 09", f)).error(),
+                "9 is not an octal digit");
+        assertEquals(FilterParseException.Error.ILLEGAL_FIELD_OP, assertThrows(FilterParseException.class, () -> EventFilter.parse("dfd ~ 3", f)).error());
+    }
+}
