@@ -121,9 +121,10 @@ final class CorpusGenerator {
      * mnt_add_to_ns "+8(+88(...))": 0 under QEMU, other values on kpemu); the task's I/O accounting
      * (arm64 7.2 task_struct.ioac's rchar at exit_mm_release: 1152 under QEMU, 1056 on kpemu, bytes
      * of machine data read); a dentry's d_flags (7.2 x86 lookup_one_qstr_excl's result: its
-     * reference bit).
+     * reference bit); the task's arch thread state (7.2 x86 task_struct.thread at +40, user TLS and
+     * stack values: cgroup_task_exit "+5896($arg1)" differed at every exit).
      */
-    static final Pattern LATER_MACHINE_NAMES = Pattern.compile("pcp|percpu|ioac|rchar|wchar|syscr|syscw|d_flags");
+    static final Pattern LATER_MACHINE_NAMES = Pattern.compile("pcp|percpu|ioac|rchar|wchar|syscr|syscw|d_flags|^thread$");
     /** Integer names whose values depend on the machine. */
     static final Pattern MACHINE_NAMES = Pattern.compile(
             "sec|addr|start|end|^ip$|^pc$|^sp$|stack|pid|tid|tgid|time|jiffies|stamp|hash|lock|ref|count|cnt|usage|users|cpu|rand|"
