@@ -106,14 +106,16 @@ final class CorpusGenerator {
      * state), and the rest of the exit path after exit_notify (7.2 x86 proc_exit_connector, do_exit's
      * tail, do_task_dead of one exit came at another place); the exitpath script covers those; and
      * 7.2's shmem inode slab constructor (shmem_init_inode, run from alloc_from_new_slab when the
-     * slab needs a new page: the slab's state, as inode_init_once on 6.1).
+     * slab needs a new page: the slab's state, as inode_init_once on 6.1); ret_from_fork, whose
+     * prev is whichever task the scheduler ran before the child (7.2 x86 "+132(+3416(%di))": 0 or 4
+     * under QEMU, 3 or 0 on kpemu).
      * They are skipped after the shuffle, not filtered before it, and only on those kernels (6.10
      * and later): the 6.1 corpora, recorded before them, hold some (fpu, mpol_put_task_policy) whose
      * events are equal there, and are generated unchanged.
      */
     static final Pattern LATER_MACHINE_PATHS = Pattern.compile(
             "compound_page|freelist|nr_processes|contending|enqueue|dequeue|_dl_|sheaf|pcs_|release_pages|fpu|mpol_put_task_policy|setup_mnt|"
-            + "mnt_get_write_access|contpte|proc_exit_connector|do_task_dead|^do_exit$|shmem_init_inode");
+            + "mnt_get_write_access|contpte|proc_exit_connector|do_task_dead|^do_exit$|shmem_init_inode|ret_from_fork");
     /**
      * Member names found machine-dependent by the 6.12 and 7.2 recordings, left out on those
      * kernels only (the 6.1 corpora are generated unchanged): struct mount's mnt_pcp, a per-CPU
