@@ -11,13 +11,15 @@
 #    traced is kept with its number of calls and of those outside the workload's processes
 #    (interrupts, softirqs, kernel threads)                      -> reference/ARCH/SERIES/corpus.survey
 # 2. generate: kpemu corpus generate (dev.kpemu.cli.CorpusGenerator, deterministic from the seed,
-#    rules in its class comment)                                 -> reference/corpus.ARCH.events
+#    rules in its class comment; the kernel's own dialect and BTF)
+#                                                                -> reference/ARCH/SERIES/corpus.events
 # 3. record: the corpus guest in mode "linux" writes the definitions to tracefs one at a time
 #    (the command line is too short for them), enables them, runs the default workload as
 #    process 1 and prints tracefs' trace                         -> reference/ARCH/SERIES/corpus.trace
 # The guest is dev.kpemu.cli.CorpusGuest (kpemu corpus initramfs); QEMU gets kpemu's RAM (254 MiB
 # left to the guest) and kpemu's kernel command line, so /proc/cmdline reads the same.
 # A definition Linux refuses, or a boot that does not finish, fails the recording.
+# CORPUS_CONSOLE=FILE keeps the recording boot's console there.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -41,7 +43,7 @@ if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x90
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 renice -n 19 $$ >/dev/null 2>&1 || true   # QEMU and kpemu are CPU-heavy: be nice to the machine's other users
-kpemu() { "$root/kpemu" "$@"; }
+kpemu() { kpemu_cli "$@"; }   # the launcher, or $KPEMU_CLI (qemu-reference.sh)
 
 if [ "$survey" = 1 ] || [ ! -f "$dir/corpus.survey" ]; then
   echo "record-corpus: surveying the workload's functions under QEMU ($arch)" >&2
@@ -58,24 +60,29 @@ if [ "$survey" = 1 ] || [ ! -f "$dir/corpus.survey" ]; then
 fi
 
 [ "${CORPUS_SURVEY_ONLY:-}" = 1 ] && exit 0
-events="$here/reference/corpus.$arch.events"
+events="$dir/corpus.events"
 kpemu corpus generate --arch "$arch" --kernel "$kernel" --seed "$seed" --survey "$dir/corpus.survey" -o "$events" >/dev/null
 kpemu corpus initramfs --arch "$arch" --mode linux --events "$events" -o "$work/linux.cpio" >/dev/null
 qemu_boot "$work/linux.cpio" "$append" "$work/linux.log"
 tr -d '\r' < "$work/linux.log" > "$work/console.log"
-grep -q 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the corpus boot did not finish"; }
-if grep -q '^KPEMU-CORPUS-REFUSED' "$work/console.log"; then
-  grep '^KPEMU-CORPUS-REFUSED' "$work/console.log" | head -n 20 >&2
-  die "Linux refused $(grep -c '^KPEMU-CORPUS-REFUSED' "$work/console.log") definitions (the generator must only write what Linux accepts)"
+[ -z "${CORPUS_CONSOLE:-}" ] || cp "$work/console.log" "$CORPUS_CONSOLE"   # the guest's console, for reading
+grep -aq 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the corpus boot did not finish"; }
+if grep -aqE '(BUG:|Oops|WARNING:)' "$work/console.log"; then
+  grep -aE -A4 '(BUG:|Oops|WARNING:)' "$work/console.log" | head -n 20 >&2
+  die "Linux complained during the corpus boot (its trace stops or lies there): leave that definition's class out in CorpusGenerator"
+fi
+if grep -aq '^KPEMU-CORPUS-REFUSED' "$work/console.log"; then
+  grep -a '^KPEMU-CORPUS-REFUSED' "$work/console.log" | head -n 20 >&2
+  die "Linux refused $(grep -ac '^KPEMU-CORPUS-REFUSED' "$work/console.log") definitions (the generator must only write what Linux accepts)"
 fi
 out="$dir/corpus.trace"
 {
   echo "# Reference trace recorded by guest-images/record-corpus.sh from Linux's own kprobe_events (tracefs trace file)."
   kernel_header
   echo "# seed: $seed; guest: dev.kpemu.cli.CorpusGuest mode linux; compared: CorpusGuest.window (the workload)"
-  echo "# definitions (corpus.$arch.events):"
+  echo "# definitions ($arch/$series/corpus.events):"
   grep -vE '^[[:space:]]*(#|$)' "$events" | sed 's/^/#   /'
   echo "# The trace file's event lines, context columns kept (never compared)."
-  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -vE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -E ': \(' || true
+  sed -n "/^KPEMU-CORPUS-TRACE-BEGIN/,/^KPEMU-CORPUS-TRACE-END/p" "$work/console.log" | grep -avE '^(KPEMU-CORPUS-TRACE|#|\[ *[0-9]+\.[0-9]+\] )' | grep -aE ': \(' || true
 } > "$out"
 echo "recorded $(grep -vc '^#' "$out") events for $arch to $out"

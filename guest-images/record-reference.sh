@@ -6,6 +6,8 @@
 #
 #   guest-images/record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] ARCH NAME
 #     reads  guest-images/reference/NAME.ARCH.events            (one kprobe_events definition per line)
+#            or guest-images/reference/ARCH/SERIES/NAME.events  when the kernel series needs its own
+#            (a probe point at an offset that moved between builds)
 #            guest-images/reference/NAME.init, NAME.modules     (optional: the script's own /init, and
 #                                                                the kernel's modules it loads first)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace      (header + event lines, timestamps removed)
@@ -23,8 +25,6 @@ prog=record-reference
 . "$here/qemu-reference.sh"
 reference_args "record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME" "$@"
 [ -n "$name" ] || die "usage: record-reference.sh [--kernel debian[:SUITE]|FILE] [--out FILE] x86_64|arm64 NAME"
-defs="$here/reference/$name.$arch.events"
-[ -f "$defs" ] || die "no probe script $defs"
 initramfs=$(kernel_print initramfs)
 # A script with its own guest: reference/NAME.init as /init, with the booted kernel's modules
 # named in reference/NAME.modules loaded first (kpemu initramfs --modules; kpemu's test builds
@@ -36,6 +36,9 @@ if [ -f "$here/reference/$name.init" ]; then
   kpemu_cli initramfs --arch "$arch" --kernel "$kernel" --init "$here/reference/$name.init" "${mods[@]}" -o "$initramfs" >/dev/null
 fi
 series=$(kernel_series)
+defs="$here/reference/$arch/$series/$name.events"
+[ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
+[ -f "$defs" ] || die "no probe script $defs"
 
 # kprobe_event= wants ',' instead of spaces inside a definition and ';' between definitions.
 events=()
@@ -62,7 +65,7 @@ mkdir -p "$(dirname "$out")"
 {
   echo "# Reference trace recorded by guest-images/record-reference.sh from Linux's own kprobe_events."
   kernel_header
-  echo "# definitions ($name.$arch.events):"
+  echo "# definitions (${defs#"$here/reference/"}):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
   echo "# One line per event, in order, as the console printed it without the timestamp."
   # event lines look like "[    2.049993] myopen: (do_sys_openat2+0x0/0x170) dfd=... fn=..."

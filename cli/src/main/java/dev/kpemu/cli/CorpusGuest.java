@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.btf.Btf;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 
 /**
@@ -39,14 +40,23 @@ public final class CorpusGuest {
     /** The window's marker events, defined first in every corpus. */
     public static final String MARK_MOUNT = "corpus_mount", MARK_EXEC = "corpus_exec";
 
-    /** The marker definitions for {@code arch} ("x86_64" or "arm64"). */
-    public static List<String> markers(String arch) {
+    /**
+     * The marker definitions for {@code arch} ("x86_64" or "arm64") on the kernel whose BTF is
+     * {@code btf}. {@code bprm_execve} names the executed file differently by version: 6.1's
+     * {@code bprm_execve(bprm, fd, filename, flags)} gets it as its third argument (a
+     * {@code struct filename}, whose first member is the name); later kernels'
+     * {@code bprm_execve(bprm)} only through {@code bprm->filename}.
+     */
+    public static List<String> markers(String arch, Btf btf) {
         boolean x86 = arch.equals("x86_64");
+        String first = x86 ? "%di" : "%x0", third = x86 ? "%dx" : "%x2";
+        boolean filenameArgument = btf.funcProto("bprm_execve").map(p -> p.params().size() >= 3).orElse(true);
+        String file = filenameArgument ? "+0(+0(" + third + "))"
+                : "+0(+" + btf.offsetOf("linux_binprm", "filename").offset() + "(" + first + "))";
         return List.of(
                 // path_mount(dev_name, path, type_page, flags, data_page)
-                "p:" + MARK_MOUNT + " path_mount type=+0(" + (x86 ? "%dx" : "%x2") + "):string",
-                // bprm_execve(bprm, fd, filename, flags): filename->name is its first member
-                "p:" + MARK_EXEC + " bprm_execve file=+0(+0(" + (x86 ? "%dx" : "%x2") + ")):string");
+                "p:" + MARK_MOUNT + " path_mount type=+0(" + third + "):string",
+                "p:" + MARK_EXEC + " bprm_execve file=" + file + ":string");
     }
 
     /** The process-1 script: tracing set-up by mode, then the workload. */
@@ -155,9 +165,22 @@ public final class CorpusGuest {
     }
 
     /**
+     * The workload's own tasks: the commands it runs (the survey's list in {@link #afterScript}),
+     * and {@code exe}: busybox's shell runs an applet through {@code /proc/self/exe}, so the task
+     * is named {@code exe} between that exec and the applet's (kpemu names a task as it was at the
+     * event; Linux's trace file names it by the pid's last name, {@code cat}), and {@code after},
+     * which Linux's trace file names process 1 by once it executed the window's end. Kernel threads that
+     * run inside the window (a crypto self-test's {@code cryptomgr_test} exiting, on kpemu's 6.12
+     * and 7.2 boots but before the workload under QEMU) run when the machine's timing says.
+     */
+    public static final java.util.Set<String> WORKLOAD_TASKS = java.util.Set.of(
+            "init", "sh", "mkdir", "mount", "cat", "ls", "head", "rm", "sleep", "date", "sync", "echo", "uname", "touch", "exe", "after");
+
+    /**
      * The workload's window of a trace: from the first {@value #MARK_MOUNT} event of type "proc"
      * (the workload's {@code mount -t proc}) up to, not including, the {@value #MARK_EXEC} event of
-     * {@code /tmp/corpus/after}. Empty when a marker is missing.
+     * {@code /tmp/corpus/after}, only events of the workload's own tasks ({@link #WORKLOAD_TASKS};
+     * events without a task column are kept). Empty when a marker is missing.
      */
     public static List<ReferenceTrace.Event> window(List<ReferenceTrace.Event> events) {
         int start = -1, end = -1;
@@ -170,7 +193,11 @@ public final class CorpusGuest {
             }
         }
         if (start < 0 || end < 0) return List.of();
-        return new ArrayList<>(events.subList(start, end));
+        List<ReferenceTrace.Event> w = new ArrayList<>();
+        for (ReferenceTrace.Event e : events.subList(start, end)) {
+            if (e.context() == null || WORKLOAD_TASKS.contains(e.context().comm())) w.add(e);
+        }
+        return w;
     }
 
     private static String arg(ReferenceTrace.Event e, String name) {

@@ -260,7 +260,13 @@ public final class KernelTextTables {
     private void readReservedSites() {
         boolean ex = table("__start___ex_table", "__stop___ex_table", 12, (at, b) -> exceptionTable.add(at + b.getInt(0)));
         if (!ex && arch == Arch.ARM64) arm64ExceptionTableByShape();
-        table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(), "jump label")));
+        boolean jl = table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(), "jump label")));
+        if (!jl && arch == Arch.ARM64) {
+            List<Range> found = arm64JumpTableByShape();
+            jumpLabels.addAll(found);
+            notes.add(found.isEmpty() ? "__jump_table: not bounded and not found by shape: not read"
+                    : "__jump_table: not bounded; " + found.size() + " entries found by shape");
+        }
         table("__start_static_call_sites", "__stop_static_call_sites", 8, (at, b) -> staticCalls.add(new Range(at + b.getInt(0), at + b.getInt(0) + 5, "static call")));
         table("__alt_instructions", "__alt_instructions_end", 12, (at, b) -> {
             int len = b.get(10) & 0xff;
@@ -312,6 +318,66 @@ public final class KernelTextTables {
             exceptionTable.add(base + o + b.getInt(o));
         }
         notes.add("__ex_table: not bounded; " + bestLen + " entries found by shape");
+    }
+
+    private static final int MIN_JUMP_TABLE_BY_SHAPE = 256;
+    private static final int A64_NOP = 0xd503201f;
+    /** How far a static branch's target may lie from its site (within one function). */
+    private static final long MAX_STATIC_BRANCH = 1 << 20;
+
+    /**
+     * arm64 without a bounded {@code __jump_table} (Debian's 6.1: no CONFIG_KALLSYMS_ALL, so no
+     * {@code __start___jump_table}): the longest run of 16-byte entries ({@code struct jump_entry}:
+     * {@code s32 code, target} relative to their own fields, {@code long key} relative to its own
+     * field with the branch/init flags in bits 0-1) whose code is a {@code NOP} or {@code B} (how
+     * a static branch is built) in text, whose target is in text, and whose key lies past the text
+     * (a {@code struct static_key} in data or bss). Linux refuses probes on these sites
+     * ({@code jump_label_text_reserved}): recorded on 6.1 for {@code p ___slab_alloc+816} and
+     * {@code p acct_collect+172}, both such NOPs.
+     */
+    List<Range> arm64JumpTableByShape() {
+        Optional<Range> text = section("_stext", "_etext");
+        if (text.isEmpty()) return List.of();
+        ByteBuffer b = ImageFiles.le(file);
+        long base = syms.linkBase();
+        long dataEnd = syms.byName("_end").map(Symbol::address).orElse(base + 2L * file.length);
+        int bestStart = -1, bestLen = 0;
+        for (int phase = 0; phase < 16; phase += 8) {
+            int runStart = -1, runLen = 0;
+            for (int o = phase; o + 16 <= file.length; o += 16) {
+                if (jumpEntryAt(b, base, o, text.get(), dataEnd)) {
+                    if (runLen == 0) runStart = o;
+                    if (++runLen > bestLen) { bestLen = runLen; bestStart = runStart; }
+                } else {
+                    runLen = 0;
+                }
+            }
+        }
+        if (bestLen < MIN_JUMP_TABLE_BY_SHAPE) return List.of();
+        List<Range> out = new ArrayList<>(bestLen);
+        for (int i = 0; i < bestLen; i++) {
+            int o = bestStart + 16 * i;
+            long code = base + o + b.getInt(o);
+            out.add(new Range(code, code + jumpLabelLength(), "jump label"));
+        }
+        return out;
+    }
+
+    /**
+     * An entry at file offset {@code o}: code and target in the image from {@code _stext} on
+     * (static branches in init and exit text count, and those lie past {@code _etext}), the target
+     * near the code (a branch inside its function), the key past the text.
+     */
+    private boolean jumpEntryAt(ByteBuffer b, long base, int o, Range text, long dataEnd) {
+        long at = base + o;
+        long code = at + b.getInt(o), target = at + 4 + b.getInt(o + 4), key = at + 8 + (b.getLong(o + 8) & ~3L);
+        if (b.getInt(o) == 0 || ((code | target) & 3) != 0 || Math.abs(target - code) > MAX_STATIC_BRANCH) return false;
+        if (Long.compareUnsigned(key, text.end()) < 0 || Long.compareUnsigned(key, dataEnd) >= 0) return false;
+        if (Long.compareUnsigned(code, text.start()) < 0 || Long.compareUnsigned(code, dataEnd) >= 0) return false;
+        long insnOff = code - base;
+        if (insnOff < 0 || insnOff + 4 > file.length) return false;
+        int w = b.getInt((int) insnOff);
+        return w == A64_NOP || (w & 0xfc000000) == 0x14000000;
     }
 
     /** Bytes a jump-label site occupies: x86's longest form (a 5-byte jmp), arm64's one instruction. */

@@ -93,6 +93,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** {@code debug.kprobes_optimization}. */
     private boolean optimizationAllowed = true;
     private final OptimizedRegs optimizedRegs;
+    private final FtraceRegs ftraceRegs;
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
         this.machine = machine;
@@ -102,6 +103,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.slots = slots;
         this.textWatch = new TextWatch(machine, this::onTextWrite);
         this.optimizedRegs = new OptimizedRegs(regs);
+        this.ftraceRegs = new FtraceRegs(regs);
         this.trampoline = slots.allocate();
         this.callStop = slots.allocate();
         slots.write(machine, trampoline, arch.trampolineCode());
@@ -647,6 +649,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private void onHit(ProbePoint p) {
+        if (p.ftrace) ftraceCall(p);
         if (!active.isEmpty()) {
             // kprobe_running(): no handlers, count a miss, still run the instruction
             p.missed();
@@ -658,11 +661,26 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         }
         Activation a = new Activation(p, Status.HIT_ACTIVE);
         active.push(a);
-        if (runPreHandlers(p)) {
+        if (runPreHandlers(p, p.ftrace ? ftraceRegs : regs)) {
             pop(a);
             return;
         }
         startStep(p, a);
+    }
+
+    /**
+     * What the CPU does at a kprobe on an ftrace site in Linux, where the site is a call to ftrace's
+     * trampoline: the call pushes its return address (the site + its length) just below the
+     * function's stack pointer, where the handlers can read it (recorded: {@code -8($stack):symbol}
+     * prints {@code do_sys_openat2+0x5/...} at its entry on Debian's 6.1, 6.12 and 7.2). The kernel
+     * keeps no red zone, so nothing lives below the stack pointer.
+     */
+    private void ftraceCall(ProbePoint p) {
+        try {
+            machine.writeVirtualLong(regs.sp() - 8, p.address + p.insn.length());
+        } catch (Machine.GuestMemoryException e) {
+            // no stack page below: the real call would have faulted the kernel; nothing to show
+        }
     }
 
     /** {@code setup_singlestep}; {@code a} is null on reentry. */
@@ -720,13 +738,13 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     /** {@code aggr_pre_handler}: newest first; a non-zero return stops and skips the step. */
-    private boolean runPreHandlers(ProbePoint p) {
+    private boolean runPreHandlers(ProbePoint p, Regs view) {
         for (Kprobe k : p.children) {
             if (k.isDisabled()) continue;
             int r;
             try {
-                if (k.owner != null) r = preHandlerKretprobe(k.owner, regs);
-                else if (k.preHandler() != null) r = k.preHandler().handle(k, regs);
+                if (k.owner != null) r = preHandlerKretprobe(k.owner, view);
+                else if (k.preHandler() != null) r = k.preHandler().handle(k, view);
                 else r = 0;
             } catch (Throwable t) {
                 handlerFailed(k, "pre", t);

@@ -45,4 +45,11 @@ public interface Regs {
 
     /** Reads 8 bytes of guest-virtual memory through the current page tables. */
     long readLong(long va);
+
+    /**
+     * x86-64 {@code pt_regs.orig_ax} as the handler's frame holds it: -1 in an exception frame
+     * (the {@code int3} of a breakpoint probe; Linux's optprobe callback sets it to -1 too), 0 in
+     * the frame ftrace's trampoline builds for a kprobe on an ftrace site ({@link FtraceRegs}).
+     */
+    default long origAx() { return -1; }
 }

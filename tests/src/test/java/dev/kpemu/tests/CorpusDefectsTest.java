@@ -1,6 +1,11 @@
 package dev.kpemu.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -11,6 +16,11 @@ import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.events.DefinitionCheck;
+import dev.kpemu.kprobes.events.Dialect;
+import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.KernelProbeSites;
+import dev.kpemu.kprobes.events.RecordedErrorLog;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -75,6 +85,55 @@ class CorpusDefectsTest {
     @Test
     void optimizedProbesReadTheHandlersRegisters() throws Exception {
         new KernelMatrixTest().traceEqualsLinuxOwn("bookworm", Arch.X86_64, "optip");
+    }
+
+    /**
+     * A kprobe on an ftrace site (x86 function entry, {@code [FTRACE]}) reads what Linux's ftrace
+     * trampoline leaves: {@code %orig_ax} 0, not an int3 frame's -1, and the trampoline call's
+     * return address just below the stack pointer. Linux printed
+     * {@code oax=0 below=do_sys_openat2+0x5/0x...} at every hit on 6.1, 6.12 and 7.2 under QEMU
+     * ({@code record-reference.sh --kernel debian:SUITE x86_64 ftraceregs}); kpemu printed
+     * {@code oax=-1} and whatever an earlier call had left below the stack pointer.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"bookworm", "trixie", "sid"})
+    void ftraceSiteProbesSeeTheTrampolinesFrame(String suite) throws Exception {
+        new KernelMatrixTest().traceEqualsLinuxOwn(suite, Arch.X86_64, "ftraceregs");
+    }
+
+    /**
+     * arm64 static-branch sites on Debian's 6.1, whose symbols do not bound {@code __jump_table}
+     * (no CONFIG_KALLSYMS_ALL): Linux refuses probes there, kpemu accepted them (the corpus, seed
+     * 11: Linux refused {@code p ___slab_alloc+816} and {@code p acct_collect+172}, both a NOP).
+     * Linux's answers to them and to their neighbours were recorded under QEMU
+     * ({@code record-error-log.sh --kernel debian:bookworm arm64 jumplabel}); kpemu, which now
+     * finds the table by its shape, must answer each the same: accepted, or the same errno and
+     * error_log.
+     */
+    @Test
+    void arm64JumpLabelSitesAreRefusedAsLinuxRefusesThem() throws Exception {
+        Path file = KernelTraceRegressionTest.REFERENCE.resolve("arm64/6.1/jumplabel.error_log");
+        RecordedErrorLog recorded = RecordedErrorLog.read(file);
+        Path k = KernelMatrixTest.kernel("bookworm", Arch.ARM64);
+        assertEquals(KernelMatrixTest.version("bookworm", Arch.ARM64).get("release"), recorded.kernel(), "recorded on the kernel the test boots");
+        Kallsyms.KernelText kernel = Kallsyms.load(k);
+        List<String> wrong = new ArrayList<>();
+        try (KernelProbeSites sites = new KernelProbeSites(Arch.ARM64, kernel.symbols(), kernel.bytes())) {
+            KallsymsSymbols symbols = KallsymsSymbols.forKernel(kernel.symbols(), Arch.ARM64, kernel.bytes());
+            for (RecordedErrorLog.Answer want : recorded.answers()) {
+                DefinitionCheck.Outcome got = new DefinitionCheck(Arch.ARM64, Dialect.forRelease(recorded.kernel()), symbols, sites).check(want.definition());
+                if (want.accepted() != got.accepted()) {
+                    wrong.add(want.definition() + ": Linux " + (want.accepted() ? "accepts" : "refuses") + ", kpemu "
+                            + (got.accepted() ? "accepts" : "refuses: " + got.error().errorLog().replace("\n", " | ")));
+                } else if (!want.accepted()) {
+                    List<String> log = got.error().logged() ? List.of(got.error().errorLog().split("\n")) : List.of();
+                    if (want.errno() != got.error().errno() || !want.errorLog().equals(log))
+                        wrong.add(want.definition() + ": Linux " + want.errno() + " " + want.errorLog() + ", kpemu " + got.error().errno() + " " + log);
+                }
+            }
+        }
+        assertTrue(recorded.answers().size() >= 8, "the recording holds the sites: " + recorded.answers().size());
+        assertTrue(wrong.isEmpty(), String.join("\n", wrong));
     }
 
     @Test

@@ -102,7 +102,7 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public long register(int slot) {
         if (slot < 0 || slot >= slots.length) return 0;
-        if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return -1; // a trap frame's orig_ax
+        if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return current.origAx(); // the handler's frame: int3 -1, ftrace 0
         return current.get(slots[slot]);
     }
 
