@@ -39,7 +39,7 @@ class GoldenFromAFreshCloneTest {
         Path golden = tmp.resolve("golden.trace");
         List<String> args = new ArrayList<>(List.of("boot", "--arch", "x86_64", "--console", tmp.resolve("console-1.txt").toString()));
         for (String d : DEFS) args.addAll(List.of("-e", d));
-        RecordedTraceRegressionTest.Run here = RecordedTraceRegressionTest.kpemu(concat(args, "--record", golden.toString()));
+        KpemuInProcess.Run here = KpemuInProcess.kpemu(concat(args, "--record", golden.toString()));
         assertEquals(ExitCodes.OK, here.code(), here.err());
         int events = RecordedTrace.read(golden).events().size();
         assertTrue(events > 20, "the workload hits the probes: " + events);

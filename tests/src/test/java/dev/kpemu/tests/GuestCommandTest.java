@@ -1,5 +1,9 @@
 package dev.kpemu.tests;
 
+import static dev.kpemu.tests.KpemuInProcess.kpemu;
+
+import dev.kpemu.tests.KpemuInProcess.Run;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,8 +11,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +25,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import picocli.CommandLine;
 
 import dev.kpemu.cli.Main;
 import dev.kpemu.machine.Arch;
@@ -40,17 +41,6 @@ class GuestCommandTest {
     /** How long a kpemu process may take before the test gives up on it (a hang guard, not an assertion). */
     static final long PROCESS_LIMIT_SECONDS = 600;
 
-    record Run(int code, String out, String err) {}
-
-    /** kpemu in this JVM, its stdout and stderr captured. */
-    static Run kpemu(String... args) {
-        CommandLine cl = Main.commandLine();
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     /** The command line of kpemu in a JVM of its own (for signals and terminals). */
     static List<String> kpemuProcess(String... args) {

@@ -1,11 +1,13 @@
 package dev.kpemu.tests;
 
+import static dev.kpemu.tests.KpemuInProcess.kpemu;
+
+import dev.kpemu.tests.KpemuInProcess.Run;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -15,10 +17,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import picocli.CommandLine;
 
 import dev.kpemu.cli.ExitCodes;
-import dev.kpemu.cli.Main;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.TraceAssert;
 import dev.kpemu.kprobes.events.TraceComparator;
@@ -36,16 +36,6 @@ import dev.kpemu.kprobes.events.TraceComparison;
 class RecordedTraceRegressionTest {
     static final List<String> DEFS = List.of("p:myopen do_sys_openat2 dfd=%x0 fn=+0(%x1):ustring", "r:myret do_sys_openat2 ret=$retval");
 
-    record Run(int code, String out, String err) {}
-
-    static Run kpemu(String... args) {
-        CommandLine cl = Main.commandLine();
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     static Run boot(Path dir, List<String> defs, String... more) {
         List<String> args = new java.util.ArrayList<>(List.of("boot", "--arch", "arm64", "--console", dir.resolve("console.txt").toString()));

@@ -205,6 +205,16 @@ public final class LoadedModules {
         return OptionalLong.empty();
     }
 
+    /** A plain name in vmlinux first, then in the modules; {@code MOD:SYM} in that module only. */
+    private OptionalLong addressOf(String name, java.util.function.Function<String, OptionalLong> vmlinux) {
+        OptionalLong a = name.indexOf(':') < 0 ? vmlinux.apply(name) : OptionalLong.empty();
+        return a.isPresent() ? a : moduleSymbolAddress(name);
+    }
+
+    private Optional<KernelSymbols.Symbol> moduleSymbolAt(long address) {
+        return moduleAt(address).flatMap(mod -> mod.symbolAt(address));
+    }
+
     /** The kernel's symbol view with the loaded modules' symbols after vmlinux's. */
     public KernelSymbols symbols(KernelSymbols vmlinux) {
         return new KernelSymbols() {
@@ -234,15 +244,10 @@ public final class LoadedModules {
 
             @Override public dev.kpemu.image.btf.Btf btf() { return vmlinux.btf(); }
 
-            @Override public OptionalLong lookupName(String name) {
-                OptionalLong a = name.indexOf(':') < 0 ? vmlinux.lookupName(name) : OptionalLong.empty();
-                return a.isPresent() ? a : moduleSymbolAddress(name);
-            }
+            @Override public OptionalLong lookupName(String name) { return addressOf(name, vmlinux::lookupName); }
 
             @Override public Optional<Symbol> symbolAt(long address) {
-                Optional<Symbol> s = vmlinux.symbolAt(address);
-                if (s.isPresent()) return s;
-                return moduleAt(address).flatMap(mod -> mod.symbolAt(address));
+                return vmlinux.symbolAt(address).or(() -> moduleSymbolAt(address));
             }
         };
     }
@@ -250,16 +255,11 @@ public final class LoadedModules {
     /** The engine's resolver with the loaded modules: {@code MOD:SYM} names and addresses in module text. */
     public SymbolResolver resolver(SymbolResolver vmlinux) {
         return new SymbolResolver() {
-            @Override public OptionalLong address(String name) {
-                OptionalLong a = name.indexOf(':') < 0 ? vmlinux.address(name) : OptionalLong.empty();
-                return a.isPresent() ? a : moduleSymbolAddress(name);
-            }
+            @Override public OptionalLong address(String name) { return addressOf(name, vmlinux::address); }
 
             @Override public Optional<SymbolInfo> lookup(long address) {
-                Optional<SymbolInfo> s = vmlinux.lookup(address);
-                if (s.isPresent()) return s;
-                return moduleAt(address).flatMap(mod -> mod.symbolAt(address))
-                        .map(x -> new SymbolInfo(x.name(), x.start(), x.size(), true, x.module()));
+                return vmlinux.lookup(address).or(() -> moduleSymbolAt(address)
+                        .map(x -> new SymbolInfo(x.name(), x.start(), x.size(), true, x.module())));
             }
         };
     }
