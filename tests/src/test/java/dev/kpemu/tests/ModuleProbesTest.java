@@ -84,4 +84,20 @@ class ModuleProbesTest {
         assertTrue(cmp.expectedEvents() > 20, "the workload hits the probes: " + cmp.expectedEvents());
         assertTrue(lines.stream().anyMatch(l -> l.contains("[ext4]")), "module symbols print with [module]");
     }
+
+    /**
+     * The virtme-ng workflow with modules: {@code boot --modules brd,ext4 -- CMD} loads them before
+     * the command, the command makes and mounts an ext4 file system, kpemu exits with the
+     * command's status and the probe on the module function fires for the command's processes.
+     */
+    @org.junit.jupiter.api.Test
+    void modulesUnderACommandInTheGuest() {
+        KpemuInProcess.Run r = KpemuInProcess.kpemu("boot", "--arch", "x86_64", "--modules", "brd,ext4",
+                "-e", "p:ext4/open ext4:ext4_file_open comm=$comm", "--",
+                "sh", "-c", "mke2fs -q /dev/ram0 1024 >/dev/null && mkdir -p /mnt && mount -t ext4 /dev/ram0 /mnt"
+                        + " && echo hi > /mnt/f && cat /mnt/f; umount /mnt; exit 3");
+        assertEquals(3, r.code(), r.err());
+        assertTrue(r.err().lines().anyMatch(l -> l.equals("hi")), r.err());
+        assertTrue(r.out().lines().anyMatch(l -> l.contains(" open: (ext4_file_open+0x0/") && l.contains(" [ext4]) comm=\"cat\"")), r.out());
+    }
 }
