@@ -34,7 +34,8 @@ class BenchBootTest {
         long hot = Long.parseLong(rows.get(3).group(6)), ret = Long.parseLong(rows.get(4).group(6));
         assertTrue(hot > 1000, "kmem_cache_alloc is hot in the boot: " + hot);
         assertEquals(hot, ret, "every call returns: as many kretprobe events as kprobe events");
-        assertTrue(rows.get(3).group(7).matches("\\d+\\.\\d+") && rows.get(4).group(7).matches("\\d+\\.\\d+"), r.out());
+        // a number either way: CPU-time noise can make the per-event figure negative on a loaded machine
+        assertTrue(rows.get(3).group(7).matches("-?\\d+\\.\\d+") && rows.get(4).group(7).matches("-?\\d+\\.\\d+"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.matches("arm64\\s+registration of 50 probes: \\d+\\.\\d+ s CPU")), r.out());
     }
 }
