@@ -378,7 +378,7 @@ public final class TracedBoot implements BootHooks {
         rules.moduleText(modules::inText, modules::isFtraceSite);
     }
 
-    /** The first argument register at a function's entry: {@code struct module *mod}. */
+    /** The first argument register at a function's entry (the host breakpoints below stop there). */
     private static long firstArgument(LinuxGuest guest) {
         return guest.arch() == Arch.X86_64 ? guest.machine().engine().regRead(X86Reg.RDI)
                 : guest.machine().engine().regRead(Arm64Reg.X0);
@@ -480,10 +480,8 @@ public final class TracedBoot implements BootHooks {
         } catch (KernelImageException | RuntimeException e) {
             return;
         }
-        boolean x86 = guest.arch() == Arch.X86_64;
         m.addBreakpoint(at.get().address(), (mm, a) -> {
-            long rhp = x86 ? mm.engine().regRead(X86Reg.RDI) : mm.engine().regRead(Arm64Reg.X0);
-            kprobes.flushTask(rhp - rcu);
+            kprobes.flushTask(firstArgument(guest) - rcu);   // delayed_put_task_struct(struct rcu_head *rhp)
             return true;
         });
     }

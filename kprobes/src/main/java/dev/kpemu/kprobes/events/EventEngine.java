@@ -129,7 +129,8 @@ public final class EventEngine implements AutoCloseable {
                 return 0;
             }
             long ip = k.address();
-            emit(this, formatter.kprobeEvent(compiled, ip, buffer.bytes()), false, ip, 0, formatter.decodeArgs(compiled, buffer.bytes()));
+            byte[] data = buffer.bytes();
+            emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data));
             return 0;
         }
 
@@ -145,7 +146,8 @@ public final class EventEngine implements AutoCloseable {
             }
             long func = rp.kprobe().address();
             long ret = ri.returnAddress();
-            emit(this, formatter.kretprobeEvent(compiled, func, ret, buffer.bytes()), true, func, ret, formatter.decodeArgs(compiled, buffer.bytes()));
+            byte[] data = buffer.bytes();
+            emit(this, formatter.kretprobeEvent(compiled, func, ret, data), true, func, ret, new DecodedArgs(formatter, compiled, data));
             return 0;
         }
     }

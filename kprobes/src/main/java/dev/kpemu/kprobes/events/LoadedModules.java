@@ -26,8 +26,8 @@ import dev.kpemu.machine.Machine;
  */
 public final class LoadedModules {
     /** One loaded module: its name, its symbols sorted by address, and where its memory lies. */
-    public record Module(String name, List<ModuleSymbol> symbols, long[] textStart, long[] textEnd, long[] start, long[] end,
-                         java.util.NavigableSet<Long> ftraceSites) {
+    public record Module(String name, List<ModuleSymbol> symbols, List<ModuleSymbol> byValue, long[] textStart, long[] textEnd,
+                         long[] start, long[] end, java.util.NavigableSet<Long> ftraceSites) {
         boolean contains(long a) {
             for (int i = 0; i < start.length; i++) if (start[i] != 0 && Long.compareUnsigned(a - start[i], end[i] - start[i]) < 0) return true;
             return false;
@@ -44,14 +44,21 @@ public final class LoadedModules {
 
         /** {@code find_kallsyms_symbol}: the closest preceding named symbol; its size runs to the next one or the end of that text. */
         Optional<KernelSymbols.Symbol> symbolAt(long a) {
-            long nextval = withinInit(a) ? textEnd[1] : textEnd[0];
-            ModuleSymbol best = null;
-            for (ModuleSymbol s : symbols) {
-                if (Long.compareUnsigned(s.value(), a) <= 0 && (best == null || Long.compareUnsigned(s.value(), best.value()) > 0)) best = s;
-                if (Long.compareUnsigned(s.value(), a) > 0 && Long.compareUnsigned(s.value(), nextval) < 0) nextval = s.value();
+            // byValue is sorted by address (stably: table order among equal addresses), so the
+            // kernel's linear scan is a binary search: the last symbol at or below a, the first above
+            int lo = 0, hi = byValue.size();
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (Long.compareUnsigned(byValue.get(mid).value(), a) <= 0) lo = mid + 1;
+                else hi = mid;
             }
-            if (best == null) return Optional.empty();
-            return Optional.of(new KernelSymbols.Symbol(best.name(), best.value(), nextval - best.value(), name));
+            if (lo == 0) return Optional.empty();
+            int best = lo - 1;
+            while (best > 0 && byValue.get(best - 1).value() == byValue.get(best).value()) best--;   // the first of equals wins
+            long nextval = withinInit(a) ? textEnd[1] : textEnd[0];
+            if (lo < byValue.size() && Long.compareUnsigned(byValue.get(lo).value(), nextval) < 0) nextval = byValue.get(lo).value();
+            ModuleSymbol s = byValue.get(best);
+            return Optional.of(new KernelSymbols.Symbol(s.name(), s.value(), nextval - s.value(), name));
         }
 
         OptionalLong address(String symbol) {
@@ -115,7 +122,9 @@ public final class LoadedModules {
             if (s.isEmpty() || isMappingSymbol(s)) continue;
             syms.add(new ModuleSymbol(s, value, (info & 0xf) == STT_FUNC));
         }
-        modules.put(name, new Module(name, List.copyOf(syms), tb, te, sb, se, ftraceSites(m, syms)));
+        List<ModuleSymbol> byValue = new ArrayList<>(syms);
+        byValue.sort((x, y) -> Long.compareUnsigned(x.value(), y.value()));
+        modules.put(name, new Module(name, List.copyOf(syms), List.copyOf(byValue), tb, te, sb, se, ftraceSites(m, syms)));
         return name;
     }
 

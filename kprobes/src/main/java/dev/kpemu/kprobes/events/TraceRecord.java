@@ -16,7 +16,7 @@ package dev.kpemu.kprobes.events;
 public record TraceRecord(String group, String event, TraceContext context, String body, boolean isReturn,
                           long ip, long retIp, int id, java.util.List<EventArg> args) {
     public TraceRecord {
-        args = java.util.List.copyOf(args);
+        if (!(args instanceof DecodedArgs)) args = java.util.List.copyOf(args);   // decoded on first read, immutable
     }
 
     /** A record without typed arguments (text only). */
