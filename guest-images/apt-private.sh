@@ -116,7 +116,7 @@ apt_download() {
 # "--resolve" into $resolve_only.
 parse_arch_args() {
   local help=$1; shift
-  refresh=0; arch=""; suite=""; resolve_only=0
+  refresh=0; arch=""; suite=""; resolve_only=0; want_release=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --refresh) refresh=1 ;;
@@ -124,11 +124,37 @@ parse_arch_args() {
                [ $# -ge 2 ] || usage_error "--suite needs a value"; suite=$2; shift ;;
       --suite=*) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"; suite=${1#--suite=} ;;
       --resolve) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"; resolve_only=1 ;;
+      --release) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"
+                 [ $# -ge 2 ] || usage_error "--release needs a value"; want_release=$2; shift ;;
+      --release=*) [ "${parse_suite:-0}" = 1 ] || usage_error "unknown option '$1'"; want_release=${1#--release=} ;;
       -h|--help) sed -n "${help}p" "$0"; exit 0 ;;
       -*) usage_error "unknown option '$1'" ;;
       *) [ -z "$arch" ] || usage_error "only one architecture may be given"; arch=$1 ;;
     esac
     shift
   done
-  [ -n "$arch" ] || usage_error "usage: $(basename "$0") [--refresh]${parse_suite:+ [--suite SUITE] [--resolve]} x86_64|arm64"
+  [ -n "$arch" ] || usage_error "usage: $(basename "$0") [--refresh]${parse_suite:+ [--suite SUITE] [--release RELEASE] [--resolve]} x86_64|arm64"
+}
+
+# full_release RELEASE DEBARCH: the kernel release (uname -r) a --release value names for one
+# architecture: 6.12.117+deb13 -> 6.12.117+deb13-amd64; a value that already ends in the
+# architecture is kept; one that ends in the other architecture is a usage error.
+full_release() {
+  local r=$1 debarch=$2
+  [[ "$r" =~ ^[0-9][0-9A-Za-z.+~-]*$ ]] || usage_error "bad kernel release '$r' (as uname -r prints it, e.g. 6.12.117+deb13 or 6.12.117+deb13-amd64)"
+  case "$r" in
+    *-"$debarch") echo "$r" ;;
+    *-amd64|*-arm64) usage_error "kernel release '$r' is not an $debarch kernel" ;;
+    *) echo "$r-$debarch" ;;
+  esac
+}
+
+# kernel_cache_dir GUESTDIR SUITE ARCH DEBARCH [RELEASE]: where one kernel is cached: the suite's
+# newest in GUESTDIR/SUITE/ARCH, a kernel named by release in GUESTDIR/SUITE@RELEASE/ARCH
+# (the release without its architecture suffix: the same name for both architectures).
+kernel_cache_dir() {
+  local guest=$1 suite=$2 arch=$3 debarch=$4 rel=${5:-}
+  if [ -z "$rel" ]; then echo "$guest/$suite/$arch"; return; fi
+  rel=$(full_release "$rel" "$debarch")
+  echo "$guest/$suite@${rel%-"$debarch"}/$arch"
 }

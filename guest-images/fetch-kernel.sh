@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Fetches Debian's newest unmodified Linux kernel of one suite for one guest architecture into
 # the project cache with private apt directories (nothing on the system changes). The ABI is
-# resolved through the meta package linux-image-<debarch>, never hard-coded. Only what a boot
+# resolved through the meta package linux-image-<debarch>, never hard-coded; --release names one
+# kernel build instead (the release uname -r prints, with or without the architecture suffix:
+# the package linux-image-<release>, from any of the suite's archives that still holds it; the
+# tests boot the build their references were recorded on this way). Only what a boot
 # needs is kept: the vmlinuz (x86_64: bzImage; arm64: raw Image) and the config; the .debs are
 # removed. Idempotent: a verified cache is reused unless --refresh is given. Prints the vmlinuz
 # path; download progress goes to stderr.
 #
-#   guest-images/fetch-kernel.sh [--refresh] [--suite SUITE] x86_64|arm64
-#   guest-images/fetch-kernel.sh --resolve [--suite SUITE] x86_64|arm64   # what the mirror has now:
-#       prints package=, version=, release=, suite= (updates private lists; downloads no .deb)
+#   guest-images/fetch-kernel.sh [--refresh] [--suite SUITE] [--release RELEASE] x86_64|arm64
+#   guest-images/fetch-kernel.sh --resolve [--suite SUITE] [--release RELEASE] x86_64|arm64
+#       what the mirror has now: prints package=, version=, release=, suite= (updates private
+#       lists; downloads no .deb)
 #   SUITE: bookworm, trixie, stable, oldstable, sid (= unstable), <stable suite>-backports;
 #          default: the machine's own suite (/etc/os-release)
 #   cache: ${KPEMU_CACHE:-<repo>/.cache}/guest/<suite>/<arch>/{vmlinuz,config,version}
-#          (the host suite's files are also linked from guest/<arch>/, the older layout)
-#   exit: 0 done, 1 error (network, mirror, package), 2 usage (unknown suite or option)
+#          (the host suite's files are also linked from guest/<arch>/, the older layout);
+#          with --release: guest/<suite>@<release without -amd64/-arm64>/<arch>/
+#   exit: 0 done, 1 error (network, mirror, package; a release the suite no longer holds),
+#         2 usage (unknown suite or option, a malformed release)
 set -euo pipefail
 prog=fetch-kernel
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,13 +27,14 @@ root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
 parse_suite=1
-parse_arch_args 2,17 "$@"
+parse_arch_args 2,22 "$@"
 debarch=$(debarch_of "$arch")
 case "$debarch" in amd64) arch=x86_64 ;; arm64) arch=arm64 ;; esac
 host=$(host_suite)
 suite=$(normalize_suite "${suite:-$host}")
 guest=${KPEMU_CACHE:-$root/.cache}/guest
-cache=$guest/$suite/$arch
+[ -z "$want_release" ] || { want_release=$(full_release "$want_release" "$debarch") || exit 2; }
+cache=$(kernel_cache_dir "$guest" "$suite" "$arch" "$debarch" "$want_release") || exit 2
 legacy=$guest/$arch          # the layout before suites: the host suite's kernel, still read by older callers
 stamp="$cache/.kernel-verified"
 
@@ -44,7 +51,7 @@ verify() {
 
 # guest/<arch>/{vmlinuz,config,version} -> ../<host suite>/<arch>/... (replaced atomically).
 link_legacy() {
-  [ "$suite" = "$host" ] || return 0
+  [ "$suite" = "$host" ] && [ -z "$want_release" ] || return 0
   mkdir -p "$legacy"
   local f
   for f in vmlinuz config version; do
@@ -55,7 +62,7 @@ link_legacy() {
 
 # Migration from the older layout: the host suite's kernel in guest/<arch>/ moves (hard links,
 # no download) to guest/<host suite>/<arch>/, with its decompressed x86 vmlinux.
-if [ $refresh = 0 ] && [ $resolve_only = 0 ] && [ "$suite" = "$host" ] && [ ! -f "$stamp" ] \
+if [ $refresh = 0 ] && [ $resolve_only = 0 ] && [ "$suite" = "$host" ] && [ -z "$want_release" ] && [ ! -f "$stamp" ] \
    && [ -f "$legacy/.kernel-verified" ] && [ -f "$legacy/vmlinuz" ] && [ ! -L "$legacy/vmlinuz" ]; then
   mkdir -p "$cache"
   for f in vmlinuz config version vmlinux; do
@@ -67,6 +74,19 @@ fi
 
 if [ $refresh = 0 ] && [ $resolve_only = 0 ] && [ -f "$stamp" ] && verify; then echo "$cache/vmlinuz"; exit 0; fi
 
+# A release the suite's newest (already cached) is: hard links, no download.
+newest=$guest/$suite/$arch
+if [ -n "$want_release" ] && [ $resolve_only = 0 ] && [ -f "$newest/.kernel-verified" ] \
+   && grep -qx "release=$want_release" "$newest/version" 2>/dev/null; then
+  mkdir -p "$cache"
+  # the version file is copied: a later fetch of the newest rewrites its own in place
+  cp "$newest/version" "$cache/version.tmp" && mv -f "$cache/version.tmp" "$cache/version"
+  for f in vmlinuz config vmlinux; do
+    [ -f "$newest/$f" ] && ln -f "$(readlink -f "$newest/$f")" "$cache/$f.tmp" && mv -f "$cache/$f.tmp" "$cache/$f"
+  done
+  if verify; then touch "$stamp"; echo "$cache/vmlinuz"; exit 0; fi
+fi
+
 if [ $resolve_only = 0 ]; then mkdir -p "$cache"; work="$cache/apt"
 else work=$(mktemp -d "${TMPDIR:-/tmp}/kpemu-resolve.XXXXXX"); fi
 apt_setup "$work" "$debarch" "$suite"
@@ -74,11 +94,19 @@ apt_setup "$work" "$debarch" "$suite"
 apt_update
 meta=linux-image-$debarch
 # The meta package's candidate (newest) version depends on exactly one linux-image-<abi>-<arch>.
-pkg=$(apt-cache "${aptopts[@]}" depends --no-recommends --no-suggests "$meta" 2>/dev/null \
+newest_pkg=$(apt-cache "${aptopts[@]}" depends --no-recommends --no-suggests "$meta" 2>/dev/null \
         | awk '$1=="Depends:" {print $2}' | grep -E "^linux-image-[0-9].*-$debarch\$" | sort -V | tail -n1 || true)
-[ -n "$pkg" ] || die "cannot resolve $meta to a linux-image-<abi>-$debarch package in Debian $apt_suite"
-abi=${pkg#linux-image-}
 candidate() { apt-cache "${aptopts[@]}" policy "$1" 2>/dev/null | awk '$1=="Candidate:" {print $2; exit}'; }
+if [ -n "$want_release" ]; then
+  pkg=linux-image-$want_release
+  c=$(candidate "$pkg")
+  [ -n "$c" ] && [ "$c" != "(none)" ] \
+    || die "Debian $apt_suite no longer has $pkg (its newest is ${newest_pkg:-unknown}); a kernel build leaves the archive when the suite moves on"
+else
+  pkg=$newest_pkg
+  [ -n "$pkg" ] || die "cannot resolve $meta to a linux-image-<abi>-$debarch package in Debian $apt_suite"
+fi
+abi=${pkg#linux-image-}
 if [ $resolve_only = 1 ]; then
   echo "package=$pkg"
   echo "version=$(candidate "$pkg")"
@@ -120,6 +148,7 @@ else
   release=$(basename "$(dirname "$vmlinuz")")
 fi
 t1=$(date +%s)
+[ -z "$want_release" ] || [ "$release" = "$want_release" ] || die "$pkg holds kernel $release, not $want_release"
 rm -f "$stamp"
 mv -f "$vmlinuz" "$cache/vmlinuz"
 mv -f "$config" "$cache/config"

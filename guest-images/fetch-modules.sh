@@ -7,8 +7,9 @@
 # so kpemu resolves dependencies from each module's own .modinfo) and prints that directory.
 # Idempotent.
 #
-#   guest-images/fetch-modules.sh [--suite SUITE] x86_64|arm64
+#   guest-images/fetch-modules.sh [--suite SUITE] [--release RELEASE] x86_64|arm64
 #   cache: ${KPEMU_CACHE:-<repo>/.cache}/guest/<suite>/<arch>/modules/<release>/
+#          (--release: the kernel fetch-kernel.sh --release cached, in guest/<suite>@<release>/)
 #   exit: 0 done, 1 error (no cached kernel, the mirror no longer has that version, network),
 #         2 usage
 set -euo pipefail
@@ -18,18 +19,25 @@ root=$(cd "$here/.." && pwd)
 . "$here/apt-private.sh"
 
 parse_suite=1
-parse_arch_args 2,11 "$@"
+parse_arch_args 2,15 "$@"
 debarch=$(debarch_of "$arch")
 case "$debarch" in amd64) arch=x86_64 ;; arm64) arch=arm64 ;; esac
 suite=$(normalize_suite "${suite:-$(host_suite)}")
-cache=${KPEMU_CACHE:-$root/.cache}/guest/$suite/$arch
-[ -f "$cache/version" ] || die "no $suite $arch kernel in the cache; fetch it first: guest-images/fetch-kernel.sh --suite $suite $arch"
+cache=$(kernel_cache_dir "${KPEMU_CACHE:-$root/.cache}/guest" "$suite" "$arch" "$debarch" "$want_release") || exit 2
+[ -f "$cache/version" ] || die "no $suite${want_release:+ $want_release} $arch kernel in the cache; fetch it first: guest-images/fetch-kernel.sh --suite $suite${want_release:+ --release $want_release} $arch"
 field() { awk -F= -v k="$1" '$1==k {print substr($0, length(k) + 2); exit}' "$cache/version"; }
 pkg=$(field package); ver=$(field version); release=$(field release)
 [ -n "$pkg" ] && [ -n "$ver" ] && [ -n "$release" ] || die "$cache/version lacks package=, version= or release="
 dest=$cache/modules/$release
 stamp=$dest/.modules-verified
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkg=$ver" ] && [ -d "$dest/kernel" ]; then echo "$dest"; exit 0; fi
+
+# The same build's modules, already unpacked for the suite's newest kernel: hard links, no download.
+newest=${KPEMU_CACHE:-$root/.cache}/guest/$suite/$arch/modules/$release
+if [ -n "$want_release" ] && [ -f "$newest/.modules-verified" ] && [ "$(cat "$newest/.modules-verified")" = "$pkg=$ver" ]; then
+  rm -rf "$dest.tmp"; mkdir -p "$(dirname "$dest")"
+  cp -al "$newest" "$dest.tmp" && rm -rf "$dest" && mv "$dest.tmp" "$dest" && { echo "$dest"; exit 0; }
+fi
 
 work="$cache/modules-apt"
 apt_setup "$work" "$debarch" "$suite"

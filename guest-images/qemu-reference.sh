@@ -36,8 +36,8 @@ reference_args() {
   done
   [ -n "$arch" ] || { echo "$prog: usage: $usage" >&2; exit 2; }
   case "$kernel" in
-    debian|debian:*) ;;
-    *) [ -f "$kernel" ] || { echo "$prog: --kernel takes debian, debian:SUITE or a kernel file; no file '$kernel'" >&2; exit 2; }
+    debian|debian:*|debian@*) ;;
+    *) [ -f "$kernel" ] || { echo "$prog: --kernel takes debian, debian:SUITE[@RELEASE] or a kernel file; no file '$kernel'" >&2; exit 2; }
        kernel_file=$(readlink -f "$kernel") ;;
   esac
   need_qemu "$arch"

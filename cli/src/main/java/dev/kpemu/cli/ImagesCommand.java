@@ -25,7 +25,7 @@ final class ImagesCommand implements Callable<Integer> {
     @Option(names = "--arch", description = "only this architecture (x86_64 or arm64)")
     String arch;
 
-    @Option(names = "--kernel", paramLabel = "debian[:SUITE]",
+    @Option(names = "--kernel", paramLabel = "debian[:SUITE][@RELEASE]",
             description = "the Debian kernel to fetch and show: debian (the machine's suite, default), debian:bookworm, "
                     + "debian:trixie, debian:sid (= unstable), debian:stable, debian:<suite>-backports")
     String kernel;
@@ -99,6 +99,6 @@ final class ImagesCommand implements Callable<Integer> {
         if (value == null) return KernelChoice.DEFAULT;
         KernelChoice c = KernelOption.parse(spec, value);
         if (c instanceof KernelChoice.Debian d) return d;
-        throw new CommandLine.ParameterException(spec.commandLine(), "images shows Debian kernels: --kernel debian or debian:SUITE, not a file");
+        throw new CommandLine.ParameterException(spec.commandLine(), "images shows Debian kernels: --kernel debian or debian:SUITE[@RELEASE], not a file");
     }
 }

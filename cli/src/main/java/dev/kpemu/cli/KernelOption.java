@@ -9,12 +9,13 @@ import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 
-/** Parses a {@code --kernel FILE|debian[:SUITE]} option; an unknown suite is a usage error (exit 2). */
+/** Parses a {@code --kernel FILE|debian[:SUITE][@RELEASE]} option; an unknown suite is a usage error (exit 2). */
 final class KernelOption {
-    static final String LABEL = "FILE|debian[:SUITE]";
+    static final String LABEL = "FILE|debian[:SUITE][@RELEASE]";
     /** The Debian half of the option's description; each command says what a file may be. */
     static final String HELP = "Debian's newest kernel of a suite: debian (the machine's own suite, the default), "
-            + "debian:bookworm, debian:trixie, debian:sid (= unstable), debian:stable, debian:<suite>-backports (fetched on first use)";
+            + "debian:bookworm, debian:trixie, debian:sid (= unstable), debian:stable, debian:<suite>-backports (fetched on first use); "
+            + "one build of it by its uname -r: debian:trixie@6.12.117+deb13 (while Debian's archive holds it)";
 
     private KernelOption() {}
 

@@ -1,5 +1,6 @@
 package dev.kpemu.cli;
 
+import dev.kpemu.image.RecordedKernels;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,20 +21,22 @@ import dev.kpemu.natives.NativeLibraries;
 @Tag("kernel")
 class DialectAndDiscoveryCommandsTest {
     static final Path RECORDED = NativeLibraries.repositoryRoot().resolve("guest-images/reference/x86_64/6.12/dialect.error_log");
+    /** The Debian 13 build the recorded error_log comes from. */
+    static final String TRIXIE = RecordedKernels.choice("trixie").toString();
 
     @Test
     void checkEventsFollowsTheKernelAndDialectForcesOne() throws Exception {
         String linux = Files.readAllLines(RECORDED).stream().dropWhile(l -> !l.equals("> p:b1 vfs_read count pos"))
                 .filter(l -> l.startsWith("= ")).findFirst().orElseThrow().substring(2);
-        CliTest.Run ok = CliTest.run("check-events", "--kernel", "debian:trixie", "-e", "p:b1 vfs_read count pos");
+        CliTest.Run ok = CliTest.run("check-events", "--kernel", TRIXIE, "-e", "p:b1 vfs_read count pos");
         assertEquals(0, ok.code(), ok.err());
         assertEquals(linux + "\n", ok.out());
 
-        CliTest.Run old = CliTest.run("check-events", "--kernel", "debian:trixie", "--dialect", "6.1", "-e", "p:b1 vfs_read count pos");
+        CliTest.Run old = CliTest.run("check-events", "--kernel", TRIXIE, "--dialect", "6.1", "-e", "p:b1 vfs_read count pos");
         assertEquals(ExitCodes.USAGE, old.code());
         assertTrue(old.err().startsWith("trace_kprobe: error: Invalid fetch argument"), old.err());
 
-        CliTest.Run bad = CliTest.run("check-events", "--kernel", "debian:trixie", "--dialect", "bsd", "-e", "p vfs_read");
+        CliTest.Run bad = CliTest.run("check-events", "--kernel", TRIXIE, "--dialect", "bsd", "-e", "p vfs_read");
         assertEquals(ExitCodes.USAGE, bad.code());
         assertTrue(bad.err().startsWith("kpemu: unknown dialect 'bsd'"), bad.err());
         assertTrue(bad.err().lines().noneMatch(l -> l.contains("Exception")), bad.err());
@@ -41,17 +44,17 @@ class DialectAndDiscoveryCommandsTest {
 
     @Test
     void funcsAndVarsAnswerAndRefuseBadInput() {
-        CliTest.Run f = CliTest.run("funcs", "--kernel", "debian:trixie", "tcp_v4_connect");
+        CliTest.Run f = CliTest.run("funcs", "--kernel", TRIXIE, "tcp_v4_connect");
         assertEquals(0, f.code(), f.err());
         assertEquals("tcp_v4_connect\n", f.out());
-        CliTest.Run none = CliTest.run("funcs", "--kernel", "debian:trixie", "no_such_function_*");
+        CliTest.Run none = CliTest.run("funcs", "--kernel", TRIXIE, "no_such_function_*");
         assertEquals(ExitCodes.USAGE, none.code());
         assertEquals("kpemu: no function matches 'no_such_function_*'", none.err().strip().lines().reduce((a, b) -> b).orElse(""));
 
-        CliTest.Run v = CliTest.run("vars", "--kernel", "debian:trixie", "vfs_read");
+        CliTest.Run v = CliTest.run("vars", "--kernel", TRIXIE, "vfs_read");
         assertEquals(0, v.code(), v.err());
         assertTrue(v.out().startsWith("ssize_t vfs_read(struct file *file, char *buf, size_t count, loff_t *pos)\n"), v.out());
-        CliTest.Run nv = CliTest.run("vars", "--kernel", "debian:trixie", "no_such_function_here");
+        CliTest.Run nv = CliTest.run("vars", "--kernel", TRIXIE, "no_such_function_here");
         assertEquals(ExitCodes.USAGE, nv.code());
         assertTrue(nv.err().strip().endsWith("kpemu: the kernel's BTF has no function 'no_such_function_here'"), nv.err());
     }

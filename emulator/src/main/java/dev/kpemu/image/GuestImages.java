@@ -60,9 +60,25 @@ public final class GuestImages {
      */
     public Path directory(Arch arch) { return cache.resolve("guest").resolve(arch.linuxName()); }
 
-    /** {@code <cache>/guest/<suite>/<arch>}: one Debian suite's kernel, config and version file. */
+    /**
+     * {@code <cache>/guest/<suite>/<arch>}: one Debian suite's newest kernel, config and version
+     * file; {@code <cache>/guest/<suite>@<release>/<arch>}: a build named by its release.
+     */
     public Path kernelDirectory(Arch arch, KernelChoice.Debian choice) {
-        return cache.resolve("guest").resolve(suite(choice)).resolve(arch.linuxName());
+        String key = choice.release() == null ? suite(choice) : suite(choice) + "@" + KernelChoice.withoutArch(choice.release());
+        return cache.resolve("guest").resolve(key).resolve(arch.linuxName());
+    }
+
+    /** The fetch scripts' options that name a Debian choice: {@code --suite S [--release R]}. */
+    private static String[] scriptOptions(KernelChoice.Debian d, String... more) {
+        java.util.List<String> o = new java.util.ArrayList<>(java.util.List.of(more));
+        o.add("--suite");
+        o.add(suite(d));
+        if (d.release() != null) {
+            o.add("--release");
+            o.add(d.release());
+        }
+        return o.toArray(String[]::new);
     }
 
     /** The suite a Debian choice names, the machine's own for {@code debian} alone. */
@@ -97,7 +113,7 @@ public final class GuestImages {
                 Path dir = kernelDirectory(arch, d);
                 Path k = dir.resolve("vmlinuz");
                 if (Files.isRegularFile(k) && Files.isRegularFile(dir.resolve(".kernel-verified"))) yield k;
-                yield runScript("fetch-kernel.sh", arch, "--suite", suite(d));
+                yield runScript("fetch-kernel.sh", arch, scriptOptions(d));
             }
         };
     }
@@ -112,7 +128,7 @@ public final class GuestImages {
             throw new KernelImageException("--modules needs a Debian kernel (--kernel debian[:SUITE]): its modules come from the same package");
         }
         kernel(arch, choice);
-        java.util.List<String> out = runScriptOutput("fetch-modules.sh", arch, "--suite", suite(d));
+        java.util.List<String> out = runScriptOutput("fetch-modules.sh", arch, scriptOptions(d));
         if (out.isEmpty()) throw new KernelImageException("fetch-modules.sh printed no directory");
         return new KernelModules(Path.of(out.getLast()), arch);
     }
@@ -158,7 +174,10 @@ public final class GuestImages {
         return m;
     }
 
-    /** A Debian kernel in the cache: its suite, architecture, kernel file and version fields. */
+    /**
+     * A Debian kernel in the cache: its suite (with {@code @release} for a build named by its
+     * release), architecture, kernel file and version fields.
+     */
     public record Cached(String suite, Arch arch, Path kernel, Map<String, String> version) {
         public String release() { return version.getOrDefault("release", "?"); }
     }
@@ -189,7 +208,7 @@ public final class GuestImages {
      */
     public Map<String, String> resolve(Arch arch, KernelChoice.Debian choice) throws KernelImageException {
         Map<String, String> m = new LinkedHashMap<>();
-        for (String line : runScriptOutput("fetch-kernel.sh", arch, "--resolve", "--suite", suite(choice))) {
+        for (String line : runScriptOutput("fetch-kernel.sh", arch, scriptOptions(choice, "--resolve"))) {
             int i = line.indexOf('=');
             if (i > 0) m.put(line.substring(0, i), line.substring(i + 1));
         }

@@ -22,7 +22,7 @@ import dev.kpemu.machine.Arch;
 @Tag("kernel")
 class Arm64JumpTableByShapeTest {
     private static Kallsyms.KernelText kernel(String suite) throws Exception {
-        return Kallsyms.load(GuestImages.forRepository().kernel(Arch.ARM64, new KernelChoice.Debian(suite)));
+        return Kallsyms.load(GuestImages.forRepository().kernel(Arch.ARM64, RecordedKernels.choice(suite)));
     }
 
     @ParameterizedTest

@@ -22,6 +22,26 @@ class KernelChoiceTest {
         assertEquals("trixie", new KernelChoice.Debian(null).suiteOr("trixie"), "debian alone is the machine's suite");
     }
 
+    /** One build of a suite's kernel, by the release uname -r prints. */
+    @Test
+    void debianBuildsByRelease() {
+        KernelChoice.Debian d = (KernelChoice.Debian) KernelChoice.parse("debian:trixie@6.12.117+deb13");
+        assertEquals(new KernelChoice.Debian("trixie", "6.12.117+deb13"), d);
+        assertEquals("debian:trixie@6.12.117+deb13", d.toString());
+        assertEquals(new KernelChoice.Debian(null, "6.1.0-56"), KernelChoice.parse("debian@6.1.0-56"), "the machine's suite");
+        assertEquals("sid", ((KernelChoice.Debian) KernelChoice.parse("debian:unstable@7.2.13+deb14")).suite());
+        assertEquals(new KernelChoice.Debian("sid", "7.2.13+deb14"), new KernelChoice.Debian("sid").at("7.2.13+deb14"));
+        for (String bad : List.of("debian:trixie@", "debian:trixie@../x", "debian:trixie@6.12 x", "debian:jessie@6.1.0-56")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KernelChoice.parse(bad), bad);
+            assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+        }
+        // the cache directory names the build without the architecture suffix: one name for both arches
+        GuestImages g = new GuestImages(Path.of("/nonexistent-repo"), Path.of("/c"));
+        assertEquals(Path.of("/c/guest/trixie@6.12.117+deb13/arm64"), g.kernelDirectory(Arch.ARM64, d));
+        assertEquals(Path.of("/c/guest/trixie@6.12.117+deb13/x86_64"),
+                g.kernelDirectory(Arch.X86_64, (KernelChoice.Debian) KernelChoice.parse("debian:trixie@6.12.117+deb13-amd64")));
+    }
+
     @Test
     void filesAreEverythingElse() {
         assertEquals(new KernelChoice.File(Path.of("arch/x86/boot/bzImage")), KernelChoice.parse("arch/x86/boot/bzImage"));

@@ -1,5 +1,6 @@
 package dev.kpemu.tests;
 
+import dev.kpemu.image.RecordedKernels;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -46,7 +47,7 @@ class ModuleProbesTest {
     @MethodSource("dev.kpemu.tests.KernelMatrixTest#kernels")
     void moduleProbesTraceAsLinuxDoes(String suite, Arch arch, @TempDir Path tmp) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        KernelChoice.Debian kernel = new KernelChoice.Debian(suite);
+        KernelChoice.Debian kernel = RecordedKernels.choice(suite);
         Map<String, String> v = images.kernelVersion(arch, kernel);
         Path ref = REFERENCE.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release"))).resolve("modules.trace");
         Assumptions.assumeTrue(Files.isRegularFile(ref), "no modules reference recorded for " + v.get("release"));

@@ -1,5 +1,6 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.image.RecordedKernels;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -31,7 +32,7 @@ class BtfArgsFuzzTest {
     @Test
     void mutatedDefinitionsAreAcceptedOrRefusedAsTheKernelWould() throws Exception {
         GuestImages images = GuestImages.forRepository();
-        KernelChoice.Debian trixie = new KernelChoice.Debian("trixie");
+        KernelChoice.Debian trixie = RecordedKernels.choice("trixie");
         var k = images.vmlinux(Arch.X86_64, trixie);
         Kallsyms.KernelText kt = Kallsyms.load(k);
         KallsymsSymbols syms = KallsymsSymbols.forKernel(kt.symbols(), Arch.X86_64, kt.bytes()).withBtf(BtfLocator.read(k).btf());

@@ -1,5 +1,6 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.image.RecordedKernels;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,7 +43,7 @@ class DiscoveryTest {
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("kernels")
     void varsOfVfsReadAndAVoidFunction(String suite, Arch a) throws Exception {
-        var btf = BtfLocator.read(GuestImages.forRepository().kernel(a, new KernelChoice.Debian(suite))).btf();
+        var btf = BtfLocator.read(GuestImages.forRepository().kernel(a, RecordedKernels.choice(suite))).btf();
         FunctionVariables.Signature s = FunctionVariables.of(btf, a, "vfs_read").orElseThrow();
         assertEquals("ssize_t vfs_read(struct file *file, char *buf, size_t count, loff_t *pos)", s.prototype());
         boolean x86 = a == Arch.X86_64;
@@ -66,7 +67,7 @@ class DiscoveryTest {
     @MethodSource("kernels")
     void funcsMarksWhatLinuxRefuses(String suite, Arch a) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        KernelChoice.Debian choice = new KernelChoice.Debian(suite);
+        KernelChoice.Debian choice = RecordedKernels.choice(suite);
         String release = images.kernelVersion(a, choice).get("release");
         Kallsyms.KernelText kt = Kallsyms.load(images.kernel(a, choice));
         KallsymsSymbols symbols = KallsymsSymbols.forKernel(kt.symbols(), a, kt.bytes());

@@ -1,5 +1,6 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.image.RecordedKernels;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -39,7 +40,7 @@ class RecordedErrorLogTest {
         Path ref = RecordedReferenceTest.reference();
         Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
         GuestImages images = GuestImages.forRepository();
-        KernelChoice.Debian choice = new KernelChoice.Debian(suite);
+        KernelChoice.Debian choice = RecordedKernels.choice(suite);
         String release = images.kernelVersion(a, choice).get("release");
         Path file = ref.resolve(a.linuxName()).resolve(ReferenceTrace.series(release)).resolve("dialect.error_log");
         Assumptions.assumeTrue(Files.isRegularFile(file), "no error_log recorded for " + release + " (guest-images/record-error-log.sh)");
