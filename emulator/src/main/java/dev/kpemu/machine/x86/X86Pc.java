@@ -82,8 +82,8 @@ public final class X86Pc implements AutoCloseable {
      * the instruction left its source operand in {@code cc_src}, that operand becomes RFLAGS: TF,
      * IF, DF and reserved bits from a pointer. Linux 6.12's SLUB fast path
      * ({@code this_cpu_try_cmpxchg128} in {@code kmem_cache_alloc}) hit it on Debian 13's kernel
-     * (RFLAGS 0x4054242, the low half of the freelist pointer plus ZF, then a #DB, or IF=0 and
-     * DF=1 in a later memcpy). Without CX16 Linux takes its own paths (SLUB's slab lock,
+     * (RFLAGS 0x4054242, the low half of a freelist pointer plus ZF; with TF set, a #DB).
+     * Without CX16 Linux takes its own paths (SLUB's slab lock,
      * {@code this_cpu_cmpxchg16b_emu}), which Unicorn runs correctly; {@code X86Cmpxchg16bFlagsTest}
      * measures the engine and fails once a Unicorn computes those flags right.
      */

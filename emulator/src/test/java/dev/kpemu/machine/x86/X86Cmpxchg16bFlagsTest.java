@@ -16,8 +16,8 @@ import dev.kpemu.unicorn.X86Reg;
  * the same block set the flags. When the block began with the flags held as a whole RFLAGS value
  * (every {@code uc_emu_start}, i.e. every run-loop slice, and the block after {@code iret} or
  * {@code popf}), the arithmetic instruction's source operand is taken for RFLAGS. On Debian 13's
- * 6.12 kernel a freelist pointer's low half became RFLAGS in {@code kmem_cache_alloc} (TF set,
- * then a #DB; or IF off and DF on).
+ * 6.12 kernel a freelist pointer's low half became RFLAGS in {@code kmem_cache_alloc} (with TF
+ * set, a #DB).
  * <p>
  * Each program starts a slice, so its first block begins that way; the expected RFLAGS are the
  * architecture's (Intel SDM: CMPXCHG16B sets ZF and leaves CF, PF, AF, SF and OF unchanged),
