@@ -34,9 +34,13 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_TSC = 8;
     /** Feature bit of {@code kpemu_clock_features}: the text guard. */
     private static final int FEATURE_GUARD = 16;
+    /** Feature bit of {@code kpemu_clock_features}: the text guard's granule bitmap. */
+    private static final int FEATURE_GUARD_BITS = 32;
     private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
+    /** Offset of {@code guard_bits} in {@code struct kpemu_clock}, or -1 (a library without the bitmap). */
+    private static final long GUARD_BITS;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -57,6 +61,23 @@ final class InstructionClock implements AutoCloseable {
             }
         }
         FEATURES = f;
+        long bitsAt = -1;
+        if ((f & FEATURE_GUARD_BITS) != 0) {
+            try {
+                bitsAt = (long) linker.downcallHandle(lib.find("kpemu_clock_guard_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                int bits = (int) linker.downcallHandle(lib.find("kpemu_guard_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                int shift = (int) linker.downcallHandle(lib.find("kpemu_guard_granule_shift").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                if (bits != TextGuard.BITMAP_BITS || shift != TextGuard.GRANULE_SHIFT) {
+                    throw new IllegalStateException("libkpemu_clock.so's guard bitmap (" + bits + " bits, granule 2^" + shift
+                            + ") is not TextGuard's; rebuild it with scripts/fetch-natives.sh");
+                }
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_guard_bits_offset: " + t, t);
+            }
+        }
+        GUARD_BITS = bitsAt;
     }
 
     private final Arena arena = Arena.ofShared();
@@ -151,11 +172,18 @@ final class InstructionClock implements AutoCloseable {
         uc.hookInsnNative(Unicorn.X86_INS_RDTSCP, RDTSCP_HOOK, state, this);
     }
 
-    /** From now on the block hook checks {@code guardState} (a {@link TextGuard}'s native table). */
-    void attachGuard(MemorySegment guardState) {
+    /**
+     * From now on the block hook checks {@code guardState} (a {@link TextGuard}'s native table),
+     * looking up a block's page only when {@code bitmap} has a bit set for one of its granules.
+     */
+    void attachGuard(MemorySegment guardState, MemorySegment bitmap) {
         if ((FEATURES & FEATURE_GUARD) == 0) {
             throw new IllegalStateException("libkpemu_clock.so predates the text guard; rebuild it with scripts/fetch-natives.sh");
         }
+        if (GUARD_BITS < 0) {
+            throw new IllegalStateException("libkpemu_clock.so predates the text guard's bitmap; rebuild it with scripts/fetch-natives.sh");
+        }
+        state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD_BITS, bitmap);
         state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD, guardState);
     }
 

@@ -147,7 +147,7 @@ public abstract class Machine implements AutoCloseable {
         if (textGuard == null) {
             textGuard = new TextGuard(memory);
             memory.observeWrites(textGuard);
-            icount.attachGuard(textGuard.nativeState());
+            icount.attachGuard(textGuard.nativeState(), textGuard.nativeBitmap());
         }
         return textGuard;
     }

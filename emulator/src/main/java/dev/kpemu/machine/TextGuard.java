@@ -19,7 +19,9 @@ import java.util.Map;
  * range runs, guest memory is compared with those bytes, and on a difference the engine stops
  * before the block and {@link Machine#run} hands the range to the {@link Listener}. No Unicorn
  * memory hook exists, so guest loads and stores keep Unicorn's fast path, and the cost per block
- * does not grow with the number of ranges (a hash lookup of the block's page).
+ * does not grow with the number of ranges: one or two bit tests in a bitmap of 32-byte granules
+ * of guest-virtual addresses (hashed over {@link #BITMAP_BITS} bits) set for the granules a range
+ * touches; only a block whose granules have a bit set looks its page up in the hash table.
  *
  * <p>Host writes through {@link GuestMemory} update the expected bytes of the ranges they touch,
  * so only the guest's own stores show up as differences. A guest store to guarded text is seen
@@ -30,6 +32,10 @@ public final class TextGuard implements AutoCloseable {
     /** Bytes one range can hold (KPEMU_GUARD_MAX in kpemu_clock.c). */
     public static final int MAX_RANGE = 16;
     private static final int BUCKETS = 4096;
+    /** Bits of the granule bitmap (KPEMU_GUARD_BITS in kpemu_clock.c). */
+    static final int BITMAP_BITS = 1 << 21;
+    /** log2 of the bytes one bitmap bit stands for (KPEMU_GUARD_GRANULE_SHIFT). */
+    static final int GRANULE_SHIFT = 5;
     // struct kpemu_guard
     private static final long LIVE = 0, HIT = 4, CHECKS = 8, ENTRIES = 16, BUCKET0 = 24;
     // struct kpemu_guard_entry
@@ -50,6 +56,9 @@ public final class TextGuard implements AutoCloseable {
     private final List<Integer> free = new ArrayList<>();
     private final Map<Long, List<Integer>> byPhysicalPage = new HashMap<>();
     private final Map<Integer, Listener> listeners = new HashMap<>();
+    private final MemorySegment bitmap;
+    /** Ranges touching each set bit of {@link #bitmap} (a bit is set while its count is positive). */
+    private final Map<Integer, Integer> rangesPerBit = new HashMap<>();
 
     TextGuard(GuestMemory memory) {
         this.memory = memory;
@@ -57,9 +66,26 @@ public final class TextGuard implements AutoCloseable {
         state.fill((byte) 0);
         for (int b = 0; b < BUCKETS; b++) state.set(JAVA_INT, BUCKET0 + 4L * b, -1);
         grow(256);
+        bitmap = arena.allocate(BITMAP_BITS / 8, 64);
+        bitmap.fill((byte) 0);
     }
 
     MemorySegment nativeState() { return state; }
+
+    MemorySegment nativeBitmap() { return bitmap; }
+
+    /** Counts the range [va, va + len) in (delta 1) or out of (delta -1) the bits of its granules. */
+    private void mark(long va, int len, int delta) {
+        for (long g = va >>> GRANULE_SHIFT; g <= (va + len - 1) >>> GRANULE_SHIFT; g++) {
+            int bit = (int) (g & (BITMAP_BITS - 1));
+            int n = rangesPerBit.getOrDefault(bit, 0) + delta;
+            if (n > 0) rangesPerBit.put(bit, n);
+            else rangesPerBit.remove(bit);
+            long word = 8L * (bit >>> 6), mask = 1L << (bit & 63);
+            long w = bitmap.get(JAVA_LONG, word);
+            bitmap.set(JAVA_LONG, word, n > 0 ? w | mask : w & ~mask);
+        }
+    }
 
     private void grow(int newCapacity) {
         MemorySegment bigger = arena.allocate(ENTRY_SIZE * newCapacity, 16);
@@ -98,6 +124,7 @@ public final class TextGuard implements AutoCloseable {
         entries.set(JAVA_LONG, e + E_PA, pa);
         setExpected(id, memory.read(pa, len));
         entries.set(JAVA_INT, e + E_LEN, len);
+        mark(va, len, 1);
         byPhysicalPage.computeIfAbsent(pa >>> 12, k -> new ArrayList<>()).add(id);
         listeners.put(id, listener);
         state.set(JAVA_INT, LIVE, state.get(JAVA_INT, LIVE) + 1);
@@ -127,6 +154,7 @@ public final class TextGuard implements AutoCloseable {
         int len = entries.get(JAVA_INT, e + E_LEN);
         if (len == 0) return;
         entries.set(JAVA_INT, e + E_LEN, 0);
+        mark(entries.get(JAVA_LONG, e + E_VA), len, -1);
         long pa = entries.get(JAVA_LONG, e + E_PA);
         List<Integer> l = byPhysicalPage.get(pa >>> 12);
         if (l != null) {
