@@ -28,6 +28,7 @@ public final class KernelProbeRules implements AddressRules {
     private final SymbolTable syms;
     private final KernelTextTables tables;
     private final KernelTextTables.Range coreText, initText;
+    private RangeIndex blacklist, jumpLabels, staticCalls;   // built at first use
     private boolean initTextFreed = true;
     private java.util.function.LongPredicate moduleText = a -> false, moduleFtraceSite = a -> false;
 
@@ -82,10 +83,13 @@ public final class KernelProbeRules implements AddressRules {
         }
         KernelTextTables.Range b = blacklisted(address);
         if (b != null) throw new KprobeException(Errno.EINVAL, String.format("0x%x is blacklisted (%s)", address, b.name()));
-        for (List<KernelTextTables.Range> sites : List.of(tables.jumpLabels(), tables.staticCalls())) {
-            for (KernelTextTables.Range r : sites) {
-                if (r.contains(address)) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a %s site", address, r.name()));
-            }
+        if (jumpLabels == null) {
+            jumpLabels = new RangeIndex(tables.jumpLabels());
+            staticCalls = new RangeIndex(tables.staticCalls());
+        }
+        for (RangeIndex sites : List.of(jumpLabels, staticCalls)) {
+            KernelTextTables.Range r = sites.find(address);
+            if (r != null) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a %s site", address, r.name()));
         }
         if (tables.bugSites().contains(address)) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a BUG() trap", address));
         if (arch == Arch.ARM64 && tables.exceptionTable().contains(address)) {
@@ -108,8 +112,8 @@ public final class KernelProbeRules implements AddressRules {
     }
 
     private KernelTextTables.Range find(long address) {
-        for (KernelTextTables.Range r : tables.kprobeBlacklist()) if (r.contains(address)) return r;
-        return null;
+        if (blacklist == null) blacklist = new RangeIndex(tables.kprobeBlacklist());
+        return blacklist.find(address);
     }
 
     /**

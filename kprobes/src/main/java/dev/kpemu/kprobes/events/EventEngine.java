@@ -298,7 +298,7 @@ public final class EventEngine implements AutoCloseable {
      * @return the events enabled, as {@code GROUP/EVENT}
      */
     public List<String> writeAndEnable(List<String> definitions) throws ProbeSyntaxException {
-        List<String> touched = new ArrayList<>();
+        java.util.SequencedSet<String> touched = new java.util.LinkedHashSet<>();   // in first-write order
         for (String text : definitions) {
             for (String line : text.split("\n", -1)) {
                 ProbeDefinition d;
@@ -310,13 +310,13 @@ public final class EventEngine implements AutoCloseable {
                 writeLine(line);
                 if (d instanceof TraceProbe p) {
                     String key = p.group() + "/" + p.event();
-                    if (events.containsKey(key) && !touched.contains(key)) touched.add(key);
+                    if (events.containsKey(key)) touched.add(key);
                 }
             }
         }
         touched.removeIf(key -> !events.containsKey(key));   // defined, then deleted by a later "-:EVENT"
         for (String key : touched) setEnabled(events.get(key), true);
-        return touched;
+        return List.copyOf(touched);
     }
 
     private void writeLine(String line) throws ProbeSyntaxException {
