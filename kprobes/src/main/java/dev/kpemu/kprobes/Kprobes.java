@@ -1040,7 +1040,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
                 return false;
             }
         }
-        if (optimizer != null) {
+        if (optimizer != null && slots.contains(pc)) {
+            // detours live in the slot area: a fault anywhere else (every guest page fault) asks nothing
             long original = optimizer.originalAddress(pc);
             if (original != -1) machine.setPc(original); // a fault in a detour's displaced copy: the guest sees the original pc
         }
