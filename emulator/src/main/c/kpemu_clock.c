@@ -21,7 +21,10 @@
  * bounded to an address never executed) makes Unicorn 2.1.1 mis-execute kernel code (x86:
  * jump_label_cmp faults on a corrupted pointer; arm64: panic_bad_stack before the first
  * console line). A stop address therefore must be a block start (a branch or call target, e.g.
- * a function entry). `skip_once` lets the host resume from the address it stopped at.
+ * a function entry). `skip_once` lets the host resume from the address it stopped at. The host
+ * keeps `break_filter` (one bit per (address >> 4) mod 64), so a block start that is no break
+ * address rarely walks the list (a boot with a booted kernel's few host breakpoints walked it at
+ * every block).
  *
  * Text guard: the host's probes keep breakpoints (or jumps) in guest text, and the guest may
  * rewrite that text itself (Linux's jump labels, static calls, text_poke through an alias).
@@ -37,8 +40,10 @@
  * only a block whose granules have a bit set walks the page's hash chain (measured with 10,000
  * probes on x86_64 Linux: the chain walk on every block was a fifth of the boot's CPU time,
  * since most text pages then hold a probe); a memory read only for blocks that contain a
- * guarded range, i.e. when a probe is about to be hit. Without `guard_bits` (a host that
- * predates it) every block walks the chain.
+ * guarded range, i.e. when a probe is about to be hit. On x86 the bitmap's answer is cached
+ * with the block's instruction count (bit 15 of counts[]), so a block costs nothing more than
+ * without probes; the host clears that cache (kpemu_clock_forget) whenever the bitmap changes.
+ * Without `guard_bits` (a host that predates it) every block walks the chain.
  *
  * Time stamp counter (x86): Unicorn's own rdtsc/rdtscp read the host's TSC, which would make
  * every run different. kpemu_rdtsc / kpemu_rdtscp (UC_HOOK_INSN, Unicorn >= 2.1.4) answer with
@@ -95,10 +100,12 @@ struct kpemu_clock {
     uint64_t keys[KPEMU_CLOCK_CACHE];
     uint16_t counts[KPEMU_CLOCK_CACHE];
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
+    uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock, guard_bits); }
+size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
 
@@ -106,8 +113,9 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
    8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp),
    16 = the text guard (guard), 32 = the guard's granule bitmap (guard_bits,
-   kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift). */
-uint32_t kpemu_clock_features(void) { return 63; }
+   kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
+   64 = the break filter (break_filter, kpemu_clock_break_filter_offset). */
+uint32_t kpemu_clock_features(void) { return 127; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -124,24 +132,6 @@ void kpemu_clock_forget(struct kpemu_clock *c) {
     memset(c->counts, 0, sizeof c->counts);
 }
 
-static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
-    uint64_t key = address ^ ((uint64_t)size << 52) ^ 1;
-    uint32_t slot = (uint32_t)((address ^ (address >> 13) ^ size) & (KPEMU_CLOCK_CACHE - 1));
-    if (c->keys[slot] == key && c->counts[slot] != 0) return c->counts[slot];
-    uc_tb tb;
-    memset(&tb, 0, sizeof tb);
-    uint32_t n = 0;
-    if (uc_ctl_request_cache(uc, address, &tb) == UC_ERR_OK && tb.icount != 0) n = tb.icount;
-    if (n == 0) n = size ? (size + 3) / 4 : 1; /* cannot happen for a block that runs; keep it deterministic */
-    c->keys[slot] = key;
-    c->counts[slot] = (uint16_t)n;
-    return n;
-}
-
-static uint32_t guard_bucket(uint64_t page) {
-    return (uint32_t)((page ^ (page >> 12)) & (KPEMU_GUARD_BUCKETS - 1));
-}
-
 /* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. */
 static int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
     for (uint64_t g = address >> KPEMU_GUARD_GRANULE_SHIFT; g <= (end - 1) >> KPEMU_GUARD_GRANULE_SHIFT; g++) {
@@ -149,6 +139,32 @@ static int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end)
         if (bits[i >> 6] & (1ull << (i & 63))) return 1;
     }
     return 0;
+}
+
+/* counts[]: bit 15 set when the block may touch a guarded range (x86 blocks have at most 512
+   instructions); the host clears the cache whenever the guard bitmap changes. */
+#define KPEMU_COUNT_GUARDED 0x8000u
+
+static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
+    uint64_t key = address ^ ((uint64_t)size << 52) ^ 1;
+    uint32_t slot = (uint32_t)((address ^ (address >> 13) ^ size) & (KPEMU_CLOCK_CACHE - 1));
+    if (c->keys[slot] == key && c->counts[slot] != 0) {
+        *guarded = (c->counts[slot] & KPEMU_COUNT_GUARDED) != 0;
+        return c->counts[slot] & ~KPEMU_COUNT_GUARDED;
+    }
+    uc_tb tb;
+    memset(&tb, 0, sizeof tb);
+    uint32_t n = 0;
+    if (uc_ctl_request_cache(uc, address, &tb) == UC_ERR_OK && tb.icount != 0) n = tb.icount;
+    if (n == 0) n = size ? (size + 3) / 4 : 1; /* cannot happen for a block that runs; keep it deterministic */
+    *guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
+    c->keys[slot] = key;
+    c->counts[slot] = (uint16_t)(n | (*guarded ? KPEMU_COUNT_GUARDED : 0));
+    return n;
+}
+
+static uint32_t guard_bucket(uint64_t page) {
+    return (uint32_t)((page ^ (page >> 12)) & (KPEMU_GUARD_BUCKETS - 1));
 }
 
 /* 1 when a guarded range inside [address, address + size) no longer holds the expected bytes. */
@@ -173,6 +189,8 @@ static int guard_differs(uc_engine *uc, struct kpemu_guard *g, uint64_t address,
 
 void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
     struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    /* a block start that is no break address (nearly all) costs one bit test, not a list walk */
+    if (c->nbreaks != 0 && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1)))
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
         if (c->skip_once == address) {
@@ -183,13 +201,18 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
         uc_emu_stop(uc);
         return;
     }
-    if (c->guard && c->guard->live
-            && (c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1)))
-            && guard_differs(uc, c->guard, address, size)) {
+    uint32_t n;
+    int guarded;
+    if (c->arm64) {
+        n = (size + 3) / 4;
+        guarded = c->guard && (c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1)));
+    } else {
+        n = x86_block_icount(uc, c, address, size, &guarded); /* the bitmap's answer is cached with the count */
+    }
+    if (guarded && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
         uc_emu_stop(uc);
         return;
     }
-    uint32_t n = c->arm64 ? (size + 3) / 4 : x86_block_icount(uc, c, address, size);
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;
         uc_emu_stop(uc);

@@ -36,11 +36,15 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD = 16;
     /** Feature bit of {@code kpemu_clock_features}: the text guard's granule bitmap. */
     private static final int FEATURE_GUARD_BITS = 32;
+    /** Feature bit of {@code kpemu_clock_features}: the break filter. */
+    private static final int FEATURE_BREAK_FILTER = 64;
     private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
     /** Offset of {@code guard_bits} in {@code struct kpemu_clock}, or -1 (a library without the bitmap). */
     private static final long GUARD_BITS;
+    /** Offset of {@code break_filter} in {@code struct kpemu_clock}, or -1 (a library without it). */
+    private static final long BREAK_FILTER;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -78,6 +82,24 @@ final class InstructionClock implements AutoCloseable {
             }
         }
         GUARD_BITS = bitsAt;
+        long filterAt = -1;
+        if ((f & FEATURE_BREAK_FILTER) != 0) {
+            try {
+                filterAt = (long) linker.downcallHandle(lib.find("kpemu_clock_break_filter_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_break_filter_offset: " + t, t);
+            }
+        }
+        BREAK_FILTER = filterAt;
+    }
+
+    /** Rewrites {@code break_filter} from the break list: bit (address >> 4) mod 64 of each break address. */
+    private void updateBreakFilter() {
+        if (BREAK_FILTER < 0) return;
+        long filter = 0;
+        int n = state.get(JAVA_INT, NBREAKS);
+        for (int i = 0; i < n; i++) filter |= 1L << ((state.get(JAVA_LONG, BREAKS + 8L * i) >>> 4) & 63);
+        state.set(JAVA_LONG, BREAK_FILTER, filter);
     }
 
     private final Arena arena = Arena.ofShared();
@@ -112,6 +134,7 @@ final class InstructionClock implements AutoCloseable {
         if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
         state.set(JAVA_INT, NBREAKS, n + 1);
+        updateBreakFilter();
     }
 
     void removeBreak(long address) {
@@ -120,6 +143,7 @@ final class InstructionClock implements AutoCloseable {
             if (state.get(JAVA_LONG, BREAKS + 8L * i) != address) continue;
             state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
             state.set(JAVA_INT, NBREAKS, n - 1);
+            updateBreakFilter();
             return;
         }
     }

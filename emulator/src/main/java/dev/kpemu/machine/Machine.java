@@ -145,7 +145,7 @@ public abstract class Machine implements AutoCloseable {
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory);
+            textGuard = new TextGuard(memory, icount::forgetBlocks); // x86 caches the bitmap's answer per block
             memory.observeWrites(textGuard);
             icount.attachGuard(textGuard.nativeState(), textGuard.nativeBitmap());
         }

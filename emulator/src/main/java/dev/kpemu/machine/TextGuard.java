@@ -60,8 +60,12 @@ public final class TextGuard implements AutoCloseable {
     /** Ranges touching each set bit of {@link #bitmap} (a bit is set while its count is positive). */
     private final Map<Integer, Integer> rangesPerBit = new HashMap<>();
 
-    TextGuard(GuestMemory memory) {
+    /** Told when a bit of the bitmap changes (the instruction clock caches its answer per block). */
+    private final Runnable bitmapChanged;
+
+    TextGuard(GuestMemory memory, Runnable bitmapChanged) {
         this.memory = memory;
+        this.bitmapChanged = bitmapChanged;
         this.state = arena.allocate(BUCKET0 + 4L * BUCKETS, 16);
         state.fill((byte) 0);
         for (int b = 0; b < BUCKETS; b++) state.set(JAVA_INT, BUCKET0 + 4L * b, -1);
@@ -76,6 +80,7 @@ public final class TextGuard implements AutoCloseable {
 
     /** Counts the range [va, va + len) in (delta 1) or out of (delta -1) the bits of its granules. */
     private void mark(long va, int len, int delta) {
+        boolean changed = false;
         for (long g = va >>> GRANULE_SHIFT; g <= (va + len - 1) >>> GRANULE_SHIFT; g++) {
             int bit = (int) (g & (BITMAP_BITS - 1));
             int n = rangesPerBit.getOrDefault(bit, 0) + delta;
@@ -83,8 +88,13 @@ public final class TextGuard implements AutoCloseable {
             else rangesPerBit.remove(bit);
             long word = 8L * (bit >>> 6), mask = 1L << (bit & 63);
             long w = bitmap.get(JAVA_LONG, word);
-            bitmap.set(JAVA_LONG, word, n > 0 ? w | mask : w & ~mask);
+            long now = n > 0 ? w | mask : w & ~mask;
+            if (now != w) {
+                bitmap.set(JAVA_LONG, word, now);
+                changed = true;
+            }
         }
+        if (changed) bitmapChanged.run();
     }
 
     private void grow(int newCapacity) {
