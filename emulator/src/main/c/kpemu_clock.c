@@ -101,6 +101,7 @@ struct kpemu_clock {
     uint16_t counts[KPEMU_CLOCK_CACHE];
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
     uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
+    uint64_t fills;     /* x86 cache entries filled since the last kpemu_clock_forget */
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -127,9 +128,13 @@ static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     return (v & 0x200) != 0;        /* EFLAGS.IF set */
 }
 
+/* Nothing to clear when no block was cached since the last call: registering thousands of probes
+   forgets once per probe with no guest code run in between. */
 void kpemu_clock_forget(struct kpemu_clock *c) {
+    if (c->fills == 0) return;
     memset(c->keys, 0, sizeof c->keys);
     memset(c->counts, 0, sizeof c->counts);
+    c->fills = 0;
 }
 
 /* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. */
@@ -160,6 +165,7 @@ static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t 
     *guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
     c->keys[slot] = key;
     c->counts[slot] = (uint16_t)(n | (*guarded ? KPEMU_COUNT_GUARDED : 0));
+    c->fills++;
     return n;
 }
 
