@@ -5,12 +5,13 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import dev.kpemu.machine.Arch;
 
 /**
- * A test (or every test of a class) that gets a {@link dev.kpemu.api.KpemuSession} parameter
+ * A test (it is a JUnit {@code @Test}) that gets a {@link dev.kpemu.api.KpemuSession} parameter
  * built from this annotation: it registers its probes, calls {@code run()} and asserts. A Java
  * handler that threw during the run fails the test ({@link KpemuExtension}).
  *
@@ -22,6 +23,7 @@ import dev.kpemu.machine.Arch;
 @Target({ElementType.TYPE, ElementType.METHOD})
 @Retention(RetentionPolicy.RUNTIME)
 @ExtendWith(KpemuExtension.class)
+@Test
 public @interface KpemuTest {
     Arch arch() default Arch.X86_64;
 
