@@ -225,6 +225,11 @@ public final class KpemuSession implements AutoCloseable {
             synchronized (this) { ready = false; }
             if (generated != null) Files.deleteIfExists(generated);
         }
+        if (kprobes != null && kprobes.handlerFailures() > 0) {
+            // handlers registered on the engine directly (onReady): the engine caught them
+            failures.add(new HandlerFailure(null, kprobes.handlerFailures() + " engine handler failure(s), the last", r.guestNanos(),
+                    kprobes.lastHandlerFailure()));
+        }
         Outcome outcome;
         String status = r.status();
         if (traced.rejectedAtRegistration() != null) {
