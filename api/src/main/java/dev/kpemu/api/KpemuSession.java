@@ -77,6 +77,11 @@ public final class KpemuSession implements AutoCloseable {
     /** The architecture booted. */
     public Arch arch() { return b.arch; }
 
+    /** The kernel as chosen: {@code debian:SUITE[@RELEASE]}, a file, or {@code debian} (the default). */
+    public String kernel() {
+        return b.kernelFile != null ? b.kernelFile.toString() : b.kernelChoice != null ? b.kernelChoice.toString() : KernelChoice.DEFAULT.toString();
+    }
+
     /**
      * Registers {@code probe}: now when the session is ready (from an {@link #onReady} action),
      * else when it becomes ready. Returns the probe.
