@@ -7,7 +7,8 @@ import java.util.List;
 
 /**
  * Fills a record from a hit's arguments ({@link Kprobe#typed}): each component is a parameter
- * of the function, by name from the kernel's BTF prototype when there is one, else by position.
+ * of the function, by name from the kernel's BTF prototype when there is one (a {@code String}
+ * component only for a {@code char *} parameter), else by position.
  * The mapping is worked out at the first hit, when the kernel's BTF is known.
  */
 final class ArgumentBinder<A extends Record> {
@@ -40,7 +41,7 @@ final class ArgumentBinder<A extends Record> {
     }
 
     A bind(ProbeContext ctx) throws ReflectiveOperationException {
-        if (index == null) index = mapping(ctx.argNames());
+        if (index == null) index = mapping(ctx.argNames(), ctx.argTypes());
         Object[] values = new Object[components.length];
         for (int i = 0; i < values.length; i++) {
             long raw = ctx.arg(index[i]);
@@ -55,16 +56,21 @@ final class ArgumentBinder<A extends Record> {
         }
     }
 
-    private int[] mapping(List<String> btfNames) {
+    /** By name when the BTF has the prototype (a String only for a {@code char *}), else by position. */
+    private int[] mapping(List<String> btfNames, List<String> btfTypes) {
         int[] m = new int[components.length];
         for (int i = 0; i < m.length; i++) {
             if (btfNames.isEmpty()) {
                 m[i] = i;
                 continue;
             }
-            m[i] = btfNames.indexOf(components[i].getName());
-            if (m[i] < 0) throw new IllegalArgumentException(type.getSimpleName() + "." + components[i].getName()
+            String name = components[i].getName();
+            m[i] = btfNames.indexOf(name);
+            if (m[i] < 0) throw new IllegalArgumentException(type.getSimpleName() + "." + name
                     + ": " + function + " has no such parameter (its BTF: " + String.join(", ", btfNames) + ")");
+            if (components[i].getType() == String.class && !btfTypes.get(m[i]).endsWith("char *"))
+                throw new IllegalArgumentException(type.getSimpleName() + "." + name + ": a String, but " + function
+                        + "'s " + name + " is " + btfTypes.get(m[i]));
         }
         return m;
     }

@@ -11,6 +11,8 @@ import java.util.OptionalLong;
 
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.image.btf.Btf;
+import dev.kpemu.image.btf.BtfKind;
+import dev.kpemu.image.btf.BtfType;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.kprobes.KretprobeInstance;
 import dev.kpemu.kprobes.Regs;
@@ -93,6 +95,41 @@ final class HitContext implements ProbeContext {
         if (fn == null || btf == null) return List.of();
         return paramNames.computeIfAbsent(fn, f -> btf.funcProto(f).map(s -> s.params().stream()
                 .filter(p -> !p.variadic()).map(p -> p.name()).toList()).orElse(List.of()));
+    }
+
+    @Override public List<String> argTypes() {
+        return signature().map(sig -> sig.params().stream().map(p -> btf.typeName(p.typeId())).toList()).orElse(List.of());
+    }
+
+    private Optional<Btf.FuncSignature> signature() {
+        String fn = probe.symbol();
+        return fn == null || btf == null ? Optional.empty() : btf.funcProto(fn);
+    }
+
+    @Override public OptionalLong field(String arg, String path) {
+        Btf.FuncSignature sig = signature().orElseThrow(() -> new IllegalArgumentException(probe.symbol() + " has no prototype in the kernel's BTF"));
+        List<String> names = sig.paramNames();
+        int i = names.indexOf(arg);
+        if (i < 0) throw new IllegalArgumentException(probe.symbol() + " has no parameter '" + arg + "' (its parameters: " + String.join(", ", names) + ")");
+        int typeId = sig.params().get(i).typeId();
+        BtfType ptr = btf.resolve(typeId);
+        BtfType target = ptr == null || ptr.kind() != BtfKind.PTR ? null : btf.resolve(ptr.sizeOrType());
+        if (target == null || !target.kind().isComposite())
+            throw new IllegalArgumentException(arg + " is " + btf.typeName(typeId) + ", not a pointer to a struct or union");
+        Btf.Field f;
+        try {
+            f = btf.offsetOf(target, path);
+        } catch (java.util.NoSuchElementException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
+        if (f.bitfield()) throw new IllegalArgumentException(path + " is a bitfield");
+        if (f.size() != 1 && f.size() != 2 && f.size() != 4 && f.size() != 8)
+            throw new IllegalArgumentException(path + " is " + f.size() + " bytes, not a scalar");
+        byte[] b = new byte[(int) f.size()];
+        if (!fetch.readProbeMemory(regs.arg(i) + f.offset(), b, 0, b.length)) return OptionalLong.empty();
+        long v = 0;
+        for (int k = b.length - 1; k >= 0; k--) v = (v << 8) | (b[k] & 0xff);
+        return OptionalLong.of(v);
     }
 
     @Override public long returnValue() {

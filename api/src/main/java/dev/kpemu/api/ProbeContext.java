@@ -51,6 +51,18 @@ public interface ProbeContext {
     /** The probed function's parameter names from the kernel's BTF (empty without BTF). */
     List<String> argNames();
 
+    /** The parameters' C types from the kernel's BTF, in order ({@code int}, {@code const char *}, ...; empty without BTF). */
+    List<String> argTypes();
+
+    /**
+     * A member of the struct the pointer argument {@code arg} points to, by its BTF path
+     * ({@code flags}, {@code f_path.dentry}, {@code regs[0]}; pointers inside the path are not
+     * followed), read zero-extended from guest memory as trace_kprobe's {@code arg->member} does;
+     * empty on a fault. IllegalArgumentException when the BTF has no such parameter or member, the
+     * parameter is no pointer to a struct or union, or the member is a bitfield.
+     */
+    OptionalLong field(String arg, String path);
+
     /** A kretprobe's return handler: {@code regs_return_value} (x86 rax, arm64 x0). IllegalStateException elsewhere. */
     long returnValue();
 

@@ -28,7 +28,10 @@ import dev.kpemu.machine.Arch;
  * handlers); a kprobe with a post handler is never optimized, so every hit runs both handlers;
  * {@code kernel_clone} returns the new task's pid in the parent (kernel/fork.c); each of the
  * command's three background {@code true}s is one fork of the shell; busybox's open is
- * {@code openat(AT_FDCWD, ...)} (AT_FDCWD = -100, include/uapi/linux/fcntl.h).
+ * {@code openat(AT_FDCWD, ...)} (AT_FDCWD = -100, include/uapi/linux/fcntl.h); {@code cat} opens
+ * O_RDONLY, to which the openat system call adds O_LARGEFILE on a 64-bit kernel (x86-64: 0100000,
+ * include/uapi/asm-generic/fcntl.h) and {@code build_open_how} clears the mode without O_CREAT
+ * (fs/open.c).
  */
 @Tag("kernel")
 class ExamplesTest {
@@ -88,6 +91,9 @@ class ExamplesTest {
         for (TypedEntryExample.Open o : byCat) {
             assertEquals("cat", o.comm());
             assertEquals(-100, o.args().dfd(), "AT_FDCWD");
+            assertEquals(0, o.flags() & 3, "O_RDONLY");
+            assertEquals(0100000, o.flags() & 0100000, "openat(2) adds O_LARGEFILE on 64-bit (force_o_largefile)");
+            assertEquals(0, o.mode(), "no mode without O_CREAT (build_open_how)");
             assertTrue(o.pid() > 1, o.toString());
         }
     }
