@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Issue 16's acceptance: a Maven project outside the repository, whose only dependency is
  * {@code dev.kpemu:kpemu-junit} as docs/library.md says, boots a kernel and registers a Java
- * kprobe in a JUnit test — with no system property, no {@code KPEMU_*} variable and no JVM flag.
+ * kprobe in a JUnit test — with no system property, no JVM flag and no {@code KPEMU_*} variable
+ * but {@code KPEMU_KERNEL} ({@code ./kpemu test} pins the default kernel to the recorded build).
  *
  * <p>{@code ./kpemu install} puts kpemu's artifacts in the local Maven repository; here the jars
  * and POMs this build just packaged are laid out the same way in a temporary local repository
@@ -105,7 +106,9 @@ class FreshProjectTest {
         ProcessBuilder pb = new ProcessBuilder("mvn", "-B", "-o", "test", "-Dmaven.repo.local=" + repo)
                 .directory(project.toFile()).redirectErrorStream(true);
         Map<String, String> env = pb.environment();
-        env.keySet().removeIf(k -> k.startsWith("KPEMU") || k.equals("MAVEN_OPTS") || k.equals("JAVA_TOOL_OPTIONS"));
+        // nothing that tells kpemu where things are; KPEMU_KERNEL (which build "debian" means) stays
+        env.keySet().removeIf(k -> (k.startsWith("KPEMU") && !k.equals(dev.kpemu.image.GuestImages.DEFAULT_KERNEL_VARIABLE))
+                || k.equals("MAVEN_OPTS") || k.equals("JAVA_TOOL_OPTIONS"));
         env.put("JAVA_HOME", System.getProperty("java.home"));
         Path log = tmp.resolve("build.log");
         pb.redirectOutput(log.toFile());
