@@ -38,8 +38,10 @@ class BuilderTest {
 
     @Test
     void aSessionRunsOnce() {
-        KpemuSession s = KpemuSession.builder().kernel("/nonexistent/kernel-for-kpemu").build();
-        assertThrows(KpemuException.class, s::run);
+        KpemuSession s = KpemuSession.builder().kernel("/nonexistent/kernel-for-kpemu")
+                .initramfs(java.nio.file.Path.of("/nonexistent/initramfs-for-kpemu")).build();
+        KpemuException e = assertThrows(KpemuException.class, s::run);
+        assertEquals(1, e.getMessage().lines().count(), e.getMessage());
         assertThrows(IllegalStateException.class, s::run);
     }
 }

@@ -68,14 +68,20 @@ class SessionTest {
     }
 
     @Test
-    void arm64StackTracesWalkBackToTheSystemCallEntry() {
+    void arm64StackTracesWalkBackToTheSystemCallEntryAndAHandlerStopsTheGuest() {
         List<String> frames = new ArrayList<>();
         KpemuSession s = KpemuSession.builder().arch(Arch.ARM64).command("cat", "/proc/version").timeout(Duration.ofSeconds(30)).build();
         s.register(Kprobe.on("do_sys_openat2").pre(ctx -> {
-            if (frames.isEmpty() && ctx.comm().equals("cat")) for (long a : ctx.stackTrace()) frames.add(ctx.symbolize(a));
+            if (frames.isEmpty() && ctx.comm().equals("cat")) {
+                for (long a : ctx.stackTrace()) frames.add(ctx.symbolize(a));
+                ctx.stopGuest("seen cat's open");
+            }
         }));
         SessionResult r = s.run();
-        assertEquals(Outcome.POWERED_OFF, r.outcome(), r.status());
+        assertEquals(Outcome.STOPPED, r.outcome(), r.status());
+        assertEquals("stopped: seen cat's open", r.status());
+        assertEquals(1, r.outcome().exitCode());
+        assertEquals(null, r.commandExit(), "stopped before cat ended");
         r.assertNoHandlerFailures();
         assertFalse(frames.isEmpty());
         assertTrue(frames.get(0).startsWith("do_sys_openat2+0x0/"), frames.toString());
