@@ -69,6 +69,7 @@ public final class KpemuSession implements AutoCloseable {
     private Kprobes kprobes;
     private TracedBoot traced;
     private boolean ran, ready;
+    private volatile Thread sessionThread;
 
     private KpemuSession(Builder b) { this.b = b; }
 
@@ -88,7 +89,10 @@ public final class KpemuSession implements AutoCloseable {
      */
     public synchronized <P extends Probe> P register(P probe) {
         Objects.requireNonNull(probe);
-        if (ready) registerNow(probe);
+        if (ready) {
+            onSessionThread("register");
+            registerNow(probe);
+        }
         else if (ran) throw new IllegalStateException("the session has ended");
         else probes.add(probe);
         return probe;
@@ -96,10 +100,18 @@ public final class KpemuSession implements AutoCloseable {
 
     /** Unregisters a registered probe ({@code unregister_kprobe}); only while the session runs (from a ready action). */
     public void unregister(Probe probe) {
+        if (!ready) throw new IllegalStateException("unregister while the session runs, from a ready action");
+        onSessionThread("unregister");
         switch (probe) {
             case Kprobe k -> { if (k.engine != null) kprobes.unregister(k.engine); }
             case Kretprobe r -> { if (r.engine != null) kprobes.unregister(r.engine); }
         }
+    }
+
+    /** The engine belongs to the emulation thread (its Capstone handle too): changes come from there. */
+    private void onSessionThread(String what) {
+        if (Thread.currentThread() != sessionThread)
+            throw new IllegalStateException(what + " while the guest runs only from a ready action (the emulation thread), or before run()");
     }
 
     /**
@@ -157,6 +169,7 @@ public final class KpemuSession implements AutoCloseable {
                 thrown[0] = e;
             }
         }, "kpemu-session", 64L << 20);
+        sessionThread = t;
         t.start();
         boolean interrupted = false;
         while (true) {
