@@ -38,15 +38,33 @@ class SessionTest {
         List<String> listing = new ArrayList<>();
         KpemuSession s = KpemuSession.builder().command("cat", "/proc/version").timeout(Duration.ofSeconds(30))
                 .events("p:myopen do_sys_openat2").traceSink(lines::add).build();
-        Kprobe java = s.register(Kprobe.on("do_sys_openat2"));
+        List<Object> seen = new ArrayList<>();
+        Kprobe javaProbe = s.register(Kprobe.on("do_sys_openat2").pre(ctx -> {
+            if (!seen.isEmpty() || !ctx.comm().equals("cat")) return;
+            long filename = ctx.arg("filename"), how = ctx.arg("how");
+            seen.addAll(List.of(ctx.argTypes(), ctx.userString(filename), ctx.kernelString(filename),
+                    ctx.readUser(filename, 5).map(String::new), ctx.readKernel(filename, 5).isPresent(),
+                    ctx.readLong(how), ctx.field("how", "flags"), ctx.pid() == ctx.tgid(), ctx.registers().get("rdi") == ctx.arg(0)));
+        }));
         s.onReady(ready -> listing.add(ready.kprobes().list()));
         SessionResult r = s.run();
         assertEquals(Outcome.POWERED_OFF, r.outcome(), r.status());
         r.assertNoHandlerFailures();
+        // do_sys_openat2(int dfd, const char __user *filename, struct open_how *how) (fs/open.c): the name
+        // is a user pointer, which the kernel's nofault rules read as user memory only; open_how's
+        // first member is flags (include/uapi/linux/openat2.h); cat is one thread (pid == tgid)
+        assertEquals(List.of("int", "const char *", "struct open_how *"), seen.get(0));
+        assertEquals(java.util.Optional.of("/proc/version"), seen.get(1));
+        assertEquals(java.util.Optional.empty(), seen.get(2), "copy_from_kernel_nofault refuses a user address");
+        assertEquals(java.util.Optional.of("/proc"), seen.get(3));
+        assertEquals(false, seen.get(4));
+        assertEquals(((java.util.OptionalLong) seen.get(6)).getAsLong(), ((java.util.OptionalLong) seen.get(5)).getAsLong());
+        assertEquals(true, seen.get(7));
+        assertEquals(true, seen.get(8), "x86-64 passes the first argument in rdi");
         assertEquals(lines, r.traceLines());
         long events = lines.stream().filter(l -> l.contains(" myopen: (do_sys_openat2+0x")).count();
         assertTrue(events > 0, String.join("\n", lines));
-        assertEquals(events, java.hits(), "both probes sit on one address: every hit runs both");
+        assertEquals(events, javaProbe.hits(), "both probes sit on one address: every hit runs both");
         assertEquals(1, listing.size());
         assertTrue(listing.get(0).lines().anyMatch(l -> l.contains(" k  do_sys_openat2+0x0")), listing.get(0));
     }
