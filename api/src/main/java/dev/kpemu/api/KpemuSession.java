@@ -24,8 +24,6 @@ import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.btf.Btf;
 import dev.kpemu.kprobes.Kprobes;
-import dev.kpemu.kprobes.KretprobeInstance;
-import dev.kpemu.kprobes.Regs;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.KernelSymbols;
 import dev.kpemu.kprobes.events.MachineFetchContext;
@@ -65,7 +63,7 @@ public final class KpemuSession implements AutoCloseable {
     private volatile Machine machine;
     private volatile boolean stopRequested;
     private String stopWhy;
-    private HitContext ctx;
+    private EngineProbes engineProbes;
     private Kprobes kprobes;
     private TracedBoot traced;
     private boolean ran, ready;
@@ -102,10 +100,7 @@ public final class KpemuSession implements AutoCloseable {
     public void unregister(Probe probe) {
         if (!ready) throw new IllegalStateException("unregister while the session runs, from a ready action");
         onSessionThread("unregister");
-        switch (probe) {
-            case Kprobe k -> { if (k.engine != null) kprobes.unregister(k.engine); }
-            case Kretprobe r -> { if (r.engine != null) kprobes.unregister(r.engine); }
-        }
+        engineProbes.unregister(probe);
     }
 
     /** The engine belongs to the emulation thread (its Capstone handle too): changes come from there. */
@@ -283,7 +278,7 @@ public final class KpemuSession implements AutoCloseable {
         Btf btf = structs == null ? null : structs.btf();
         MachineFetchContext fetch = new MachineFetchContext(guest.machine(), kprobes.regs(), KernelSymbols.permissive(),
                 structs == null ? null : TaskLayout.of(structs));
-        ctx = new HitContext(guest.machine(), kprobes, fetch, guest.symbols(), btf);
+        engineProbes = new EngineProbes(kprobes, new HitContext(guest.machine(), kprobes, fetch, guest.symbols(), btf), failures);
         List<Probe> waiting;
         synchronized (this) {
             ready = true;
@@ -301,60 +296,7 @@ public final class KpemuSession implements AutoCloseable {
         traced.watchReturnToUser(guest.machine());
     }
 
-    private void registerNow(Probe probe) {
-        switch (probe) {
-            case Kprobe k -> registerKprobe(k);
-            case Kretprobe r -> registerKretprobe(r);
-        }
-    }
-
-    private void registerKprobe(Kprobe k) {
-        if (k.engine != null && k.engine.isRegistered()) throw new IllegalStateException(k + " is already registered");
-        dev.kpemu.kprobes.Kprobe e = k.symbol() != null ? dev.kpemu.kprobes.Kprobe.at(k.symbol(), k.offset())
-                : dev.kpemu.kprobes.Kprobe.at(k.address());
-        e.pre((p, regs) -> {
-            k.hits++;
-            if (k.pre != null) call(k, "pre", k.pre, regs, null, false);
-            return 0;
-        });
-        if (k.post != null) e.post((p, regs, flags) -> call(k, "post", k.post, regs, null, false));
-        kprobes.register(e);
-        k.engine = e;
-    }
-
-    private void registerKretprobe(Kretprobe r) {
-        if (r.engine != null && r.engine.kprobe().isRegistered()) throw new IllegalStateException(r + " is already registered");
-        dev.kpemu.kprobes.Kretprobe e = dev.kpemu.kprobes.Kretprobe.at(r.symbol()).maxactive(r.maxactive);
-        e.entryHandler((ri, regs) -> {
-            ctx.forget(ri);       // a recycled instance starts without data
-            if (r.entry == null) return 0;
-            return call(r, "entry", r.entry, regs, ri, false) ? 1 : 0;
-        });
-        e.handler((ri, regs) -> {
-            r.hits++;
-            try {
-                if (r.ret != null) call(r, "return", r.ret, regs, ri, true);
-            } finally {
-                ctx.forget(ri);
-            }
-            return 0;
-        });
-        kprobes.register(e);
-        r.engine = e;
-    }
-
-    /** Runs a handler; returns whether it asked to skip the instance. A failure is recorded, the guest goes on. */
-    private boolean call(Probe p, String which, ProbeHandler h, Regs regs, KretprobeInstance ri, boolean atReturn) {
-        ctx.begin(p, regs, ri, atReturn);
-        try {
-            h.handle(ctx);
-        } catch (VirtualMachineError e) {
-            throw e;
-        } catch (Throwable t) {
-            failures.add(new HandlerFailure(p, which, machine.clock().liveNanos(), t));
-        }
-        return ctx.skipped();
-    }
+    private void registerNow(Probe probe) { engineProbes.register(probe); }
 
     /** Nothing stays open after {@link #run()}; closing a session that never ran just forgets it. */
     @Override public void close() {}
