@@ -141,6 +141,9 @@ public final class KpemuSession implements AutoCloseable {
         if (m != null) m.requestStopFromAnyThread(new dev.kpemu.machine.StopReason.HostRequest(why));
     }
 
+    /** Whether {@link #run()} was called. */
+    public synchronized boolean hasRun() { return ran; }
+
     /** Every handler failure so far. */
     public List<HandlerFailure> handlerFailures() { return List.copyOf(failures); }
 

@@ -15,21 +15,26 @@ import org.junit.platform.launcher.listeners.TestExecutionSummary;
 /**
  * Issue 16: a handler's exception is caught by the engine and the guest goes on (as in Linux), so
  * a test must fail for it anyway: {@code @KpemuTest}'s extension fails a test whose session had a
- * handler that threw, though the test's own assertions all held.
+ * handler that threw, though the test's own assertions all held, and one that never ran its session.
  */
 @Tag("kernel")
 class ExtensionFailsOnHandlerErrorsTest {
     @Test
-    void aTestWhoseHandlerThrewFails() {
+    void aTestWhoseHandlerThrewOrThatNeverRanItsSessionFails() {
         Launcher launcher = LauncherFactory.create();
         SummaryGeneratingListener listener = new SummaryGeneratingListener();
         launcher.execute(LauncherDiscoveryRequestBuilder.request().selectors(selectClass(ThrowingHandlerScenario.class)).build(), listener);
         TestExecutionSummary s = listener.getSummary();
-        assertEquals(1, s.getTestsStartedCount());
-        assertEquals(1, s.getTestsFailedCount(), "the extension fails the test");
-        Throwable failure = s.getFailures().get(0).getException();
-        assertInstanceOf(AssertionError.class, failure);
-        assertInstanceOf(IllegalStateException.class, failure.getCause());
-        assertEquals(ThrowingHandlerScenario.MESSAGE, failure.getCause().getMessage());
+        assertEquals(2, s.getTestsStartedCount());
+        assertEquals(2, s.getTestsFailedCount(), "the extension fails both tests");
+        java.util.Map<String, Throwable> failures = new java.util.HashMap<>();
+        for (var f : s.getFailures()) failures.put(f.getTestIdentifier().getDisplayName().replaceAll("\\(.*", ""), f.getException());
+        Throwable threw = failures.get("aHandlerThrows");
+        assertInstanceOf(AssertionError.class, threw);
+        assertInstanceOf(IllegalStateException.class, threw.getCause());
+        assertEquals(ThrowingHandlerScenario.MESSAGE, threw.getCause().getMessage());
+        Throwable neverRan = failures.get("theSessionNeverRuns");
+        assertInstanceOf(AssertionError.class, neverRan);
+        assertEquals("the test never ran its kpemu session (x86_64 debian): call session.run()", neverRan.getMessage());
     }
 }

@@ -9,8 +9,8 @@ import dev.kpemu.junit.KpemuTest;
 
 /**
  * Not run by surefire (its name is no test's): {@link ExtensionFailsOnHandlerErrorsTest} runs it
- * through JUnit. Its only assertion holds; its handler throws at every hit, so the extension must
- * fail it.
+ * through JUnit. Its assertions hold, but one test's handler throws at every hit and the other
+ * never runs its session: the extension must fail both.
  */
 class ThrowingHandlerScenario {
     static final String MESSAGE = "the handler's own bug";
@@ -19,5 +19,11 @@ class ThrowingHandlerScenario {
     void aHandlerThrows(KpemuSession session) {
         session.register(Kprobe.on("do_sys_openat2").pre(ctx -> { throw new IllegalStateException(MESSAGE); }));
         assertEquals(Outcome.POWERED_OFF, session.run().outcome());
+    }
+
+    /** Asserts nothing false, and boots nothing: the extension fails it for never running the session. */
+    @KpemuTest(command = {"true"})
+    void theSessionNeverRuns(KpemuSession session) {
+        session.register(Kprobe.on("do_sys_openat2"));
     }
 }

@@ -17,7 +17,8 @@ import dev.kpemu.api.KpemuSession;
 
 /**
  * Gives {@link KpemuTest} methods their {@link KpemuSession}, and fails a test (or one
- * invocation of a parameterized test) when a Java handler of any session it was given threw:
+ * invocation of a parameterized test) that never ran a session it was given, or when a Java
+ * handler of one threw:
  * Linux's kprobes go on after a handler's error, so kpemu's do too, and without this a test that
  * forgot to look at {@link dev.kpemu.api.SessionResult#handlerFailures()} would pass.
  */
@@ -48,10 +49,16 @@ public final class KpemuExtension implements ParameterResolver, InvocationInterc
         check(call.getArguments());
     }
 
-    /** Throws an AssertionError for the first handler failure of any session among the test's arguments. */
+    /**
+     * Throws an AssertionError for the first handler failure of any session among the test's
+     * arguments, or for a session the test never ran (its probes never saw a kernel: whatever the
+     * test asserted, it asserted nothing about one).
+     */
     static void check(List<Object> arguments) {
         for (Object a : arguments) {
             if (!(a instanceof KpemuSession s)) continue;
+            if (!s.hasRun()) throw new AssertionError("the test never ran its kpemu session (" + s.arch().linuxName() + " " + s.kernel()
+                    + "): call session.run()");
             List<HandlerFailure> failures = s.handlerFailures();
             if (failures.isEmpty()) continue;
             AssertionError e = new AssertionError("a kprobe handler threw (" + failures.size() + " failure(s)); first: " + failures.get(0),
