@@ -116,15 +116,13 @@ public final class OptimizationSafety {
 
     /** Checks {@code candidate} with the rules of {@code decoder}'s arch. */
     public static Verdict check(Decoder decoder, Candidate candidate) {
-        return switch (decoder.arch()) {
-            case X86_64 -> x86(decoder, candidate);
-            case ARM64 -> arm64(decoder, candidate);
-        };
+        return ArchOptimizer.of(decoder.arch()).check(decoder, candidate);
     }
 
     // ---------------------------------------------------------------- x86-64
 
-    private static Verdict x86(Decoder decoder, Candidate c) {
+    /** x86-64's rules ({@link X86Optimizer}). */
+    static Verdict x86(Decoder decoder, Candidate c) {
         TextRange fn = c.function();
         long probe = c.probeAddress();
         if (!fn.contains(probe)) {
@@ -247,7 +245,8 @@ public final class OptimizationSafety {
     /** HINT numbers of landing pads: PACIASP 25, PACIBSP 27, BTI c 34, BTI j 36, BTI jc 38. */
     private static final Set<Integer> LANDING_PAD_HINTS = Set.of(25, 27, 34, 36, 38);
 
-    private static Verdict arm64(Decoder decoder, Candidate c) {
+    /** arm64's rules ({@link Arm64Optimizer}). */
+    static Verdict arm64(Decoder decoder, Candidate c) {
         TextRange fn = c.function();
         long probe = c.probeAddress();
         if (!fn.contains(probe)) {
