@@ -13,12 +13,13 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
 import dev.kpemu.cli.TracedBoot;
 import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.RecordedKernels;
 import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.RecordedSetupErrors;
 import dev.kpemu.kprobes.events.ReferenceTrace;
@@ -27,9 +28,10 @@ import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
 /**
- * Event filters and hist triggers against Linux's own (issue 15), on the default kernel, both
- * arches. {@code guest-images/record-filters.sh} recorded, under QEMU on the same kernel and the
- * same corpus guest, what Linux 6.1 does with the definitions of
+ * Event filters and hist triggers against Linux's own (issue 15), on every kernel of the matrix
+ * (Debian 12's 6.1, 13's 6.12, unstable's 7.x: the builds {@link RecordedKernels} names), both
+ * arches. {@code guest-images/record-filters.sh --kernel debian:SUITE@RELEASE} recorded, under QEMU
+ * on the same kernel and the same corpus guest, what that Linux does with the definitions of
  * {@code reference/filters.ARCH.events} and the tracefs writes of {@code reference/filters.ARCH.setup}
  * (filters with globs, {@code ||}/{@code &&}/{@code !}, numeric and bit tests, comm; hist
  * triggers with string, compound, hex, signed, {@code .sym}, {@code .sym-offset}, {@code .log2}
@@ -42,14 +44,19 @@ import dev.kpemu.machine.Arch;
  */
 @Tag("kernel")
 class FilterHistTraceTest {
-    @ParameterizedTest
-    @EnumSource(Arch.class)
-    void filteredTraceAndHistEqualLinuxOwn(Arch arch) throws Exception {
+    /** Each suite of the matrix ({@code -Dkpemu.matrix.suites}) on each arch. */
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() {
+        return KernelMatrixTest.kernels();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void filteredTraceAndHistEqualLinuxOwn(String suite, Arch arch) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        Map<String, String> v = images.kernelVersion(arch);
+        Map<String, String> v = images.kernelVersion(arch, RecordedKernels.choice(suite));
         Path ref = KernelTraceRegressionTest.REFERENCE;
-        ReferenceTrace reference = ReferenceTrace.read(ref, arch, "filters", v.get("release"));
         Path dir = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release")));
+        ReferenceTrace reference = ReferenceTrace.read(ref, arch, "filters", v.get("release"));
         Map<String, String> hist = histFiles(Files.readAllLines(dir.resolve("filters.hist")));
         RecordedSetupErrors refused = RecordedSetupErrors.read(dir.resolve("filters.filter-errors"));
 
@@ -84,7 +91,7 @@ class FilterHistTraceTest {
                     for (String e : hist.keySet()) kpemuHist.put(e, traced.events().hist("kprobes/" + e));
             });
             ByteArrayOutputStream console = new ByteArrayOutputStream();
-            BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, initrd, null, 256, 120,
+            BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, images.kernel(arch, RecordedKernels.choice(suite)), initrd, null, 256, 120,
                     console, new PrintStream(new ByteArrayOutputStream())), traced);
             assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
 
@@ -94,13 +101,13 @@ class FilterHistTraceTest {
                     "Linux's window holds filtered events");
             assertTrue(expected.stream().noneMatch(e -> e.name().equals("myread")), "the disabled event is not traced");
             TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
-            assertTrue(cmp.matches(), arch.linuxName() + " filtered trace: " + cmp.report(20));
+            assertTrue(cmp.matches(), suite + " " + arch.linuxName() + " filtered trace: " + cmp.report(20));
 
             assertEquals(hist.keySet(), kpemuHist.keySet(), "kpemu's trace reached the after script");
             assertEquals(List.copyOf(triggered), hist.keySet().stream().filter(k -> !hist.get(k).isEmpty()).sorted().toList(),
                     "the events Linux shows a histogram for: those with a hist trigger");
             for (var e : hist.entrySet()) {
-                assertEquals(e.getValue(), kpemuHist.get(e.getKey()), arch.linuxName() + " events/kprobes/" + e.getKey() + "/hist");
+                assertEquals(e.getValue(), kpemuHist.get(e.getKey()), suite + " " + arch.linuxName() + " events/kprobes/" + e.getKey() + "/hist");
             }
         } finally {
             Files.deleteIfExists(initrd);
