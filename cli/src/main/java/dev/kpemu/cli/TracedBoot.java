@@ -271,7 +271,7 @@ public final class TracedBoot implements BootHooks {
                 }
             }
             try {
-                setup.check(defs, symbols);
+                setup.check(defs, symbols, dialect);
             } catch (EventSetup.Rejected e) {
                 throw new SetupRejected(e);
             }

@@ -89,6 +89,15 @@ public enum Dialect {
     /** Whether kretprobes may fetch {@code $argN} (Linux 6.10+). */
     public boolean hasRetprobeArgs() { return retprobeArgs; }
 
+    /** How the kernel parses event filters and the filters of hist triggers. */
+    public dev.kpemu.kprobes.events.filter.FilterDialect filters() {
+        return switch (this) {
+            case LINUX_6_1 -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_6_1;
+            case LINUX_6_12 -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_6_12;
+            case LINUX_7, MAINLINE -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_7;
+        };
+    }
+
     /** Whether the {@code char} type exists (Linux 6.5+). */
     public boolean hasCharType() { return charType; }
 }

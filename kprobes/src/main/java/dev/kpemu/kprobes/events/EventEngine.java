@@ -620,7 +620,7 @@ public final class EventEngine implements AutoCloseable {
             return;
         }
         e.filter = null;
-        e.filter = EventFilter.parse(t, fields(e));
+        e.filter = EventFilter.parse(t, fields(e), dialect.filters());
     }
 
     /** The event's filter as written, or null. */
@@ -638,7 +638,7 @@ public final class EventEngine implements AutoCloseable {
      */
     public void addTrigger(String name, String text) throws HistTriggerException {
         Event e = event(name);
-        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect != Dialect.LINUX_6_1));
+        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect));
         updateArmed(e);
     }
 
