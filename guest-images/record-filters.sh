@@ -62,14 +62,14 @@ header() {
 } > "$dir/$name.trace"
 {
   header "hist files"
-  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/linux.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/linux.log" | { grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true; } \
     | sed -e 's/^KPEMU-HIST-BEGIN \(.*\)$/## hist \1/' -e '/^KPEMU-HIST-END$/d'
 } > "$dir/$name.hist"
 {
   header "Refused tracefs writes"
   # each refused write: "## refused FILE<TAB>TEXT", the file's text, then "## error_log" and the entries
   # the write logged, timestamps removed
-  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/errors.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/errors.log" | { grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true; } \
     | awk '/^KPEMU-SETUP-REFUSED / { sub(/^KPEMU-SETUP-REFUSED /, ""); print "## refused " $0; elog = 0; next }
            /^KPEMU-SETUP-REFUSED-END$/ { next }
            /^KPEMU-ERROR-LOG / { if (!elog) { print "## error_log"; elog = 1 }
