@@ -44,6 +44,15 @@ public interface KernelSymbols {
     /** The kernel's own BTF ({@code bpf_get_btf_vmlinux}), or null when it is not known: BTF arguments then find no entry. */
     default dev.kpemu.image.btf.Btf btf() { return null; }
 
+    /**
+     * Whether the kernel was built with fprobe events (CONFIG_FPROBE_EVENTS: {@code f} and
+     * {@code t} in {@code dynamic_events}): trace_fprobe's command parser is in its symbols.
+     */
+    default boolean hasFprobeEvents() { return lookupName("trace_fprobe_create").isPresent(); }
+
+    /** Whether the kernel defines tracepoint {@code name} ({@code find_tracepoint}: its {@code __tracepoint_NAME}). */
+    default boolean hasTracepoint(String name) { return lookupName("__tracepoint_" + name).isPresent(); }
+
     /** {@code kallsyms_lookup_name}: the address of {@code name}, if known. */
     OptionalLong lookupName(String name);
 
