@@ -25,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
@@ -378,6 +379,7 @@ public final class EventEngine implements AutoCloseable {
         } else if (foreignEvents.contains(def.group() + "/" + def.event())) {
             throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST);
         }
+        if (def instanceof FprobeDef f) checkTraceable(f);
         CompiledProbe compiled = CompiledProbe.compile(def, arch, symbols); // traceprobe_update_arg: @SYM
         Probe p = new Probe(def, compiled);
         boolean enabled = ev != null && ev.armed;
@@ -399,12 +401,12 @@ public final class EventEngine implements AutoCloseable {
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
-        if (def instanceof KretprobeDef r) {
+        if (def.isReturn()) {
             Kretprobe rp = switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
             };
-            rp.maxactive(r.maxactive()).handler(p::onReturn);
+            rp.maxactive(def instanceof KretprobeDef r ? r.maxactive() : def instanceof FprobeDef f ? f.maxactive() : 0).handler(p::onReturn);
             int saved = p.compiled.entryArgs().length;
             if (saved > 0) {              // trace_kprobe_entry_handler: $argN of a return probe, saved at entry
                 rp.dataSize(8 * saved).entryHandler((ri, regs) -> {
@@ -416,7 +418,7 @@ public final class EventEngine implements AutoCloseable {
             if (!enabled) rp.kprobe().disabled();
             p.rp = rp;
         } else {
-            Kprobe kp = switch (def.target()) {
+            Kprobe kp = def instanceof FprobeDef f ? fentry(f) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
             };
@@ -439,6 +441,38 @@ public final class EventEngine implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * What kpemu traces of trace_fprobe's events: an fprobe on one function. A tracepoint probe
+     * (the kernel calls it from the tracepoint's probe list, which kpemu does not join) and an
+     * fprobe whose filter is a glob (one event on every matching function) are refused with
+     * EOPNOTSUPP and no error_log entry: kpemu's limit, not a kernel error.
+     */
+    private static void checkTraceable(FprobeDef f) throws ProbeSyntaxException {
+        if (f.tracepoint())
+            throw ProbeSyntaxException.silent(f.command(), Errno.EOPNOTSUPP, "kpemu does not trace tracepoint probes (t:" + f.group() + "/" + f.event() + ")");
+        if (f.symbol().chars().anyMatch(c -> c == '*' || c == '?' || c == '['))
+            throw ProbeSyntaxException.silent(f.command(), Errno.EOPNOTSUPP, "kpemu traces an fprobe on one function, not a glob (" + f.symbol() + ")");
+    }
+
+    /**
+     * An fprobe's entry: ftrace calls it from the function's ftrace site (the {@code call
+     * __fentry__} on x86, after an {@code endbr64} when the function has one; the patched
+     * {@code bl} on arm64), and the event's ip is that site (recorded: {@code (vfs_read+0x4/...)},
+     * {@code (do_sys_openat2+0x0/...)} on x86's 6.12). kpemu probes that site, whose registers
+     * hold the function's arguments.
+     */
+    private Kprobe fentry(FprobeDef f) {
+        if (rules != null) {
+            OptionalLong start = symbols.lookupName(f.symbol());
+            if (start.isPresent()) {
+                long size = symbols.symbolAt(start.getAsLong()).map(KernelSymbols.Symbol::size).orElse(0L);
+                Long site = rules.tables().ftraceSites().ceiling(start.getAsLong());
+                if (site != null && Long.compareUnsigned(site - start.getAsLong(), size) < 0) return Kprobe.at(site);
+            }
+        }
+        return Kprobe.at(f.symbol(), 0);
     }
 
     /** trace_kprobe's {@code within_notrace_func} check (skipped when the engine allows unsafe probes). */

@@ -65,13 +65,15 @@ public interface KernelSymbols {
     }
 
     /**
-     * A table that knows no addresses but accepts every name once: every symbol exists and is
+     * A table that knows no addresses but accepts every name once (and fprobe events exist, on the
+     * dialects that have them): every symbol exists and is
      * unique, only offset 0 is a function entry, {@code @SYM} resolves to nothing (so
      * compiling {@code @SYM} needs a real table), and printing falls back to hex.
      */
     static KernelSymbols permissive() {
         return new KernelSymbols() {
             @Override public int countSymbols(String name) { return 1; }
+            @Override public boolean hasFprobeEvents() { return true; }
             @Override public FuncEntry funcEntry(String symbol, long offset) {
                 return offset == 0 ? FuncEntry.ENTRY : FuncEntry.NOT_ENTRY;
             }

@@ -1,0 +1,111 @@
+package dev.kpemu.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.cli.CorpusGuest;
+import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Kallsyms;
+import dev.kpemu.kprobes.Errno;
+import dev.kpemu.kprobes.events.DefinitionCheck;
+import dev.kpemu.kprobes.events.Dialect;
+import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.KernelProbeSites;
+import dev.kpemu.kprobes.events.RecordedErrorLog;
+import dev.kpemu.kprobes.events.ReferenceTrace;
+import dev.kpemu.kprobes.events.TraceComparator;
+import dev.kpemu.kprobes.events.TraceRecord;
+import dev.kpemu.machine.Arch;
+
+/**
+ * fprobe events ({@code f:} entry, {@code f:…%return} exit, issue 15) against Linux's own, on each
+ * kernel of the matrix. {@code guest-images/record-filters.sh ARCH fprobes} recorded, under QEMU on
+ * the suite's recorded build, the corpus guest ({@link CorpusGuest}) whose /init writes
+ * {@code reference/fprobes.ARCH.events} to {@code dynamic_events} and runs the default workload:
+ * Linux 6.12 (x86_64; Debian's arm64 6.12 is built without CONFIG_FPROBE_EVENTS) and 7.2 (both
+ * arches). kpemu boots the same guest with the same definitions registered before /init, and the
+ * workload's window must equal Linux's event by event: the entry's ip (the function's ftrace site,
+ * {@code vfs_read+0x4} after x86's {@code endbr64}), the exit's return site and function, every
+ * argument (BTF names, members, {@code $retval}, a return probe's {@code $argN}). On the kernels
+ * without fprobe events (6.1, arm64's 6.12) the definitions are refused as Linux refused them
+ * ({@code fprobe.error_log}: EINVAL, nothing logged).
+ */
+@Tag("kernel")
+class FprobeTraceTest {
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() {
+        return KernelMatrixTest.kernels();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("kernels")
+    void fprobeTraceEqualsLinuxOwn(String suite, Arch arch) throws Exception {
+        GuestImages images = GuestImages.forRepository();
+        Map<String, String> v = KernelMatrixTest.version(suite, arch);
+        Path ref = KernelTraceRegressionTest.REFERENCE;
+        Path dir = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release")));
+        List<String> script = Files.readAllLines(ref.resolve("fprobes." + arch.linuxName() + ".events")).stream()
+                .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
+        Path kernel = KernelMatrixTest.kernel(suite, arch);
+        if (!Files.isRegularFile(dir.resolve("fprobes.trace"))) {
+            refusedAsLinuxRefusedThem(arch, kernel, v.get("release"), dir, script);
+            return;
+        }
+        ReferenceTrace reference = ReferenceTrace.read(ref, arch, "fprobes", v.get("release"));
+        assertEquals(script, reference.definitions(), "the recorded trace is of the current script");
+        Path initrd = Files.createTempFile("kpemu-fprobes", ".cpio");
+        try {
+            CorpusGuest.archive(Files.readAllBytes(images.busybox(arch)), "kpemu", List.of()).write(initrd);
+            TracedBoot traced = new TracedBoot(reference.definitions(), null).armAtInit(true);
+            BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, null, 256, 120,
+                    new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
+            assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+            assertNull(traced.rejectedAtRegistration(), () -> "the kernel refused a definition: " + traced.rejectedAtRegistration());
+
+            List<ReferenceTrace.Event> expected = CorpusGuest.window(reference.events());
+            List<ReferenceTrace.Event> actual = CorpusGuest.window(reference.eventsOf(traced.records().stream().map(TraceRecord::line).toList()));
+            for (String e : List.of("fo", "fr", "frd", "fvr", "fcl"))
+                assertTrue(expected.stream().anyMatch(x -> x.name().equals(e)), "Linux's window holds " + e + " events");
+            TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
+            assertTrue(cmp.matches(), suite + " " + arch.linuxName() + " fprobes: " + cmp.report(20));
+        } finally {
+            Files.deleteIfExists(initrd);
+        }
+    }
+
+    /** A kernel without fprobe events: each f: definition is refused with Linux's recorded answer to an f: write. */
+    static void refusedAsLinuxRefusedThem(Arch arch, Path kernelFile, String release, Path dir, List<String> script) throws Exception {
+        RecordedErrorLog recorded = RecordedErrorLog.read(dir.resolve("fprobe.error_log"));
+        assertEquals(release, recorded.kernel(), "fprobe.error_log is of the tested build");
+        RecordedErrorLog.Answer linux = recorded.answers().stream().filter(a -> a.definition().equals("f:fo vfs_read")).findFirst().orElseThrow();
+        assertFalse(linux.accepted(), release + ": Linux refused f:");
+        assertEquals(Errno.EINVAL, linux.errno());
+        assertTrue(linux.errorLog().isEmpty(), "Linux logged nothing");
+        Kallsyms.KernelText k = Kallsyms.load(kernelFile);
+        Dialect dialect = Dialect.forRelease(release);
+        KallsymsSymbols symbols = KallsymsSymbols.forKernel(k.symbols(), arch, k.bytes());
+        try (KernelProbeSites sites = new KernelProbeSites(arch, k.symbols(), k.bytes()).dialect(dialect)) {
+            for (String d : script) {
+                if (!d.startsWith("f")) continue;
+                DefinitionCheck.Outcome got = new DefinitionCheck(arch, dialect, symbols, sites).check(d);
+                assertFalse(got.accepted(), release + " refuses " + d);
+                assertEquals(linux.errno(), got.error().errno(), d);
+                assertFalse(got.error().logged(), d + ": nothing logged, as Linux");
+            }
+        }
+    }
+}
