@@ -33,41 +33,50 @@ import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
 /**
- * fprobe events ({@code f:} entry, {@code f:…%return} exit, issue 15) against Linux's own, on each
- * kernel of the matrix. {@code guest-images/record-filters.sh ARCH fprobes} recorded, under QEMU on
- * the suite's recorded build, the corpus guest ({@link CorpusGuest}) whose /init writes
- * {@code reference/fprobes.ARCH.events} to {@code dynamic_events} and runs the default workload:
+ * fprobe events ({@code f:} entry, {@code f:…%return} exit) and tracepoint probes ({@code t:}),
+ * issue 15, against Linux's own, on each kernel of the matrix. {@code guest-images/record-filters.sh
+ * ARCH fprobes|tprobes} recorded, under QEMU on the suite's recorded build, the corpus guest
+ * ({@link CorpusGuest}) whose /init writes {@code reference/NAME.ARCH.events} to
+ * {@code dynamic_events} and runs the default workload:
  * Linux 6.12 (x86_64; Debian's arm64 6.12 is built without CONFIG_FPROBE_EVENTS) and 7.2 (both
  * arches). kpemu boots the same guest with the same definitions registered before /init, and the
  * workload's window must equal Linux's event by event: the entry's ip (the function's ftrace site,
  * {@code vfs_read+0x4} after x86's {@code endbr64}), the exit's return site and function, every
- * argument (BTF names, members, {@code $retval}, a return probe's {@code $argN}). On the kernels
+ * argument (BTF names, members, {@code $retval}, a return probe's {@code $argN}); a tracepoint
+ * probe's ip is its tracepoint's probestub ({@code __probestub_sched_process_exec+0x4}), its
+ * arguments the tracepoint's own ({@code bprm->filename}, {@code child->pid}). On the kernels
  * without fprobe events (6.1, arm64's 6.12) the definitions are refused as Linux refused them
  * ({@code fprobe.error_log}: EINVAL, nothing logged).
  */
 @Tag("kernel")
 class FprobeTraceTest {
+    /** Each script's events, which Linux's window holds. */
+    static final Map<String, List<String>> SCRIPTS = Map.of(
+            "fprobes", List.of("fo", "fr", "frd", "fvr", "fcl"),
+            "tprobes", List.of("tex", "tfork", "sched_process_exit"));
+
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() {
-        return KernelMatrixTest.kernels();
+        return KernelMatrixTest.kernels().flatMap(k -> SCRIPTS.keySet().stream().sorted()
+                .map(n -> org.junit.jupiter.params.provider.Arguments.of(k.get()[0], k.get()[1], n)));
     }
 
-    @ParameterizedTest(name = "{0} {1}")
+    @ParameterizedTest(name = "{2} on {0} {1}")
     @MethodSource("kernels")
-    void fprobeTraceEqualsLinuxOwn(String suite, Arch arch) throws Exception {
+    void traceEqualsLinuxOwn(String suite, Arch arch, String name) throws Exception {
         GuestImages images = GuestImages.forRepository();
         Map<String, String> v = KernelMatrixTest.version(suite, arch);
         Path ref = KernelTraceRegressionTest.REFERENCE;
         Path dir = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release")));
-        List<String> script = Files.readAllLines(ref.resolve("fprobes." + arch.linuxName() + ".events")).stream()
+        List<String> script = Files.readAllLines(ref.resolve(name + "." + arch.linuxName() + ".events")).stream()
                 .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
         Path kernel = KernelMatrixTest.kernel(suite, arch);
-        if (!Files.isRegularFile(dir.resolve("fprobes.trace"))) {
+        if (!Files.isRegularFile(dir.resolve(name + ".trace"))) {
             refusedAsLinuxRefusedThem(arch, kernel, v.get("release"), dir, script);
             return;
         }
-        ReferenceTrace reference = ReferenceTrace.read(ref, arch, "fprobes", v.get("release"));
+        ReferenceTrace reference = ReferenceTrace.read(ref, arch, name, v.get("release"));
         assertEquals(script, reference.definitions(), "the recorded trace is of the current script");
-        Path initrd = Files.createTempFile("kpemu-fprobes", ".cpio");
+        Path initrd = Files.createTempFile("kpemu-" + name, ".cpio");
         try {
             CorpusGuest.archive(Files.readAllBytes(images.busybox(arch)), "kpemu", List.of()).write(initrd);
             TracedBoot traced = new TracedBoot(reference.definitions(), null).armAtInit(true);
@@ -78,16 +87,16 @@ class FprobeTraceTest {
 
             List<ReferenceTrace.Event> expected = CorpusGuest.window(reference.events());
             List<ReferenceTrace.Event> actual = CorpusGuest.window(reference.eventsOf(traced.records().stream().map(TraceRecord::line).toList()));
-            for (String e : List.of("fo", "fr", "frd", "fvr", "fcl"))
+            for (String e : SCRIPTS.get(name))
                 assertTrue(expected.stream().anyMatch(x -> x.name().equals(e)), "Linux's window holds " + e + " events");
             TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
-            assertTrue(cmp.matches(), suite + " " + arch.linuxName() + " fprobes: " + cmp.report(20));
+            assertTrue(cmp.matches(), suite + " " + arch.linuxName() + " " + name + ": " + cmp.report(20));
         } finally {
             Files.deleteIfExists(initrd);
         }
     }
 
-    /** A kernel without fprobe events: each f: definition is refused with Linux's recorded answer to an f: write. */
+    /** A kernel without fprobe events: each f: and t: definition is refused with Linux's recorded answer to an f: write. */
     static void refusedAsLinuxRefusedThem(Arch arch, Path kernelFile, String release, Path dir, List<String> script) throws Exception {
         RecordedErrorLog recorded = RecordedErrorLog.read(dir.resolve("fprobe.error_log"));
         assertEquals(release, recorded.kernel(), "fprobe.error_log is of the tested build");
@@ -100,7 +109,7 @@ class FprobeTraceTest {
         KallsymsSymbols symbols = KallsymsSymbols.forKernel(k.symbols(), arch, k.bytes());
         try (KernelProbeSites sites = new KernelProbeSites(arch, k.symbols(), k.bytes()).dialect(dialect)) {
             for (String d : script) {
-                if (!d.startsWith("f")) continue;
+                if (!d.startsWith("f") && !d.startsWith("t")) continue;
                 DefinitionCheck.Outcome got = new DefinitionCheck(arch, dialect, symbols, sites).check(d);
                 assertFalse(got.accepted(), release + " refuses " + d);
                 assertEquals(linux.errno(), got.error().errno(), d);

@@ -110,6 +110,10 @@ public final class EventEngine implements AutoCloseable {
         Kretprobe rp;
         boolean registered;
         long nhit;
+        /** The ip the event reports when it is not the probe's address (an arm64 fprobe: its ftrace site), else 0. */
+        long reportedIp;
+        /** A tracepoint probe's hold on its tracepoint, or null. */
+        TracepointHook hook;
 
         Probe(TraceProbe def, CompiledProbe compiled) {
             this.def = def;
@@ -129,7 +133,7 @@ public final class EventEngine implements AutoCloseable {
                 dropped++;
                 return 0;
             }
-            long ip = k.address();
+            long ip = reportedIp != 0 ? reportedIp : k.address();
             byte[] data = buffer.bytes();
             emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data));
             return 0;
@@ -385,8 +389,11 @@ public final class EventEngine implements AutoCloseable {
         boolean enabled = ev != null && ev.armed;
         try {
             register(p, enabled);
+        } catch (IllegalStateException e) {          // a tracepoint kpemu cannot join: its limit, nothing logged
+            throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, e.getMessage());
         } catch (KprobeException e) {
-            throw registrationError(def, e);
+            ProbeSyntaxException x = registrationError(def, e);
+            throw def instanceof FprobeDef ? x.from(FprobeDef.SUBSYSTEM) : x;
         }
         if (ev == null) {
             ev = new Event(def.group(), def.event(), def.isReturn(), nextId++);
@@ -418,7 +425,16 @@ public final class EventEngine implements AutoCloseable {
             if (!enabled) rp.kprobe().disabled();
             p.rp = rp;
         } else {
-            Kprobe kp = def instanceof FprobeDef f ? fentry(f) : switch (def.target()) {
+            if (def instanceof FprobeDef f && f.tracepoint()) {
+                // the tracepoint calls its probestub once kpemu joined its probe list (a tracepoint
+                // the kernel lacks is kept for a module, as Linux keeps it: it never fires)
+                p.hook = TracepointHook.attach(kprobes, symbols, arch, f.symbol());
+                if (p.hook == null) {
+                    p.registered = false;
+                    return;
+                }
+            }
+            Kprobe kp = def instanceof FprobeDef f ? fentry(f.tracepoint() ? FprobeDef.probestub(f.symbol()) : f.symbol(), p) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
             };
@@ -432,6 +448,10 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.register(p.kp);
             p.registered = true;
         } catch (KprobeException e) {
+            if (p.hook != null) {
+                p.hook.detach();
+                p.hook = null;
+            }
             if (e.errno() == Errno.ENOENT && (def.target() instanceof ProbeTarget.AddressTarget
                     || def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null)) {
                 // the kernel keeps it unregistered, for a module that may come
@@ -444,15 +464,12 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /**
-     * What kpemu traces of trace_fprobe's events: an fprobe on one function. A tracepoint probe
-     * (the kernel calls it from the tracepoint's probe list, which kpemu does not join) and an
-     * fprobe whose filter is a glob (one event on every matching function) are refused with
+     * What kpemu traces of trace_fprobe's events: an fprobe on one function, a tracepoint probe.
+     * An fprobe whose filter is a glob (one event on every matching function) is refused with
      * EOPNOTSUPP and no error_log entry: kpemu's limit, not a kernel error.
      */
     private static void checkTraceable(FprobeDef f) throws ProbeSyntaxException {
-        if (f.tracepoint())
-            throw ProbeSyntaxException.silent(f.command(), Errno.EOPNOTSUPP, "kpemu does not trace tracepoint probes (t:" + f.group() + "/" + f.event() + ")");
-        if (f.symbol().chars().anyMatch(c -> c == '*' || c == '?' || c == '['))
+        if (!f.tracepoint() && f.symbol().chars().anyMatch(c -> c == '*' || c == '?' || c == '['))
             throw ProbeSyntaxException.silent(f.command(), Errno.EOPNOTSUPP, "kpemu traces an fprobe on one function, not a glob (" + f.symbol() + ")");
     }
 
@@ -460,19 +477,24 @@ public final class EventEngine implements AutoCloseable {
      * An fprobe's entry: ftrace calls it from the function's ftrace site (the {@code call
      * __fentry__} on x86, after an {@code endbr64} when the function has one; the patched
      * {@code bl} on arm64), and the event's ip is that site (recorded: {@code (vfs_read+0x4/...)},
-     * {@code (do_sys_openat2+0x0/...)} on x86's 6.12). kpemu probes that site, whose registers
-     * hold the function's arguments.
+     * {@code (do_sys_openat2+0x0/...)} on x86's 6.12, {@code (do_sys_openat2+0x4/...)} on arm64's
+     * 7.2). On x86 kpemu probes that site (a kprobe on ftrace, whose registers hold the function's
+     * arguments); arm64's kprobes cannot probe an ftrace site, so there it probes the function's
+     * entry (the arguments are in the same registers) and the event reports the site.
      */
-    private Kprobe fentry(FprobeDef f) {
+    private Kprobe fentry(String function, Probe p) {
         if (rules != null) {
-            OptionalLong start = symbols.lookupName(f.symbol());
+            OptionalLong start = symbols.lookupName(function);
             if (start.isPresent()) {
                 long size = symbols.symbolAt(start.getAsLong()).map(KernelSymbols.Symbol::size).orElse(0L);
                 Long site = rules.tables().ftraceSites().ceiling(start.getAsLong());
-                if (site != null && Long.compareUnsigned(site - start.getAsLong(), size) < 0) return Kprobe.at(site);
+                if (site != null && Long.compareUnsigned(site - start.getAsLong(), size) < 0) {
+                    if (arch == Arch.X86_64) return Kprobe.at(site);
+                    p.reportedIp = site;
+                }
             }
         }
-        return Kprobe.at(f.symbol(), 0);
+        return Kprobe.at(function, 0);
     }
 
     /** trace_kprobe's {@code within_notrace_func} check (skipped when the engine allows unsafe probes). */
@@ -561,6 +583,10 @@ public final class EventEngine implements AutoCloseable {
             if (p.rp != null) kprobes.unregister(p.rp);
             else kprobes.unregister(p.kp);
             p.registered = false;
+        }
+        if (p.hook != null) {
+            p.hook.detach();
+            p.hook = null;
         }
         ev.probes.remove(p);
         probes.remove(p);
