@@ -215,7 +215,10 @@ public final class ReferenceTrace {
                 Matcher h = DEF_HEAD.matcher(d.strip());
                 boolean btf = true;     // a later kernel's syntax, or BTF names it cannot resolve here
                 try {
-                    btfSyntax.parse(d);
+                    if (btfSyntax.parse(d) instanceof TraceProbe later) {   // e.g. an fprobe or tracepoint probe
+                        ret.putIfAbsent(later.event(), later.isReturn());
+                        continue;
+                    }
                 } catch (ProbeSyntaxException e2) {
                     btf = e2.error() == KernelError.NO_BTF_ENTRY || e2.error() == KernelError.NOSUP_BTFARG;
                 }
