@@ -328,7 +328,7 @@ final class BootCommand implements Callable<Integer> {
                 if (jsonTrace != null) jsonTrace.close();
                 if (traced != null && traced.rejectedAtRegistration() != null) {
                     var e = traced.rejectedAtRegistration();
-                    err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
+                    err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + "): " + e.getMessage());
                     return ExitCodes.USAGE;
                 }
                 if (traced != null) printTables(tables, err, traced, setup);

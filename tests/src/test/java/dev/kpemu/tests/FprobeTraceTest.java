@@ -97,6 +97,22 @@ class FprobeTraceTest {
     }
 
     /**
+     * A tracepoint whose registration runs a {@code regfunc} (the syscall tracepoints: it flags
+     * every task, without which the tracepoint never fires) is refused at registration as kpemu's
+     * limit (EOPNOTSUPP, nothing logged, the reason in the message), not traced silently empty.
+     */
+    @org.junit.jupiter.api.Test
+    void tracepointWithRegfuncIsRefusedNotSilent() throws Exception {
+        TracedBoot traced = new TracedBoot(List.of("t:ts sys_enter id"), null).armAtInit(true);
+        BootRunner.boot(new BootRunner.Options(Arch.X86_64, KernelMatrixTest.kernel("sid", Arch.X86_64), null, null, 256, 60,
+                new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
+        var e = traced.rejectedAtRegistration();
+        assertTrue(e != null && e.errno() == Errno.EOPNOTSUPP && !e.logged() && e.getMessage().contains("syscall_regfunc"),
+                () -> "refused as kpemu's limit: " + e);
+        assertTrue(traced.records().isEmpty(), "no event");
+    }
+
+    /**
      * The events of each task in their order, task after task (by pid): when a pipe's reader runs
      * against its writer's exit is the machines' timing (QEMU's TCG against kpemu's instruction
      * clock; recorded: Linux's shell read {@code cat}'s output before {@code cat}'s exit closed its

@@ -23,8 +23,9 @@ import dev.kpemu.machine.Machine;
  * {@code __traceiter_NAME}, which calls each listed function with {@code (data, args…)}: the
  * probestub, where the event's probe sits. Offsets come from the kernel's BTF. What
  * {@code tracepoint_probe_register} also does and this does not: the tracepoint's
- * {@code regfunc} (syscall tracepoints set a flag on every task there), and the static call's
- * retarget to a lone probe (the iterator reaches it the same way).
+ * {@code regfunc} (syscall tracepoints set a flag on every task there; a tracepoint that has one
+ * is refused, rather than traced silently empty), and the static call's retarget to a lone probe
+ * (the iterator reaches it the same way).
  */
 final class TracepointHook {
     /** {@code TRACEPOINT_DEFAULT_PRIO}. */
@@ -71,6 +72,10 @@ final class TracepointHook {
         long funcsField = tp.getAsLong() + btf.offsetOf("tracepoint", "funcs").offset();
         if (m.readVirtualLong(funcsField) != 0)
             throw new IllegalStateException("tracepoint " + name + " already has probes in the guest");
+        long regfunc = regfunc(m, btf, tp.getAsLong());
+        if (regfunc != 0)   // e.g. syscall tracepoints: syscall_regfunc flags every task, or the tracepoint never fires
+            throw new IllegalStateException("tracepoint " + name + " needs its regfunc (" + symbols.sprintSymbol(regfunc)
+                    + ") run at registration, which kpemu does not do");
 
         // struct tracepoint_func { void *func; void *data; int prio; }, then a NULL func ending the list
         long funcOff = btf.offsetOf("tracepoint_func", "func").offset();
@@ -99,6 +104,20 @@ final class TracepointHook {
             m.invalidateCode(code, jump.length);
         }
         return new TracepointHook(m, kprobes, funcsField, list, 2 * entry, patched);
+    }
+
+    /**
+     * The tracepoint's {@code regfunc}: a member of {@code struct tracepoint} up to 6.x, of the
+     * {@code struct tracepoint_ext} its {@code ext} points to in later kernels (7.2's BTF); 0 when none.
+     */
+    static long regfunc(Machine m, Btf btf, long tracepoint) {
+        var direct = btf.member("tracepoint", "regfunc");
+        if (direct.isPresent()) return m.readVirtualLong(tracepoint + direct.get().offset());
+        var ext = btf.member("tracepoint", "ext");
+        if (ext.isEmpty()) return 0;
+        long e = m.readVirtualLong(tracepoint + ext.get().offset());
+        if (e == 0) return 0;
+        return btf.member("tracepoint_ext", "regfunc").map(f -> m.readVirtualLong(e + f.offset())).orElse(0L);
     }
 
     /** The jump from jump-label site {@code code} to {@code target} over the site's no-op, or null when the site holds none. */
