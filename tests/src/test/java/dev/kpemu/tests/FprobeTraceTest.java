@@ -42,7 +42,8 @@ import dev.kpemu.machine.Arch;
  * arches). kpemu boots the same guest with the same definitions registered before /init, and the
  * workload's window must equal Linux's event by event: the entry's ip (the function's ftrace site,
  * {@code vfs_read+0x4} after x86's {@code endbr64}), the exit's return site and function, every
- * argument (BTF names, members, {@code $retval}, a return probe's {@code $argN}); a tracepoint
+ * argument (BTF names, members, {@code $retval}, a return probe's {@code $argN}), an fprobe on an
+ * ftrace glob ({@code vfs_rea*}) firing on each function it matches; a tracepoint
  * probe's ip is its tracepoint's probestub ({@code __probestub_sched_process_exec+0x4}), its
  * arguments the tracepoint's own ({@code bprm->filename}, {@code child->pid}). On the kernels
  * without fprobe events (6.1, arm64's 6.12) the definitions are refused as Linux refused them
@@ -52,7 +53,7 @@ import dev.kpemu.machine.Arch;
 class FprobeTraceTest {
     /** Each script's events, which Linux's window holds. */
     static final Map<String, List<String>> SCRIPTS = Map.of(
-            "fprobes", List.of("fo", "fr", "frd", "fvr", "fcl"),
+            "fprobes", List.of("fo", "fr", "frd", "fvr", "fcl", "fg", "fgr"),
             "tprobes", List.of("tex", "tfork", "sched_process_exit"));
 
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() {

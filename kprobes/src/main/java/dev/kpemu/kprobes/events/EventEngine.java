@@ -112,6 +112,8 @@ public final class EventEngine implements AutoCloseable {
         long nhit;
         /** The ip the event reports when it is not the probe's address (an arm64 fprobe: its ftrace site), else 0. */
         long reportedIp;
+        /** The function of an fprobe whose filter is a glob (one probe per match), or null: the definition's. */
+        String function;
         /** A tracepoint probe's hold on its tracepoint, or null. */
         TracepointHook hook;
 
@@ -348,7 +350,8 @@ public final class EventEngine implements AutoCloseable {
     /** Reading {@code kprobe_events}: one line per probe ({@code trace_kprobe_show}). */
     public String listing() {
         StringBuilder sb = new StringBuilder();
-        for (Probe p : probes) sb.append(TraceFormatter.listing(p.def)).append('\n');
+        java.util.Set<TraceProbe> listed = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def)).append('\n');   // a glob fprobe: one line
         return sb.toString();
     }
 
@@ -383,33 +386,75 @@ public final class EventEngine implements AutoCloseable {
         } else if (foreignEvents.contains(def.group() + "/" + def.event())) {
             throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST);
         }
-        if (def instanceof FprobeDef f) checkTraceable(f);
         CompiledProbe compiled = CompiledProbe.compile(def, arch, symbols); // traceprobe_update_arg: @SYM
-        Probe p = new Probe(def, compiled);
+        // an fprobe's filter may match many functions (register_fprobe's glob): a probe on each
+        List<String> functions = def instanceof FprobeDef f && isGlob(f.symbol()) ? ftraceFunctions(f.symbol()) : null;
+        if (functions != null && functions.isEmpty())
+            throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, "kpemu knows no function ftrace lists that matches " + ((FprobeDef) def).symbol());
+        List<Probe> made = new ArrayList<>();
         boolean enabled = ev != null && ev.armed;
         try {
-            register(p, enabled);
-        } catch (IllegalStateException e) {          // a tracepoint kpemu cannot join: its limit, nothing logged
-            throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, e.getMessage());
-        } catch (KprobeException e) {
-            ProbeSyntaxException x = registrationError(def, e);
-            throw def instanceof FprobeDef ? x.from(FprobeDef.SUBSYSTEM) : x;
+            for (String function : functions != null ? functions : java.util.Collections.<String>singletonList(null)) {
+                Probe p = new Probe(def, compiled);
+                p.function = function;
+                made.add(p);
+                register(p, enabled);
+            }
+        } catch (IllegalStateException | KprobeException e) {
+            for (Probe p : made) unregisterQuietly(p);
+            if (e instanceof IllegalStateException)      // a tracepoint kpemu cannot join: its limit, nothing logged
+                throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, e.getMessage());
+            // Linux registers an fprobe on ftrace, which takes any function ftrace lists (checked
+            // before boot, KernelProbeSites); a refusal by the kprobe kpemu puts there (the kprobe
+            // blacklist, an instruction it cannot step) is kpemu's limit, not a kernel error
+            if (def instanceof FprobeDef) throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP,
+                    "kpemu cannot put the probe for this fprobe event there: " + e.getMessage());
+            throw registrationError(def, (KprobeException) e);
         }
         if (ev == null) {
             ev = new Event(def.group(), def.event(), def.isReturn(), nextId++);
             anyEventCreated = true;
             events.put(ev.key(), ev);
         }
-        p.event = ev;
-        ev.probes.add(p);
-        probes.add(p);
+        for (Probe p : made) {
+            p.event = ev;
+            ev.probes.add(p);
+            probes.add(p);
+        }
+    }
+
+    private static boolean isGlob(String filter) {
+        return filter.chars().anyMatch(c -> c == '*' || c == '?' || c == '[');
+    }
+
+    /** The functions ftrace lists (those holding an ftrace site) that {@code filter} matches, in address order. */
+    private List<String> ftraceFunctions(String filter) {
+        if (rules == null) return List.of();
+        var match = KernelProbeSites.ftraceFilter(filter);
+        java.util.LinkedHashSet<String> out = new java.util.LinkedHashSet<>();
+        for (long site : rules.tables().ftraceSites())
+            symbols.symbolAt(site).filter(s -> s.module() == null && match.test(s.name())).ifPresent(s -> out.add(s.name()));
+        return List.copyOf(out);
+    }
+
+    /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
+    private void unregisterQuietly(Probe p) {
+        if (p.registered) {
+            if (p.rp != null) kprobes.unregister(p.rp);
+            else kprobes.unregister(p.kp);
+            p.registered = false;
+        }
+        if (p.hook != null) {
+            p.hook.detach();
+            p.hook = null;
+        }
     }
 
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
         if (def.isReturn()) {
-            Kretprobe rp = switch (def.target()) {
+            Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
             };
@@ -434,7 +479,7 @@ public final class EventEngine implements AutoCloseable {
                     return;
                 }
             }
-            Kprobe kp = def instanceof FprobeDef f ? fentry(f.tracepoint() ? FprobeDef.probestub(f.symbol()) : f.symbol(), p) : switch (def.target()) {
+            Kprobe kp = def instanceof FprobeDef f ? fentry(f.tracepoint() ? FprobeDef.probestub(f.symbol()) : p.function != null ? p.function : f.symbol(), p) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
             };
@@ -461,16 +506,6 @@ public final class EventEngine implements AutoCloseable {
             }
             throw e;
         }
-    }
-
-    /**
-     * What kpemu traces of trace_fprobe's events: an fprobe on one function, a tracepoint probe.
-     * An fprobe whose filter is a glob (one event on every matching function) is refused with
-     * EOPNOTSUPP and no error_log entry: kpemu's limit, not a kernel error.
-     */
-    private static void checkTraceable(FprobeDef f) throws ProbeSyntaxException {
-        if (!f.tracepoint() && f.symbol().chars().anyMatch(c -> c == '*' || c == '?' || c == '['))
-            throw ProbeSyntaxException.silent(f.command(), Errno.EOPNOTSUPP, "kpemu traces an fprobe on one function, not a glob (" + f.symbol() + ")");
     }
 
     /**
