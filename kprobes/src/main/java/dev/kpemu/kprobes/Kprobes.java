@@ -272,7 +272,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             if (point.slot != 0) stepTraps.put(point.stepTrap(arch), point);
             if (watchText) textWatch.watch(point, point.insn.length());
         }
-        point.children.addFirst(p);
+        if (p.afterOlder) point.children.addLast(p);
+        else point.children.addFirst(p);
         p.point = point;
         p.setAddress(addr);
         refreshSlot(point);

@@ -32,6 +32,7 @@ public enum Dialect {
         @Override boolean fprobeMissingSymbolIsBadAddress() { return true; }
         @Override boolean logsUnmatchedDynamicEvent() { return true; }
         @Override boolean eventExistIsEinval() { return true; }
+        @Override boolean fprobesInRegistrationOrder() { return true; }
     },
     /** Mainline without BTF (CONFIG_PROBE_EVENTS_BTF_ARGS off): the later grammar on registers only. */
     MAINLINE("mainline", true, true, true, true, true, true, false);
@@ -73,6 +74,13 @@ public enum Dialect {
      * address or symbol" (the write still EINVAL; recorded).
      */
     boolean fprobeMissingSymbolIsBadAddress() { return false; }
+
+    /**
+     * Whether fprobes on one function run in the order they were registered (7.2's fprobe, on
+     * fgraph; recorded: {@code f:fvr vfs_read …} before {@code f:fg vfs_rea*}) rather than newest
+     * first (6.12's, one ftrace_ops each; recorded).
+     */
+    boolean fprobesInRegistrationOrder() { return false; }
 
     /** Whether {@code dynamic_events} logs a command no event type takes ("No matching dynamic event type", 6.15+; recorded on 7.2). */
     boolean logsUnmatchedDynamicEvent() { return false; }

@@ -485,6 +485,7 @@ public final class EventEngine implements AutoCloseable {
             };
             kp.pre(p::onEntry);
             if (!enabled) kp.disabled();
+            if (def instanceof FprobeDef && dialect.fprobesInRegistrationOrder()) kp.runsAfterOlder();
             p.kp = kp;
         }
         try {
