@@ -54,7 +54,7 @@ class FprobeTraceTest {
     /** Each script's events, which Linux's window holds. */
     static final Map<String, List<String>> SCRIPTS = Map.of(
             "fprobes", List.of("fo", "fr", "frd", "fvr", "fcl", "fg", "fgr"),
-            "tprobes", List.of("tex", "tfork", "sched_process_exit"));
+            "tprobes", List.of("tex", "tfork", "sched_process_exit", "tex2"));
 
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() {
         return KernelMatrixTest.kernels().flatMap(k -> SCRIPTS.keySet().stream().sorted()
@@ -68,7 +68,10 @@ class FprobeTraceTest {
         Map<String, String> v = KernelMatrixTest.version(suite, arch);
         Path ref = KernelTraceRegressionTest.REFERENCE;
         Path dir = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release")));
-        List<String> script = Files.readAllLines(ref.resolve(name + "." + arch.linuxName() + ".events")).stream()
+        // a kernel series' own script when it needs one (6.12 takes one tracepoint probe per tracepoint)
+        Path scriptFile = Files.isRegularFile(dir.resolve(name + ".events")) ? dir.resolve(name + ".events")
+                : ref.resolve(name + "." + arch.linuxName() + ".events");
+        List<String> script = Files.readAllLines(scriptFile).stream()
                 .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
         Path kernel = KernelMatrixTest.kernel(suite, arch);
         if (!Files.isRegularFile(dir.resolve(name + ".trace"))) {
@@ -89,7 +92,8 @@ class FprobeTraceTest {
             List<ReferenceTrace.Event> expected = byTask(CorpusGuest.window(reference.events()));
             List<ReferenceTrace.Event> actual = byTask(CorpusGuest.window(reference.eventsOf(traced.records().stream().map(TraceRecord::line).toList())));
             for (String e : SCRIPTS.get(name))
-                assertTrue(expected.stream().anyMatch(x -> x.name().equals(e)), "Linux's window holds " + e + " events");
+                if (script.stream().anyMatch(d -> d.startsWith("f:" + e + " ") || d.startsWith("t:" + e + " ") || d.equals("t " + e)))
+                    assertTrue(expected.stream().anyMatch(x -> x.name().equals(e)), "Linux's window holds " + e + " events");
             TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
             assertTrue(cmp.matches(), suite + " " + arch.linuxName() + " " + name + ": " + cmp.report(20));
         } finally {

@@ -437,6 +437,19 @@ public final class EventEngine implements AutoCloseable {
         return List.copyOf(out);
     }
 
+    /** The tracepoints kpemu joined, by name: one hook each, shared by the probes on it (Linux registers the probestub once). */
+    private final Map<String, TracepointHook> tracepointHooks = new java.util.HashMap<>();
+
+    /** Drops {@code p}'s use of its tracepoint; the last one leaves the tracepoint as it was. */
+    private void releaseHook(Probe p) {
+        if (p.hook == null) return;
+        if (--p.hook.users == 0) {
+            p.hook.detach();
+            tracepointHooks.values().remove(p.hook);
+        }
+        p.hook = null;
+    }
+
     /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
     private void unregisterQuietly(Probe p) {
         if (p.registered) {
@@ -444,10 +457,7 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.unregister(p.kp);
             p.registered = false;
         }
-        if (p.hook != null) {
-            p.hook.detach();
-            p.hook = null;
-        }
+        releaseHook(p);
     }
 
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
@@ -473,7 +483,17 @@ public final class EventEngine implements AutoCloseable {
             if (def instanceof FprobeDef f && f.tracepoint()) {
                 // the tracepoint calls its probestub once kpemu joined its probe list (a tracepoint
                 // the kernel lacks is kept for a module, as Linux keeps it: it never fires)
-                p.hook = TracepointHook.attach(kprobes, symbols, arch, f.symbol());
+                p.hook = tracepointHooks.get(f.symbol());
+                if (p.hook != null && !dialect.tracepointTakesManyProbes()) {
+                    p.hook = null;
+                    throw new IllegalStateException("Linux " + dialect.label() + " refuses a second probe event on tracepoint "
+                            + f.symbol() + " (its answer is not recorded)");
+                }
+                if (p.hook == null) {
+                    p.hook = TracepointHook.attach(kprobes, symbols, arch, f.symbol());
+                    if (p.hook != null) tracepointHooks.put(f.symbol(), p.hook);
+                }
+                if (p.hook != null) p.hook.users++;
                 if (p.hook == null) {
                     p.registered = false;
                     return;
@@ -494,10 +514,7 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.register(p.kp);
             p.registered = true;
         } catch (KprobeException e) {
-            if (p.hook != null) {
-                p.hook.detach();
-                p.hook = null;
-            }
+            releaseHook(p);
             if (e.errno() == Errno.ENOENT && (def.target() instanceof ProbeTarget.AddressTarget
                     || def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null)) {
                 // the kernel keeps it unregistered, for a module that may come
@@ -620,10 +637,7 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.unregister(p.kp);
             p.registered = false;
         }
-        if (p.hook != null) {
-            p.hook.detach();
-            p.hook = null;
-        }
+        releaseHook(p);
         ev.probes.remove(p);
         probes.remove(p);
         if (ev.probes.isEmpty()) events.remove(ev.key());

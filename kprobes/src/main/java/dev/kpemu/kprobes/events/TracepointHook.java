@@ -41,6 +41,8 @@ final class TracepointHook {
     private final long list;
     private final int listBytes;
     private final List<Patched> patched;
+    /** The probes using this hook (the event engine's count). */
+    int users;
 
     private TracepointHook(Machine machine, Kprobes kprobes, long funcsField, long list, int listBytes, List<Patched> patched) {
         this.machine = machine;
