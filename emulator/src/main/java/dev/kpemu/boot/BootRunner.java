@@ -58,10 +58,17 @@ public final class BootRunner {
         }
     }
 
-    /** {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null. */
+    /**
+     * {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null.
+     * {@code snapshot}: what this boot did with a snapshot ({@link SnapshotUse}), or null without one.
+     */
     public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
                          long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
-                         List<String> lastLines, long pc, String symbol, String stats, Integer commandExit) {}
+                         List<String> lastLines, long pc, String symbol, String stats, Integer commandExit,
+                         SnapshotUse snapshot) {}
+
+    /** A boot's use of a snapshot: restored from {@code file} or saved to it (null when saving failed). */
+    public record SnapshotUse(boolean restored, java.nio.file.Path file, long ramPages, long bytes) {}
 
     private BootRunner() {}
 
@@ -71,6 +78,26 @@ public final class BootRunner {
 
     /** Boots, calling {@code hooks} before the first instruction and at host breakpoints. */
     public static Result boot(Options o, BootHooks hooks) throws KernelImageException {
+        try {
+            return boot(o, hooks, null);
+        } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+            throw new IllegalStateException(e);       // not without a snapshot
+        }
+    }
+
+    /**
+     * Boots with a snapshot ({@link BootSnapshot}; null: none): when its file exists the machine
+     * starts from it, at {@link BootSnapshot#AT}, and {@code hooks} see that stop as the cold boot's
+     * host breakpoint there; otherwise the boot is cold and saves the snapshot when it gets there.
+     * A snapshot that cannot be restored throws, unless the snapshot is automatic: then a notice
+     * and a cold boot.
+     */
+    public static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot) throws KernelImageException, dev.kpemu.machine.snapshot.SnapshotException {
+        return boot(o, hooks, snapshot, true);
+    }
+
+    private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore)
+            throws KernelImageException, dev.kpemu.machine.snapshot.SnapshotException {
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -79,6 +106,22 @@ public final class BootRunner {
         }
         long hostStart = System.nanoTime();
         byte[] initrdBytes = read(initrd, "initrd");
+        java.util.Map<String, String> identity = null;
+        Path snapshotFile = null;
+        if (snapshot != null) {
+            try {
+                identity = BootSnapshot.identity(o, kernel, initrdBytes);
+            } catch (IOException e) {
+                throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
+            }
+            snapshotFile = snapshot.fileFor(identity);
+        }
+        boolean restoring = snapshot != null && mayRestore && Files.exists(snapshotFile);
+        if (snapshot != null && !snapshot.automatic() && !restoring && Files.isDirectory(snapshotFile)) {
+            throw new dev.kpemu.machine.snapshot.SnapshotException(dev.kpemu.machine.snapshot.SnapshotException.Kind.IO,
+                    "snapshot " + snapshotFile + " is a directory");
+        }
+        SnapshotUse used = null;
         try (LinuxGuest guest = o.arch() == Arch.X86_64
                 ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
                 : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
@@ -88,7 +131,38 @@ public final class BootRunner {
                 o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
                 o.trace().printf("kpemu: %s%n", guest.describe());
             }
+            if (restoring) {
+                try {
+                    dev.kpemu.machine.snapshot.MachineSnapshot.restore(m, identity, snapshotFile);
+                } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+                    if (!snapshot.automatic()) throw e;
+                    snapshot.notices().accept("kpemu: " + e.getMessage() + "; booting cold");
+                    guest.close();
+                    return boot(o, hooks, snapshot, false);
+                }
+                used = new SnapshotUse(true, snapshotFile, -1, sizeOf(snapshotFile));
+                snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions)",
+                        snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions()));
+            }
             hooks.ready(guest);
+            // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
+            // is stopped there already (the stop is handed to the hooks as the cold boot's).
+            long snapshotAt = -1;
+            boolean hooksOwnSnapshotAt = false;
+            StopReason first = null;
+            if (snapshot != null) {
+                snapshotAt = guest.symbols().address(BootSnapshot.AT);
+                hooksOwnSnapshotAt = m.hasBreakpoint(snapshotAt);
+                if (restoring) {
+                    if (m.stoppedAtBreakpoint() != snapshotAt || m.pc() != snapshotAt) {
+                        throw new dev.kpemu.machine.snapshot.SnapshotException(dev.kpemu.machine.snapshot.SnapshotException.Kind.CORRUPT,
+                                "snapshot " + snapshotFile + " was not taken at " + BootSnapshot.AT);
+                    }
+                    first = new StopReason.Breakpoint(snapshotAt);
+                } else if (!hooksOwnSnapshotAt) {
+                    m.addBreakpoint(snapshotAt);
+                }
+            }
             ConsoleMonitor con = guest.console();
             long limitNanos = Double.isInfinite(o.timeoutSeconds()) ? Long.MAX_VALUE : (long) (o.timeoutSeconds() * 1e9);
             // The limit is an event on the guest clock: idling (HLT/WFI) jumps no further than it,
@@ -101,7 +175,18 @@ public final class BootRunner {
             String status;
             long panicAt = -1;
             while (true) {
-                stop = m.run(CHUNK);
+                stop = first != null ? first : m.run(CHUNK);
+                first = null;
+                if (snapshotAt != -1 && stop instanceof StopReason.Breakpoint b && b.address() == snapshotAt) {
+                    if (!restoring) used = save(m, identity, snapshot, snapshotFile);
+                    long at = snapshotAt;
+                    snapshotAt = -1;
+                    if (hooks.breakpoint(guest, at)) continue;
+                    if (!hooksOwnSnapshotAt) {
+                        m.removeBreakpoint(at);
+                        continue;
+                    }
+                }
                 if (con.panicked()) {
                     if (panicAt < 0) panicAt = m.clock().instructions();
                     if (con.seen(PANIC_END) || m.clock().instructions() - panicAt >= PANIC_GRACE_INSTRUCTIONS
@@ -156,7 +241,29 @@ public final class BootRunner {
             long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
             return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
-                    con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)));
+                    con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)),
+                    used);
+        }
+    }
+
+    /** Saves the snapshot at its point; a failure is a notice (the boot itself goes on). */
+    private static SnapshotUse save(Machine m, java.util.Map<String, String> identity, BootSnapshot snapshot, Path file) {
+        try {
+            var saved = dev.kpemu.machine.snapshot.MachineSnapshot.save(m, identity, file);
+            snapshot.notices().accept(String.format("kpemu: saved snapshot %s (guest %.3f s, %d RAM pages, %.1f MiB)",
+                    file, m.clock().nanos() / 1e9, saved.ramPages(), saved.bytes() / 1048576.0));
+            return new SnapshotUse(false, file, saved.ramPages(), saved.bytes());
+        } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+            snapshot.notices().accept("kpemu: " + e.getMessage());
+            return new SnapshotUse(false, null, 0, 0);
+        }
+    }
+
+    private static long sizeOf(Path p) {
+        try {
+            return Files.size(p);
+        } catch (IOException e) {
+            return -1;
         }
     }
 

@@ -1,6 +1,13 @@
 package dev.kpemu.machine;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 import dev.kpemu.unicorn.HookFailedException;
@@ -57,6 +64,12 @@ public abstract class Machine implements AutoCloseable {
     private long sliceStart;
 
     public abstract Arch arch();
+
+    /**
+     * Opens a new engine configured as this machine's (same CPU model and set-up), for
+     * calibrations on a throwaway engine (the snapshot's engine-specific context words).
+     */
+    public abstract Unicorn openEngineOfSameKind();
 
     /** The engine itself, for backends and the kprobes engine; prefer the typed methods. */
     public Unicorn engine() { return uc; }
@@ -265,6 +278,15 @@ public abstract class Machine implements AutoCloseable {
         boolean hit(Machine machine, long address);
     }
 
+    /** True when a host breakpoint is set at {@code va}. */
+    public boolean hasBreakpoint(long va) { return breakpoints.containsKey(va); }
+
+    /**
+     * The host breakpoint the last {@link #run} stopped at (also after a snapshot restore: the
+     * stop the saved machine had returned), or -1 when it stopped for another reason.
+     */
+    public long stoppedAtBreakpoint() { return pendingStop instanceof StopReason.Breakpoint b ? b.address() : -1; }
+
     public void removeBreakpoint(long va) {
         if (!breakpoints.containsKey(va)) return;
         breakpoints.remove(va);
@@ -296,6 +318,64 @@ public abstract class Machine implements AutoCloseable {
 
     /** True when a stop has been requested and the run loop will return it at its next safe point. */
     protected boolean stopPending() { return pendingStop != null || stopFromOtherThread != null; }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    private final Map<String, Stateful> stateParts = new LinkedHashMap<>();
+
+    /**
+     * Registers a part whose state a snapshot carries (a device, an interrupt controller), under
+     * a name unique in this machine; parts are saved and restored in registration order, after
+     * the machine's own state (the clock first).
+     */
+    public <T extends Stateful> T registerState(String name, T part) {
+        if (stateParts.putIfAbsent(name, part) != null) throw new IllegalArgumentException("state part " + name + " registered twice");
+        return part;
+    }
+
+    /** The registered parts, in order. */
+    public Map<String, Stateful> stateParts() { return Collections.unmodifiableMap(stateParts); }
+
+    /**
+     * Throws unless the machine is at a point a snapshot can be taken: between runs, no host
+     * interrupt hold, no trap handler (a kprobes engine keeps host state a snapshot does not
+     * carry: take snapshots before attaching probes).
+     */
+    public void checkSnapshotPoint() {
+        if (closed) throw new IllegalStateException("machine closed");
+        if (inSlice) throw new IllegalStateException("a snapshot cannot be taken while the guest runs");
+        if (interruptsHeld) throw new IllegalStateException("a snapshot cannot be taken while the host holds interrupts");
+        if (trapHandler != null) throw new IllegalStateException("a snapshot cannot be taken with probes attached (take it before attaching them)");
+    }
+
+    /**
+     * Writes the machine's own state: the clock, the host breakpoint the last run stopped at
+     * (restored, the next run steps over it as this machine's would), then the arch's
+     * ({@link #saveArchState}). The CPU registers, memory and parts are the snapshot's.
+     */
+    public void saveState(DataOutput out) throws IOException {
+        checkSnapshotPoint();
+        clock.saveState(out);
+        out.writeLong(pendingStop instanceof StopReason.Breakpoint b ? b.address() : -1);
+        saveArchState(out);
+    }
+
+    /** Reads what {@link #saveState} wrote (before the parts restore: they schedule on the clock). */
+    public void restoreState(DataInput in) throws IOException {
+        checkSnapshotPoint();
+        clock.restoreState(in);
+        long bp = in.readLong();
+        pendingStop = bp == -1 ? null : new StopReason.Breakpoint(bp);
+        restoreArchState(in);
+        uc.flushTlb();
+        uc.flushTranslationCache();
+        icount.forgetBlocks();
+    }
+
+    /** The arch machine's own state (pending interrupt latches, counters). */
+    protected abstract void saveArchState(DataOutput out) throws IOException;
+
+    protected abstract void restoreArchState(DataInput in) throws IOException;
 
     // ------------------------------------------------------------------ run loop
 
