@@ -52,7 +52,7 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
     }
 
     /** What the snapshot of a boot records about the machine, and what a restore must match. */
-    static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
+    public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
         Map<String, String> id = new LinkedHashMap<>();
         id.put("arch", o.arch().name());
         id.put("kernel sha256", sha256Hex(kernel));
