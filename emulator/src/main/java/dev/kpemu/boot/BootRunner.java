@@ -132,6 +132,7 @@ public final class BootRunner {
                 o.trace().printf("kpemu: %s%n", guest.describe());
             }
             if (restoring) {
+                long restoreStart = System.nanoTime();
                 try {
                     dev.kpemu.machine.snapshot.MachineSnapshot.restore(m, identity, snapshotFile);
                 } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
@@ -141,8 +142,8 @@ public final class BootRunner {
                     return boot(o, hooks, snapshot, false);
                 }
                 used = new SnapshotUse(true, snapshotFile, -1, sizeOf(snapshotFile));
-                snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions)",
-                        snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions()));
+                snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions; restored in %.2f s)",
+                        snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions(), (System.nanoTime() - restoreStart) / 1e9));
             }
             hooks.ready(guest);
             // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
@@ -252,6 +253,7 @@ public final class BootRunner {
             var saved = dev.kpemu.machine.snapshot.MachineSnapshot.save(m, identity, file);
             snapshot.notices().accept(String.format("kpemu: saved snapshot %s (guest %.3f s, %d RAM pages, %.1f MiB)",
                     file, m.clock().nanos() / 1e9, saved.ramPages(), saved.bytes() / 1048576.0));
+            if (snapshot.automatic()) snapshot.pruneOtherBuilds(identity);
             return new SnapshotUse(false, file, saved.ramPages(), saved.bytes());
         } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
             snapshot.notices().accept("kpemu: " + e.getMessage());

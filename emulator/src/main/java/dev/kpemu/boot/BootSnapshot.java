@@ -51,6 +51,28 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
         return cacheDir.resolve(sha256Hex(String.join("\n", identity.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList())) + ".snapshot");
     }
 
+    /**
+     * Deletes the cache's snapshots of other kpemu builds (no build restores them), so the cache
+     * holds at most one file per boot the current build has saved. Unreadable files go too.
+     */
+    void pruneOtherBuilds(Map<String, String> identity) {
+        if (cacheDir == null) return;
+        String build = identity.get("kpemu build");
+        try (Stream<Path> files = Files.list(cacheDir)) {
+            for (Path f : files.filter(p -> p.getFileName().toString().endsWith(".snapshot")).toList()) {
+                String other;
+                try {
+                    other = MachineSnapshot.identity(f).get("kpemu build");
+                } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+                    other = null;
+                }
+                if (!build.equals(other)) Files.deleteIfExists(f);
+            }
+        } catch (IOException e) {
+            notices.accept("kpemu: cannot tidy the snapshot cache " + cacheDir + ": " + e.getMessage());
+        }
+    }
+
     /** What the snapshot of a boot records about the machine, and what a restore must match. */
     public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
         Map<String, String> id = new LinkedHashMap<>();
