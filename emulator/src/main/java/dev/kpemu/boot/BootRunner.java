@@ -6,15 +6,20 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.function.LongSupplier;
 
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.Symbol;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.snapshot.MachineSnapshot;
+import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
  * Boots a Linux kernel on kpemu, either architecture, and maps the outcome to the CLI's exit
@@ -68,7 +73,7 @@ public final class BootRunner {
                          SnapshotUse snapshot) {}
 
     /** A boot's use of a snapshot: restored from {@code file} or saved to it (null when saving failed). */
-    public record SnapshotUse(boolean restored, java.nio.file.Path file, long ramPages, long bytes) {}
+    public record SnapshotUse(boolean restored, Path file, long ramPages, long bytes) {}
 
     private BootRunner() {}
 
@@ -80,7 +85,7 @@ public final class BootRunner {
     public static Result boot(Options o, BootHooks hooks) throws KernelImageException {
         try {
             return boot(o, hooks, null);
-        } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+        } catch (SnapshotException e) {
             throw new IllegalStateException(e);       // not without a snapshot
         }
     }
@@ -92,12 +97,12 @@ public final class BootRunner {
      * A snapshot that cannot be restored throws, unless the snapshot is automatic: then a notice
      * and a cold boot.
      */
-    public static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot) throws KernelImageException, dev.kpemu.machine.snapshot.SnapshotException {
+    public static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot) throws KernelImageException, SnapshotException {
         return boot(o, hooks, snapshot, true);
     }
 
     private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore)
-            throws KernelImageException, dev.kpemu.machine.snapshot.SnapshotException {
+            throws KernelImageException, SnapshotException {
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -106,7 +111,7 @@ public final class BootRunner {
         }
         long hostStart = System.nanoTime();
         byte[] initrdBytes = read(initrd, "initrd");
-        java.util.Map<String, String> identity = null;
+        Map<String, String> identity = null;
         Path snapshotFile = null;
         if (snapshot != null) {
             try {
@@ -118,7 +123,7 @@ public final class BootRunner {
         }
         boolean restoring = snapshot != null && mayRestore && Files.exists(snapshotFile);
         if (snapshot != null && !snapshot.automatic() && !restoring && Files.isDirectory(snapshotFile)) {
-            throw new dev.kpemu.machine.snapshot.SnapshotException(dev.kpemu.machine.snapshot.SnapshotException.Kind.IO,
+            throw new SnapshotException(SnapshotException.Kind.IO,
                     "snapshot " + snapshotFile + " is a directory");
         }
         SnapshotUse used = null;
@@ -134,8 +139,8 @@ public final class BootRunner {
             if (restoring) {
                 long restoreStart = System.nanoTime();
                 try {
-                    dev.kpemu.machine.snapshot.MachineSnapshot.restore(m, identity, snapshotFile);
-                } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+                    MachineSnapshot.restore(m, identity, snapshotFile);
+                } catch (SnapshotException e) {
                     if (!snapshot.automatic()) throw e;
                     snapshot.notices().accept("kpemu: " + e.getMessage() + "; booting cold");
                     guest.close();
@@ -151,12 +156,20 @@ public final class BootRunner {
             long snapshotAt = -1;
             boolean hooksOwnSnapshotAt = false;
             StopReason first = null;
-            if (snapshot != null) {
-                snapshotAt = guest.symbols().address(BootSnapshot.AT);
+            var point = snapshot == null ? Optional.<Symbol>empty() : guest.symbols().byName(BootSnapshot.AT);
+            if (snapshot != null && point.isEmpty()) {
+                String why = "no snapshot: the kernel has no " + BootSnapshot.AT + " symbol";
+                if (!snapshot.automatic() || restoring) {
+                    throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE, why);
+                }
+                snapshot.notices().accept("kpemu: " + why + "; booting without one");
+            }
+            if (point.isPresent()) {
+                snapshotAt = point.get().address();
                 hooksOwnSnapshotAt = m.hasBreakpoint(snapshotAt);
                 if (restoring) {
                     if (m.stoppedAtBreakpoint() != snapshotAt || m.pc() != snapshotAt) {
-                        throw new dev.kpemu.machine.snapshot.SnapshotException(dev.kpemu.machine.snapshot.SnapshotException.Kind.CORRUPT,
+                        throw new SnapshotException(SnapshotException.Kind.CORRUPT,
                                 "snapshot " + snapshotFile + " was not taken at " + BootSnapshot.AT);
                     }
                     first = new StopReason.Breakpoint(snapshotAt);
@@ -248,14 +261,14 @@ public final class BootRunner {
     }
 
     /** Saves the snapshot at its point; a failure is a notice (the boot itself goes on). */
-    private static SnapshotUse save(Machine m, java.util.Map<String, String> identity, BootSnapshot snapshot, Path file) {
+    private static SnapshotUse save(Machine m, Map<String, String> identity, BootSnapshot snapshot, Path file) {
         try {
-            var saved = dev.kpemu.machine.snapshot.MachineSnapshot.save(m, identity, file);
+            var saved = MachineSnapshot.save(m, identity, file);
             snapshot.notices().accept(String.format("kpemu: saved snapshot %s (guest %.3f s, %d RAM pages, %.1f MiB)",
                     file, m.clock().nanos() / 1e9, saved.ramPages(), saved.bytes() / 1048576.0));
             if (snapshot.automatic()) snapshot.pruneOtherBuilds(identity);
             return new SnapshotUse(false, file, saved.ramPages(), saved.bytes());
-        } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+        } catch (SnapshotException e) {
             snapshot.notices().accept("kpemu: " + e.getMessage());
             return new SnapshotUse(false, null, 0, 0);
         }
