@@ -23,7 +23,8 @@ import dev.kpemu.unicorn.X86Reg;
  * A bare-metal x86-64 guest saved between two halts and restored into a fresh machine: the
  * restored machine finishes the program with the general registers, SSE state, MSRs and memory
  * the first half left (expected values computed by hand), and exactly as the original machine
- * finishes it. Damaged and foreign snapshots are refused with their kind.
+ * finishes it; a machine rewound to its own snapshot runs the second half again the same way.
+ * Damaged and foreign snapshots are refused with their kind.
  */
 class X86SnapshotTest {
     static final long RESULTS = X86MachineTest.RESULTS, CODE = X86MachineTest.CODE;
@@ -96,6 +97,23 @@ class X86SnapshotTest {
             assertEquals(original.pc(), restored.pc());
             assertEquals(original.engine().regRead(X86Reg.RSP), restored.engine().regRead(X86Reg.RSP));
             assertEquals(original.engine().regRead(X86Reg.CR3), restored.engine().regRead(X86Reg.CR3));
+        }
+    }
+
+    @Test
+    void aMachineRewoundToItsSnapshotRunsTheSecondHalfAgain() throws Exception {
+        try (X86Machine m = firstHalf()) {
+            byte[] snap = save(m);
+            long at = m.clock().instructions();
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            long end = m.clock().instructions();
+            assertEquals(5050 + 20100, m.memory().readLong(RESULTS));
+            MachineSnapshot.restore(m, ID, new ByteArrayInputStream(snap), "test");
+            assertEquals(at, m.clock().instructions(), "the clock went back");
+            assertEquals(0, m.memory().readLong(RESULTS), "memory is the snapshot's: the result page (all zero then) is zeroed");
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            assertEquals(5050 + 20100, m.memory().readLong(RESULTS));
+            assertEquals(end, m.clock().instructions(), "the same instructions the second time");
         }
     }
 
