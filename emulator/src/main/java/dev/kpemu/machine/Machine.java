@@ -62,6 +62,11 @@ public abstract class Machine implements AutoCloseable {
 
     private boolean inSlice;
     private long sliceStart;
+    /** The guest has executed (a slice started): its RAM may hold anything. */
+    private boolean ran;
+
+    /** True once the guest has run: before, RAM the host never wrote reads zero. */
+    public boolean hasRun() { return ran; }
 
     public abstract Arch arch();
 
@@ -413,6 +418,7 @@ public abstract class Machine implements AutoCloseable {
             icount.setTimeStampCounter(clock.ticks());
             sliceStart = before;
             inSlice = true;
+            ran = true;
             try {
                 uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {

@@ -155,7 +155,7 @@ public final class MachineSnapshot {
                         "snapshot " + name + " has device " + part + " where this machine has " + e.getKey());
                 readSection(d, e.getValue()::restoreState, part);
             }
-            MemoryImage.restore(m.memory(), d);
+            MemoryImage.restore(m.memory(), d, m.hasRun());
             if (d.readLong() != END) throw new IOException("no end marker");
             // the frame's checksum is verified when its end is read
             if (d.read() != -1) throw new IOException("data after the end marker");

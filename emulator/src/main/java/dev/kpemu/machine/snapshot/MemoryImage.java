@@ -5,6 +5,7 @@ import java.io.DataOutput;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.List;
 
 import dev.kpemu.machine.GuestMemory;
@@ -14,7 +15,9 @@ import dev.kpemu.machine.MemoryRegion;
  * Guest RAM in a snapshot, sparse: per RAM region its name, base and size, then only the pages
  * that hold anything but zeros (the rest of a machine's RAM was never written: a fresh engine's
  * RAM reads zero). Restoring writes the saved pages and zeroes every other page the restoring
- * machine has written (its own kernel load), page by page, so only pages that differ are touched.
+ * machine holds data in: before its guest ever ran, the pages its host wrote (its own kernel
+ * load, {@link GuestMemory#hostWrote}), without reading RAM; after, every page that differs,
+ * found by reading it.
  */
 final class MemoryImage {
     static final int PAGE = 4096;
@@ -55,8 +58,12 @@ final class MemoryImage {
         return pages;
     }
 
-    /** Reads what {@link #save} wrote into {@code memory}, whose RAM regions must be the same. */
-    static void restore(GuestMemory memory, DataInput in) throws IOException, SnapshotException {
+    /**
+     * Reads what {@link #save} wrote into {@code memory}, whose RAM regions must be the same;
+     * {@code guestRan}: the restoring machine's guest has executed (its RAM is compared page by
+     * page), else only host-written pages can hold data.
+     */
+    static void restore(GuestMemory memory, DataInput in, boolean guestRan) throws IOException, SnapshotException {
         List<MemoryRegion> ram = ramRegions(memory);
         int n = in.readInt();
         if (n != ram.size()) throw otherMachine("the snapshot has " + n + " RAM regions, this machine " + ram.size());
@@ -70,6 +77,22 @@ final class MemoryImage {
             }
             long next = in.readLong();
             long lastPage = -1;
+            if (!guestRan) {
+                BitSet restored = new BitSet();
+                long pages = size / PAGE;
+                while (next != -1) {
+                    if (next <= lastPage || next >= pages) throw new IOException("RAM pages out of order");
+                    in.readFully(want, 0, PAGE);
+                    memory.write(base + next * PAGE, want, 0, PAGE);
+                    restored.set((int) next);
+                    lastPage = next;
+                    next = in.readLong();
+                }
+                for (long p = 0; p < pages; p++) {
+                    if (!restored.get((int) p) && memory.hostWrote(base + p * PAGE)) memory.write(base + p * PAGE, ZERO_PAGE);
+                }
+                continue;
+            }
             for (long off = 0; off < size; off += CHUNK) {
                 int len = (int) Math.min(CHUNK, size - off);
                 memory.read(base + off, cur, 0, len);
