@@ -363,12 +363,14 @@ public abstract class Machine implements AutoCloseable {
         clock.saveState(out);
         out.writeLong(pendingStop instanceof StopReason.Breakpoint b ? b.address() : -1);
         saveArchState(out);
-        dropTranslations();
+        flushTranslations();
     }
 
     /**
-     * Empties the engine's TLB and translated code: done at a snapshot point in the saved machine
-     * as in the restored one, which starts with none. The TLB is a cache the guest can see: an
+     * Empties the engine's TLB and translated code (between runs): done at a snapshot point in the
+     * saved machine as in the restored one, which starts with none, and by whoever wants a run
+     * that passes that point without a snapshot to continue as they do (probes registered at
+     * {@code run_init_process}). The TLB is a cache the guest can see: an
      * entry Linux left stale on purpose (arm64 upgrades a page's permissions without a TLB
      * invalidation and takes the spurious fault if it comes) makes one fault more or less, so
      * both machines must continue from the same, empty, caches to run the same instructions.
@@ -376,7 +378,7 @@ public abstract class Machine implements AutoCloseable {
      * machine, the restored run executed 22,855 instructions fewer to power-off (893,276,653 vs
      * 893,299,508), the same events a few microseconds earlier; with it, both runs are equal.
      */
-    private void dropTranslations() {
+    public void flushTranslations() {
         uc.flushTlb();
         uc.flushTranslationCache();
         icount.forgetBlocks();
@@ -389,7 +391,7 @@ public abstract class Machine implements AutoCloseable {
         long bp = in.readLong();
         pendingStop = bp == -1 ? null : new StopReason.Breakpoint(bp);
         restoreArchState(in);
-        dropTranslations();
+        flushTranslations();
     }
 
     /** The arch machine's own state (pending interrupt latches, counters). */

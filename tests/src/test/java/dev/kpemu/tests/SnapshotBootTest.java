@@ -32,10 +32,10 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.snapshot.MachineSnapshot;
 
 /**
- * Machine snapshots on Debian 12's kernel: a boot that saves its machine at run_init_process and
- * a boot restored from that file (probes registered there in both) continue identically, byte for
- * byte in trace and console and to the instruction, on both arches, and the restored boot's trace
- * equals Linux's own ({@code open}, recorded under QEMU). A damaged snapshot is refused in one
+ * Machine snapshots on Debian 12's kernel: a boot that saves its machine at run_init_process, a
+ * boot restored from that file and a cold boot without a snapshot (probes registered there in
+ * all three) are the same run, byte for byte in trace and console and to the instruction, on
+ * both arches, and the restored boot's trace equals Linux's own ({@code open}, recorded under QEMU). A damaged snapshot is refused in one
  * line ({@code --snapshot-file}) or replaced by a cold boot (the automatic cache).
  */
 @Tag("kernel")
@@ -49,21 +49,23 @@ class SnapshotBootTest {
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         List<String> notices = new ArrayList<>();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, null, null, 256, 60, console,
-                new PrintStream(new ByteArrayOutputStream())), traced, BootSnapshot.file(snapshot, notices::add));
+                new PrintStream(new ByteArrayOutputStream())), traced, snapshot == null ? null : BootSnapshot.file(snapshot, notices::add));
         return new Run(r, traced.records().stream().map(TraceRecord::line).toList(), console.toString(StandardCharsets.ISO_8859_1), notices);
     }
 
     @ParameterizedTest
     @EnumSource(Arch.class)
-    void restoredBootContinuesAsTheSavingBootAndTracesAsLinux(Arch arch) throws Exception {
+    void coldSavingAndRestoredBootsAreOneRunAndTraceAsLinux(Arch arch) throws Exception {
         Map<String, String> v = KernelMatrixTest.version(SUITE, arch);
         ReferenceTrace reference = ReferenceTrace.read(KernelTraceRegressionTest.REFERENCE, arch, "open", v.get("release"));
         Path kernel = KernelMatrixTest.kernel(SUITE, arch);
         Path dir = Files.createTempDirectory("kpemu-snapshot");
         Path file = dir.resolve("boot.snapshot");
         try {
+            Run cold = boot(arch, kernel, reference.definitions(), null);
             Run saving = boot(arch, kernel, reference.definitions(), file);
             Run restored = boot(arch, kernel, reference.definitions(), file);
+            assertEquals(BootRunner.EXIT_POWERED_OFF, cold.result().exitCode(), cold.result().status());
             assertEquals(BootRunner.EXIT_POWERED_OFF, saving.result().exitCode(), saving.result().status());
             assertEquals(BootRunner.EXIT_POWERED_OFF, restored.result().exitCode(), restored.result().status());
             assertNotNull(saving.result().snapshot());
@@ -80,6 +82,10 @@ class SnapshotBootTest {
             assertEquals(saving.result().instructions(), restored.result().instructions(), "instructions to power-off");
             assertEquals(saving.result().guestNanos(), restored.result().guestNanos(), "guest time at power-off");
             assertEquals(saving.result().interrupts(), restored.result().interrupts(), "interrupts taken");
+            // a cold boot without a snapshot, probes registered at the same point, is the same run
+            assertEquals(cold.trace(), restored.trace(), "the cold boot's trace, timestamps included");
+            assertEquals(cold.console(), saving.console(), "the cold boot's console");
+            assertEquals(cold.result().instructions(), restored.result().instructions(), "the cold boot's instructions");
 
             TraceComparator.Result cmp = TraceComparator.compare(reference, restored.trace(), v.get("release"), v.get("version"));
             assertTrue(cmp.matches(), arch + ": " + cmp.report());
