@@ -591,6 +591,12 @@ public final class TracedBoot implements BootHooks {
 
     private dev.kpemu.image.btf.KernelStructs structs;
 
+    /**
+     * The kernel's structures from its BTF as the event engine got them (parsed once), once the
+     * probes are registered; null before, or when nothing needed them.
+     */
+    public dev.kpemu.image.btf.KernelStructs kernelStructs() { return structs; }
+
     /** The kernel's structures from its BTF, parsed once (a few seconds on Debian's kernels). */
     private dev.kpemu.image.btf.KernelStructs structs(LinuxGuest guest) throws KernelImageException {
         if (structs == null) structs = guest.kernelStructs();
