@@ -3,11 +3,9 @@ package dev.kpemu.machine;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 import dev.kpemu.unicorn.HookFailedException;
@@ -370,10 +368,10 @@ public abstract class Machine implements AutoCloseable {
      * Empties the engine's TLB and translated code (between runs): done at a snapshot point in the
      * saved machine as in the restored one, which starts with none, and by whoever wants a run
      * that passes that point without a snapshot to continue as they do (probes registered at
-     * {@code run_init_process}). The TLB is a cache the guest can see: an
-     * entry Linux left stale on purpose (arm64 upgrades a page's permissions without a TLB
-     * invalidation and takes the spurious fault if it comes) makes one fault more or less, so
-     * both machines must continue from the same, empty, caches to run the same instructions.
+     * {@code run_init_process}). The TLB is a cache the guest can see: an entry
+     * the guest left stale (Linux may change a page's permissions without a TLB invalidation
+     * and take the spurious fault if it comes) makes one fault more or less, so both machines
+     * must continue from the same, empty, caches to run the same instructions.
      * Measured on arm64 (Debian 12's 6.1, the {@code open} script): without this in the saved
      * machine, the restored run executed 22,855 instructions fewer to power-off (893,276,653 vs
      * 893,299,508), the same events a few microseconds earlier; with it, both runs are equal.
