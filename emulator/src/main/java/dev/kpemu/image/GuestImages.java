@@ -65,12 +65,14 @@ public final class GuestImages {
      * file; {@code <cache>/guest/<suite>@<release>/<arch>}: a build named by its release.
      */
     public Path kernelDirectory(Arch arch, KernelChoice.Debian choice) {
+        choice = effective(choice);
         String key = choice.release() == null ? suite(choice) : suite(choice) + "@" + KernelChoice.withoutArch(choice.release());
         return cache.resolve("guest").resolve(key).resolve(arch.linuxName());
     }
 
     /** The fetch scripts' options that name a Debian choice: {@code --suite S [--release R]}. */
     private static String[] scriptOptions(KernelChoice.Debian d, String... more) {
+        d = effective(d);
         java.util.List<String> o = new java.util.ArrayList<>(java.util.List.of(more));
         o.add("--suite");
         o.add(suite(d));
@@ -82,7 +84,32 @@ public final class GuestImages {
     }
 
     /** The suite a Debian choice names, the machine's own for {@code debian} alone. */
-    public static String suite(KernelChoice.Debian choice) { return choice.suiteOr(hostSuite()); }
+    public static String suite(KernelChoice.Debian choice) { return effective(choice).suiteOr(hostSuite()); }
+
+    /** The environment variable naming the Debian kernel {@code debian} alone stands for. */
+    public static final String DEFAULT_KERNEL_VARIABLE = "KPEMU_KERNEL";
+
+    /**
+     * The choice itself, except {@code debian} alone (the default) when {@code $KPEMU_KERNEL}
+     * names a Debian kernel ({@code debian:bookworm@6.1.0-56}, say): then that one. A CI job pins
+     * the kernel its golden traces were recorded on this way; {@code ./kpemu test} pins the
+     * build the repository's references were recorded on.
+     */
+    public static KernelChoice.Debian effective(KernelChoice.Debian choice) {
+        if (choice.suite() != null || choice.release() != null) return choice;
+        String v = System.getenv(DEFAULT_KERNEL_VARIABLE);
+        if (v == null || v.isBlank()) return choice;
+        KernelChoice c;
+        try {
+            c = KernelChoice.parse(v.strip());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(DEFAULT_KERNEL_VARIABLE + ": " + e.getMessage());
+        }
+        if (!(c instanceof KernelChoice.Debian d)) {
+            throw new IllegalArgumentException(DEFAULT_KERNEL_VARIABLE + "=" + v.strip() + ": names a file; it may name a Debian kernel only (debian:SUITE[@RELEASE])");
+        }
+        return d;
+    }
 
     /** The machine's own Debian suite: VERSION_CODENAME of /etc/os-release, else bookworm (as the fetch scripts). */
     public static String hostSuite() {

@@ -66,7 +66,7 @@ class KernelChoiceTest {
         Path dir = g.kernelDirectory(Arch.ARM64, trixie);
         assertEquals(cache.resolve("guest/trixie/arm64"), dir);
         assertEquals(cache.resolve("guest/arm64"), g.directory(Arch.ARM64));
-        assertEquals(cache.resolve("guest/" + GuestImages.hostSuite() + "/x86_64"), g.kernelDirectory(Arch.X86_64, KernelChoice.DEFAULT));
+        assertEquals(cache.resolve("guest/" + GuestImages.hostSuite() + "/x86_64"), g.kernelDirectory(Arch.X86_64, new KernelChoice.Debian(GuestImages.hostSuite())));
         Files.createDirectories(dir);
         Files.write(dir.resolve("vmlinuz"), new byte[64]);
         Files.writeString(dir.resolve("version"), "package=linux-image-6.12.117+deb13-arm64\nversion=6.12.117-1\nrelease=6.12.117+deb13-arm64\nsuite=trixie\n");

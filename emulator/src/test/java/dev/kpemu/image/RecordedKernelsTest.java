@@ -64,6 +64,22 @@ class RecordedKernelsTest {
         assertEquals("sid", RecordedKernels.choice("unstable").suite());
     }
 
+    /**
+     * {@code ./kpemu test} pins the default kernel ({@code debian} alone, what most tests boot) to
+     * the machine's suite's recorded build through {@code $KPEMU_KERNEL}.
+     */
+    @Test
+    void theTestRunsDefaultKernelIsTheRecordedBuild() {
+        String host = GuestImages.hostSuite();
+        org.junit.jupiter.api.Assumptions.assumeTrue(RecordedKernels.releases().containsKey(host),
+                "the machine's suite " + host + " has no recorded build");
+        assertEquals(RecordedKernels.choice(host), GuestImages.effective(KernelChoice.DEFAULT),
+                "KPEMU_KERNEL=" + System.getenv("KPEMU_KERNEL") + " (run the tests with ./kpemu test)");
+        assertEquals(Path.of("/c/guest/" + host + "@" + RecordedKernels.releases().get(host) + "/arm64"),
+                new GuestImages(Path.of("/r"), Path.of("/c")).kernelDirectory(dev.kpemu.machine.Arch.ARM64, KernelChoice.DEFAULT));
+        assertEquals(new KernelChoice.Debian("sid"), GuestImages.effective(new KernelChoice.Debian("sid")), "a named suite is not replaced");
+    }
+
     static String readHead(Path f) throws java.io.IOException {
         try (var in = Files.newInputStream(f)) {
             return new String(in.readNBytes(2048), java.nio.charset.StandardCharsets.ISO_8859_1);

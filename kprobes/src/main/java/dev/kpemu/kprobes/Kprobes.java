@@ -784,9 +784,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         pop(a);
     }
 
-    /** The ip a breakpoint hit at {@code address} shows the handlers: x86 after the {@code int3}, arm64 at the {@code BRK}. */
+    /** The ip a breakpoint hit at {@code address} shows the handlers ({@link ArchKprobes#trapIp}). */
     private long trapIp(long address) {
-        return arch.arch() == dev.kpemu.machine.Arch.X86_64 ? address + arch.breakpoint().length : address;
+        return arch.trapIp(address);
     }
 
     /** The engine as an attached {@link ProbeOptimizer} sees it. */
@@ -849,7 +849,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             k.nmissed++;
             if (k.faultHandler() != null) {
                 try {
-                    k.faultHandler().handle(k, regs, arch.arch() == dev.kpemu.machine.Arch.X86_64 ? 14 : 0x25);
+                    k.faultHandler().handle(k, regs, arch.memoryFaultTrap());
                 } catch (Throwable t2) {
                     if (t2 instanceof VirtualMachineError vme) throw vme;
                 }

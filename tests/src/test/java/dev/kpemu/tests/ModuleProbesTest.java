@@ -51,13 +51,6 @@ class ModuleProbesTest {
         Map<String, String> v = images.kernelVersion(arch, kernel);
         Path ref = REFERENCE.resolve(arch.linuxName()).resolve(ReferenceTrace.series(v.get("release"))).resolve("modules.trace");
         Assumptions.assumeTrue(Files.isRegularFile(ref), "no modules reference recorded for " + v.get("release"));
-        // Known defect, not yet understood: on Debian 13's x86_64 6.12 kernel, with only the brd
-        // probe registered, the guest ends in blake2s_update copying with a garbage length
-        // (interrupts off, a memcpy that never ends) during the ext4 mount; with one more probe
-        // (ksys_read) the same run completes, and so does the unprobed run: a timing-dependent
-        // emulation fault, not a module-probe one. Linux records this run fine under QEMU.
-        Assumptions.assumeFalse(suite.equals("trixie") && arch == Arch.X86_64,
-                "known defect: trixie x86_64 stalls in blake2s_update during the mount (see the comment)");
         ReferenceTrace reference = ReferenceTrace.read(REFERENCE, arch, "modules", v.get("release"));
         Initramfs archive = Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch)));
         HostFiles.addExecutable(archive, REFERENCE.resolve("modules.init"), "init", arch);

@@ -17,7 +17,7 @@ public final class X86Cpuid {
 
     // CPUID.1 EDX / ECX feature bits
     public static final int L1_EDX_TSC = 1 << 4, L1_EDX_APIC = 1 << 9, L1_EDX_MCE = 1 << 7, L1_EDX_MCA = 1 << 14;
-    public static final int L1_ECX_RDRAND = 1 << 30;
+    public static final int L1_ECX_RDRAND = 1 << 30, L1_ECX_CX16 = 1 << 13;
     public static final int L1_ECX_X2APIC = 1 << 21, L1_ECX_TSC_DEADLINE = 1 << 24, L1_ECX_HYPERVISOR = 1 << 31;
     public static final int EXT1_EDX_RDTSCP = 1 << 27;
     public static final int L7_EBX_TSC_ADJUST = 1 << 1, L7_EBX_RDSEED = 1 << 18;

@@ -57,6 +57,13 @@ public final class X86Pc implements AutoCloseable {
             acpiPm = bus.attachPorts(X86Layout.ACPI_PM1A_EVT, AcpiPm.PORT_COUNT,
                     new AcpiPm(X86Layout.ACPI_PM1A_EVT, machine.clock(), () -> machine.requestStopAtSliceEnd(new StopReason.PoweredOff(0))));
             rsdp = AcpiTables.write(machine.memory(), X86Layout.ACPI_BASE, X86Layout.ACPI_PM1A_EVT, X86Layout.IRQ_SCI, ResetControl.RESET_CONTROL);
+            machine.registerState("pic8259", pic);
+            machine.registerState("pit8254", pit);
+            machine.registerState("com1", uart);
+            if (terminalUart != null) machine.registerState("com2", terminalUart);
+            machine.registerState("cmos-rtc", rtc);
+            machine.registerState("reset-control", resetControl);
+            machine.registerState("acpi-pm", acpiPm);
             cpuid = cpuPolicy(X86Cpuid.probe(), tsc);
             cpuid.install(machine.engine());
         } catch (RuntimeException e) {
@@ -72,10 +79,24 @@ public final class X86Pc implements AutoCloseable {
      * timer and jiffies as its clocks; the instructions still read the machine's virtual TSC
      * ({@code X86Machine}), never the host's. No RDRAND or RDSEED: they would hand the guest the
      * host's random numbers (qemu64 has neither; the bits are cleared whatever the model says).
+     * <p>
+     * No CMPXCHG16B (CX16, which qemu64 has): Unicorn 2.1.4 translates {@code cmpxchg16b} (and
+     * {@code cmpxchg8b}) as a helper call that computes the flags from {@code env->cc_op} without
+     * first storing the lazily tracked flags operation of the block (QEMU 5's translator, no
+     * {@code gen_update_cc_op} before the helper). When the block began with {@code cc_op} =
+     * {@code CC_OP_EFLAGS} (the first block of every {@code uc_emu_start}, of every slice, and the
+     * one after an {@code iret} or {@code popf}) and an {@code add}/{@code sub}/{@code cmp} before
+     * the instruction left its source operand in {@code cc_src}, that operand becomes RFLAGS: TF,
+     * IF, DF and reserved bits from a pointer. Linux 6.12's SLUB fast path
+     * ({@code this_cpu_try_cmpxchg128} in {@code kmem_cache_alloc}) hit it on Debian 13's kernel
+     * (RFLAGS 0x4054242, the low half of a freelist pointer plus ZF; with TF set, a #DB).
+     * Without CX16 Linux takes its own paths (SLUB's slab lock,
+     * {@code this_cpu_cmpxchg16b_emu}), which Unicorn runs correctly; {@code X86Cmpxchg16bFlagsTest}
+     * measures the engine and fails once a Unicorn computes those flags right.
      */
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc) {
         c.clear(1, 0, 3, X86Cpuid.L1_EDX_APIC | (tsc ? 0 : X86Cpuid.L1_EDX_TSC));
-        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND);
+        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND | X86Cpuid.L1_ECX_CX16);
         c.clear(7, 0, 1, X86Cpuid.L7_EBX_RDSEED);
         if (!tsc) c.clear(0x8000_0001, 0, 3, X86Cpuid.EXT1_EDX_RDTSCP);
         return c;
