@@ -23,7 +23,7 @@ prog=record-filters
 reference_args "record-filters.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" "$@"
 [ -n "$name" ] || die "usage: record-filters.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME"
 series=$(kernel_series)
-defs="$here/reference/$arch/$series/$name.events"
+defs="$here/reference/$arch/$series/$name.events"     # a kernel series' own script, when it needs one
 [ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
 setup="$here/reference/$name.$arch.setup"
 [ -f "$defs" ] && [ -f "$setup" ] || die "need $defs and $setup"

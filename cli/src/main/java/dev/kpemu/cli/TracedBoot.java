@@ -416,6 +416,10 @@ public final class TracedBoot implements BootHooks {
             m.addBreakpoint(armAt);
             return true;
         }
+        // Registering at run_init_process, the snapshot point (BootSnapshot): the machine drops its
+        // TLB and translated code as a saved or restored machine does there, so a boot with a
+        // snapshot and one without run the same instructions from here on (Machine.flushTranslations).
+        if (armAtName.equals(ARM_AT_INIT)) m.flushTranslations();
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);

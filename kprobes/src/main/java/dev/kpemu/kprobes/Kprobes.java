@@ -272,7 +272,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             if (point.slot != 0) stepTraps.put(point.stepTrap(arch), point);
             if (watchText) textWatch.watch(point, point.insn.length());
         }
-        point.children.addFirst(p);
+        if (p.afterOlder) point.children.addLast(p);
+        else point.children.addFirst(p);
         p.point = point;
         p.setAddress(addr);
         refreshSlot(point);
@@ -1108,6 +1109,20 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** Slots in use, including the trampoline and the call-return stop. */
     public int slotsInUse() { return slots.slotsInUse(); }
+
+    /**
+     * {@code bytes} of the host area for data the guest reads (a tracepoint's probe list, which
+     * the host hands the kernel), written with {@code data}; its guest-virtual address. ENOMEM
+     * when the area is full.
+     */
+    public long allocateHostData(byte[] data) {
+        long va = slots.allocate(data.length, slots.virtualBase(), Long.MAX_VALUE);
+        slots.write(machine, va, data);
+        return va;
+    }
+
+    /** Frees what {@link #allocateHostData} returned. */
+    public void freeHostData(long va, int bytes) { slots.free(va, bytes); }
 
     /** Removes every probe (restoring the original bytes) and detaches from the machine. */
     @Override
