@@ -3,7 +3,9 @@
 # the write to tracefs was accepted (and how kprobe_events then lists it) or refused (the write's
 # errno and the error_log entry with its caret). Boots the same kernel that kpemu boots, under QEMU
 # TCG, with kpemu's busybox initramfs whose /init writes each definition to
-# /sys/kernel/tracing/kprobe_events, one at a time on an empty list.
+# /sys/kernel/tracing/kprobe_events, one at a time on an empty list; a definition of an event kind
+# kprobe_events does not take (an fprobe 'f…' or tracepoint probe 't…', Linux 6.4+) is written to
+# dynamic_events instead, and dynamic_events is listed after it.
 #
 #   guest-images/record-error-log.sh [--kernel debian[:SUITE]] ARCH NAME
 #     reads  guest-images/reference/NAME.ARCH.commands          (one definition per line; '#' comments)
@@ -14,7 +16,7 @@
 #   > DEFINITION           as written
 #   < ok | < ERRNO-TEXT    the write's outcome (busybox printf's error text, e.g. "Invalid argument")
 #   ! LINE                 error_log lines, timestamp removed (message, "  Command: ...", caret line)
-#   = LINE                 kprobe_events lines after an accepted write
+#   = LINE                 kprobe_events (dynamic_events for 'f'/'t' rows) lines after an accepted write
 #   ~ LINE                 what the kernel printed to its console about it (trace_kprobe: ...)
 # Needs qemu-system-x86 / qemu-system-arm (installed with apt-get when missing and run as root).
 set -euo pipefail
@@ -40,14 +42,17 @@ mount -t tracefs tracefs /sys/kernel/tracing
 T=/sys/kernel/tracing
 echo KPEMU-ERRLOG-BEGIN
 while IFS= read -r def; do
+  case "$def" in f*|t*) F=$T/dynamic_events ;; *) F=$T/kprobe_events ;; esac
   : > $T/kprobe_events
+  [ -e $T/dynamic_events ] && : > $T/dynamic_events
   : > $T/error_log
   busybox printf 'KPEMU-DEF> %s\n' "$def"
-  if out=$(echo "$def" 2>&1 >> $T/kprobe_events); then echo "KPEMU-RC< ok"; else echo "KPEMU-RC< ${out##*: }"; fi
+  if out=$(echo "$def" 2>&1 >> $F); then echo "KPEMU-RC< ok"; else echo "KPEMU-RC< ${out##*: }"; fi
   busybox sed -e 's/^\[[ 0-9.]*\] //' -e 's/^/KPEMU-LOG! /' $T/error_log
-  busybox sed 's/^/KPEMU-LIST= /' $T/kprobe_events
+  busybox sed 's/^/KPEMU-LIST= /' $F
 done < /defs.txt
 : > $T/kprobe_events
+[ -e $T/dynamic_events ] && : > $T/dynamic_events
 echo KPEMU-ERRLOG-END
 poweroff -f
 INIT
@@ -63,6 +68,6 @@ mkdir -p "$(dirname "$out")"
   kernel_header
   echo "# definitions: $name.$arch.commands; blocks: '> def', '< ok|errno text', '! error_log line', '= kprobe_events line'"
   tr -d '\r' < "$log" | sed -n '/^KPEMU-ERRLOG-BEGIN/,/^KPEMU-ERRLOG-END/p' \
-    | sed -nE -e 's/^KPEMU-(DEF|RC|LOG|LIST)([<>!=]) ?(.*)$/\2 \3/p' -e 's/^\[ *[0-9]+\.[0-9]+\] (trace_kprobe: .*)$/~ \1/p'
+    | sed -nE -e 's/^KPEMU-(DEF|RC|LOG|LIST)([<>!=]) ?(.*)$/\2 \3/p' -e 's/^\[ *[0-9]+\.[0-9]+\] (trace_[kf]probe: .*)$/~ \1/p'
 } > "$out"
 echo "recorded $(grep -c '^> ' "$out") definitions for $arch to $out"

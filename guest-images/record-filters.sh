@@ -8,6 +8,8 @@
 #
 #   guest-images/record-filters.sh [--kernel debian[:SUITE]] ARCH NAME
 #     reads  guest-images/reference/NAME.ARCH.events   (definitions, one per line)
+#            or guest-images/reference/ARCH/SERIES/NAME.events  when the kernel series needs its own
+#            (6.12 and later: bprm_execve names the file only through bprm->filename)
 #            guest-images/reference/NAME.ARCH.setup    (tracefs FILE<TAB>TEXT lines)
 #     writes guest-images/reference/ARCH/SERIES/NAME.trace          (the trace file's event lines)
 #            guest-images/reference/ARCH/SERIES/NAME.hist           (each hist file, between "## hist FILE" lines)
@@ -20,10 +22,11 @@ prog=record-filters
 . "$here/qemu-reference.sh"
 reference_args "record-filters.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME" "$@"
 [ -n "$name" ] || die "usage: record-filters.sh [--kernel debian[:SUITE]] x86_64|arm64 NAME"
-defs="$here/reference/$name.$arch.events"
+series=$(kernel_series)
+defs="$here/reference/$arch/$series/$name.events"     # a kernel series' own script, when it needs one
+[ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
 setup="$here/reference/$name.$arch.setup"
 [ -f "$defs" ] && [ -f "$setup" ] || die "need $defs and $setup"
-series=$(kernel_series)
 dir="$here/reference/$arch/$series"
 mkdir -p "$dir"
 qemu_mem=254
@@ -49,7 +52,7 @@ header() {
   echo "# $1 recorded by guest-images/record-filters.sh from Linux's own tracefs."
   kernel_header
   echo "# guest: dev.kpemu.cli.CorpusGuest mode linux; setup: $name.$arch.setup"
-  echo "# definitions ($name.$arch.events):"
+  echo "# definitions (${defs#"$here/reference/"}):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
 }
 {
@@ -59,14 +62,14 @@ header() {
 } > "$dir/$name.trace"
 {
   header "hist files"
-  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/linux.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+  sed -n '/^KPEMU-HIST-BEGIN /,/^KPEMU-HIST-END$/p' "$work/linux.log" | { grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true; } \
     | sed -e 's/^KPEMU-HIST-BEGIN \(.*\)$/## hist \1/' -e '/^KPEMU-HIST-END$/d'
 } > "$dir/$name.hist"
 {
   header "Refused tracefs writes"
   # each refused write: "## refused FILE<TAB>TEXT", the file's text, then "## error_log" and the entries
   # the write logged, timestamps removed
-  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/errors.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' \
+  sed -n '/^KPEMU-SETUP-REFUSED /,/^KPEMU-SETUP-REFUSED-END$/p' "$work/errors.log" | { grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true; } \
     | awk '/^KPEMU-SETUP-REFUSED / { sub(/^KPEMU-SETUP-REFUSED /, ""); print "## refused " $0; elog = 0; next }
            /^KPEMU-SETUP-REFUSED-END$/ { next }
            /^KPEMU-ERROR-LOG / { if (!elog) { print "## error_log"; elog = 1 }

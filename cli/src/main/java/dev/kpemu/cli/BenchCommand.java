@@ -22,9 +22,11 @@ import dev.kpemu.machine.Arch;
                 "           trivial Java handler, against the same loop unprobed (bare-metal guest)",
                 "  boot     on Debian's booted kernel: boots with 0/100/1,000/10,000 probes that are never hit",
                 "           (ratio to 0), registering 10,000, and the per-event cost of a three-fetcharg kprobe event",
-                "           and a kretprobe event on a hot function (kmem_cache_alloc), with the boot's slowdown"})
+                "           and a kretprobe event on a hot function (kmem_cache_alloc), with the boot's slowdown",
+                "  snapshot a probe session to power-off started cold and started from a snapshot taken at",
+                "           run_init_process (kpemu boot --snapshot): wall and CPU time, the ratio restored / cold"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes, boot }
+    enum What { unicorn, probes, boot, snapshot }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -41,7 +43,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cold", split = ",", paramLabel = "N", description = "boot: the numbers of unhit probes measured (default 100,1000,10000)")
     List<Integer> cold;
 
-    @Option(names = "--repeat", paramLabel = "N", description = "boot: runs of each boot, the least CPU time kept (default ${DEFAULT-VALUE})", defaultValue = "3")
+    @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept (default ${DEFAULT-VALUE})", defaultValue = "3")
     int repeat;
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -81,6 +83,33 @@ final class BenchCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    /** {@code bench snapshot}: cold and restored starts of the same probe session, per arch. */
+    private int snapshot(List<Arch> arches, PrintWriter out) {
+        if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        List<SnapshotBench.Result> results = new java.util.ArrayList<>();
+        try {
+            for (Arch a : arches) results.add(SnapshotBench.run(a, repeat, progress));
+        } catch (dev.kpemu.machine.snapshot.SnapshotException | java.io.IOException e) {
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        out.printf("%-8s %-20s %14s %8s %8s %8s %8s %8s%n", "arch", "start", "instructions", "wall s", "cpu s", "wall", "cpu", "events");
+        for (SnapshotBench.Result r : results) {
+            for (SnapshotBench.Row row : List.of(r.cold(), r.restored())) {
+                out.printf("%-8s %-20s %14d %8.2f %8.2f %8.3f %8.3f %8d%s%n", r.arch().linuxName(), row.label(), row.instructions(),
+                        row.wallNanos() / 1e9, row.cpuNanos() / 1e9, (double) row.wallNanos() / r.cold().wallNanos(),
+                        (double) row.cpuNanos() / r.cold().cpuNanos(), row.events(), row.exitCode() == 0 ? "" : "  (exit " + row.exitCode() + ")");
+            }
+            out.printf("%-8s snapshot: %.1f MiB, %d RAM pages of %d%n", r.arch().linuxName(), r.snapshotBytes() / 1048576.0, r.ramPages(), 256 << 8);
+        }
+        out.println("(a probe session to power-off, the kernel prepared and the snapshot restored included, in one process:");
+        out.println(" wall s and cpu s (all threads) are the least of --repeat runs, alternating; wall and cpu: ratio to the cold start)");
+        out.flush();
+        return ExitCodes.OK;
+    }
+
     @Override public Integer call() {
         int batches = this.batches != null ? this.batches : what == What.unicorn ? 31 : 9;
         int perBatch = this.perBatch != null ? this.perBatch : what == What.unicorn ? 20000 : 100_000;
@@ -88,6 +117,7 @@ final class BenchCommand implements Callable<Integer> {
         List<Arch> arches = ArchOption.orBoth(spec, arch);
         PrintWriter out = spec.commandLine().getOut();
         if (what == What.boot) return boot(arches, out);
+        if (what == What.snapshot) return snapshot(arches, out);
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"
                     + "(targets: kprobe <= 1.0, boosted <= 0.5, kretprobe <= 1.5, optimized <= 0.15 us)%n", batches, perBatch);

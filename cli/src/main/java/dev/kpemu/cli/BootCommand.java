@@ -120,6 +120,14 @@ final class BootCommand implements Callable<Integer> {
             description = "register the probes just before /init runs instead of where Linux's kprobe_event= boot parameter does (during the fs initcalls): nothing of the kernel's own boot is traced")
     boolean fromInit;
 
+    @Option(names = "--snapshot",
+            description = "start from a snapshot of this boot's machine taken at run_init_process (cached in .cache/snapshots, keyed by kernel, initramfs, command line, memory, machine and kpemu build); the first such boot boots cold and saves it. Probes are registered there (as --from-init). A cached snapshot that cannot be used is reported and the boot is cold")
+    boolean snapshot;
+
+    @Option(names = "--snapshot-file", paramLabel = "FILE",
+            description = "as --snapshot with the snapshot in FILE: restored when FILE exists (a corrupt file or one of another boot is an error, exit " + ExitCodes.SNAPSHOT_REFUSED + "), else saved there")
+    Path snapshotFile;
+
     @Option(names = "--dialect", paramLabel = DialectOption.LABEL, description = DialectOption.HELP)
     String dialect;
 
@@ -250,7 +258,14 @@ final class BootCommand implements Callable<Integer> {
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup).keepRecords(false);
         if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
-        if (traced != null) traced.armAtInit(fromInit).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
+        if (snapshot && snapshotFile != null)
+            throw new CommandLine.ParameterException(spec.commandLine(), "--snapshot and --snapshot-file: give one");
+        if ((snapshot || snapshotFile != null) && (interactive || input != null))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--snapshot and --snapshot-file do not go with -i or --input (typed input is host state a snapshot does not carry)");
+        dev.kpemu.boot.BootSnapshot snap = snapshotFile != null ? dev.kpemu.boot.BootSnapshot.file(snapshotFile, line -> { err.println(line); err.flush(); })
+                : snapshot ? dev.kpemu.boot.BootSnapshot.cache(dev.kpemu.image.GuestImages.forRepository().cacheRoot().resolve("snapshots"), line -> { err.println(line); err.flush(); })
+                : null;
+        if (traced != null) traced.armAtInit(fromInit || snap != null).allowUnsafe(allowUnsafe).kernelMessages(line -> { err.println(line); err.flush(); });
         String consoleTo = console != null ? console : gc.commandGuest() ? null : "-";
         OutputStream con = consoleTo == null ? null : "-".equals(consoleTo) ? System.err : openForWriting(Path.of(consoleTo));
         HostStop hostStop = new HostStop();
@@ -306,7 +321,7 @@ final class BootCommand implements Callable<Integer> {
                                         gc.commandGuest() ? dev.kpemu.image.CommandGuest.commandLine(a, append) : append, memoryMiB, timeout, con,
                                         gc.commandGuest() ? null : messages,
                                         terminal, hostStop),
-                                traced == null ? BootHooks.NONE : traced);
+                                traced == null ? BootHooks.NONE : traced, snap);
                     }
                 } catch (TracedBoot.DefinitionRejected e) {
                     e.kernelMessages().forEach(err::println);
@@ -319,6 +334,9 @@ final class BootCommand implements Callable<Integer> {
                 } catch (KernelImageException e) {
                     err.println("kpemu: " + e.getMessage());
                     return ExitCodes.ERROR;
+                } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+                    err.println("kpemu: " + e.getMessage());
+                    return ExitCodes.SNAPSHOT_REFUSED;
                 }
                 if (term != null) {
                     term.close();
@@ -328,7 +346,7 @@ final class BootCommand implements Callable<Integer> {
                 if (jsonTrace != null) jsonTrace.close();
                 if (traced != null && traced.rejectedAtRegistration() != null) {
                     var e = traced.rejectedAtRegistration();
-                    err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + ")");
+                    err.println(e.logged() ? e.errorLog() : "kpemu: definition rejected at registration (" + e.errno() + "): " + e.getMessage());
                     return ExitCodes.USAGE;
                 }
                 if (traced != null) printTables(tables, err, traced, setup);

@@ -15,7 +15,8 @@ import dev.kpemu.kprobes.events.ReferenceTrace;
  * files. The only difference is {@code /tmp/corpus/mode}:
  * <ul>
  * <li>{@code linux}: /init writes {@code /tmp/corpus/events} to tracefs' {@code kprobe_events}, one
- *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED}), and enables them;
+ *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED}; an fprobe {@code f…} or
+ *     tracepoint probe {@code t…} goes to {@code dynamic_events}), and enables them;
  *     after the workload tracing stops and the {@code trace} file is printed between
  *     {@value #TRACE_BEGIN} and {@value #TRACE_END}.</li>
  * <li>{@code survey}: ftrace's function tracer runs over the workload; afterwards each traced
@@ -70,9 +71,12 @@ public final class CorpusGuest {
                 if [ "$mode" = linux ]; then
                   echo 8192 > /root/buffer_size_kb
                   while IFS= read -r d; do
-                    printf '%%s\\n' "$d" >> /root/kprobe_events || printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
+                    case "$d" in f*|t*) f=dynamic_events ;; *) f=kprobe_events ;; esac
+                    printf '%%s\\n' "$d" >> /root/$f || printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
                   done < /tmp/corpus/events
                   echo 1 > /root/events/kprobes/enable
+                  if [ -d /root/events/fprobes ]; then echo 1 > /root/events/fprobes/enable; fi
+                  if [ -d /root/events/tracepoints ]; then echo 1 > /root/events/tracepoints/enable; fi
                   if [ -s /tmp/corpus/setup ]; then
                     while IFS='\t' read -r f v; do
                       : > /root/error_log

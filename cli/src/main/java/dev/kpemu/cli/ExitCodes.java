@@ -19,4 +19,9 @@ public final class ExitCodes {
      * the guest ran, the comparison was made, and it found a difference (the diff is printed).
      */
     public static final int TRACE_DIFFERS = 5;
+    /**
+     * {@code kpemu boot --snapshot-file}: the snapshot file is corrupt, truncated, or was taken of
+     * another boot (kernel, initramfs, command line, memory, machine or kpemu build); nothing ran.
+     */
+    public static final int SNAPSHOT_REFUSED = 6;
 }

@@ -271,7 +271,7 @@ public final class TracedBoot implements BootHooks {
                 }
             }
             try {
-                setup.check(defs, symbols);
+                setup.check(defs, symbols, dialect);
             } catch (EventSetup.Rejected e) {
                 throw new SetupRejected(e);
             }
@@ -416,6 +416,10 @@ public final class TracedBoot implements BootHooks {
             m.addBreakpoint(armAt);
             return true;
         }
+        // Registering at run_init_process, the snapshot point (BootSnapshot): the machine drops its
+        // TLB and translated code as a saved or restored machine does there, so a boot with a
+        // snapshot and one without run the same instructions from here on (Machine.flushTranslations).
+        if (armAtName.equals(ARM_AT_INIT)) m.flushTranslations();
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);
@@ -586,6 +590,12 @@ public final class TracedBoot implements BootHooks {
     }
 
     private dev.kpemu.image.btf.KernelStructs structs;
+
+    /**
+     * The kernel's structures from its BTF as the event engine got them (parsed once), once the
+     * probes are registered; null before, or when nothing needed them.
+     */
+    public dev.kpemu.image.btf.KernelStructs kernelStructs() { return structs; }
 
     /** The kernel's structures from its BTF, parsed once (a few seconds on Debian's kernels). */
     private dev.kpemu.image.btf.KernelStructs structs(LinuxGuest guest) throws KernelImageException {

@@ -114,4 +114,20 @@ class CliTest {
         r = run("images", "--kernel", "/nonexistent/bzImage");
         assertEquals(ExitCodes.USAGE, r.code(), r.err());
     }
+
+    @Test
+    void snapshotOptionsThatCannotGoTogetherAreUsageErrors() throws Exception {
+        java.nio.file.Path input = java.nio.file.Files.createTempFile("kpemu-input", ".txt");
+        try {
+            java.nio.file.Files.writeString(input, "");
+            for (String[] args : new String[][] {{"boot", "--arch", "x86_64", "--snapshot", "--snapshot-file", "/tmp/x.snapshot"},
+                    {"boot", "--arch", "x86_64", "--snapshot", "--input", input.toString(), "--", "true"}}) {
+                Run r = run(args);
+                assertEquals(ExitCodes.USAGE, r.code(), String.join(" ", args) + ": " + r.err());
+                assertTrue(r.err().lines().findFirst().orElse("").contains("--snapshot"), r.err());
+            }
+        } finally {
+            java.nio.file.Files.deleteIfExists(input);
+        }
+    }
 }

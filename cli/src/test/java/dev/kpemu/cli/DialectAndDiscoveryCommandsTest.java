@@ -58,4 +58,23 @@ class DialectAndDiscoveryCommandsTest {
         assertEquals(ExitCodes.USAGE, nv.code());
         assertTrue(nv.err().strip().endsWith("kpemu: the kernel's BTF has no function 'no_such_function_here'"), nv.err());
     }
+
+    @Test
+    void askingAgainReadsTheCachedIndexWithoutDecodingTheKernel() {
+        // the first asks build the kernel's indexes when no earlier run did (once per kernel file)
+        CliTest.Run all = CliTest.run("funcs", "--kernel", TRIXIE, "*tcp_v4_conn*");
+        CliTest.Run vars = CliTest.run("vars", "--kernel", TRIXIE, "vfs_read");
+        assertEquals(0, all.code(), all.err());
+        int built = DiscoveryIndex.builds();
+
+        CliTest.Run prefix = CliTest.run("funcs", "--kernel", TRIXIE, "tcp_v4_conn*");
+        CliTest.Run again = CliTest.run("vars", "--kernel", TRIXIE, "vfs_read");
+        assertEquals(built, DiscoveryIndex.builds(), "a cached answer decodes nothing of the kernel");
+        assertTrue(!prefix.err().contains("indexing") && !again.err().contains("indexing"), prefix.err() + again.err());
+        // the file of the names starting with 't' answers as the whole list does, in the same order
+        assertEquals(all.out().lines().filter(l -> l.startsWith("tcp_v4_conn")).map(l -> l + "\n").reduce("", String::concat), prefix.out());
+        assertTrue(prefix.out().lines().anyMatch("tcp_v4_connect"::equals), prefix.out());
+        assertEquals(vars.out(), again.out());
+        assertTrue(again.out().startsWith("ssize_t vfs_read(struct file *file, char *buf, size_t count, loff_t *pos)\n"), again.out());
+    }
 }

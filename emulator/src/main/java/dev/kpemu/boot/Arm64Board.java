@@ -34,6 +34,10 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, level -> m.setInterruptLine(Arm64DeviceTree.UART_INTID, level)));
             Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
                     new Pl011(terminal, level -> m.setInterruptLine(Arm64DeviceTree.TERMINAL_UART_INTID, level)));
+            m.registerState("gicv2", gic);
+            m.registerState("generic-timer", timer);
+            m.registerState("uart0", uart);
+            if (term != null) m.registerState("uart1", term);
             return new Arm64Board(m, gic, timer, uart, term);
         } catch (RuntimeException e) {
             m.close();

@@ -6,15 +6,20 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.function.LongSupplier;
 
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.Symbol;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.snapshot.MachineSnapshot;
+import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
  * Boots a Linux kernel on kpemu, either architecture, and maps the outcome to the CLI's exit
@@ -58,10 +63,17 @@ public final class BootRunner {
         }
     }
 
-    /** {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null. */
+    /**
+     * {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null.
+     * {@code snapshot}: what this boot did with a snapshot ({@link SnapshotUse}), or null without one.
+     */
     public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
                          long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
-                         List<String> lastLines, long pc, String symbol, String stats, Integer commandExit) {}
+                         List<String> lastLines, long pc, String symbol, String stats, Integer commandExit,
+                         SnapshotUse snapshot) {}
+
+    /** A boot's use of a snapshot: restored from {@code file} or saved to it (null when saving failed). */
+    public record SnapshotUse(boolean restored, Path file, long ramPages, long bytes) {}
 
     private BootRunner() {}
 
@@ -71,6 +83,26 @@ public final class BootRunner {
 
     /** Boots, calling {@code hooks} before the first instruction and at host breakpoints. */
     public static Result boot(Options o, BootHooks hooks) throws KernelImageException {
+        try {
+            return boot(o, hooks, null);
+        } catch (SnapshotException e) {
+            throw new IllegalStateException(e);       // not without a snapshot
+        }
+    }
+
+    /**
+     * Boots with a snapshot ({@link BootSnapshot}; null: none): when its file exists the machine
+     * starts from it, at {@link BootSnapshot#AT}, and {@code hooks} see that stop as the cold boot's
+     * host breakpoint there; otherwise the boot is cold and saves the snapshot when it gets there.
+     * A snapshot that cannot be restored throws, unless the snapshot is automatic: then a notice
+     * and a cold boot.
+     */
+    public static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot) throws KernelImageException, SnapshotException {
+        return boot(o, hooks, snapshot, true);
+    }
+
+    private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore)
+            throws KernelImageException, SnapshotException {
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -79,6 +111,22 @@ public final class BootRunner {
         }
         long hostStart = System.nanoTime();
         byte[] initrdBytes = read(initrd, "initrd");
+        Map<String, String> identity = null;
+        Path snapshotFile = null;
+        if (snapshot != null) {
+            try {
+                identity = BootSnapshot.identity(o, kernel, initrdBytes);
+            } catch (IOException e) {
+                throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
+            }
+            snapshotFile = snapshot.fileFor(identity);
+        }
+        boolean restoring = snapshot != null && mayRestore && Files.exists(snapshotFile);
+        if (snapshot != null && !snapshot.automatic() && !restoring && Files.isDirectory(snapshotFile)) {
+            throw new SnapshotException(SnapshotException.Kind.IO,
+                    "snapshot " + snapshotFile + " is a directory");
+        }
+        SnapshotUse used = null;
         try (LinuxGuest guest = o.arch() == Arch.X86_64
                 ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
                 : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
@@ -88,7 +136,47 @@ public final class BootRunner {
                 o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
                 o.trace().printf("kpemu: %s%n", guest.describe());
             }
+            if (restoring) {
+                long restoreStart = System.nanoTime();
+                try {
+                    MachineSnapshot.restore(m, identity, snapshotFile);
+                } catch (SnapshotException e) {
+                    if (!snapshot.automatic()) throw e;
+                    snapshot.notices().accept("kpemu: " + e.getMessage() + "; booting cold");
+                    guest.close();
+                    return boot(o, hooks, snapshot, false);
+                }
+                used = new SnapshotUse(true, snapshotFile, -1, sizeOf(snapshotFile));
+                snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions; restored in %.2f s)",
+                        snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions(), (System.nanoTime() - restoreStart) / 1e9));
+            }
             hooks.ready(guest);
+            // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
+            // is stopped there already (the stop is handed to the hooks as the cold boot's).
+            long snapshotAt = -1;
+            boolean hooksOwnSnapshotAt = false;
+            StopReason first = null;
+            var point = snapshot == null ? Optional.<Symbol>empty() : guest.symbols().byName(BootSnapshot.AT);
+            if (snapshot != null && point.isEmpty()) {
+                String why = "no snapshot: the kernel has no " + BootSnapshot.AT + " symbol";
+                if (!snapshot.automatic() || restoring) {
+                    throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE, why);
+                }
+                snapshot.notices().accept("kpemu: " + why + "; booting without one");
+            }
+            if (point.isPresent()) {
+                snapshotAt = point.get().address();
+                hooksOwnSnapshotAt = m.hasBreakpoint(snapshotAt);
+                if (restoring) {
+                    if (m.stoppedAtBreakpoint() != snapshotAt || m.pc() != snapshotAt) {
+                        throw new SnapshotException(SnapshotException.Kind.CORRUPT,
+                                "snapshot " + snapshotFile + " was not taken at " + BootSnapshot.AT);
+                    }
+                    first = new StopReason.Breakpoint(snapshotAt);
+                } else if (!hooksOwnSnapshotAt) {
+                    m.addBreakpoint(snapshotAt);
+                }
+            }
             ConsoleMonitor con = guest.console();
             long limitNanos = Double.isInfinite(o.timeoutSeconds()) ? Long.MAX_VALUE : (long) (o.timeoutSeconds() * 1e9);
             // The limit is an event on the guest clock: idling (HLT/WFI) jumps no further than it,
@@ -101,7 +189,18 @@ public final class BootRunner {
             String status;
             long panicAt = -1;
             while (true) {
-                stop = m.run(CHUNK);
+                stop = first != null ? first : m.run(CHUNK);
+                first = null;
+                if (snapshotAt != -1 && stop instanceof StopReason.Breakpoint b && b.address() == snapshotAt) {
+                    if (!restoring) used = save(m, identity, snapshot, snapshotFile);
+                    long at = snapshotAt;
+                    snapshotAt = -1;
+                    if (hooks.breakpoint(guest, at)) continue;
+                    if (!hooksOwnSnapshotAt) {
+                        m.removeBreakpoint(at);
+                        continue;
+                    }
+                }
                 if (con.panicked()) {
                     if (panicAt < 0) panicAt = m.clock().instructions();
                     if (con.seen(PANIC_END) || m.clock().instructions() - panicAt >= PANIC_GRACE_INSTRUCTIONS
@@ -156,7 +255,30 @@ public final class BootRunner {
             long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
             return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
-                    con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)));
+                    con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)),
+                    used);
+        }
+    }
+
+    /** Saves the snapshot at its point; a failure is a notice (the boot itself goes on). */
+    private static SnapshotUse save(Machine m, Map<String, String> identity, BootSnapshot snapshot, Path file) {
+        try {
+            var saved = MachineSnapshot.save(m, identity, file);
+            snapshot.notices().accept(String.format("kpemu: saved snapshot %s (guest %.3f s, %d RAM pages, %.1f MiB)",
+                    file, m.clock().nanos() / 1e9, saved.ramPages(), saved.bytes() / 1048576.0));
+            if (snapshot.automatic()) snapshot.pruneOtherBuilds(identity);
+            return new SnapshotUse(false, file, saved.ramPages(), saved.bytes());
+        } catch (SnapshotException e) {
+            snapshot.notices().accept("kpemu: " + e.getMessage());
+            return new SnapshotUse(false, null, 0, 0);
+        }
+    }
+
+    private static long sizeOf(Path p) {
+        try {
+            return Files.size(p);
+        } catch (IOException e) {
+            return -1;
         }
     }
 

@@ -15,6 +15,8 @@ public final class GuestMemory {
     private final Unicorn uc;
     private final List<MemoryRegion> regions = new ArrayList<>();
     private TextGuard guard;
+    /** Pages (physical address / 4096) the host has written through this object. */
+    private final java.util.BitSet hostWritten = new java.util.BitSet();
 
     GuestMemory(Unicorn uc) { this.uc = uc; }
 
@@ -65,11 +67,13 @@ public final class GuestMemory {
 
     public void write(long pa, byte[] src) {
         uc.memWrite(pa, src);
+        markWritten(pa, src.length);
         if (guard != null) guard.afterHostWrite(pa, src.length);
     }
 
     public void write(long pa, byte[] src, int off, int len) {
         uc.memWrite(pa, src, off, len);
+        markWritten(pa, len);
         if (guard != null) guard.afterHostWrite(pa, len);
     }
 
@@ -79,11 +83,24 @@ public final class GuestMemory {
 
     public void writeLong(long pa, long v) {
         uc.memWriteLong(pa, v);
+        markWritten(pa, 8);
         if (guard != null) guard.afterHostWrite(pa, 8);
     }
 
     public void writeInt(long pa, int v) {
         uc.memWriteInt(pa, v);
+        markWritten(pa, 4);
         if (guard != null) guard.afterHostWrite(pa, 4);
     }
+
+    private void markWritten(long pa, int len) {
+        if (len <= 0) return;
+        hostWritten.set((int) (pa >>> 12), (int) ((pa + len - 1) >>> 12) + 1);
+    }
+
+    /**
+     * Whether the host has written the page at {@code pa} through this object (the guest's own
+     * stores are not seen): before the guest first runs, every other page of RAM reads zero.
+     */
+    public boolean hostWrote(long pa) { return hostWritten.get((int) (pa >>> 12)); }
 }

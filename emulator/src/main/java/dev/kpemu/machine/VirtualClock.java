@@ -1,5 +1,8 @@
 package dev.kpemu.machine;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
 import java.util.PriorityQueue;
 
 /**
@@ -103,6 +106,51 @@ public final class VirtualClock {
             s.event().fire(now);
             now = nanos();
         }
+    }
+
+    // ------------------------------------------------------------------ snapshots
+
+    /**
+     * Writes the clock's own state (instructions, idle time, the event sequence counter). The
+     * events themselves belong to the parts that scheduled them ({@link #writeEvent}).
+     */
+    public void saveState(DataOutput out) throws IOException {
+        out.writeLong(instructions);
+        out.writeLong(idleNanos);
+        out.writeLong(seq);
+    }
+
+    /**
+     * Reads the state {@link #saveState} wrote and drops every scheduled event: the machine's
+     * parts schedule theirs again as they restore ({@link #readEvent}).
+     */
+    public void restoreState(DataInput in) throws IOException {
+        long i = in.readLong(), idle = in.readLong(), s = in.readLong();
+        if (i < 0 || idle < 0 || s < 0) throw new IOException("clock state out of range");
+        instructions = i;
+        idleNanos = idle;
+        seq = s;
+        events.clear();
+    }
+
+    /** Writes a scheduled event's handle (null or already fired/cancelled: none): its due time and order. */
+    public void writeEvent(DataOutput out, Object handle) throws IOException {
+        boolean live = handle instanceof Scheduled s && events.contains(s);
+        out.writeBoolean(live);
+        if (!live) return;
+        Scheduled s = (Scheduled) handle;
+        out.writeLong(s.dueNanos());
+        out.writeLong(s.seq());
+    }
+
+    /** Schedules {@code e} as the handle {@link #writeEvent} wrote (same due time and order); null when none was. */
+    public Object readEvent(DataInput in, Event e) throws IOException {
+        if (!in.readBoolean()) return null;
+        long due = in.readLong(), s = in.readLong();
+        if (s < 0 || s >= seq) throw new IOException("clock event order out of range");
+        Scheduled sc = new Scheduled(due, s, e);
+        events.add(sc);
+        return sc;
     }
 
     /** Idles: moves time to the next event (if any) and fires it; returns false when nothing is scheduled. */

@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Lookup order: system property {@code kpemu.natives}, environment {@code KPEMU_NATIVES},
  * {@code <kpemu.cache>/natives/lib}, then {@code .cache/natives/lib} under the repository root
- * (found from {@code kpemu.root} or by walking up from the working directory).
+ * (found from {@code kpemu.root}, by walking up from the working directory, or as the repository
+ * the jar was built in: {@link #INSTALLATION}).
  */
 public final class NativeLibraries {
     public static final String UNICORN = "libunicorn.so.2";
@@ -66,14 +67,39 @@ public final class NativeLibraries {
         return (root != null ? root : Path.of(".")).resolve(".cache");
     }
 
-    /** The repository root: {@code kpemu.root}, or the nearest ancestor holding scripts/fetch-natives.sh. */
+    /**
+     * The class-path resource the build writes ({@code root=}: the repository it was built in), so
+     * that a program with only kpemu's jars (a Maven project depending on the installed
+     * {@code kpemu-api}) finds the natives and guest images with no system property.
+     */
+    public static final String INSTALLATION = "/dev/kpemu/natives/installation.properties";
+
+    /**
+     * The repository root: {@code kpemu.root}, else the nearest ancestor of the working directory
+     * holding scripts/fetch-natives.sh, else the repository the jar was built in ({@link #INSTALLATION})
+     * if it still holds that script; null when none.
+     */
     public static Path repositoryRoot() {
         String r = System.getProperty("kpemu.root");
         if (r != null && !r.isBlank()) return Path.of(r).toAbsolutePath();
         for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
             if (Files.isRegularFile(p.resolve("scripts/fetch-natives.sh"))) return p;
         }
-        return null;
+        return builtIn();
+    }
+
+    private static Path builtIn() {
+        try (var in = NativeLibraries.class.getResourceAsStream(INSTALLATION)) {
+            if (in == null) return null;
+            java.util.Properties props = new java.util.Properties();
+            props.load(in);
+            String root = props.getProperty("root");
+            if (root == null || root.isBlank() || root.contains("${")) return null;
+            Path p = Path.of(root);
+            return Files.isRegularFile(p.resolve("scripts/fetch-natives.sh")) ? p : null;
+        } catch (IOException | java.nio.file.InvalidPathException e) {
+            return null;
+        }
     }
 
     private static Path fetch(Path root, Path cache) {

@@ -15,6 +15,18 @@ public interface ArchKprobes extends ProbeDecoder {
     /** The breakpoint written over a probed instruction (x86 {@code int3}, arm64 {@code BRK #4}). */
     byte[] breakpoint();
 
+    /**
+     * The ip a breakpoint hit at {@code address} shows the handlers: x86 after the {@code int3}
+     * (the trap's saved ip), arm64 at the {@code BRK} (ELR points at it).
+     */
+    long trapIp(long address);
+
+    /**
+     * The trap number a fault handler is given for a handler's bad memory access: x86 14 (#PF),
+     * arm64 the ESR exception class of a data abort at the same level (0x25).
+     */
+    int memoryFaultTrap();
+
     /** Bytes {@link #prepare} needs at the probe address (x86 16, arm64 4). */
     int maxInstructionLength();
 

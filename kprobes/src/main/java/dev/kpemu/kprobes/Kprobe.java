@@ -67,6 +67,16 @@ public final class Kprobe {
     /** Registers the probe disabled ({@code KPROBE_FLAG_DISABLED}). */
     public Kprobe disabled() { this.flags |= FLAG_DISABLED; return this; }
 
+    /** Whether this probe's handlers run after those of the probes registered before it at its address. */
+    boolean afterOlder;
+
+    /**
+     * Its handlers run after those of the probes registered before it at the same address, not
+     * before them as an aggregated kprobe's child does (newest first): the order of Linux 7.x's
+     * fprobes on one function, which the event engine gives this engine's probes (recorded).
+     */
+    public Kprobe runsAfterOlder() { this.afterOlder = true; return this; }
+
     public PreHandler preHandler() { return preHandler; }
 
     public PostHandler postHandler() { return postHandler; }

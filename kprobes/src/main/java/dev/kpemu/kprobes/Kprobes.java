@@ -272,7 +272,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             if (point.slot != 0) stepTraps.put(point.stepTrap(arch), point);
             if (watchText) textWatch.watch(point, point.insn.length());
         }
-        point.children.addFirst(p);
+        if (p.afterOlder) point.children.addLast(p);
+        else point.children.addFirst(p);
         p.point = point;
         p.setAddress(addr);
         refreshSlot(point);
@@ -783,9 +784,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         pop(a);
     }
 
-    /** The ip a breakpoint hit at {@code address} shows the handlers: x86 after the {@code int3}, arm64 at the {@code BRK}. */
+    /** The ip a breakpoint hit at {@code address} shows the handlers ({@link ArchKprobes#trapIp}). */
     private long trapIp(long address) {
-        return arch.arch() == dev.kpemu.machine.Arch.X86_64 ? address + arch.breakpoint().length : address;
+        return arch.trapIp(address);
     }
 
     /** The engine as an attached {@link ProbeOptimizer} sees it. */
@@ -848,7 +849,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
             k.nmissed++;
             if (k.faultHandler() != null) {
                 try {
-                    k.faultHandler().handle(k, regs, arch.arch() == dev.kpemu.machine.Arch.X86_64 ? 14 : 0x25);
+                    k.faultHandler().handle(k, regs, arch.memoryFaultTrap());
                 } catch (Throwable t2) {
                     if (t2 instanceof VirtualMachineError vme) throw vme;
                 }
@@ -1109,6 +1110,20 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** Slots in use, including the trampoline and the call-return stop. */
     public int slotsInUse() { return slots.slotsInUse(); }
+
+    /**
+     * {@code bytes} of the host area for data the guest reads (a tracepoint's probe list, which
+     * the host hands the kernel), written with {@code data}; its guest-virtual address. ENOMEM
+     * when the area is full.
+     */
+    public long allocateHostData(byte[] data) {
+        long va = slots.allocate(data.length, slots.virtualBase(), Long.MAX_VALUE);
+        slots.write(machine, va, data);
+        return va;
+    }
+
+    /** Frees what {@link #allocateHostData} returned. */
+    public void freeHostData(long va, int bytes) { slots.free(va, bytes); }
 
     /** Removes every probe (restoring the original bytes) and detaches from the machine. */
     @Override

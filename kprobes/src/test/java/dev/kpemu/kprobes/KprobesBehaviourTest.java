@@ -41,6 +41,28 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * A handler that touches unmapped memory is Linux's "fault in a handler": the hit counts as
+     * missed and the fault handler gets the arch's trap number — x86 14 ({@code X86_TRAP_PF},
+     * arch/x86/include/asm/trapnr.h), arm64 the data abort's exception class 0x25
+     * ({@code ESR_ELx_EC_DABT_CUR}, arch/arm64/include/asm/esr.h); the guest goes on.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aHandlersMemoryFaultReachesTheFaultHandlerWithTheArchsTrapNumber(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            List<Integer> traps = new ArrayList<>();
+            Kprobe p = Kprobe.at("kprobe_target", 0)
+                    .pre((pr, r) -> (int) r.readLong(0x7ff0_dead_0000L))
+                    .fault((pr, r, trapnr) -> { traps.add(trapnr); return 0; });
+            k.register(p);
+            assertEquals(30, g.call("kprobe_target", 90), "the guest goes on");
+            assertEquals(List.of(arch == Arch.X86_64 ? 14 : 0x25), traps);
+            assertEquals(1, p.nmissed());
+            assertEquals(1, k.handlerFailures());
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void registerAllRollsBackOnFailure(Arch arch) {

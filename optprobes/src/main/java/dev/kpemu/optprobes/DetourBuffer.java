@@ -86,17 +86,11 @@ public record DetourBuffer(Arch arch, long address, byte[] code, Style style, Di
 
     /** Builds a detour for {@code region}'s arch. */
     public static DetourBuffer build(DisplacedRegion region, long address, Style style) {
-        return switch (region.arch()) {
-            case X86_64 -> X86Detour.build(region, address, style);
-            case ARM64 -> Arm64Detour.build(region, address, style);
-        };
+        return ArchOptimizer.of(region.arch()).detour(region, address, style);
     }
 
     /** An upper bound of {@link #size()} for any region of {@code arch} (for sizing buffer slots). */
     public static int maxSize(Arch arch) {
-        return switch (arch) {
-            case X86_64 -> X86Detour.MAX_SIZE;
-            case ARM64 -> Arm64Detour.MAX_SIZE;
-        };
+        return ArchOptimizer.of(arch).maxDetourSize();
     }
 }

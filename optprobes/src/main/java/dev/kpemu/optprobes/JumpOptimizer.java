@@ -79,7 +79,6 @@ public final class JumpOptimizer implements ProbeOptimizer {
         OPTIMIZED
     }
 
-    private static final long X86_REACH = 0x7fff_0000L, ARM64_REACH = (128L << 20) - 0x1000;
 
     private final ProbeOptimizer.Engine engine;
     private final Machine machine;
@@ -447,7 +446,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
         } catch (OptimizationRefusedException e) {
             size = DetourBuffer.maxSize(arch);
         }
-        long va = engine.allocateDetour(size, s.address, arch == Arch.X86_64 ? X86_REACH : ARM64_REACH);
+        long va = engine.allocateDetour(size, s.address, ArchOptimizer.of(arch).detourReach());
         try {
             DetourBuffer b = DetourBuffer.build(region, va, Style.LIVE_REGISTERS);
             SitePatch patch = SitePatch.of(b);

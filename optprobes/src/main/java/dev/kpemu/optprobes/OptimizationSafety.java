@@ -108,7 +108,7 @@ public final class OptimizationSafety {
     /** arm64 instruction size. */
     public static final int AARCH64_INSN_SIZE = 4;
     /** arm64 {@code MAX_ATOMIC_CONTEXT_SIZE} in instructions (128 bytes / 4). */
-    public static final int MAX_ATOMIC_CONTEXT_SIZE = 32;
+    public static final int MAX_ATOMIC_CONTEXT_SIZE = dev.kpemu.decoder.Arm64ExclusiveWindow.MAX_ATOMIC_CONTEXT_SIZE;
 
     private static final byte[] NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 
@@ -116,15 +116,13 @@ public final class OptimizationSafety {
 
     /** Checks {@code candidate} with the rules of {@code decoder}'s arch. */
     public static Verdict check(Decoder decoder, Candidate candidate) {
-        return switch (decoder.arch()) {
-            case X86_64 -> x86(decoder, candidate);
-            case ARM64 -> arm64(decoder, candidate);
-        };
+        return ArchOptimizer.of(decoder.arch()).check(decoder, candidate);
     }
 
     // ---------------------------------------------------------------- x86-64
 
-    private static Verdict x86(Decoder decoder, Candidate c) {
+    /** x86-64's rules ({@link X86Optimizer}). */
+    static Verdict x86(Decoder decoder, Candidate c) {
         TextRange fn = c.function();
         long probe = c.probeAddress();
         if (!fn.contains(probe)) {
@@ -241,13 +239,12 @@ public final class OptimizationSafety {
 
     // ---------------------------------------------------------------- arm64
 
-    private static final int LOAD_EXCLUSIVE_MASK = 0x3F400000, LOAD_EXCLUSIVE = 0x08400000;
-    private static final int STORE_EXCLUSIVE_MASK = 0x3F400000, STORE_EXCLUSIVE = 0x08000000;
     private static final int HINT_MASK = 0xFFFFF01F, HINT = 0xD503201F;
     /** HINT numbers of landing pads: PACIASP 25, PACIBSP 27, BTI c 34, BTI j 36, BTI jc 38. */
     private static final Set<Integer> LANDING_PAD_HINTS = Set.of(25, 27, 34, 36, 38);
 
-    private static Verdict arm64(Decoder decoder, Candidate c) {
+    /** arm64's rules ({@link Arm64Optimizer}). */
+    static Verdict arm64(Decoder decoder, Candidate c) {
         TextRange fn = c.function();
         long probe = c.probeAddress();
         if (!fn.contains(probe)) {
@@ -275,14 +272,10 @@ public final class OptimizationSafety {
         if (insn.outOfLine() == OutOfLine.REJECT) {
             out.add(new Refusal(Reason.NOT_RELOCATABLE, probe, "cannot run out of line or be simulated: " + insn.text()));
         }
-        for (int k = 1; k <= MAX_ATOMIC_CONTEXT_SIZE && off - 4 * k >= 0; k++) {
-            int w = word(bytes, off - 4 * k);
-            if ((w & STORE_EXCLUSIVE_MASK) == STORE_EXCLUSIVE) break;
-            if ((w & LOAD_EXCLUSIVE_MASK) == LOAD_EXCLUSIVE) {
-                out.add(new Refusal(Reason.ATOMIC_SEQUENCE, probe - 4L * k,
-                        "probe follows a load-exclusive with no store-exclusive in between"));
-                break;
-            }
+        int k = dev.kpemu.decoder.Arm64ExclusiveWindow.openLoadExclusive(bytes, off);
+        if (k > 0) {
+            out.add(new Refusal(Reason.ATOMIC_SEQUENCE, probe - 4L * k,
+                    "probe follows a load-exclusive with no store-exclusive in between"));
         }
         int w = word(bytes, off);
         if (c.landingPadsEnforced() && (w & HINT_MASK) == HINT && LANDING_PAD_HINTS.contains((w >>> 5) & 0x7f)) {

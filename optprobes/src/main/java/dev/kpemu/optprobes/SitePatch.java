@@ -1,7 +1,6 @@
 package dev.kpemu.optprobes;
 
 import dev.kpemu.machine.Arch;
-import java.util.Arrays;
 
 /**
  * The bytes the engine writes at the probe site, all of the same length and at {@code address}:
@@ -46,19 +45,7 @@ public record SitePatch(Arch arch, long address, byte[] original, byte[] optimiz
 
     /** The patch that sends the probe site of {@code buffer}'s region to {@code buffer}. */
     public static SitePatch of(DetourBuffer buffer) {
-        DisplacedRegion region = buffer.region();
-        byte[] all = region.originalBytes();
-        return switch (region.arch()) {
-            case X86_64 -> {
-                byte[] original = Arrays.copyOf(all, OptimizationSafety.JMP32_INSN_SIZE);
-                byte[] bp = original.clone();
-                bp[0] = (byte) 0xcc;
-                yield new SitePatch(Arch.X86_64, region.probeAddress(), original,
-                        x86Jump(region.probeAddress(), buffer.address()), bp);
-            }
-            case ARM64 -> new SitePatch(Arch.ARM64, region.probeAddress(), Arrays.copyOf(all, 4),
-                    arm64Branch(region.probeAddress(), buffer.address()), Arm64Detour.le(Arm64Detour.BRK_KPROBES));
-        };
+        return ArchOptimizer.of(buffer.region().arch()).sitePatch(buffer);
     }
 
     /** {@code jmp rel32} at {@code from} to {@code to}; {@link Refusal.Reason#OUT_OF_RANGE} beyond ±2 GiB. */

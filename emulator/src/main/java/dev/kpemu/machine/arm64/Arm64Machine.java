@@ -118,6 +118,27 @@ public final class Arm64Machine extends Machine {
 
     @Override public Arch arch() { return Arch.ARM64; }
 
+    @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
+
+    @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
+        long[] lines = irqLines.toLongArray();
+        out.writeInt(lines.length);
+        for (long l : lines) out.writeLong(l);
+        out.writeLong(exceptionsTaken);
+        out.writeLong(irqsTaken);
+    }
+
+    @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
+        int n = in.readInt();
+        if (n < 0 || n > 64) throw new java.io.IOException("interrupt line state out of range");
+        long[] lines = new long[n];
+        for (int i = 0; i < n; i++) lines[i] = in.readLong();
+        irqLines.clear();
+        irqLines.or(BitSet.valueOf(lines));
+        exceptionsTaken = in.readLong();
+        irqsTaken = in.readLong();
+    }
+
     @Override public long pc() { return uc.regRead(Arm64Reg.PC); }
 
     @Override public void setPc(long pc) { uc.regWrite(Arm64Reg.PC, pc); }

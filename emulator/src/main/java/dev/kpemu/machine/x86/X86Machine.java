@@ -103,6 +103,20 @@ public final class X86Machine extends Machine {
 
     @Override public Arch arch() { return Arch.X86_64; }
 
+    @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
+
+    @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
+        out.writeInt(pendingVector);
+        out.writeLong(exceptionsDelivered);
+        out.writeLong(externalInterrupts);
+    }
+
+    @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
+        pendingVector = in.readInt();
+        exceptionsDelivered = in.readLong();
+        externalInterrupts = in.readLong();
+    }
+
     @Override public long pc() { return uc.regRead(X86Reg.RIP); }
 
     @Override public void setPc(long pc) { uc.regWrite(X86Reg.RIP, pc); }

@@ -57,6 +57,13 @@ public final class X86Pc implements AutoCloseable {
             acpiPm = bus.attachPorts(X86Layout.ACPI_PM1A_EVT, AcpiPm.PORT_COUNT,
                     new AcpiPm(X86Layout.ACPI_PM1A_EVT, machine.clock(), () -> machine.requestStopAtSliceEnd(new StopReason.PoweredOff(0))));
             rsdp = AcpiTables.write(machine.memory(), X86Layout.ACPI_BASE, X86Layout.ACPI_PM1A_EVT, X86Layout.IRQ_SCI, ResetControl.RESET_CONTROL);
+            machine.registerState("pic8259", pic);
+            machine.registerState("pit8254", pit);
+            machine.registerState("com1", uart);
+            if (terminalUart != null) machine.registerState("com2", terminalUart);
+            machine.registerState("cmos-rtc", rtc);
+            machine.registerState("reset-control", resetControl);
+            machine.registerState("acpi-pm", acpiPm);
             cpuid = cpuPolicy(X86Cpuid.probe(), tsc);
             cpuid.install(machine.engine());
         } catch (RuntimeException e) {

@@ -35,6 +35,11 @@ public final class Arm64Kprobes implements ArchKprobes {
 
     @Override public byte[] breakpoint() { return le(BRK_KPROBE); }
 
+    @Override public long trapIp(long address) { return address; }
+
+    /** ESR_ELx_EC_DABT_CUR: a data abort taken without a change of exception level. */
+    @Override public int memoryFaultTrap() { return 0x25; }
+
     @Override public int maxInstructionLength() { return 4; }
 
     @Override public Regs regs() { return regs; }

@@ -20,7 +20,7 @@ import dev.kpemu.machine.Arch;
  */
 public final class Arm64ProbeDecoder implements ProbeDecoder {
     /** {@code MAX_ATOMIC_CONTEXT_SIZE}: instructions scanned back for an open LDXR…STXR sequence. */
-    private static final int MAX_ATOMIC_CONTEXT = 32;
+    private static final int MAX_ATOMIC_CONTEXT = dev.kpemu.decoder.Arm64ExclusiveWindow.MAX_ATOMIC_CONTEXT_SIZE;
 
     private final Decoder decoder = Decoder.open(Arch.ARM64);
 
@@ -62,17 +62,12 @@ public final class Arm64ProbeDecoder implements ProbeDecoder {
         return new Arm64Insn(kind, w);
     }
 
-    /** Scans back (at most 32 instructions, not before the symbol): a load-exclusive before any store-exclusive means inside. */
+    /** Inside a load/store-exclusive sequence ({@link dev.kpemu.decoder.Arm64ExclusiveWindow}), not looking before the symbol. */
     private static boolean insideExclusiveSequence(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
         int n = (int) Math.min(MAX_ATOMIC_CONTEXT, (address - symbol.start()) / 4);
         if (n <= 0) return false;
-        byte[] before = text.read(address - 4L * n, 4 * n);
-        for (int i = n - 1; i >= 0; i--) {
-            int w = word(before, 4 * i);
-            if ((w & 0x3F400000) == 0x08000000) return false;   // store-exclusive
-            if ((w & 0x3F400000) == 0x08400000) return true;    // load-exclusive
-        }
-        return false;
+        byte[] window = text.read(address - 4L * n, 4 * n);
+        return dev.kpemu.decoder.Arm64ExclusiveWindow.openLoadExclusive(window, window.length) > 0;
     }
 
     @Override

@@ -18,10 +18,17 @@ final class BtfFunction {
 
     final Btf btf;
     private final BtfType proto;
+    private final int hidden;
 
-    private BtfFunction(Btf btf, BtfType proto) {
+    private BtfFunction(Btf btf, BtfType proto, int hidden) {
         this.btf = btf;
         this.proto = proto;
+        this.hidden = hidden;
+    }
+
+    /** A tracepoint's probestub as {@code query_btf_context} sees it with TPARG_FL_TPOINT: its first ('data') parameter hidden. */
+    BtfFunction withoutFirstParam() {
+        return proto.params().isEmpty() ? this : new BtfFunction(btf, proto, hidden + 1);
     }
 
     /** The function's prototype, or null when the kernel has no BTF or no FUNC of that name. */
@@ -32,11 +39,11 @@ final class BtfFunction {
         if (f.isEmpty()) return null;
         BtfType proto = btf.type(f.get().type());
         if (proto == null || proto.kind() != BtfKind.FUNC_PROTO) return null;
-        return new BtfFunction(btf, proto);
+        return new BtfFunction(btf, proto, 0);
     }
 
     /** {@code btf_type_vlen(proto)}: the parameters, a trailing {@code ...} included. */
-    List<BtfType.Param> params() { return proto.params(); }
+    List<BtfType.Param> params() { return proto.params().subList(hidden, proto.params().size()); }
 
     /** The return type id, 0 for void. */
     int returnTypeId() { return proto.type(); }

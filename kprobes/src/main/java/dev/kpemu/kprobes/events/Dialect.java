@@ -29,6 +29,11 @@ public enum Dialect {
      */
     LINUX_7("7", true, true, true, true, true, true, true) {
         @Override boolean typecasts() { return true; }
+        @Override boolean fprobeMissingSymbolIsBadAddress() { return true; }
+        @Override boolean logsUnmatchedDynamicEvent() { return true; }
+        @Override boolean eventExistIsEinval() { return true; }
+        @Override boolean fprobesInRegistrationOrder() { return true; }
+        @Override boolean tracepointTakesManyProbes() { return true; }
     },
     /** Mainline without BTF (CONFIG_PROBE_EVENTS_BTF_ARGS off): the later grammar on registers only. */
     MAINLINE("mainline", true, true, true, true, true, true, false);
@@ -56,6 +61,40 @@ public enum Dialect {
 
     /** Whether a fetch argument opening with '(' is a typecast ("Typecasts are only for eprobe fields"). */
     boolean typecasts() { return false; }
+
+    /**
+     * Whether the kernel has fprobe and tracepoint-probe events ({@code f}, {@code t} in
+     * {@code dynamic_events}: Linux 6.4+, when built with CONFIG_FPROBE_EVENTS, which
+     * {@link KernelSymbols#hasFprobeEvents} tells from the kernel's symbols).
+     */
+    public boolean hasFprobeEvents() { return this != LINUX_6_1; }
+
+    /**
+     * An fprobe whose function ftrace does not know: 6.12's {@code register_fprobe} fails with
+     * EINVAL, logged "Failed to register probe event"; 7.2's with ENOENT, logged "Invalid probed
+     * address or symbol" (the write still EINVAL; recorded).
+     */
+    boolean fprobeMissingSymbolIsBadAddress() { return false; }
+
+    /**
+     * Whether fprobes on one function run in the order they were registered (7.2's fprobe, on
+     * fgraph; recorded: {@code f:fvr vfs_read …} before {@code f:fg vfs_rea*}) rather than newest
+     * first (6.12's, one ftrace_ops each; recorded).
+     */
+    boolean fprobesInRegistrationOrder() { return false; }
+
+    /**
+     * Whether a tracepoint takes a second tracepoint probe (7.2, recorded); 6.12 refused one under
+     * QEMU (the corpus guest's write of {@code t:tex2 sched_process_exec …} after {@code t:tex …}),
+     * with an answer not recorded, which kpemu therefore does not imitate.
+     */
+    boolean tracepointTakesManyProbes() { return false; }
+
+    /** Whether {@code dynamic_events} logs a command no event type takes ("No matching dynamic event type", 6.15+; recorded on 7.2). */
+    boolean logsUnmatchedDynamicEvent() { return false; }
+
+    /** Whether a new probe event named as an existing event fails with EINVAL (7.2) rather than EEXIST (6.12); recorded for tracepoint probes. */
+    boolean eventExistIsEinval() { return false; }
 
     /** The name {@code --dialect} takes: {@code 6.1}, {@code 6.12}, {@code 7}, {@code mainline}. */
     public String label() { return label; }
@@ -88,6 +127,15 @@ public enum Dialect {
 
     /** Whether kretprobes may fetch {@code $argN} (Linux 6.10+). */
     public boolean hasRetprobeArgs() { return retprobeArgs; }
+
+    /** How the kernel parses event filters and the filters of hist triggers. */
+    public dev.kpemu.kprobes.events.filter.FilterDialect filters() {
+        return switch (this) {
+            case LINUX_6_1 -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_6_1;
+            case LINUX_6_12 -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_6_12;
+            case LINUX_7, MAINLINE -> dev.kpemu.kprobes.events.filter.FilterDialect.LINUX_7;
+        };
+    }
 
     /** Whether the {@code char} type exists (Linux 6.5+). */
     public boolean hasCharType() { return charType; }

@@ -25,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
@@ -109,6 +110,12 @@ public final class EventEngine implements AutoCloseable {
         Kretprobe rp;
         boolean registered;
         long nhit;
+        /** The ip the event reports when it is not the probe's address (an arm64 fprobe: its ftrace site), else 0. */
+        long reportedIp;
+        /** The function of an fprobe whose filter is a glob (one probe per match), or null: the definition's. */
+        String function;
+        /** A tracepoint probe's hold on its tracepoint, or null. */
+        TracepointHook hook;
 
         Probe(TraceProbe def, CompiledProbe compiled) {
             this.def = def;
@@ -128,7 +135,7 @@ public final class EventEngine implements AutoCloseable {
                 dropped++;
                 return 0;
             }
-            long ip = k.address();
+            long ip = reportedIp != 0 ? reportedIp : k.address();
             byte[] data = buffer.bytes();
             emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data));
             return 0;
@@ -343,7 +350,8 @@ public final class EventEngine implements AutoCloseable {
     /** Reading {@code kprobe_events}: one line per probe ({@code trace_kprobe_show}). */
     public String listing() {
         StringBuilder sb = new StringBuilder();
-        for (Probe p : probes) sb.append(TraceFormatter.listing(p.def)).append('\n');
+        java.util.Set<TraceProbe> listed = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def)).append('\n');   // a glob fprobe: one line
         return sb.toString();
     }
 
@@ -379,32 +387,88 @@ public final class EventEngine implements AutoCloseable {
             throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST);
         }
         CompiledProbe compiled = CompiledProbe.compile(def, arch, symbols); // traceprobe_update_arg: @SYM
-        Probe p = new Probe(def, compiled);
+        // an fprobe's filter may match many functions (register_fprobe's glob): a probe on each
+        List<String> functions = def instanceof FprobeDef f && isGlob(f.symbol()) ? ftraceFunctions(f.symbol()) : null;
+        if (functions != null && functions.isEmpty())
+            throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, "kpemu knows no function ftrace lists that matches " + ((FprobeDef) def).symbol());
+        List<Probe> made = new ArrayList<>();
         boolean enabled = ev != null && ev.armed;
         try {
-            register(p, enabled);
-        } catch (KprobeException e) {
-            throw registrationError(def, e);
+            for (String function : functions != null ? functions : java.util.Collections.<String>singletonList(null)) {
+                Probe p = new Probe(def, compiled);
+                p.function = function;
+                made.add(p);
+                register(p, enabled);
+            }
+        } catch (IllegalStateException | KprobeException e) {
+            for (Probe p : made) unregisterQuietly(p);
+            if (e instanceof IllegalStateException)      // a tracepoint kpemu cannot join: its limit, nothing logged
+                throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP, e.getMessage());
+            // Linux registers an fprobe on ftrace, which takes any function ftrace lists (checked
+            // before boot, KernelProbeSites); a refusal by the kprobe kpemu puts there (the kprobe
+            // blacklist, an instruction it cannot step) is kpemu's limit, not a kernel error
+            if (def instanceof FprobeDef) throw ProbeSyntaxException.silent(cmd, Errno.EOPNOTSUPP,
+                    "kpemu cannot put the probe for this fprobe event there: " + e.getMessage());
+            throw registrationError(def, (KprobeException) e);
         }
         if (ev == null) {
             ev = new Event(def.group(), def.event(), def.isReturn(), nextId++);
             anyEventCreated = true;
             events.put(ev.key(), ev);
         }
-        p.event = ev;
-        ev.probes.add(p);
-        probes.add(p);
+        for (Probe p : made) {
+            p.event = ev;
+            ev.probes.add(p);
+            probes.add(p);
+        }
+    }
+
+    private static boolean isGlob(String filter) {
+        return filter.chars().anyMatch(c -> c == '*' || c == '?' || c == '[');
+    }
+
+    /** The functions ftrace lists (those holding an ftrace site) that {@code filter} matches, in address order. */
+    private List<String> ftraceFunctions(String filter) {
+        if (rules == null) return List.of();
+        var match = KernelProbeSites.ftraceFilter(filter);
+        java.util.LinkedHashSet<String> out = new java.util.LinkedHashSet<>();
+        for (long site : rules.tables().ftraceSites())
+            symbols.symbolAt(site).filter(s -> s.module() == null && match.test(s.name())).ifPresent(s -> out.add(s.name()));
+        return List.copyOf(out);
+    }
+
+    /** The tracepoints kpemu joined, by name: one hook each, shared by the probes on it (Linux registers the probestub once). */
+    private final Map<String, TracepointHook> tracepointHooks = new java.util.HashMap<>();
+
+    /** Drops {@code p}'s use of its tracepoint; the last one leaves the tracepoint as it was. */
+    private void releaseHook(Probe p) {
+        if (p.hook == null) return;
+        if (--p.hook.users == 0) {
+            p.hook.detach();
+            tracepointHooks.values().remove(p.hook);
+        }
+        p.hook = null;
+    }
+
+    /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
+    private void unregisterQuietly(Probe p) {
+        if (p.registered) {
+            if (p.rp != null) kprobes.unregister(p.rp);
+            else kprobes.unregister(p.kp);
+            p.registered = false;
+        }
+        releaseHook(p);
     }
 
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
-        if (def instanceof KretprobeDef r) {
-            Kretprobe rp = switch (def.target()) {
+        if (def.isReturn()) {
+            Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
             };
-            rp.maxactive(r.maxactive()).handler(p::onReturn);
+            rp.maxactive(def instanceof KretprobeDef r ? r.maxactive() : def instanceof FprobeDef f ? f.maxactive() : 0).handler(p::onReturn);
             int saved = p.compiled.entryArgs().length;
             if (saved > 0) {              // trace_kprobe_entry_handler: $argN of a return probe, saved at entry
                 rp.dataSize(8 * saved).entryHandler((ri, regs) -> {
@@ -416,12 +480,32 @@ public final class EventEngine implements AutoCloseable {
             if (!enabled) rp.kprobe().disabled();
             p.rp = rp;
         } else {
-            Kprobe kp = switch (def.target()) {
+            if (def instanceof FprobeDef f && f.tracepoint()) {
+                // the tracepoint calls its probestub once kpemu joined its probe list (a tracepoint
+                // the kernel lacks is kept for a module, as Linux keeps it: it never fires)
+                p.hook = tracepointHooks.get(f.symbol());
+                if (p.hook != null && !dialect.tracepointTakesManyProbes()) {
+                    p.hook = null;
+                    throw new IllegalStateException("Linux " + dialect.label() + " refuses a second probe event on tracepoint "
+                            + f.symbol() + " (its answer is not recorded)");
+                }
+                if (p.hook == null) {
+                    p.hook = TracepointHook.attach(kprobes, symbols, arch, f.symbol());
+                    if (p.hook != null) tracepointHooks.put(f.symbol(), p.hook);
+                }
+                if (p.hook != null) p.hook.users++;
+                if (p.hook == null) {
+                    p.registered = false;
+                    return;
+                }
+            }
+            Kprobe kp = def instanceof FprobeDef f ? fentry(f.tracepoint() ? FprobeDef.probestub(f.symbol()) : p.function != null ? p.function : f.symbol(), p) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
             };
             kp.pre(p::onEntry);
             if (!enabled) kp.disabled();
+            if (def instanceof FprobeDef && dialect.fprobesInRegistrationOrder()) kp.runsAfterOlder();
             p.kp = kp;
         }
         try {
@@ -430,6 +514,7 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.register(p.kp);
             p.registered = true;
         } catch (KprobeException e) {
+            releaseHook(p);
             if (e.errno() == Errno.ENOENT && (def.target() instanceof ProbeTarget.AddressTarget
                     || def.target() instanceof ProbeTarget.SymbolTarget s && s.module() != null)) {
                 // the kernel keeps it unregistered, for a module that may come
@@ -439,6 +524,30 @@ public final class EventEngine implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * An fprobe's entry: ftrace calls it from the function's ftrace site (the {@code call
+     * __fentry__} on x86, after an {@code endbr64} when the function has one; the patched
+     * {@code bl} on arm64), and the event's ip is that site (recorded: {@code (vfs_read+0x4/...)},
+     * {@code (do_sys_openat2+0x0/...)} on x86's 6.12, {@code (do_sys_openat2+0x4/...)} on arm64's
+     * 7.2). On x86 kpemu probes that site (a kprobe on ftrace, whose registers hold the function's
+     * arguments); arm64's kprobes cannot probe an ftrace site, so there it probes the function's
+     * entry (the arguments are in the same registers) and the event reports the site.
+     */
+    private Kprobe fentry(String function, Probe p) {
+        if (rules != null) {
+            OptionalLong start = symbols.lookupName(function);
+            if (start.isPresent()) {
+                long size = symbols.symbolAt(start.getAsLong()).map(KernelSymbols.Symbol::size).orElse(0L);
+                Long site = rules.tables().ftraceSites().ceiling(start.getAsLong());
+                if (site != null && Long.compareUnsigned(site - start.getAsLong(), size) < 0) {
+                    if (arch == Arch.X86_64) return Kprobe.at(site);
+                    p.reportedIp = site;
+                }
+            }
+        }
+        return Kprobe.at(function, 0);
     }
 
     /** trace_kprobe's {@code within_notrace_func} check (skipped when the engine allows unsafe probes). */
@@ -528,6 +637,7 @@ public final class EventEngine implements AutoCloseable {
             else kprobes.unregister(p.kp);
             p.registered = false;
         }
+        releaseHook(p);
         ev.probes.remove(p);
         probes.remove(p);
         if (ev.probes.isEmpty()) events.remove(ev.key());
@@ -620,7 +730,7 @@ public final class EventEngine implements AutoCloseable {
             return;
         }
         e.filter = null;
-        e.filter = EventFilter.parse(t, fields(e));
+        e.filter = EventFilter.parse(t, fields(e), dialect.filters());
     }
 
     /** The event's filter as written, or null. */
@@ -638,7 +748,7 @@ public final class EventEngine implements AutoCloseable {
      */
     public void addTrigger(String name, String text) throws HistTriggerException {
         Event e = event(name);
-        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect != Dialect.LINUX_6_1));
+        e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect));
         updateArmed(e);
     }
 

@@ -78,12 +78,17 @@ public final class EventSetup {
      * check the writes: the event exists, the filter parses, the trigger parses.
      */
     public void check(List<TraceProbe> definitions, KernelSymbols symbols) throws Rejected {
+        check(definitions, symbols, Dialect.LINUX_6_1);
+    }
+
+    /** As {@link #check(List, KernelSymbols)}, as the kernel of {@code dialect} checks the writes. */
+    public void check(List<TraceProbe> definitions, KernelSymbols symbols, Dialect dialect) throws Rejected {
         for (Filter f : filters) {
             TraceProbe d = find(definitions, f.event(), "--filter");
             String t = f.expr().strip();
             if (t.isEmpty() || t.equals("0")) continue;
             try {
-                EventFilter.parse(t, EventFields.of(d));
+                EventFilter.parse(t, EventFields.of(d), dialect.filters());
             } catch (FilterParseException e) {
                 throw filterRejected(f, e);
             }
@@ -91,7 +96,7 @@ public final class EventSetup {
         for (Trigger t : triggers) {
             TraceProbe d = find(definitions, t.event(), "--trigger");
             try {
-                HistTrigger.parse(t.text(), EventFields.of(d), symbols);
+                HistTrigger.parse(t.text(), EventFields.of(d), symbols, dialect);
             } catch (HistTriggerException e) {
                 throw triggerRejected(t, d, e);
             }

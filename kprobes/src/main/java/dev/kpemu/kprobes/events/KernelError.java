@@ -70,6 +70,12 @@ public enum KernelError {
     BAD_TYPE4STR("This type does not fit for string."),
     EVENT_TOO_BIG("Event too big (too many fields?)"),
     TYPECAST_NOT_EVENT("Typecasts are only for eprobe fields"),
+    /** trace_fprobe (6.4+): a {@code t} probe's tracepoint that no loaded code defines (kept for a module when modules exist). */
+    NO_TRACEPOINT("Tracepoint is not found"),
+    /** trace_fprobe (6.4+): a {@code t} probe's tracepoint name with a character other than letters, digits and '_'. */
+    BAD_TP_NAME("Invalid character in tracepoint name"),
+    /** dynevent (6.15+): a {@code dynamic_events} command no event type takes (logged by {@code create_dyn_event}). */
+    NO_DYNEVENT("No matching dynamic event type"),
     /** Mainline only: {@code $argN} where neither entry nor exit. */
     NOFENTRY_ARGS("$arg* can be used only on function entry or exit"),
     /** Mainline only; Linux 6.1 rejects these silently (-EINVAL, no error_log entry). */

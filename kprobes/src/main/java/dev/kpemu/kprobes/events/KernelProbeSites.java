@@ -20,6 +20,7 @@ import dev.kpemu.machine.Arch;
  * arch's decision on the instruction ({@link ProbeDecoder}), on the text as the file holds it.
  */
 public final class KernelProbeSites implements ProbeSites, AutoCloseable {
+    private final Arch arch;
     private final SymbolTable syms;
     private final byte[] file;
     private final KernelProbeRules rules;
@@ -27,6 +28,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     private final SymbolResolver resolver;
 
     public KernelProbeSites(Arch arch, SymbolTable syms, byte[] file) {
+        this.arch = arch;
         this.syms = syms;
         this.file = file;
         this.rules = new KernelProbeRules(arch, syms, KernelTextTables.read(arch, syms, file));
@@ -35,6 +37,9 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     }
 
     private boolean notraceBySymbol;
+    private Dialect dialect = Dialect.LINUX_6_1;
+    /** The functions ftrace can trace ({@code available_filter_functions}): those holding an ftrace site; built on first use. */
+    private java.util.Set<String> ftraceFunctions;
 
     /**
      * The kernel whose messages to print: from 6.10 trace_kprobe names a refused notrace function
@@ -43,6 +48,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
      */
     public KernelProbeSites dialect(Dialect d) {
         this.notraceBySymbol = d.hasBtfArgs();
+        this.dialect = d;
         return this;
     }
 
@@ -51,6 +57,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
 
     @Override
     public Answer check(TraceProbe probe) {
+        if (probe instanceof FprobeDef f) return checkFprobe(f);
         Target t = target(probe, name -> syms.byName(name).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty()));
         if (t == null) return null;   // a module's symbol (deferred until it loads) or unknown (the parser reports it)
         long address = t.address();
@@ -76,6 +83,77 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
             return new Answer(EventEngine.registrationError(probe, e), List.of());
         }
     }
+
+    /**
+     * {@code register_trace_fprobe}: a new event named as one of the kernel's own trace events is
+     * refused (EVENT_EXIST: EEXIST on 6.12, EINVAL on 7.2, recorded); a tracepoint probe is then
+     * accepted (a tracepoint not in the kernel is kept for a module); an fprobe's function is an
+     * ftrace filter ({@code register_fprobe}: a name or a glob) that must match a function ftrace
+     * can trace, else the error of that kernel (6.12: "Failed to register probe event", 7.2:
+     * "Invalid probed address or symbol"; EINVAL both).
+     */
+    private Answer checkFprobe(FprobeDef f) {
+        String system = kernelEventSystem(f.event());
+        if (system != null && system.equals(f.group())) {
+            return new Answer(ProbeSyntaxException.registration(f.command(), 0, 0, KernelError.EVENT_EXIST,
+                    dialect.eventExistIsEinval() ? Errno.EINVAL : Errno.EEXIST, FprobeDef.SUBSYSTEM), List.of());
+        }
+        if (f.tracepoint()) return null;
+        java.util.function.Predicate<String> match = ftraceFilter(f.symbol());
+        if (ftraceFunctions().stream().anyMatch(match)) return null;
+        KernelError e = dialect.fprobeMissingSymbolIsBadAddress() ? KernelError.BAD_PROBE_ADDR : KernelError.FAIL_REG_PROBE;
+        return new Answer(ProbeSyntaxException.registration(f.command(), 1, 0, e, Errno.EINVAL, FprobeDef.SUBSYSTEM), List.of());
+    }
+
+    /** An ftrace filter ({@code filter_parse_regex}): a name, or a glob when it holds {@code *}, {@code ?} or {@code [}. */
+    static java.util.function.Predicate<String> ftraceFilter(String filter) {
+        if (filter.chars().noneMatch(c -> c == '*' || c == '?' || c == '[')) return filter::equals;
+        java.util.regex.Pattern p = ProbeGlob.pattern(filter);
+        return n -> p.matcher(n).matches();
+    }
+
+    /** The names of the functions holding an ftrace site: what {@code available_filter_functions} lists. */
+    public java.util.Set<String> ftraceFunctions() {
+        if (ftraceFunctions == null) {
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (long site : rules.tables().ftraceSites())
+                resolver.lookup(site).filter(SymbolResolver.SymbolInfo::text).ifPresent(s -> names.add(s.name()));
+            ftraceFunctions = names;
+        }
+        return ftraceFunctions;
+    }
+
+    /**
+     * The system (group) of the kernel's own trace event {@code event}, read from the kernel file:
+     * the {@code struct trace_event_call event_EVENT} points at its {@code struct trace_event_class}
+     * (after the call's {@code struct list_head}), whose first member is the system's name. Null
+     * when the kernel has no such event or the file does not hold the pointers.
+     */
+    String kernelEventSystem(String event) {
+        var call = syms.byName("event_" + event);
+        if (call.isEmpty()) return null;
+        long cls = readLong(call.get().address() + 16);
+        if (cls == 0) return null;
+        long name = readLong(cls);
+        if (name == 0) return null;
+        byte[] s = text(name, 64);
+        int n = 0;
+        while (n < s.length && s[n] != 0) n++;
+        return n == 0 || n == s.length ? null : new String(s, 0, n, java.nio.charset.StandardCharsets.ISO_8859_1);
+    }
+
+    /**
+     * A pointer in the kernel's data as linked: in place, or on arm64 (whose Image leaves absolute
+     * pointers 0 and relocates them at boot) the addend of its RELATIVE relocation.
+     */
+    private long readLong(long va) {
+        long v = java.nio.ByteBuffer.wrap(text(va, 8)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        if (v != 0 || arch != Arch.ARM64) return v;
+        if (relocations == null) relocations = dev.kpemu.image.Arm64Relocations.of(file);
+        return relocations.valueAt(va).orElse(0);
+    }
+
+    private dev.kpemu.image.Arm64Relocations relocations;
 
     /** The address trace_kprobe checks ({@code trace_kprobe_address}) and the name its messages give it. */
     record Target(long address, String name) {}

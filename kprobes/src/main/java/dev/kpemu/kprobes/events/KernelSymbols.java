@@ -44,6 +44,15 @@ public interface KernelSymbols {
     /** The kernel's own BTF ({@code bpf_get_btf_vmlinux}), or null when it is not known: BTF arguments then find no entry. */
     default dev.kpemu.image.btf.Btf btf() { return null; }
 
+    /**
+     * Whether the kernel was built with fprobe events (CONFIG_FPROBE_EVENTS: {@code f} and
+     * {@code t} in {@code dynamic_events}): trace_fprobe's command parser is in its symbols.
+     */
+    default boolean hasFprobeEvents() { return lookupName("trace_fprobe_create").isPresent(); }
+
+    /** Whether the kernel defines tracepoint {@code name} ({@code find_tracepoint}: its {@code __tracepoint_NAME}). */
+    default boolean hasTracepoint(String name) { return lookupName("__tracepoint_" + name).isPresent(); }
+
     /** {@code kallsyms_lookup_name}: the address of {@code name}, if known. */
     OptionalLong lookupName(String name);
 
@@ -56,13 +65,15 @@ public interface KernelSymbols {
     }
 
     /**
-     * A table that knows no addresses but accepts every name once: every symbol exists and is
+     * A table that knows no addresses but accepts every name once (and fprobe events exist, on the
+     * dialects that have them): every symbol exists and is
      * unique, only offset 0 is a function entry, {@code @SYM} resolves to nothing (so
      * compiling {@code @SYM} needs a real table), and printing falls back to hex.
      */
     static KernelSymbols permissive() {
         return new KernelSymbols() {
             @Override public int countSymbols(String name) { return 1; }
+            @Override public boolean hasFprobeEvents() { return true; }
             @Override public FuncEntry funcEntry(String symbol, long offset) {
                 return offset == 0 ? FuncEntry.ENTRY : FuncEntry.NOT_ENTRY;
             }

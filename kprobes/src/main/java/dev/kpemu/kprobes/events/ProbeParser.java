@@ -134,6 +134,8 @@ public final class ProbeParser {
         // fetch-arg flags
         boolean isReturn;     // TPARG_FL_RETURN
         boolean fentry;       // TPARG_FL_FENTRY
+        boolean fprobe;       // TPARG_FL_FPROBE: an fprobe or tracepoint probe (no registers)
+        boolean tpoint;       // TPARG_FL_TPOINT: a tracepoint probe (the probestub's first parameter is hidden)
         String function;      // the probed symbol (for BTF), or null for an address
         // current fetch program
         Insn[] code;
@@ -154,11 +156,12 @@ public final class ProbeParser {
         }
 
         ProbeSyntaxException err(int offset, KernelError e) {
-            return ProbeSyntaxException.at(argv, index, offset, e, Errno.EINVAL);
+            return err(offset, e, Errno.EINVAL);
         }
 
         ProbeSyntaxException err(int offset, KernelError e, Errno errno) {
-            return ProbeSyntaxException.at(argv, index, offset, e, errno);
+            ProbeSyntaxException x = ProbeSyntaxException.at(argv, index, offset, e, errno);
+            return fprobe ? x.from(FprobeDef.SUBSYSTEM) : x;
         }
 
         ProbeSyntaxException silent(String why) {
@@ -168,7 +171,8 @@ public final class ProbeParser {
         ProbeDefinition parse() throws ProbeSyntaxException {
             String a0 = argv.get(0);
             char kind = a0.charAt(0);
-            if (kind != 'p' && kind != 'r') throw silent("not a kprobe command");
+            if ((kind == 'f' || kind == 't') && dialect.hasFprobeEvents() && symbols.hasFprobeEvents()) return parseFprobe();
+            if (kind != 'p' && kind != 'r') throw unmatched("not a kprobe command");
             if (argv.size() < 2) throw silent("a kprobe command needs a place");
             boolean ret = kind == 'r';
             index = 0;
@@ -255,7 +259,14 @@ public final class ProbeParser {
                 name = new String(cs);
             }
 
-            List<String> raw = argv.subList(2, argv.size());
+            List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
+            String grp = Bytes.decode(group), ev = Bytes.decode(name);
+            if (ret) return new KretprobeDef(grp, ev, target, maxactive, returnSuffix, args, cmd);
+            return new KprobeDef(grp, ev, target, fentry, args, cmd);
+        }
+
+        /** The fetch arguments: {@code $arg*}/{@code $argN} and {@code :%pd}/{@code :%pD} expanded (BTF kernels), then each parsed. */
+        List<FetchArg> parseArgs(List<String> raw) throws ProbeSyntaxException {
             if (dialect.btfArgs) {
                 raw = expandMetaArgs(raw);
                 if (raw.size() > MAX_TRACE_ARGS) {
@@ -277,9 +288,102 @@ public final class ProbeParser {
                 if (dialect.btfArgs && size > MAX_PROBE_EVENT_SIZE) throw err(ctxOffset, KernelError.EVENT_TOO_BIG, Errno.E2BIG);
                 args.add(a);
             }
-            String grp = Bytes.decode(group), ev = Bytes.decode(name);
-            if (ret) return new KretprobeDef(grp, ev, target, maxactive, returnSuffix, args, cmd);
-            return new KprobeDef(grp, ev, target, fentry, args, cmd);
+            return args;
+        }
+
+        /**
+         * A command no dynamic event type takes (each returns -ECANCELED): EINVAL, and from 6.15
+         * {@code create_dyn_event} logs it (recorded on 7.2: {@code dynevent: error: No matching
+         * dynamic event type}, caret at 0).
+         */
+        ProbeSyntaxException unmatched(String why) {
+            if (!dialect.logsUnmatchedDynamicEvent()) return silent(why);
+            index = 0;
+            return ProbeSyntaxException.at(argv, 0, 0, KernelError.NO_DYNEVENT, Errno.EINVAL).from("dynevent");
+        }
+
+        /**
+         * {@code __trace_fprobe_create} (Linux 6.4+): {@code f[:[GRP/][EVENT]] KSYM[%return] [FETCHARGS]}
+         * and {@code t[:[GRP/][EVENT]] TRACEPOINT [FETCHARGS]}, in the kernel's order of checks. The
+         * function is not looked up here: it is an ftrace filter, checked when the fprobe registers
+         * ({@link ProbeSites}); a tracepoint no code defines is kept for a module to come, its
+         * arguments then without BTF.
+         */
+        ProbeDefinition parseFprobe() throws ProbeSyntaxException {
+            String a0 = argv.get(0);
+            boolean tp = a0.charAt(0) == 't';
+            if (argv.size() < 2) throw unmatched("an fprobe command needs a place");
+            fprobe = true;
+            tpoint = tp;
+            index = 0;
+            String group = tp ? FprobeDef.TRACEPOINT_GROUP : FprobeDef.FPROBE_GROUP;
+            int colon = a0.indexOf(':', 1);
+            String event = colon >= 0 ? a0.substring(colon + 1) : null;
+            int maxactive = 0;
+            if (a0.length() > 1 && Bytes.isDigit(a0.charAt(1))) {
+                int len = event != null ? colon - 1 : a0.length() - 1;
+                if (len > MAX_EVENT_NAME_LEN - 1) throw err(1, KernelError.BAD_MAXACT);
+                Long m = Bytes.kstrtouint(a0.substring(1, 1 + len), 0);
+                if (m == null || m == 0) throw err(1, KernelError.BAD_MAXACT);
+                if (m > KRETPROBE_MAXACTIVE_MAX) throw err(1, KernelError.MAXACT_TOO_BIG);
+                maxactive = (int) (long) m;
+            }
+            index = 1;                                     // parse_symbol_and_return
+            String place = argv.get(1);
+            String sym = place;
+            boolean ret = false;
+            int pct = place.indexOf('%');
+            if (pct >= 0) {
+                if (!tp && place.substring(pct).equals("%return")) ret = true;
+                else throw err(pct, KernelError.BAD_ADDR_SUFFIX);
+                sym = place.substring(0, pct);
+            }
+            if (!ret) {
+                if (tp) {
+                    for (int k = 0; k < sym.length(); k++) {
+                        char c = sym.charAt(k);
+                        if (!(Bytes.isAlpha(c) || Bytes.isDigit(c) || c == '_')) throw err(k, KernelError.BAD_TP_NAME);
+                    }
+                }
+                for (int i = 2; i < argv.size(); i++) {     // a $retval makes it a return fprobe
+                    String a = argv.get(i);
+                    int at = a.indexOf("$retval");
+                    if (at < 0) continue;
+                    char after = Bytes.charAt(a, at + 7);
+                    if (Bytes.isAlpha(after) || Bytes.isDigit(after) || after == '_') continue;
+                    if (tp) {
+                        index = i;
+                        throw err(at, KernelError.RETVAL_ON_PROBE);
+                    }
+                    ret = true;
+                    break;
+                }
+            }
+            if (!ret && maxactive != 0) {
+                index = 0;
+                throw err(1, KernelError.BAD_MAXACT_TYPE);
+            }
+            index = 0;
+            String name = null;
+            if (event != null) {
+                String[] ge = parseEventName(event, colon + 1);
+                if (ge[0] != null) group = ge[0];
+                name = ge[1];
+            }
+            if (name == null) {
+                String gen = tp ? (Bytes.isDigit(Bytes.charAt(sym, 0)) ? "_" : "") + sym : sym + "__" + (ret ? "exit" : "entry");
+                if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
+                char[] cs = gen.toCharArray();
+                for (int i = 1; i < cs.length; i++) if (cs[i] == ':' || cs[i] == '.') cs[i] = '_';
+                name = new String(cs);
+            }
+            isReturn = ret;
+            fentry = !ret;
+            String decoded = Bytes.decode(sym);
+            // ctx.funcname: the tracepoint's probestub when the tracepoint exists, else the name itself
+            function = tp && symbols.hasTracepoint(decoded) ? FprobeDef.probestub(decoded) : decoded;
+            List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
+            return new FprobeDef(Bytes.decode(group), Bytes.decode(name), decoded, tp, ret, maxactive, args, cmd);
         }
 
         /** {@code traceprobe_parse_event_name}: {group or null, event or null (auto)}. */
@@ -496,6 +600,8 @@ public final class ProbeParser {
             switch (c0) {
                 case '$' -> expr = parseProbeVars(arg.substring(1), offs);
                 case '%' -> {
+                    // eprobe and fprobe do not handle registers: BAD_VAR, then the unparsed argument's BAD_FETCH_ARG
+                    if (fprobe) throw err(offs, KernelError.BAD_FETCH_ARG).after(err(offs, KernelError.BAD_VAR));
                     RegisterSet.Register r = regs.lookup(Bytes.decode(arg.substring(1)));
                     if (r == null) throw err(offs, KernelError.BAD_REG_NAME);
                     code[cur].op = REG;
@@ -611,7 +717,10 @@ public final class ProbeParser {
 
         /** {@code query_btf_context}: the probed function's prototype, or null. */
         BtfFunction queryBtf() {
-            if (btf == null) btf = BtfFunction.find(symbols, function);
+            if (btf == null) {
+                btf = BtfFunction.find(symbols, function);
+                if (btf != null && tpoint) btf = btf.withoutFirstParam();   // the probestub's 'data'
+            }
             return btf;
         }
 
@@ -739,7 +848,7 @@ public final class ProbeParser {
                 if (i == f.params().size()) throw err(ctxOffset, KernelError.NO_BTFARG, Errno.ENOENT);
                 if (fentry) {
                     code[cur].op = ARG;
-                    code[cur].param = i;
+                    code[cur].param = tpoint ? i + 1 : i;
                 } else {
                     code[cur].op = EDATA;
                     code[cur].param = i;
@@ -839,7 +948,7 @@ public final class ProbeParser {
                 if (!fentry && !isReturn) throw err(offs, KernelError.NOFENTRY_ARGS);
                 if (fentry) {
                     code[cur].op = ARG;
-                    code[cur].param = (int) (n - 1);
+                    code[cur].param = (int) (tpoint ? n : n - 1);   // a tracepoint's stub: skip 'data'
                 } else {                  // a return probe saves the argument at entry
                     code[cur].op = EDATA;
                     code[cur].param = (int) (n - 1);

@@ -22,15 +22,41 @@ public final class ProbeSyntaxException extends Exception {
     private final String command;
     private final int position;
     private final String subsystem;
+    /** An entry the same write logged before this one (Linux logs two for an fprobe's register fetch), or null. */
+    private ProbeSyntaxException earlier;
 
     ProbeSyntaxException(KernelError error, Errno errno, String command, int position, String detail) {
+        this(error, errno, command, position, detail, "trace_kprobe");
+    }
+
+    private ProbeSyntaxException(KernelError error, Errno errno, String command, int position, String detail, String subsystem) {
         super(error != null ? error.message() : detail);
         this.error = error;
         this.errno = errno;
         this.command = command;
         this.position = position;
-        this.subsystem = "trace_kprobe";
+        this.subsystem = subsystem;
     }
+
+    /**
+     * The same entry logged by another probe subsystem ({@code trace_probe_log_init}'s name:
+     * {@code trace_fprobe} for fprobe and tracepoint probes, {@code dynevent} for
+     * {@code dynamic_events} itself).
+     */
+    ProbeSyntaxException from(String subsystem) {
+        ProbeSyntaxException e = new ProbeSyntaxException(error, errno, command, position, getMessage(), subsystem);
+        e.earlier = earlier == null ? null : earlier.from(subsystem);
+        return e;
+    }
+
+    /** This entry, logged after {@code first} by the same write (the error_log then holds both). */
+    ProbeSyntaxException after(ProbeSyntaxException first) {
+        this.earlier = first;
+        return this;
+    }
+
+    /** The subsystem that logs the entry ({@code trace_kprobe}, {@code trace_fprobe}, {@code dynevent}). */
+    public String subsystem() { return subsystem; }
 
     /** Builds the entry for tokens {@code argv} (byte strings), error at token {@code index} + {@code offset}. */
     static ProbeSyntaxException at(List<String> argv, int index, int offset, KernelError error, Errno errno) {
@@ -60,6 +86,12 @@ public final class ProbeSyntaxException extends Exception {
         return at(Bytes.argvSplit(Bytes.encode(commandLine)), index, offset, error, errno);
     }
 
+    /** As {@link #registration}, logged by {@code subsystem} ({@code trace_fprobe} for an fprobe or tracepoint probe). */
+    public static ProbeSyntaxException registration(String commandLine, int index, int offset,
+                                                    KernelError error, Errno errno, String subsystem) {
+        return registration(commandLine, index, offset, error, errno).from(subsystem);
+    }
+
     /** The logged error, or {@code null} when the kernel rejects the command without logging. */
     public KernelError error() { return error; }
 
@@ -82,7 +114,7 @@ public final class ProbeSyntaxException extends Exception {
      */
     public String errorLog() {
         if (error == null) return "";
-        return subsystem + ": error: " + error.message() + "\n" + CMD_PREFIX + command + "\n"
+        return (earlier != null ? earlier.errorLog() : "") + subsystem + ": error: " + error.message() + "\n" + CMD_PREFIX + command + "\n"
                 + " ".repeat(CMD_PREFIX.length() + position) + "^\n";
     }
 
@@ -91,7 +123,9 @@ public final class ProbeSyntaxException extends Exception {
         if (error == null) return "";
         long sec = Long.divideUnsigned(timestampNanos, 1_000_000_000L);
         long nsec = Long.remainderUnsigned(timestampNanos, 1_000_000_000L);
-        return String.format("[%5d.%06d] ", sec, nsec / 1000) + errorLog();
+        String own = subsystem + ": error: " + error.message() + "\n" + CMD_PREFIX + command + "\n"
+                + " ".repeat(CMD_PREFIX.length() + position) + "^\n";
+        return (earlier != null ? earlier.errorLog(timestampNanos) : "") + String.format("[%5d.%06d] ", sec, nsec / 1000) + own;
     }
 
     @Override

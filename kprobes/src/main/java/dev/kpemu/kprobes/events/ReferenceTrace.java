@@ -196,7 +196,7 @@ public final class ReferenceTrace {
     }
 
     /** A probe definition's head: kind, event name (null when automatic), place. */
-    private static final Pattern DEF_HEAD = Pattern.compile("^([pr])\\d*(?::(?:[^/\\s]*[/.])?(\\S*))?\\s+(\\S+).*");
+    private static final Pattern DEF_HEAD = Pattern.compile("^([prft])\\d*(?::(?:[^/\\s]*[/.])?(\\S*))?\\s+(\\S+).*");
 
     /**
      * Event names to argument names (and return-ness) from definitions, as the kernel would parse
@@ -215,13 +215,18 @@ public final class ReferenceTrace {
                 Matcher h = DEF_HEAD.matcher(d.strip());
                 boolean btf = true;     // a later kernel's syntax, or BTF names it cannot resolve here
                 try {
-                    btfSyntax.parse(d);
+                    if (btfSyntax.parse(d) instanceof TraceProbe later) {   // e.g. an fprobe or tracepoint probe
+                        ret.putIfAbsent(later.event(), later.isReturn());
+                        continue;
+                    }
                 } catch (ProbeSyntaxException e2) {
                     btf = e2.error() == KernelError.NO_BTF_ENTRY || e2.error() == KernelError.NOSUP_BTFARG;
                 }
                 if (!btf || !h.matches() || h.group(2) == null || h.group(2).isEmpty())
                     throw new IllegalArgumentException("reference definition rejected: " + d + "\n" + e, e);
-                ret.putIfAbsent(h.group(2), h.group(1).equals("r") || h.group(3).endsWith("%return"));
+                // an fprobe with a $retval argument is an exit probe (parse_symbol_and_return)
+                ret.putIfAbsent(h.group(2), h.group(1).equals("r") || h.group(3).endsWith("%return")
+                        || h.group(1).equals("f") && d.matches(".*\\$retval([^A-Za-z0-9_].*)?$"));
                 continue;
             }
             if (pd instanceof TraceProbe p) {

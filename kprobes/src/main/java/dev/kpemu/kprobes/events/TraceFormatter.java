@@ -176,6 +176,13 @@ public final class TraceFormatter {
      */
     public static String listing(TraceProbe p) {
         StringBuilder sb = new StringBuilder();
+        if (p instanceof FprobeDef f) {          // trace_fprobe_show
+            sb.append(f.tracepoint() ? 't' : 'f');
+            if (f.exit() && f.maxactive() != 0) sb.append(f.maxactive());
+            sb.append(':').append(p.group()).append('/').append(p.event()).append(' ').append(f.symbol()).append(f.exit() ? "%return" : "");
+            for (FetchArg a : p.args()) sb.append(' ').append(a.name()).append('=').append(a.expression());
+            return sb.toString();
+        }
         sb.append(p.isReturn() ? 'r' : 'p');
         if (p instanceof KretprobeDef r) sb.append(r.maxactive() != 0 ? r.maxactive() : Kprobes.DEFAULT_MAXACTIVE);
         sb.append(':').append(p.group()).append('/').append(p.event()).append(' ').append(place(p.target()));

@@ -2,8 +2,8 @@ package dev.kpemu.kprobes.events;
 
 import java.util.List;
 
-/** A definition that creates (or appends to) an event: a kprobe or a kretprobe. */
-public sealed interface TraceProbe permits KprobeDef, KretprobeDef {
+/** A definition that creates (or appends to) an event: a kprobe, a kretprobe, or an fprobe or tracepoint probe. */
+public sealed interface TraceProbe permits KprobeDef, KretprobeDef, FprobeDef {
     String group();
 
     String event();
@@ -15,7 +15,7 @@ public sealed interface TraceProbe permits KprobeDef, KretprobeDef {
     String command();
 
     /** Whether the event is a return probe. */
-    default boolean isReturn() { return this instanceof KretprobeDef; }
+    default boolean isReturn() { return this instanceof KretprobeDef || this instanceof FprobeDef f && f.exit(); }
 
     /** The probe's line in {@code kprobe_events} ({@code trace_kprobe_show}), without newline. */
     default String listing() { return TraceFormatter.listing(this); }

@@ -40,6 +40,11 @@ public final class X86Kprobes implements ArchKprobes {
 
     @Override public byte[] breakpoint() { return new byte[] {INT3}; }
 
+    @Override public long trapIp(long address) { return address + 1; }
+
+    /** #PF. */
+    @Override public int memoryFaultTrap() { return 14; }
+
     @Override public int maxInstructionLength() { return 16; }
 
     @Override public Regs regs() { return regs; }

@@ -21,7 +21,7 @@ import dev.kpemu.machine.Arch;
 /**
  * The order of a hist file's entries, as each kernel's own sort leaves equal counts: from the
  * hist files Linux printed under QEMU ({@code guest-images/reference/ARCH/SERIES/filters.hist},
- * record-filters.sh) on Debian 12's 6.1 and Debian 13's 6.12 — whose {@code lib/sort.c} differ —
+ * record-filters.sh) on Debian 12's 6.1, Debian 13's 6.12 and unstable's 7.2 — 6.1's and 6.12's {@code lib/sort.c} differ —
  * the entries of myopen's {@code keys=fn,flags.hex} (sort by hitcount, mostly equal) and
  * {@code keys=dfd,flags} (two sort keys) triggers are fed to kpemu's trigger, in reverse order,
  * each as many times as its hitcount; kpemu's hist text must be Linux's, byte for byte.
@@ -31,7 +31,7 @@ class HistOrderReferenceTest {
     private static final Pattern DFD_FLAGS = Pattern.compile("\\{ dfd: +(\\d+), flags: +(\\d+) \\} hitcount: +(\\d+)");
 
     @ParameterizedTest(name = "{0} {1}")
-    @CsvSource({"X86_64, 6.1", "ARM64, 6.1", "X86_64, 6.12", "ARM64, 6.12"})
+    @CsvSource({"X86_64, 6.1", "ARM64, 6.1", "X86_64, 6.12", "ARM64, 6.12", "X86_64, 7.2", "ARM64, 7.2"})
     void equalCountsComeOutInLinuxOrder(Arch a, String series) throws Exception {
         Path ref = RecordedReferenceTest.reference();
         Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");

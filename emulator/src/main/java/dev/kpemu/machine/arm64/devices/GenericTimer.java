@@ -1,5 +1,9 @@
 package dev.kpemu.machine.arm64.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import dev.kpemu.machine.Device;
 import dev.kpemu.machine.VirtualClock;
 import dev.kpemu.machine.arm64.Arm64Machine;
@@ -22,7 +26,7 @@ import dev.kpemu.unicorn.Unicorn;
  * (level-sensitive): 30 for the physical timer, 27 for the virtual one. The expiry is a
  * virtual-clock event, so WFI idles straight to it.
  */
-public final class GenericTimer implements Device {
+public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
     /** Counter frequency; must divide 1e9 (nanoseconds per tick is an integer). */
     public static final long FREQUENCY_HZ = 62_500_000L;
     public static final long NANOS_PER_TICK = 1_000_000_000L / FREQUENCY_HZ;
@@ -80,11 +84,14 @@ public final class GenericTimer implements Device {
             boolean status = istatus();
             setLine(status && (ctl & CTL_IMASK) == 0);
             if ((ctl & CTL_ENABLE) != 0 && !status && Long.compareUnsigned(cval, Long.MAX_VALUE / NANOS_PER_TICK) < 0) {
-                event = clock.schedule(cval * NANOS_PER_TICK, now -> {
-                    event = null;
-                    update();
-                });
+                event = clock.schedule(cval * NANOS_PER_TICK, this::expired);
             }
+        }
+
+        /** The expiry event is due. */
+        void expired(long now) {
+            event = null;
+            update();
         }
 
         private void setLine(boolean l) {
@@ -175,5 +182,29 @@ public final class GenericTimer implements Device {
         if (!write(key, v)) return false;
         accesses++;
         return true;
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (Timer t : new Timer[] {phys, virt}) {
+            out.writeLong(t.ctl);
+            out.writeLong(t.cval);
+            out.writeBoolean(t.line);
+            clock.writeEvent(out, t.event);
+        }
+        out.writeLong(accesses);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        for (Timer t : new Timer[] {phys, virt}) {
+            t.ctl = in.readLong();
+            t.cval = in.readLong();
+            t.line = in.readBoolean();
+            t.event = clock.readEvent(in, t::expired);
+        }
+        accesses = in.readLong();
     }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.arm64.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import java.util.ArrayDeque;
 import java.util.Deque;
 
@@ -26,7 +30,7 @@ import dev.kpemu.machine.arm64.InterruptController;
  * GICC_CTLR.EOImode clear, deactivates; with EOImode set GICC_DIR deactivates. Priority
  * grouping (GICC_BPR) is not modelled: priorities compare in full.
  */
-public final class GicV2 implements InterruptController {
+public final class GicV2 implements InterruptController, dev.kpemu.machine.Stateful {
     /** Interrupt IDs this GIC implements (GICD_TYPER.ITLinesNumber = 3). */
     public static final int NUM_IRQS = 128;
     public static final int SGI_COUNT = 16, PPI_BASE = 16, SPI_BASE = 32;
@@ -306,5 +310,36 @@ public final class GicV2 implements InterruptController {
 
     private void deactivate(int id) {
         if (id < NUM_IRQS) active[id] = false;
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (boolean[] a : new boolean[][] {enabled, latch, level, active, edge}) for (boolean b : a) out.writeBoolean(b);
+        for (int[] a : new int[][] {priority, target}) for (int v : a) out.writeInt(v);
+        out.writeInt(runningStack.size());
+        for (int id : runningStack) out.writeInt(id);      // top first
+        for (int v : new int[] {distCtlr, cpuCtlr, pmr, bpr}) out.writeInt(v);
+        out.writeLong(acknowledged);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        for (boolean[] a : new boolean[][] {enabled, latch, level, active, edge}) for (int i = 0; i < a.length; i++) a[i] = in.readBoolean();
+        for (int[] a : new int[][] {priority, target}) for (int i = 0; i < a.length; i++) a[i] = in.readInt();
+        int n = in.readInt();
+        if (n < 0 || n > NUM_IRQS) throw new IOException("GIC running-priority stack out of range");
+        runningStack.clear();
+        for (int i = 0; i < n; i++) {
+            int id = in.readInt();
+            if (id < 0 || id >= NUM_IRQS) throw new IOException("GIC interrupt id out of range");
+            runningStack.addLast(id);
+        }
+        distCtlr = in.readInt();
+        cpuCtlr = in.readInt();
+        pmr = in.readInt();
+        bpr = in.readInt();
+        acknowledged = in.readLong();
     }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.arm64.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import java.util.ArrayDeque;
 
 import dev.kpemu.machine.Device;
@@ -15,7 +19,7 @@ import dev.kpemu.machine.Device;
  * <p>The peripheral and PrimeCell ID registers (0xfe0-0xffc) identify a PL011 r1p5 to the
  * AMBA bus, which reads them before it binds the driver.
  */
-public final class Pl011 implements Device.Mmio {
+public final class Pl011 implements Device.Mmio, dev.kpemu.machine.Stateful {
     // Register map (DDI 0183 table 3-1).
     public static final int UARTDR = 0x000, UARTRSR = 0x004, UARTFR = 0x018, UARTILPR = 0x020,
             UARTIBRD = 0x024, UARTFBRD = 0x028, UARTLCR_H = 0x02c, UARTCR = 0x030, UARTIFLS = 0x034,
@@ -142,4 +146,34 @@ public final class Pl011 implements Device.Mmio {
 
     /** The interrupt output's level. */
     public boolean interruptLevel() { return lineLevel; }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (int v : new int[] {ibrd, fbrd, lcrH, cr, ifls, imsc, ris, dmacr, ilpr}) out.writeInt(v);
+        out.writeBoolean(lineLevel);
+        out.writeLong(transmitted);
+        out.writeInt(rx.size());
+        for (int b : rx) out.writeByte(b);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        ibrd = in.readInt();
+        fbrd = in.readInt();
+        lcrH = in.readInt();
+        cr = in.readInt();
+        ifls = in.readInt();
+        imsc = in.readInt();
+        ris = in.readInt();
+        dmacr = in.readInt();
+        ilpr = in.readInt();
+        lineLevel = in.readBoolean();
+        transmitted = in.readLong();
+        int n = in.readInt();
+        if (n < 0 || n > 1 << 20) throw new IOException("UART receive queue out of range");
+        rx.clear();
+        for (int i = 0; i < n; i++) rx.add(in.readUnsignedByte());
+    }
 }

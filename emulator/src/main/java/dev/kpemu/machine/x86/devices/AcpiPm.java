@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import dev.kpemu.machine.Device;
 import dev.kpemu.machine.VirtualClock;
 
@@ -10,7 +14,7 @@ import dev.kpemu.machine.VirtualClock;
  * SLP_TYP/SLP_EN) and the 32-bit PM timer at 3.579545 MHz of virtual time. Writing SLP_EN with
  * the S5 sleep type powers the machine off.
  */
-public final class AcpiPm implements Device.PortIo {
+public final class AcpiPm implements Device.PortIo, dev.kpemu.machine.Stateful {
     // offsets from the block base
     public static final int PM1_STS = 0, PM1_EN = 2, PM1_CNT = 4, PM_TMR = 8, PORT_COUNT = 12;
     public static final int PM1_CNT_SCI_EN = 1, PM1_CNT_SLP_TYP_SHIFT = 10, PM1_CNT_SLP_TYP_MASK = 7 << 10,
@@ -72,5 +76,21 @@ public final class AcpiPm implements Device.PortIo {
             }
             default -> { }
         }
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        out.writeInt(status);
+        out.writeInt(enable);
+        out.writeInt(control);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        status = in.readInt();
+        enable = in.readInt();
+        control = in.readInt();
     }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 
@@ -12,7 +16,7 @@ import dev.kpemu.machine.VirtualClock;
  * formats follow status register B; update-in-progress is never reported; no alarm or
  * periodic interrupts (Linux's rtc_cmos does not need them to boot).
  */
-public final class CmosRtc implements Device.PortIo {
+public final class CmosRtc implements Device.PortIo, dev.kpemu.machine.Stateful {
     public static final int INDEX = 0x70, DATA = 0x71;
     public static final int SECONDS = 0x00, MINUTES = 0x02, HOURS = 0x04, DAY_OF_WEEK = 0x06, DAY = 0x07,
             MONTH = 0x08, YEAR = 0x09, STATUS_A = 0x0a, STATUS_B = 0x0b, STATUS_C = 0x0c, STATUS_D = 0x0d,
@@ -88,5 +92,19 @@ public final class CmosRtc implements Device.PortIo {
                 default -> ram[index] = (byte) value; // time writes are accepted and ignored
             }
         }
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        out.write(ram);
+        out.writeInt(index);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        in.readFully(ram);
+        index = in.readInt() & 0x7f;
     }
 }

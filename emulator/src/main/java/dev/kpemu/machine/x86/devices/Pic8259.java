@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import dev.kpemu.machine.Device;
 
 /**
@@ -9,7 +13,7 @@ import dev.kpemu.machine.Device;
  * IRR/ISR reads, auto-EOI; fixed priority (IRQ 0 highest). Rotation, poll and special mask
  * modes are not modelled.
  */
-public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Machine.InterruptController {
+public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Machine.InterruptController, dev.kpemu.machine.Stateful {
     public static final int MASTER_CMD = 0x20, MASTER_DATA = 0x21, SLAVE_CMD = 0xa0, SLAVE_DATA = 0xa1,
             ELCR_MASTER = 0x4d0, ELCR_SLAVE = 0x4d1;
     public static final int CASCADE_IRQ = 2;
@@ -170,5 +174,35 @@ public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Ma
             default -> { }
         }
         cascade();
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (Chip c : new Chip[] {master, slave}) {
+            for (int v : new int[] {c.irr, c.imr, c.isr, c.elcr, c.lastLevels, c.vectorBase, c.initStep}) out.writeInt(v);
+            out.writeBoolean(c.icw4Needed);
+            out.writeBoolean(c.single);
+            out.writeBoolean(c.readIsr);
+            out.writeBoolean(c.autoEoi);
+        }
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        for (Chip c : new Chip[] {master, slave}) {
+            c.irr = in.readInt();
+            c.imr = in.readInt();
+            c.isr = in.readInt();
+            c.elcr = in.readInt();
+            c.lastLevels = in.readInt();
+            c.vectorBase = in.readInt();
+            c.initStep = in.readInt();
+            c.icw4Needed = in.readBoolean();
+            c.single = in.readBoolean();
+            c.readIsr = in.readBoolean();
+            c.autoEoi = in.readBoolean();
+        }
     }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import dev.kpemu.machine.Device;
 import dev.kpemu.machine.VirtualClock;
 
@@ -11,7 +15,7 @@ import dev.kpemu.machine.VirtualClock;
  * Modes 0 (one-shot), 2 (rate generator), 3 (square wave) and 4 (software strobe) are
  * modelled; BCD counting is not.
  */
-public final class Pit8254 implements Device.PortIo {
+public final class Pit8254 implements Device.PortIo, dev.kpemu.machine.Stateful {
     public static final int CH0 = 0x40, CH1 = 0x41, CH2 = 0x42, MODE = 0x43, PORT_B = 0x61;
     public static final long FREQUENCY_HZ = 1_193_182;
     // control word fields
@@ -142,12 +146,15 @@ public final class Pit8254 implements Device.PortIo {
                 default -> { return; }
             }
             long due = startNanos + ticks / FREQUENCY_HZ * 1_000_000_000L + ceilDiv(ticks % FREQUENCY_HZ * 1_000_000_000L, FREQUENCY_HZ);
-            event = clock.schedule(due, now -> {
-                event = null;
-                period++;
-                irq.pulse();
-                scheduleNext();
-            });
+            event = clock.schedule(due, this::fire);
+        }
+
+        /** Channel 0's IRQ 0 edge is due. */
+        void fire(long now) {
+            event = null;
+            period++;
+            irq.pulse();
+            scheduleNext();
         }
     }
 
@@ -215,5 +222,48 @@ public final class Pit8254 implements Device.PortIo {
             }
             default -> { }
         }
+    }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (Channel c : channels) {
+            out.writeInt(c.mode);
+            out.writeInt(c.rw);
+            out.writeInt(c.reload);
+            out.writeLong(c.startNanos);
+            out.writeBoolean(c.writeMsbNext);
+            out.writeBoolean(c.readMsbNext);
+            out.writeBoolean(c.latched);
+            out.writeInt(c.latchValue);
+            out.writeInt(c.pendingLsb);
+            out.writeBoolean(c.gate);
+            out.writeLong(c.period);
+            clock.writeEvent(out, c.event);
+        }
+        out.writeInt(portB);
+        out.writeBoolean(refresh);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        for (Channel c : channels) {
+            c.mode = in.readInt();
+            c.rw = in.readInt();
+            c.reload = in.readInt();
+            if (c.mode < 0 || c.mode > 5 || c.rw < 0 || c.rw > 3 || c.reload <= 0 || c.reload > 0x10000) throw new IOException("PIT state out of range");
+            c.startNanos = in.readLong();
+            c.writeMsbNext = in.readBoolean();
+            c.readMsbNext = in.readBoolean();
+            c.latched = in.readBoolean();
+            c.latchValue = in.readInt();
+            c.pendingLsb = in.readInt();
+            c.gate = in.readBoolean();
+            c.period = in.readLong();
+            c.event = clock.readEvent(in, c::fire);
+        }
+        portB = in.readInt();
+        refresh = in.readBoolean();
     }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import dev.kpemu.machine.Device;
 
 /**
@@ -8,7 +12,7 @@ import dev.kpemu.machine.Device;
  * as 0xff, which Linux's i8042 driver takes as "no controller" without waiting. Port 0x60 is
  * claimed so that no other device answers it.
  */
-public final class ResetControl implements Device.PortIo {
+public final class ResetControl implements Device.PortIo, dev.kpemu.machine.Stateful {
     public static final int KBD_DATA = 0x60, KBD_STATUS_CMD = 0x64, RESET_CONTROL = 0xcf9;
     public static final int KBD_CMD_PULSE_RESET = 0xfe, RCR_SYS_RESET = 0x02, RCR_RESET_CPU = 0x04;
 
@@ -35,4 +39,12 @@ public final class ResetControl implements Device.PortIo {
             rcr = v & RCR_SYS_RESET;
         }
     }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException { out.writeInt(rcr); }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException { rcr = in.readInt(); }
 }

@@ -1,5 +1,9 @@
 package dev.kpemu.machine.x86.devices;
 
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+
 import java.io.IOException;
 import java.io.OutputStream;
 
@@ -13,7 +17,7 @@ import dev.kpemu.machine.Device;
  * Linux's 8250 probe checks. Receive is fed by {@link #receive}: LSR.DR while bytes wait, and the
  * received-data interrupt (IIR 0x04, above THRE in priority) while IER.ERBFI is set.
  */
-public final class Uart16550 implements Device.PortIo {
+public final class Uart16550 implements Device.PortIo, dev.kpemu.machine.Stateful {
     public static final int COM1_BASE = 0x3f8, COM1_IRQ = 4, COM2_BASE = 0x2f8, COM2_IRQ = 3, PORT_COUNT = 8;
     /** The receive FIFO's depth (16550A): {@link #receiveSpace}. */
     public static final int RX_FIFO_DEPTH = 16;
@@ -162,4 +166,34 @@ public final class Uart16550 implements Device.PortIo {
     }
 
     public boolean irqLevel() { return irqLevel; }
+
+    // ------------------------------------------------------------------ snapshot state
+
+    @Override
+    public void saveState(DataOutput out) throws IOException {
+        for (int v : new int[] {ier, lcr, mcr, scr, fcr, dll, dlm}) out.writeInt(v);
+        out.writeBoolean(thriPending);
+        out.writeBoolean(irqLevel);
+        out.writeLong(transmitted);
+        out.writeInt(rx.size());
+        for (int b : rx) out.writeByte(b);
+    }
+
+    @Override
+    public void restoreState(DataInput in) throws IOException {
+        ier = in.readInt();
+        lcr = in.readInt();
+        mcr = in.readInt();
+        scr = in.readInt();
+        fcr = in.readInt();
+        dll = in.readInt();
+        dlm = in.readInt();
+        thriPending = in.readBoolean();
+        irqLevel = in.readBoolean();
+        transmitted = in.readLong();
+        int n = in.readInt();
+        if (n < 0 || n > 1 << 20) throw new IOException("UART receive queue out of range");
+        rx.clear();
+        for (int i = 0; i < n; i++) rx.add(in.readUnsignedByte());
+    }
 }

@@ -52,8 +52,17 @@ public final class EventFilter {
      * @throws FilterParseException what Linux refuses the filter with
      */
     public static EventFilter parse(String text, EventFields fields) throws FilterParseException {
+        return parse(text, fields, FilterDialect.LINUX_6_1);
+    }
+
+    /**
+     * Parses {@code text} against an event's fields as the kernel of {@code dialect} does.
+     *
+     * @throws FilterParseException what that Linux refuses the filter with
+     */
+    public static EventFilter parse(String text, EventFields fields, FilterDialect dialect) throws FilterParseException {
         checkQuotesAndParens(text);
-        Parser p = new Parser(text, fields);
+        Parser p = new Parser(text, fields, dialect.trailingOperatorIgnored());
         Node n = p.parseOr();
         p.skipSpace();
         if (p.i < text.length()) throw p.error(FilterParseException.Error.TOO_MANY_CLOSE, p.i + 1);
@@ -169,11 +178,21 @@ public final class EventFilter {
     private static final class Parser {
         final String s;
         final EventFields fields;
+        /** {@link FilterDialect#trailingOperatorIgnored}: nothing after a last "&&" or "||" ends the filter. */
+        final boolean trailingOperatorIgnored;
         int i;
 
-        Parser(String s, EventFields fields) {
+        Parser(String s, EventFields fields, boolean trailingOperatorIgnored) {
             this.s = s;
             this.fields = fields;
+            this.trailingOperatorIgnored = trailingOperatorIgnored;
+        }
+
+        /** After an operator: whether only blanks follow and the kernel takes that as the end. */
+        boolean endsAfterOperator() {
+            if (!trailingOperatorIgnored) return false;
+            skipSpace();
+            return i >= s.length();
         }
 
         FilterParseException error(FilterParseException.Error e, int pos) { return new FilterParseException(s, e, pos); }
@@ -191,6 +210,7 @@ public final class EventFilter {
                 skipSpace();
                 if (peek() == '|' && i + 1 < s.length() && s.charAt(i + 1) == '|') {
                     i += 2;
+                    if (endsAfterOperator()) break;
                     terms.add(parseAnd());
                 } else {
                     break;
@@ -206,6 +226,7 @@ public final class EventFilter {
                 skipSpace();
                 if (peek() == '&' && i + 1 < s.length() && s.charAt(i + 1) == '&') {
                     i += 2;
+                    if (endsAfterOperator()) break;
                     terms.add(parseUnary());
                 } else {
                     break;

@@ -5,6 +5,7 @@ import java.util.List;
 
 import dev.kpemu.kprobes.events.EventFields;
 import dev.kpemu.kprobes.events.filter.EventFilter;
+import dev.kpemu.kprobes.events.filter.FilterDialect;
 import dev.kpemu.kprobes.events.filter.FilterParseException;
 
 /**
@@ -46,6 +47,11 @@ public final class HistSpec {
 
     /** Parses {@code text} (the whole line written to {@code trigger}) against the event's fields. */
     public static HistSpec parse(String text, EventFields fields) throws HistTriggerException {
+        return parse(text, fields, FilterDialect.LINUX_6_1);
+    }
+
+    /** As {@link #parse(String, EventFields)}, the trigger's filter parsed and refused as the kernel of {@code dialect} does. */
+    public static HistSpec parse(String text, EventFields fields, FilterDialect dialect) throws HistTriggerException {
         String t = text.strip();
         HistSpec h = new HistSpec();
         h.command = t;
@@ -58,10 +64,13 @@ public final class HistSpec {
                 throw new HistTriggerException("Invalid argument: expected 'if FILTER' after the trigger, found '" + rest + "'");
             h.filterText = rest.substring(2).strip();
             try {
-                h.filter = EventFilter.parse(h.filterText, fields);
+                h.filter = EventFilter.parse(h.filterText, fields, dialect);
             } catch (FilterParseException e) {
-                // the kernel refuses the trigger (EINVAL) and logs nothing about its filter
-                throw new HistTriggerException("Invalid argument: the trigger's filter: " + (e.error() == null ? "Error" : e.error().text()));
+                // the kernel refuses the trigger (EINVAL); 6.1 logs nothing about its filter, 6.12
+                // and later log the filter's own parse error
+                String why = "Invalid argument: the trigger's filter: " + (e.error() == null ? "Error" : e.error().text());
+                if (dialect.triggerFilterLogged()) throw new HistTriggerException(why, e.errorLog());
+                throw new HistTriggerException(why);
             }
         }
         String keysStr = null, valsStr = null, sortStr = null;

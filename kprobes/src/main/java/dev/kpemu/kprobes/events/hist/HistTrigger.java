@@ -74,6 +74,13 @@ public final class HistTrigger {
         return new HistTrigger(HistSpec.parse(text, fields), symbols, sinceLinux612 ? KernelSort.Variant.LINUX_6_12 : KernelSort.Variant.LINUX_6_1);
     }
 
+    /** As {@link #parse(String, EventFields, KernelSymbols)}, as the kernel of {@code dialect} parses, refuses and orders. */
+    public static HistTrigger parse(String text, EventFields fields, KernelSymbols symbols, dev.kpemu.kprobes.events.Dialect dialect)
+            throws HistTriggerException {
+        return new HistTrigger(HistSpec.parse(text, fields, dialect.filters()), symbols,
+                dialect == dev.kpemu.kprobes.events.Dialect.LINUX_6_1 ? KernelSort.Variant.LINUX_6_1 : KernelSort.Variant.LINUX_6_12);
+    }
+
     /** The event fired: count it when it passes the trigger's filter. */
     public void accept(TraceRecord r) {
         if (spec.filter != null && !spec.filter.matches(r)) return;

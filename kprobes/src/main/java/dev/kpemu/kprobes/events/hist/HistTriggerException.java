@@ -11,6 +11,8 @@ public final class HistTriggerException extends Exception {
     private final boolean logged;
     private final String command;
     private final int position;
+    /** The error_log entry of the trigger's filter, when that is what the kernel logged. */
+    private final String filterLog;
 
     /** Refused and logged: {@code error} at {@code position} of {@code command}. */
     HistTriggerException(String error, String command, int position) {
@@ -18,6 +20,16 @@ public final class HistTriggerException extends Exception {
         this.logged = true;
         this.command = command;
         this.position = position;
+        this.filterLog = null;
+    }
+
+    /** Refused for its filter, the kernel logging the filter's parse error ({@code entry}, 6.12 and later). */
+    HistTriggerException(String message, String filterErrorLog) {
+        super(message);
+        this.logged = true;
+        this.command = null;
+        this.position = 0;
+        this.filterLog = filterErrorLog;
     }
 
     /** Refused without an error_log entry. */
@@ -26,6 +38,7 @@ public final class HistTriggerException extends Exception {
         this.logged = false;
         this.command = null;
         this.position = 0;
+        this.filterLog = null;
     }
 
     public boolean logged() { return logged; }
@@ -36,6 +49,7 @@ public final class HistTriggerException extends Exception {
      */
     public String errorLog(String group, String event) {
         if (!logged) return "";
+        if (filterLog != null) return filterLog;
         return "hist:" + group + ":" + event + ": error: " + getMessage() + "\n" + CMD_PREFIX + command + "\n"
                 + " ".repeat(CMD_PREFIX.length() + position) + "^\n";
     }

@@ -1,0 +1,410 @@
+package dev.kpemu.api;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.GuestTerminal;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.image.CommandGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelChoice;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.btf.Btf;
+import dev.kpemu.kprobes.Kprobes;
+import dev.kpemu.kprobes.events.EventEngine;
+import dev.kpemu.kprobes.events.KernelSymbols;
+import dev.kpemu.kprobes.events.MachineFetchContext;
+import dev.kpemu.kprobes.events.TaskLayout;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * One boot of a Linux kernel with Java probes: the library's entry point.
+ *
+ * <pre>{@code
+ * try (KpemuSession s = KpemuSession.builder().arch(Arch.X86_64).kernel("debian:bookworm")
+ *         .command("cat", "/etc/hostname").build()) {
+ *     Kprobe open = s.register(Kprobe.on("do_sys_openat2")
+ *             .pre(ctx -> System.out.println(ctx.comm() + " opens " + ctx.string(ctx.arg("filename")).orElse("(fault)"))));
+ *     SessionResult r = s.run();
+ * }
+ * }</pre>
+ *
+ * <p>Probes are registered where Linux's {@code kprobe_event=} boot parameter registers its
+ * probes — at the return of {@code init_kprobe_trace}, after the kernel's boot-time text patching
+ * ({@link Builder#armAtInit}: just before /init) — by the same composition the CLI uses
+ * ({@link TracedBoot}): the kprobes engine, the jump optimizer (x86-64's default), and the
+ * kprobe_events engine for {@link Builder#events definitions}. {@link #onReady} hands the engine
+ * itself to the caller at that point. Everything — boot, registration, handlers — runs on one
+ * emulation thread of {@link #run()} (with a large stack, so no {@code -Xss} is needed).
+ *
+ * <p>No system property is needed: the repository (guest images, native engines) is found from
+ * the jar ({@link dev.kpemu.natives.NativeLibraries#repositoryRoot()}).
+ */
+public final class KpemuSession implements AutoCloseable {
+    private final Builder b;
+    private final List<Probe> probes = new ArrayList<>();
+    private final List<Consumer<Ready>> readyActions = new ArrayList<>();
+    private final List<HandlerFailure> failures = Collections.synchronizedList(new ArrayList<>());
+    private final List<String> trace = Collections.synchronizedList(new ArrayList<>());
+    private volatile Machine machine;
+    private volatile boolean stopRequested;
+    private String stopWhy;
+    private EngineProbes engineProbes;
+    private Kprobes kprobes;
+    private TracedBoot traced;
+    private boolean ran, ready;
+    private volatile Thread sessionThread;
+
+    private KpemuSession(Builder b) { this.b = b; }
+
+    public static Builder builder() { return new Builder(); }
+
+    /** The architecture booted. */
+    public Arch arch() { return b.arch; }
+
+    /** The kernel as chosen: {@code debian:SUITE[@RELEASE]}, a file, or {@code debian} (the default). */
+    public String kernel() {
+        return b.kernelFile != null ? b.kernelFile.toString() : b.kernelChoice != null ? b.kernelChoice.toString() : KernelChoice.DEFAULT.toString();
+    }
+
+    /**
+     * Registers {@code probe}: now when the session is ready (from an {@link #onReady} action),
+     * else when it becomes ready. Returns the probe.
+     */
+    public synchronized <P extends Probe> P register(P probe) {
+        Objects.requireNonNull(probe);
+        if (ready) {
+            onSessionThread("register");
+            registerNow(probe);
+        }
+        else if (ran) throw new IllegalStateException("the session has ended");
+        else probes.add(probe);
+        return probe;
+    }
+
+    /** Unregisters a registered probe ({@code unregister_kprobe}); only while the session runs (from a ready action). */
+    public void unregister(Probe probe) {
+        if (!ready) throw new IllegalStateException("unregister while the session runs, from a ready action");
+        onSessionThread("unregister");
+        engineProbes.unregister(probe);
+    }
+
+    /** The engine belongs to the emulation thread (its Capstone handle too): changes come from there. */
+    private void onSessionThread(String what) {
+        if (Thread.currentThread() != sessionThread)
+            throw new IllegalStateException(what + " while the guest runs only from a ready action (the emulation thread), or before run()");
+    }
+
+    /**
+     * Runs {@code action} when the probes are registered (after the kernel's boot-time text
+     * patching), on the emulation thread, with the kprobes engine and the kprobe_events engine.
+     */
+    public KpemuSession onReady(Consumer<Ready> action) {
+        readyActions.add(Objects.requireNonNull(action));
+        return this;
+    }
+
+    /** What a ready action gets: the engines, once boot-time text patching is done. */
+    public interface Ready {
+        /** The kprobes engine ({@code register_kprobe} and friends, {@code kprobes/list}). */
+        Kprobes kprobes();
+
+        /** The kprobe_events engine (more definitions, enable/disable, filters, {@code hist}). */
+        EventEngine events();
+
+        /** Registers a Java probe now. */
+        <P extends Probe> P register(P probe);
+
+        /** Guest time now, in nanoseconds. */
+        long guestNanos();
+    }
+
+    /** Stops the guest from another thread (the session ends with {@link Outcome#STOPPED}). */
+    public void stop(String why) {
+        stopWhy = why;
+        stopRequested = true;
+        Machine m = machine;
+        if (m != null) m.requestStopFromAnyThread(new dev.kpemu.machine.StopReason.HostRequest(why));
+    }
+
+    /** Whether {@link #run()} was called. */
+    public synchronized boolean hasRun() { return ran; }
+
+    /** Every handler failure so far. */
+    public List<HandlerFailure> handlerFailures() { return List.copyOf(failures); }
+
+    /**
+     * Boots the kernel and runs it until it powers off, fails, reaches the time limit or is
+     * stopped. Once per session. A probe the kernel refuses makes it throw
+     * {@link dev.kpemu.kprobes.KprobeException} (with the kernel's errno); a kernel or initramfs
+     * that cannot be found or read, {@link KpemuException}.
+     */
+    public SessionResult run() {
+        synchronized (this) {
+            if (ran) throw new IllegalStateException("a session runs once");
+            ran = true;
+        }
+        SessionResult[] result = new SessionResult[1];
+        Throwable[] thrown = new Throwable[1];
+        Thread t = new Thread(null, () -> {
+            try {
+                result[0] = boot();
+            } catch (Throwable e) {
+                thrown[0] = e;
+            }
+        }, "kpemu-session", 64L << 20);
+        sessionThread = t;
+        t.start();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                t.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+                stop("interrupted");
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+        if (thrown[0] instanceof RuntimeException re) throw re;
+        if (thrown[0] instanceof Error er) throw er;
+        if (thrown[0] != null) throw new KpemuException(thrown[0].getMessage(), thrown[0]);
+        return result[0];
+    }
+
+    private SessionResult boot() throws IOException {
+        Arch arch = b.arch;
+        Path kernel, initrd = b.initramfs;
+        Path generated = null;
+        try {
+            kernel = b.kernelFile != null ? b.kernelFile
+                    : b.kernelChoice != null ? GuestImages.forRepository().kernel(arch, b.kernelChoice) : null;
+            if (initrd == null && b.command != null) {
+                byte[] busybox = Files.readAllBytes(GuestImages.forRepository().busybox(arch));
+                generated = Files.createTempFile("kpemu-command-guest-", ".cpio");
+                initrd = CommandGuest.initramfs(busybox, arch, b.command, false).write(generated);
+            }
+        } catch (KernelImageException e) {
+            throw new KpemuException(e.getMessage(), e);
+        }
+        ByteArrayOutputStream commandBytes = new ByteArrayOutputStream();
+        OutputStream commandOut = b.commandOutput != null ? b.commandOutput : commandBytes;
+        GuestTerminal terminal = b.command != null ? new GuestTerminal(commandOut, null) : null;
+        String append = b.command != null ? CommandGuest.commandLine(arch, b.append) : b.append;
+        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit).kernelMessages(b.kernelMessages);
+        if (b.optimize != null) traced.optimize(b.optimize);
+        traced.addSink(r -> {
+            String line = r.line();
+            if (b.keepTrace) trace.add(line);
+            if (b.traceSink != null) b.traceSink.accept(line);
+        });
+        BootHooks hooks = new BootHooks() {
+            @Override public void ready(LinuxGuest guest) {
+                machine = guest.machine();
+                if (stopRequested) machine.requestStopFromAnyThread(new dev.kpemu.machine.StopReason.HostRequest(stopWhy));
+                traced.ready(guest);
+            }
+
+            @Override public boolean breakpoint(LinuxGuest guest, long address) {
+                boolean go = traced.breakpoint(guest, address);
+                if (go && !ready && traced.kprobes() != null) becomeReady(guest);
+                return go;
+            }
+
+            @Override public void finished(LinuxGuest guest) { traced.finished(guest); }
+        };
+        BootRunner.Result r;
+        try {
+            r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
+                    b.console, null, terminal, null), hooks);
+        } catch (TracedBoot.DefinitionRejected e) {
+            return rejected(e.getMessage(), commandBytes);
+        } catch (TracedBoot.SetupRejected e) {
+            return rejected(e.getMessage(), commandBytes);
+        } catch (KernelImageException e) {
+            throw new KpemuException(e.getMessage(), e);
+        } finally {
+            synchronized (this) { ready = false; }
+            if (generated != null) Files.deleteIfExists(generated);
+        }
+        if (kprobes != null && kprobes.handlerFailures() > 0) {
+            // handlers registered on the engine directly (onReady): the engine caught them
+            failures.add(new HandlerFailure(null, kprobes.handlerFailures() + " engine handler failure(s), the last", r.guestNanos(),
+                    kprobes.lastHandlerFailure()));
+        }
+        Outcome outcome;
+        String status = r.status();
+        if (traced.rejectedAtRegistration() != null) {
+            outcome = Outcome.REJECTED;
+            status = traced.rejectedAtRegistration().getMessage();
+        } else {
+            outcome = switch (r.exitCode()) {
+                case BootRunner.EXIT_POWERED_OFF -> Outcome.POWERED_OFF;
+                case BootRunner.EXIT_TIMEOUT -> Outcome.TIMEOUT;
+                case BootRunner.EXIT_GUEST_FAILED -> Outcome.GUEST_FAILED;
+                default -> Outcome.STOPPED;
+            };
+        }
+        return new SessionResult(outcome, status, r.guestNanos(), r.commandExit(),
+                commandBytes.toString(StandardCharsets.UTF_8), r.lastLines(), trace, failures);
+    }
+
+    private SessionResult rejected(String message, ByteArrayOutputStream commandBytes) {
+        return new SessionResult(Outcome.REJECTED, message, 0, null, commandBytes.toString(StandardCharsets.UTF_8), List.of(), List.of(), failures);
+    }
+
+    /** At the registration point: the context for handlers, then the waiting probes, then the ready actions. */
+    private void becomeReady(LinuxGuest guest) {
+        kprobes = traced.kprobes();
+        var structs = traced.kernelStructs();
+        if (structs == null) {
+            try {
+                structs = guest.kernelStructs();
+            } catch (KernelImageException e) {
+                structs = null;      // no BTF: no names, comm empty and pid 0 (as kpemu's events without it)
+            }
+        }
+        Btf btf = structs == null ? null : structs.btf();
+        MachineFetchContext fetch = new MachineFetchContext(guest.machine(), kprobes.regs(), KernelSymbols.permissive(),
+                structs == null ? null : TaskLayout.of(structs));
+        engineProbes = new EngineProbes(kprobes, new HitContext(guest.machine(), kprobes, fetch, guest.symbols(), btf), failures);
+        List<Probe> waiting;
+        synchronized (this) {
+            ready = true;
+            waiting = List.copyOf(probes);
+            probes.clear();
+        }
+        for (Probe p : waiting) registerNow(p);
+        Ready view = new Ready() {
+            @Override public Kprobes kprobes() { return kprobes; }
+            @Override public EventEngine events() { return traced.events(); }
+            @Override public <P extends Probe> P register(P probe) { return KpemuSession.this.register(probe); }
+            @Override public long guestNanos() { return guest.machine().clock().liveNanos(); }
+        };
+        for (Consumer<Ready> a : readyActions) a.accept(view);
+        traced.watchReturnToUser(guest.machine());
+    }
+
+    private void registerNow(Probe probe) { engineProbes.register(probe); }
+
+    /** Nothing stays open after {@link #run()}; closing a session that never ran just forgets it. */
+    @Override public void close() {}
+
+    /** How to boot: the builder of a {@link KpemuSession}. */
+    public static final class Builder {
+        private Arch arch = Arch.X86_64;
+        private KernelChoice kernelChoice;
+        private Path kernelFile, initramfs;
+        private List<String> command;
+        private String append;
+        private int memoryMiB = 256;
+        private double timeoutSeconds = 60;
+        private OutputStream console = OutputStream.nullOutputStream();
+        private OutputStream commandOutput;
+        private final List<String> definitions = new ArrayList<>();
+        private Consumer<String> traceSink;
+        private boolean keepTrace = true;
+        private Boolean optimize;
+        private boolean armAtInit;
+        private Consumer<String> kernelMessages = m -> { };
+
+        private Builder() {}
+
+        /** x86-64 (the default) or arm64. */
+        public Builder arch(Arch a) { this.arch = Objects.requireNonNull(a); return this; }
+
+        /**
+         * The kernel as {@code kpemu boot --kernel} names it: {@code debian} (the machine's own
+         * suite, the default), {@code debian:SUITE}, {@code debian:SUITE@RELEASE}, or a file path.
+         * IllegalArgumentException (one line) for an unknown suite.
+         */
+        public Builder kernel(String choice) {
+            KernelChoice c = KernelChoice.parse(choice);
+            if (c instanceof KernelChoice.File f) return kernel(f.path());
+            this.kernelChoice = c;
+            this.kernelFile = null;
+            return this;
+        }
+
+        /** A kernel image file (x86-64: bzImage or vmlinux; arm64: Image). */
+        public Builder kernel(Path file) { this.kernelFile = Objects.requireNonNull(file); this.kernelChoice = null; return this; }
+
+        /** An initramfs of the caller's (default: kpemu's busybox guest, or the command guest with {@link #command}). */
+        public Builder initramfs(Path file) { this.initramfs = file; return this; }
+
+        /**
+         * A command to run in kpemu's busybox guest ({@code kpemu boot -- CMD}): its output goes
+         * to {@link #commandOutput} (default: {@link SessionResult#commandOutput()}), its exit
+         * status to {@link SessionResult#commandExit()}; the guest powers off after it.
+         */
+        public Builder command(String... argv) {
+            if (argv.length == 0) throw new IllegalArgumentException("an empty command");
+            this.command = List.of(argv);
+            return this;
+        }
+
+        /** Where the guest command's output goes as it is written. */
+        public Builder commandOutput(OutputStream out) { this.commandOutput = out; return this; }
+
+        /** The kernel command line (default: kpemu's, with the console on the first UART). */
+        public Builder append(String cmdline) { this.append = cmdline; return this; }
+
+        /** Guest RAM in MiB (default 256, at least 64). */
+        public Builder memoryMiB(int mib) {
+            if (mib < 64) throw new IllegalArgumentException("memory must be at least 64 MiB");
+            this.memoryMiB = mib;
+            return this;
+        }
+
+        /** The guest-time limit (default 60 s): the session ends with {@link Outcome#TIMEOUT} there. */
+        public Builder timeout(Duration guestTime) {
+            if (guestTime.isNegative() || guestTime.isZero()) throw new IllegalArgumentException("the timeout must be positive");
+            this.timeoutSeconds = guestTime.toNanos() / 1e9;
+            return this;
+        }
+
+        /** Where the kernel's console goes (default: nowhere; {@link SessionResult#consoleTail()} keeps the last lines). */
+        public Builder console(OutputStream out) { this.console = Objects.requireNonNull(out); return this; }
+
+        /**
+         * kprobe_events definitions ({@code p:NAME SYM ARGS}, {@code r:...}), one per line, in the
+         * booted kernel's dialect: checked before boot as Linux would check them (a refused one
+         * ends the session with {@link Outcome#REJECTED}), registered with the Java probes.
+         */
+        public Builder events(String... lines) {
+            definitions.addAll(List.of(lines));
+            return this;
+        }
+
+        /** Receives every trace line (ftrace's format) as it happens. */
+        public Builder traceSink(Consumer<String> sink) { this.traceSink = sink; return this; }
+
+        /** Whether {@link SessionResult#traceLines()} keeps every trace line (default on). */
+        public Builder keepTrace(boolean keep) { this.keepTrace = keep; return this; }
+
+        /** Jump optimization on or off (default: on for x86-64, as Linux; off for arm64). */
+        public Builder optimize(boolean on) { this.optimize = on; return this; }
+
+        /** Register the probes just before /init instead of where {@code kprobe_event=} does. */
+        public Builder armAtInit(boolean atInit) { this.armAtInit = atInit; return this; }
+
+        /** Where the kernel's messages about definitions go (default: dropped). */
+        public Builder kernelMessages(Consumer<String> sink) { this.kernelMessages = Objects.requireNonNull(sink); return this; }
+
+        public KpemuSession build() { return new KpemuSession(this); }
+    }
+}

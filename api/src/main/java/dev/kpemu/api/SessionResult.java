@@ -1,0 +1,33 @@
+package dev.kpemu.api;
+
+import java.util.List;
+
+/**
+ * How a session's boot ended.
+ *
+ * @param outcome          how it ended ({@link Outcome#exitCode()} is the CLI's exit code for it)
+ * @param status           one line: "guest powered off", "timeout after 5.000 guest seconds", the refused definition's error, ...
+ * @param guestNanos       guest time at the end
+ * @param commandExit      the exit status of the guest command ({@link KpemuSession.Builder#command}), null when none was reported
+ * @param commandOutput    what the command wrote (stdout and stderr), when no other sink was given
+ * @param consoleTail      the kernel console's last lines
+ * @param traceLines       the kprobe_events trace lines, in ftrace's format (when the session keeps them)
+ * @param handlerFailures  every Java handler that threw
+ */
+public record SessionResult(Outcome outcome, String status, long guestNanos, Integer commandExit, String commandOutput,
+                            List<String> consoleTail, List<String> traceLines, List<HandlerFailure> handlerFailures) {
+    public SessionResult {
+        consoleTail = List.copyOf(consoleTail);
+        traceLines = List.copyOf(traceLines);
+        handlerFailures = List.copyOf(handlerFailures);
+    }
+
+    /** Throws an AssertionError (caused by the first failure) when any handler threw. */
+    public SessionResult assertNoHandlerFailures() {
+        if (handlerFailures.isEmpty()) return this;
+        AssertionError e = new AssertionError(handlerFailures.size() + " handler failure(s); first: " + handlerFailures.get(0),
+                handlerFailures.get(0).error());
+        for (int i = 1; i < handlerFailures.size(); i++) e.addSuppressed(handlerFailures.get(i).error());
+        throw e;
+    }
+}

@@ -1,0 +1,146 @@
+package dev.kpemu.boot;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+
+import dev.kpemu.machine.snapshot.MachineSnapshot;
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * A boot that starts from a machine snapshot taken at {@value #AT} (after the kernel's boot-time
+ * text patching, where {@code --from-init} registers probes), or boots cold and takes it there.
+ * Either a given file (restored when it exists, a refusal is an error) or an automatic cache of
+ * files named by the boot's identity: the kernel file, the initramfs, the command line, the
+ * memory size, the machine (a command terminal or not) and the kpemu build, with the Unicorn
+ * version ({@link #identity}); a cached snapshot that cannot be restored is reported in one line
+ * and the boot falls back to a cold boot, which saves a new one.
+ *
+ * @param file the snapshot file, or null for the automatic cache
+ * @param cacheDir the cache's folder (automatic)
+ * @param notices where one-line notices go (saved, restored, refused)
+ */
+public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
+    /** The snapshot point: the kernel function whose first execution runs /init. */
+    public static final String AT = "run_init_process";
+
+    public BootSnapshot {
+        if ((file == null) == (cacheDir == null)) throw new IllegalArgumentException("a snapshot file or a cache folder, not both");
+        if (notices == null) notices = s -> { };
+    }
+
+    public static BootSnapshot file(Path file, Consumer<String> notices) { return new BootSnapshot(file, null, notices); }
+
+    public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices); }
+
+    public boolean automatic() { return file == null; }
+
+    /** The file for a boot of {@code identity}: the given one, or the cache's. */
+    public Path fileFor(Map<String, String> identity) {
+        if (file != null) return file;
+        return cacheDir.resolve(sha256Hex(String.join("\n", identity.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList())) + ".snapshot");
+    }
+
+    /**
+     * Deletes the cache's snapshots of other kpemu builds (no build restores them), so the cache
+     * holds at most one file per boot the current build has saved. Unreadable files go too.
+     */
+    void pruneOtherBuilds(Map<String, String> identity) {
+        if (cacheDir == null) return;
+        String build = identity.get("kpemu build");
+        try (Stream<Path> files = Files.list(cacheDir)) {
+            for (Path f : files.filter(p -> p.getFileName().toString().endsWith(".snapshot")).toList()) {
+                String other;
+                try {
+                    other = MachineSnapshot.identity(f).get("kpemu build");
+                } catch (dev.kpemu.machine.snapshot.SnapshotException e) {
+                    other = null;
+                }
+                if (!build.equals(other)) Files.deleteIfExists(f);
+            }
+        } catch (IOException e) {
+            notices.accept("kpemu: cannot tidy the snapshot cache " + cacheDir + ": " + e.getMessage());
+        }
+    }
+
+    /** What the snapshot of a boot records about the machine, and what a restore must match. */
+    public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
+        Map<String, String> id = new LinkedHashMap<>();
+        id.put("arch", o.arch().name());
+        id.put("kernel sha256", sha256Hex(kernel));
+        id.put("initramfs sha256", sha256Hex(initrd));
+        id.put("command line", o.append() == null ? "(default)" : o.append());
+        id.put("memory MiB", Integer.toString(o.memoryMiB()));
+        id.put("command terminal", o.terminal() == null ? "no" : "yes");
+        id.put("point", AT);
+        id.put("kpemu build", build());
+        id.put("unicorn", Unicorn.version());
+        return id;
+    }
+
+    private static String build;
+
+    /**
+     * The kpemu build: the digest of the emulator's code (its jar, or its class files when run
+     * from a build folder), so a rebuilt kpemu never restores another build's snapshot.
+     */
+    static synchronized String build() throws IOException {
+        if (build != null) return build;
+        Path code;
+        try {
+            code = Path.of(MachineSnapshot.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException | RuntimeException e) {
+            throw new IOException("cannot find kpemu's own code: " + e.getMessage(), e);
+        }
+        MessageDigest md = sha256();
+        if (Files.isRegularFile(code)) {
+            digest(md, code);
+        } else {
+            List<Path> classes;
+            try (Stream<Path> s = Files.walk(code)) {
+                classes = s.filter(p -> p.toString().endsWith(".class")).sorted().toList();
+            }
+            for (Path p : classes) {
+                md.update(code.relativize(p).toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                digest(md, p);
+            }
+        }
+        build = HexFormat.of().formatHex(md.digest()).substring(0, 16);
+        return build;
+    }
+
+    private static void digest(MessageDigest md, Path file) throws IOException {
+        try (InputStream in = Files.newInputStream(file)) {
+            byte[] buf = new byte[1 << 16];
+            for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
+        }
+    }
+
+    private static String sha256Hex(Path file) throws IOException {
+        MessageDigest md = sha256();
+        digest(md, file);
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    private static String sha256Hex(byte[] bytes) { return HexFormat.of().formatHex(sha256().digest(bytes)); }
+
+    private static String sha256Hex(String s) { return sha256Hex(s.getBytes(java.nio.charset.StandardCharsets.UTF_8)); }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,247 @@
+package dev.kpemu.machine.snapshot;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import com.github.luben.zstd.ZstdInputStream;
+import com.github.luben.zstd.ZstdOutputStream;
+
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.Stateful;
+
+/**
+ * A whole machine saved at a safe point ({@link Machine#checkSnapshotPoint}) and restored into a
+ * freshly built machine of the same kind, which then continues exactly as the saved one would
+ * have: the CPU ({@link CpuContext}), the machine's own state and clock
+ * ({@link Machine#saveState}), every registered part ({@link Machine#stateParts}: devices,
+ * interrupt controllers, with their pending clock events) and RAM ({@link MemoryImage}: only
+ * non-zero pages).
+ *
+ * <p>File layout: the magic line {@value #MAGIC}, the format number, the identity (key/value
+ * pairs the caller chooses: what the machine was built from; a restore refuses a snapshot whose
+ * identity differs), then one zstd frame with a content checksum (a corrupt or truncated file is
+ * refused) holding the arch, the CPU state, the machine state, each part as a named,
+ * length-prefixed section, RAM, and an end marker.
+ */
+public final class MachineSnapshot {
+    public static final String MAGIC = "KPEMU-SNAPSHOT\n";
+    public static final int FORMAT = 1;
+    private static final long END = 0x4b50454d55454e44L;
+    private static final int ZSTD_LEVEL = 3;
+
+    /** What saving wrote: non-zero RAM pages and the file's size. */
+    public record Saved(long ramPages, long bytes) {}
+
+    private MachineSnapshot() {}
+
+    /** Saves {@code m} to {@code file} (written beside it and moved into place, so a reader never sees half a file). */
+    public static Saved save(Machine m, Map<String, String> identity, Path file) throws SnapshotException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp" + ProcessHandle.current().pid());
+        try {
+            if (file.getParent() != null) Files.createDirectories(file.getParent());
+            long pages;
+            try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp), 1 << 16)) {
+                pages = save(m, identity, out);
+            }
+            long bytes = Files.size(tmp);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return new Saved(pages, bytes);
+        } catch (IOException e) {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // nothing more to do
+            }
+            throw new SnapshotException(SnapshotException.Kind.IO, "cannot write snapshot " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Saves {@code m} to {@code out}; returns the number of non-zero RAM pages written. */
+    public static long save(Machine m, Map<String, String> identity, OutputStream out) throws IOException {
+        m.checkSnapshotPoint();
+        DataOutputStream head = new DataOutputStream(out);
+        head.write(MAGIC.getBytes(StandardCharsets.US_ASCII));
+        head.writeInt(FORMAT);
+        head.writeInt(identity.size());
+        for (var e : identity.entrySet()) {
+            head.writeUTF(e.getKey());
+            head.writeUTF(e.getValue());
+        }
+        head.flush();
+        ZstdOutputStream z = new ZstdOutputStream(nonClosing(out), ZSTD_LEVEL);
+        z.setChecksum(true);
+        DataOutputStream d = new DataOutputStream(new BufferedOutputStream(z, 1 << 16));
+        d.writeUTF(m.arch().name());
+        byte[] cpu = CpuContext.save(m);
+        d.writeInt(cpu.length);
+        d.write(cpu);
+        writeSection(d, m::saveState);
+        d.writeInt(m.stateParts().size());
+        for (var e : m.stateParts().entrySet()) {
+            d.writeUTF(e.getKey());
+            writeSection(d, e.getValue()::saveState);
+        }
+        long pages = MemoryImage.save(m.memory(), d);
+        d.writeLong(END);
+        d.close();
+        out.flush();
+        return pages;
+    }
+
+    /** The identity a snapshot file records (without reading the rest). */
+    public static Map<String, String> identity(Path file) throws SnapshotException {
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(file))) {
+            return readIdentity(new DataInputStream(in), file);
+        } catch (NoSuchFileException e) {
+            throw new SnapshotException(SnapshotException.Kind.IO, "no snapshot " + file, e);
+        } catch (IOException e) {
+            throw corrupt(file, e);
+        }
+    }
+
+    /**
+     * Restores {@code file} into {@code m}, a freshly built machine of the kind the snapshot was
+     * taken of (same devices, RAM layout), before it has run. The snapshot's identity must equal
+     * {@code expected} (every key of either).
+     */
+    public static void restore(Machine m, Map<String, String> expected, Path file) throws SnapshotException {
+        try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
+            restore(m, expected, in, file.toString());
+        } catch (NoSuchFileException e) {
+            throw new SnapshotException(SnapshotException.Kind.IO, "no snapshot " + file, e);
+        } catch (IOException e) {
+            throw corrupt(file, e);
+        }
+    }
+
+    /** As {@link #restore(Machine, Map, Path)} from a stream; {@code name} names it in messages. */
+    public static void restore(Machine m, Map<String, String> expected, InputStream in, String name) throws SnapshotException {
+        m.checkSnapshotPoint();
+        try {
+            DataInputStream head = new DataInputStream(in);
+            Map<String, String> id = readIdentity(head, name);
+            checkIdentity(id, expected, name);
+            DataInputStream d = new DataInputStream(new BufferedInputStream(new ZstdInputStream(nonClosingIn(in)), 1 << 16));
+            String arch = d.readUTF();
+            if (!arch.equals(m.arch().name())) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                    "snapshot " + name + " is of an " + arch + " machine, not " + m.arch().name());
+            int cpuLen = d.readInt();
+            if (cpuLen <= 0 || cpuLen > 1 << 20) throw new IOException("CPU state size out of range");
+            byte[] cpu = new byte[cpuLen];
+            d.readFully(cpu);
+            readSection(d, m::restoreState, "machine");
+            int parts = d.readInt();
+            if (parts != m.stateParts().size()) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                    "snapshot " + name + " has " + parts + " devices, this machine " + m.stateParts().size());
+            for (var e : m.stateParts().entrySet()) {
+                String part = d.readUTF();
+                if (!part.equals(e.getKey())) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                        "snapshot " + name + " has device " + part + " where this machine has " + e.getKey());
+                readSection(d, e.getValue()::restoreState, part);
+            }
+            MemoryImage.restore(m.memory(), d, m.hasRun());
+            if (d.readLong() != END) throw new IOException("no end marker");
+            // the frame's checksum is verified when its end is read
+            if (d.read() != -1) throw new IOException("data after the end marker");
+            CpuContext.restore(m, cpu);
+        } catch (SnapshotException e) {
+            throw e.kind() == SnapshotException.Kind.CORRUPT || e.getMessage().startsWith("snapshot ") ? e
+                    : new SnapshotException(e.kind(), "snapshot " + name + ": " + e.getMessage(), e);
+        } catch (IOException | RuntimeException e) {
+            throw corrupt(name, e);
+        }
+    }
+
+    private static Map<String, String> readIdentity(DataInputStream head, Object name) throws IOException, SnapshotException {
+        byte[] magic = new byte[MAGIC.length()];
+        try {
+            head.readFully(magic);
+        } catch (EOFException e) {
+            throw new SnapshotException(SnapshotException.Kind.CORRUPT, "snapshot " + name + " is not a kpemu snapshot (too short)");
+        }
+        if (!Arrays.equals(magic, MAGIC.getBytes(StandardCharsets.US_ASCII))) {
+            throw new SnapshotException(SnapshotException.Kind.CORRUPT, "snapshot " + name + " is not a kpemu snapshot");
+        }
+        int format = head.readInt();
+        if (format != FORMAT) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                "snapshot " + name + " has format " + format + ", this kpemu reads " + FORMAT);
+        int n = head.readInt();
+        if (n < 0 || n > 256) throw new IOException("identity size out of range");
+        Map<String, String> id = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) id.put(head.readUTF(), head.readUTF());
+        return id;
+    }
+
+    private static void checkIdentity(Map<String, String> got, Map<String, String> expected, String name) throws SnapshotException {
+        for (var e : expected.entrySet()) {
+            String v = got.get(e.getKey());
+            if (!e.getValue().equals(v)) {
+                throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE, "snapshot " + name + " was taken of another machine: "
+                        + e.getKey() + " is " + (v == null ? "not recorded" : "'" + abbreviate(v) + "'") + ", this boot's '" + abbreviate(e.getValue()) + "'");
+            }
+        }
+        for (String k : got.keySet()) {
+            if (!expected.containsKey(k)) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                    "snapshot " + name + " was taken of another machine: it records " + k + ", which this boot does not have");
+        }
+    }
+
+    private static String abbreviate(String s) { return s.length() <= 80 ? s : s.substring(0, 77) + "..."; }
+
+    @FunctionalInterface private interface Writer { void write(java.io.DataOutput out) throws IOException; }
+
+    @FunctionalInterface private interface Reader { void read(java.io.DataInput in) throws IOException; }
+
+    private static void writeSection(DataOutputStream d, Writer w) throws IOException {
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        DataOutputStream o = new DataOutputStream(buf);
+        w.write(o);
+        o.flush();
+        d.writeInt(buf.size());
+        buf.writeTo(d);
+    }
+
+    private static void readSection(DataInputStream d, Reader r, String what) throws IOException {
+        int len = d.readInt();
+        if (len < 0 || len > 1 << 24) throw new IOException(what + " state size out of range");
+        byte[] b = new byte[len];
+        d.readFully(b);
+        ByteArrayInputStream bin = new ByteArrayInputStream(b);
+        r.read(new DataInputStream(bin));
+        if (bin.available() != 0) throw new IOException(what + " state has " + bin.available() + " bytes left over");
+    }
+
+    private static SnapshotException corrupt(Object name, Exception e) {
+        String why = e instanceof EOFException ? "truncated" : e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        return new SnapshotException(SnapshotException.Kind.CORRUPT, "snapshot " + name + " is corrupt: " + why, e);
+    }
+
+    private static OutputStream nonClosing(OutputStream out) {
+        return new java.io.FilterOutputStream(out) {
+            @Override public void write(byte[] b, int off, int len) throws IOException { out.write(b, off, len); }
+            @Override public void close() throws IOException { out.flush(); }
+        };
+    }
+
+    private static InputStream nonClosingIn(InputStream in) {
+        return new java.io.FilterInputStream(in) {
+            @Override public void close() { }
+        };
+    }
+}

@@ -1,0 +1,33 @@
+package dev.kpemu.optprobes;
+
+import java.util.Arrays;
+
+import dev.kpemu.decoder.Decoder;
+import dev.kpemu.machine.Arch;
+
+/** arm64 jump optimization, kpemu's extension ({@link OptimizationSafety}'s arm64 rules, {@link Arm64Detour}). */
+final class Arm64Optimizer implements ArchOptimizer {
+    static final Arm64Optimizer INSTANCE = new Arm64Optimizer();
+
+    private Arm64Optimizer() {}
+
+    @Override public Arch arch() { return Arch.ARM64; }
+
+    @Override public Verdict check(Decoder decoder, Candidate candidate) { return OptimizationSafety.arm64(decoder, candidate); }
+
+    @Override public DetourBuffer detour(DisplacedRegion region, long address, DetourBuffer.Style style) {
+        return Arm64Detour.build(region, address, style);
+    }
+
+    @Override public int maxDetourSize() { return Arm64Detour.MAX_SIZE; }
+
+    /** The site: one instruction becomes {@code B}; unoptimized, the kprobes {@code BRK}. */
+    @Override public SitePatch sitePatch(DetourBuffer buffer) {
+        DisplacedRegion region = buffer.region();
+        return new SitePatch(Arch.ARM64, region.probeAddress(), Arrays.copyOf(region.originalBytes(), 4),
+                Arm64Detour.le(Arm64Detour.branch(region.probeAddress(), buffer.address())), Arm64Detour.le(Arm64Detour.BRK_KPROBES));
+    }
+
+    /** {@code B}'s ±128 MiB, less a page. */
+    @Override public long detourReach() { return (128L << 20) - 0x1000; }
+}
