@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
  * the faster boot, with small cold counts.
  */
 @Tag("kernel")
+@Tag("scale")
 class BenchBootTest {
     @Test
     void everyRowIsReported() {

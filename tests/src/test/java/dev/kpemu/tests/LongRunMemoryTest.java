@@ -34,6 +34,7 @@ import dev.kpemu.machine.Arch;
  * the same file byte for byte.
  */
 @Tag("kernel")
+@Tag("scale")
 class LongRunMemoryTest {
     static final String HEAP = "160m";
     static final String PROBE = "p:hot kmem_cache_alloc s=%di f=%si name=+0(+96(%di)):string";

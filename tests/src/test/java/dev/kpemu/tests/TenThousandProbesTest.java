@@ -27,6 +27,7 @@ import dev.kpemu.machine.Arch;
  * probes only those: the 9,995 unhit probes change nothing the guest does or the trace shows.
  */
 @Tag("kernel")
+@Tag("scale")
 class TenThousandProbesTest {
     static final List<String> CALLED = List.of("do_sys_openat2", "ksys_read", "ksys_write", "vfs_read", "vfs_write");
     static final int PROBES = 10_000;
