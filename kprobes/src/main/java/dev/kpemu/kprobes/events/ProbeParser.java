@@ -253,10 +253,7 @@ public final class ProbeParser {
                 String gen = symbol != null
                         ? (ret ? "r_" : "p_") + symbol + "_" + offset
                         : String.format("%c_0x%016x", ret ? 'r' : 'p', addr);
-                if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
-                char[] cs = gen.toCharArray();
-                for (int i = 1; i < cs.length; i++) if (cs[i] == ':' || cs[i] == '.') cs[i] = '_';
-                name = new String(cs);
+                name = generatedEventName(gen);
             }
 
             List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
@@ -371,11 +368,7 @@ public final class ProbeParser {
                 name = ge[1];
             }
             if (name == null) {
-                String gen = tp ? (Bytes.isDigit(Bytes.charAt(sym, 0)) ? "_" : "") + sym : sym + "__" + (ret ? "exit" : "entry");
-                if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
-                char[] cs = gen.toCharArray();
-                for (int i = 1; i < cs.length; i++) if (cs[i] == ':' || cs[i] == '.') cs[i] = '_';
-                name = new String(cs);
+                name = generatedEventName(tp ? (Bytes.isDigit(Bytes.charAt(sym, 0)) ? "_" : "") + sym : sym + "__" + (ret ? "exit" : "entry"));
             }
             isReturn = ret;
             fentry = !ret;
@@ -384,6 +377,17 @@ public final class ProbeParser {
             function = tp && symbols.hasTracepoint(decoded) ? FprobeDef.probestub(decoded) : decoded;
             List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
             return new FprobeDef(Bytes.decode(group), Bytes.decode(name), decoded, tp, ret, maxactive, args, cmd);
+        }
+
+        /**
+         * An automatic event name as the kernel makes it: cut to {@code MAX_EVENT_NAME_LEN - 1}
+         * characters, then every {@code :} and {@code .} after the first character made {@code _}.
+         */
+        static String generatedEventName(String gen) {
+            if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
+            char[] cs = gen.toCharArray();
+            for (int i = 1; i < cs.length; i++) if (cs[i] == ':' || cs[i] == '.') cs[i] = '_';
+            return new String(cs);
         }
 
         /** {@code traceprobe_parse_event_name}: {group or null, event or null (auto)}. */
