@@ -1,5 +1,7 @@
 package dev.kpemu.machine;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -17,19 +19,59 @@ public final class GuestMemory {
     private TextGuard guard;
     /** Pages (physical address / 4096) the host has written through this object. */
     private final java.util.BitSet hostWritten = new java.util.BitSet();
+    /** The host memory of each RAM region, in {@link #regions} order of the RAM ones: reads go straight to it. */
+    private final List<HostRam> ram = new ArrayList<>();
+    private long[] ramBase = new long[0], ramEnd = new long[0];
+    private MemorySegment[] ramSegment = new MemorySegment[0];
 
     GuestMemory(Unicorn uc) { this.uc = uc; }
 
     /** Host writes from now on update {@code g}'s expected bytes. */
     void observeWrites(TextGuard g) { this.guard = g; }
 
-    /** Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned). */
+    /**
+     * Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned): host memory
+     * ({@link HostRam}) the engine runs on and the host reads in place; the host's writes still go
+     * through the engine, which drops translated code they change.
+     */
     public MemoryRegion addRam(String name, long base, long size) {
         checkFree(name, base, size);
-        uc.memMap(base, size, Unicorn.PROT_ALL);
+        HostRam host = HostRam.allocate(size);
+        try {
+            uc.memMapPtr(base, size, Unicorn.PROT_ALL, host.segment());
+        } catch (RuntimeException e) {
+            host.close();
+            throw e;
+        }
+        ram.add(host);
+        int n = ramBase.length;
+        ramBase = java.util.Arrays.copyOf(ramBase, n + 1);
+        ramEnd = java.util.Arrays.copyOf(ramEnd, n + 1);
+        ramSegment = java.util.Arrays.copyOf(ramSegment, n + 1);
+        ramBase[n] = base;
+        ramEnd[n] = base + size;
+        ramSegment[n] = host.segment();
         MemoryRegion r = new MemoryRegion(name, base, size, MemoryRegion.Kind.RAM);
         regions.add(r);
         return r;
+    }
+
+    /** The index of the RAM region holding {@code [pa, pa + len)} whole, or -1. */
+    private int ramIndex(long pa, long len) {
+        for (int i = 0; i < ramBase.length; i++) {
+            if (Long.compareUnsigned(pa, ramBase[i]) >= 0 && Long.compareUnsigned(pa, ramEnd[i]) < 0)
+                return len <= ramEnd[i] - pa ? i : -1;
+        }
+        return -1;
+    }
+
+    /** Releases the host memory; only after the engine is closed ({@link Machine#close}). */
+    void close() {
+        for (HostRam h : ram) h.close();
+        ram.clear();
+        ramBase = new long[0];
+        ramEnd = new long[0];
+        ramSegment = new MemorySegment[0];
     }
 
     void addMmio(String name, long base, long size) {
@@ -61,9 +103,17 @@ public final class GuestMemory {
         throw new IllegalArgumentException("no memory region named " + name);
     }
 
-    public byte[] read(long pa, int len) { return uc.memRead(pa, len); }
+    public byte[] read(long pa, int len) {
+        byte[] b = new byte[len];
+        read(pa, b, 0, len);
+        return b;
+    }
 
-    public void read(long pa, byte[] dst, int off, int len) { uc.memRead(pa, dst, off, len); }
+    public void read(long pa, byte[] dst, int off, int len) {
+        int i = ramIndex(pa, len);
+        if (i >= 0) MemorySegment.copy(ramSegment[i], ValueLayout.JAVA_BYTE, pa - ramBase[i], dst, off, len);
+        else uc.memRead(pa, dst, off, len);
+    }
 
     public void write(long pa, byte[] src) {
         uc.memWrite(pa, src);
@@ -77,9 +127,15 @@ public final class GuestMemory {
         if (guard != null) guard.afterHostWrite(pa, len);
     }
 
-    public long readLong(long pa) { return uc.memReadLong(pa); }
+    public long readLong(long pa) {
+        int i = ramIndex(pa, 8);
+        return i >= 0 ? ramSegment[i].get(ValueLayout.JAVA_LONG_UNALIGNED, pa - ramBase[i]) : uc.memReadLong(pa);
+    }
 
-    public int readInt(long pa) { return uc.memReadInt(pa); }
+    public int readInt(long pa) {
+        int i = ramIndex(pa, 4);
+        return i >= 0 ? ramSegment[i].get(ValueLayout.JAVA_INT_UNALIGNED, pa - ramBase[i]) : uc.memReadInt(pa);
+    }
 
     public void writeLong(long pa, long v) {
         uc.memWriteLong(pa, v);

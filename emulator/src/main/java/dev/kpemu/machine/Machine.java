@@ -489,6 +489,7 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         uc.close();
+        memory.close();
         if (textGuard != null) textGuard.close();
     }
 }
