@@ -54,6 +54,7 @@ public final class CompiledProbe {
     private final FetchProgram[] programs;
     private final int[] offsets;
     private final int fixedSize;
+    private final boolean printsSymbols;
 
     private CompiledProbe(TraceProbe definition, RegisterSet regs, FetchProgram[] programs, int[] offsets, int fixedSize) {
         this.definition = definition;
@@ -61,6 +62,7 @@ public final class CompiledProbe {
         this.programs = programs;
         this.offsets = offsets;
         this.fixedSize = fixedSize;
+        this.printsSymbols = definition.args().stream().anyMatch(a -> a.type() == FetchType.SYMBOL);
     }
 
     /**
@@ -87,6 +89,9 @@ public final class CompiledProbe {
     }
 
     public TraceProbe definition() { return definition; }
+
+    /** Whether an argument prints as a symbol ({@code :symbol}), which needs the symbol table when it is formatted. */
+    public boolean printsSymbols() { return printsSymbols; }
 
     /** Bytes of the fixed header after the common fields: 8 ({@code __probe_ip}) or 16 (func, ret_ip). */
     public int probeHeaderSize() { return definition.isReturn() ? 16 : 8; }

@@ -122,6 +122,30 @@ public final class EventEngine implements AutoCloseable {
             this.compiled = compiled;
         }
 
+        /** The last {@link #head}'s probe address and text: a kprobe's is the same at every hit. */
+        private long headIp = -1;
+        private String headText;
+
+        /**
+         * {@code EVENT: (sym+0xoff/0xsize)} or {@code EVENT: (ret+0xoff/0xsize <- func)}, resolved
+         * at the hit (a module's symbols may be gone when the record is read); the arguments are
+         * formatted when the record is read ({@link TraceRecord#body()}).
+         */
+        String head(boolean isReturn, long ip, long retIp) {
+            if (isReturn) {
+                if (ip != headIp) {
+                    headIp = ip;
+                    headText = formatter.ipSym(ip, false);
+                }
+                return def.event() + ": (" + formatter.ipSym(retIp, true) + " <- " + headText + ")";
+            }
+            if (ip != headIp) {
+                headIp = ip;
+                headText = def.event() + ": (" + formatter.ipSym(ip, true) + ")";
+            }
+            return headText;
+        }
+
         long misses() {
             if (rp != null) return rp.kprobe().nmissed() + rp.nmissed();
             return kp == null ? 0 : kp.nmissed();
@@ -136,8 +160,7 @@ public final class EventEngine implements AutoCloseable {
                 return 0;
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
-            byte[] data = buffer.bytes();
-            emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data));
+            emit(this, false, ip, 0, buffer.bytes());
             return 0;
         }
 
@@ -153,8 +176,7 @@ public final class EventEngine implements AutoCloseable {
             }
             long func = rp.kprobe().address();
             long ret = ri.returnAddress();
-            byte[] data = buffer.bytes();
-            emit(this, formatter.kretprobeEvent(compiled, func, ret, data), true, func, ret, new DecodedArgs(formatter, compiled, data));
+            emit(this, true, func, ret, buffer.bytes());
             return 0;
         }
     }
@@ -856,15 +878,30 @@ public final class EventEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ records
 
-    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp, List<EventArg> args) {
+    /** The latency column of kpemu's events: only the irqs-off flag is the probed code's ({@link TraceContext#latency}). */
+    private static final String IRQS_ON = TraceContext.latency(false, false, false, false, false, false, false, 0, 0),
+            IRQS_OFF = TraceContext.latency(true, false, false, false, false, false, false, 0, 0);
+
+    /**
+     * One hit's record: the context columns and the fetched argument area {@code data} (the
+     * kernel's trace entry); its text is formatted when a reader asks for it, not here.
+     */
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
         else if (pid == 0) comm = "<idle>";
-        else comm = new String(ctx.comm(), StandardCharsets.UTF_8);
-        String lat = TraceContext.latency(ctx.irqsDisabled(), false, false, false, false, false, false, 0, 0);
-        TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
-        TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, body, isReturn, ip, retIp, p.event.id, args);
+        else comm = commString(ctx.comm());
+        TraceContext c = new TraceContext(comm, pid, 0, ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON, clock.getAsLong());
+        CompiledProbe cp = p.compiled;
+        String head = p.head(isReturn, ip, retIp);
+        java.util.function.Supplier<String> body = () -> head + formatter.formatArgs(cp, data);
+        if (cp.printsSymbols()) {       // symbol-typed values: resolved now, as the head
+            String now = body.get();
+            body = () -> now;
+        }
+        TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, isReturn, ip, retIp, p.event.id,
+                new DecodedArgs(formatter, cp, data), body);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
         for (HistTrigger t : p.event.triggers) t.accept(r);
         if (!p.event.enabled) return;
@@ -873,6 +910,18 @@ public final class EventEngine implements AutoCloseable {
         PrintStream o = out;
         if (o != null) o.println(r.line());
         for (Consumer<TraceRecord> l : listeners) l.accept(r);
+    }
+
+    private byte[] lastComm = new byte[0];
+    private String lastCommString = "";
+
+    /** {@code comm} as text; the previous hit's string when the bytes are the same (most hits). */
+    private String commString(byte[] comm) {
+        if (!java.util.Arrays.equals(comm, lastComm)) {
+            lastComm = comm;
+            lastCommString = new String(comm, StandardCharsets.UTF_8);
+        }
+        return lastCommString;
     }
 
     /** Unregisters every probe (enabled or not) and forgets every event. */

@@ -95,7 +95,19 @@ public final class MachineFetchContext implements FetchContext {
         taskKnown = false;
         comm = null;
         current = hitRegs != null ? hitRegs : regs;
+        pages = 0;
     }
+
+    /**
+     * The pages this hit has translated (virtual page → physical page, whether EL0 may read it):
+     * the guest does not run during a hit, so its page tables cannot change; a hit reads the
+     * current task, its pid and comm and the probe's own memory, mostly on the same few pages.
+     * Forgotten at {@link #begin}.
+     */
+    private static final int PAGES = 8;
+    private final long[] pageVa = new long[PAGES], pagePa = new long[PAGES];
+    private final boolean[] pageUser = new boolean[PAGES];
+    private int pages;
 
     // ---- registers -----------------------------------------------------------------------
 
@@ -146,6 +158,12 @@ public final class MachineFetchContext implements FetchContext {
 
     /** The physical address of {@code va} if readable, else -1. */
     private long physical(long va, boolean user) {
+        long page = va & ~0xfffL;
+        for (int i = 0; i < pages; i++) {
+            if (pageVa[i] != page) continue;
+            if (user && arch == Arch.ARM64 && !pageUser[i]) return -1;
+            return pagePa[i] | (va & 0xfff);
+        }
         PageTableWalker.Translation t;
         try {
             t = machine.pageTables().translate(va);
@@ -156,6 +174,10 @@ public final class MachineFetchContext implements FetchContext {
         if (user && arch == Arch.ARM64 && !t.user()) return -1;
         MemoryRegion r = machine.memory().regionAt(t.physical());
         if (r == null || r.kind() != MemoryRegion.Kind.RAM) return -1;
+        int slot = pages < PAGES ? pages++ : PAGES - 1;
+        pageVa[slot] = page;
+        pagePa[slot] = t.physical() & ~0xfffL;
+        pageUser[slot] = t.user();
         return t.physical();
     }
 
@@ -199,7 +221,10 @@ public final class MachineFetchContext implements FetchContext {
         return readString(address, dst, offset, max, true);
     }
 
-    /** {@code strncpy_from_*_nofault}: page by page, stopping at the NUL. */
+    /** How much of a string one read copies: most strings a probe fetches are short. */
+    private static final int STRING_CHUNK = 128;
+
+    /** {@code strncpy_from_*_nofault}: a chunk at a time (never across a page), stopping at the NUL. */
     private int readString(long address, byte[] dst, int offset, int max, boolean user) {
         max = Math.min(max, dst.length - offset);
         int n = 0;
@@ -209,7 +234,7 @@ public final class MachineFetchContext implements FetchContext {
                 if (user && !userRange(a, 1)) break;
                 long pa = physical(a, user);
                 if (pa < 0) break;
-                int chunk = (int) Math.min(max - n, 0x1000 - (a & 0xfff));
+                int chunk = (int) Math.min(Math.min(max - n, STRING_CHUNK), 0x1000 - (a & 0xfff));
                 machine.memory().read(pa, dst, offset + n, chunk);
                 for (int i = 0; i < chunk; i++) {
                     if (dst[offset + n + i] == 0) return n + i + 1;
@@ -232,6 +257,7 @@ public final class MachineFetchContext implements FetchContext {
     /** {@link #currentTask()} read afresh (outside a hit's {@code begin}). */
     public long currentTaskNow() {
         taskKnown = false;
+        pages = 0;
         return currentTask();
     }
 
