@@ -22,7 +22,7 @@ import dev.kpemu.machine.Arch;
                 "           trivial Java handler, against the same loop unprobed (bare-metal guest)",
                 "  boot     on Debian's booted kernel: boots with 0/100/1,000/10,000 probes that are never hit",
                 "           (ratio to 0), registering 10,000, and the per-event cost of a three-fetcharg kprobe event",
-                "           and a kretprobe event on a hot function (kmem_cache_alloc), with the boot's slowdown",
+                "           and a kretprobe event on the slab allocator's hot functions (kmem_cache_alloc, ...), with the boot's slowdown",
                 "  snapshot a probe session to power-off started cold and started from a snapshot taken at",
                 "           run_init_process (kpemu boot --snapshot): wall and CPU time, the ratio restored / cold"})
 final class BenchCommand implements Callable<Integer> {
@@ -68,7 +68,7 @@ final class BenchCommand implements Callable<Integer> {
             BootBench.Boot base = r.baseline();
             for (BootBench.Boot b : r.boots()) {
                 double ratio = (double) b.runNanos() / base.runNanos();
-                String perEvent = b.events() == 0 || b.probes() != 1 ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
+                String perEvent = b.events() == 0 || !b.perEvent() ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
                 out.printf("%-8s %-46s %7d %14d %9.2f %7.3f %9d %12s%s%n", r.arch().linuxName(), b.label(), b.probes(), b.instructions(),
                         b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
             }

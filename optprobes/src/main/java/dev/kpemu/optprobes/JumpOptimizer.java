@@ -361,7 +361,13 @@ public final class JumpOptimizer implements ProbeOptimizer {
             s.fnEnd = st.symbol().start() + st.symbol().size();
         }
         Verdict v;
-        try {
+        if (inputs.ftraceSites().contains(s.address)) {
+            // Linux arms a probe on an ftrace site through ftrace and try_to_optimize_kprobe skips it
+            // (kprobe_ftrace): refused as the rules would (the displaced region overlaps the site),
+            // without decoding the function
+            v = new Verdict.Refused(List.of(new Refusal(Refusal.Reason.FTRACE_SITE, s.address,
+                    "probed instruction is an ftrace site")), null);
+        } else try {
             v = OptimizationSafety.check(decoder, candidate(st));
         } catch (RuntimeException e) {
             // e.g. the function's text is not all mapped: never optimized, the probe keeps working
