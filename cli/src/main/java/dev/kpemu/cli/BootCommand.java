@@ -255,7 +255,10 @@ final class BootCommand implements Callable<Integer> {
         // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
         PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, trace).setup(setup).keepRecords(false);
+        // trace lines are formatted and written off the emulating thread (TraceLineWriter)
+        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
+        TraceLineWriter textTrace = traced == null || trace == null ? null : TraceLineWriter.start(trace);
+        if (textTrace != null) traced.addSink(textTrace);
         if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);
         if (traced != null && optimize != null) traced.optimize(optimize);
         if (snapshot && snapshotFile != null)
@@ -342,6 +345,7 @@ final class BootCommand implements Callable<Integer> {
                     term.close();
                     term = null;
                 }
+                if (textTrace != null) textTrace.close();
                 if (trace != null) trace.flush();
                 if (jsonTrace != null) jsonTrace.close();
                 if (traced != null && traced.rejectedAtRegistration() != null) {
@@ -406,6 +410,7 @@ final class BootCommand implements Callable<Integer> {
                 return code;
             }
         } finally {
+            if (textTrace != null) textTrace.close();
             if (term != null) term.close();
             if (recorder != null) recorder.close();
             if (commandOut != null && commandOut != messages) commandOut.flush();
