@@ -17,7 +17,7 @@ import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;

@@ -16,6 +16,7 @@ import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu bench boot}: what probes cost on a booted kernel (Debian's default kernel and

@@ -30,6 +30,7 @@ import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.RecordedTraceReader;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs),

@@ -19,6 +19,7 @@ import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu demo}: the first thing a newcomer runs. Boots Debian's kernel on each

@@ -15,6 +15,7 @@ import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.snapshot.SnapshotException;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu bench snapshot}: a probe session on Debian's default kernel and kpemu's initramfs

@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.kprobes.Errno;

@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.LinuxGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.ReferenceTrace;

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Assumptions;
 
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.GuestModules;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.HostFiles;
 import dev.kpemu.image.Initramfs;

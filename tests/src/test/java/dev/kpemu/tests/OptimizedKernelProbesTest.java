@@ -15,7 +15,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import dev.kpemu.boot.BootRunner;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.optprobes.JumpOptimizer;

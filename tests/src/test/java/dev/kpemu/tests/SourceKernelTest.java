@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.BootRunner;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KallsymsReferenceTest;
 import dev.kpemu.kprobes.events.ReferenceTrace;

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.BootBench;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
