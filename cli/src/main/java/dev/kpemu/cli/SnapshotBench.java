@@ -82,7 +82,7 @@ final class SnapshotBench {
                 new PrintStream(new ByteArrayOutputStream())), traced, snapshot);
         long wall = System.nanoTime() - t0, cpu = processCpuNanos() - cpu0;
         lastResult = r;
-        return new Row(arch, label, r.instructions(), wall, cpu, traced.eventCount(), r.exitCode());
+        return new Row(arch, label, r.instructions(), wall, cpu, traced.eventCount(), ExitCodes.of(r.outcome()));
     }
 
     private static long processCpuNanos() {
