@@ -228,7 +228,7 @@ public final class BootRunner {
                     }
                     continue;
                 }
-                exit = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? BootOutcome.POWERED_OFF : BootOutcome.GUEST_FAILED;
+                outcome = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? BootOutcome.POWERED_OFF : BootOutcome.GUEST_FAILED;
                 status = switch (stop) {
                     case StopReason.PoweredOff p -> "guest powered off";
                     case StopReason.Reset r -> "guest reset";
