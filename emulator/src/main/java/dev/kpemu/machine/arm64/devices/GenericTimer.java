@@ -5,9 +5,9 @@ import java.io.DataOutput;
 import java.io.IOException;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.InterruptController;
 import dev.kpemu.machine.VirtualClock;
 import dev.kpemu.machine.arm64.Arm64Machine;
-import dev.kpemu.machine.arm64.InterruptController;
 import dev.kpemu.machine.arm64.SysRegHooks;
 import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.SysRegs;
