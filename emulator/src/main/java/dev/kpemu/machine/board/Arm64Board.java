@@ -1,4 +1,4 @@
-package dev.kpemu.boot;
+package dev.kpemu.machine.board;
 
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
@@ -31,9 +31,9 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             m.setInterruptController(gic);
             gic.onAssert(m::endSliceSoon);
             GenericTimer timer = new GenericTimer(m, gic);
-            Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, gic.line(Arm64DeviceTree.UART_INTID)));
+            Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, gic.line(Arm64Layout.UART_INTID)));
             Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
-                    new Pl011(terminal, gic.line(Arm64DeviceTree.TERMINAL_UART_INTID)));
+                    new Pl011(terminal, gic.line(Arm64Layout.TERMINAL_UART_INTID)));
             m.registerState("gicv2", gic);
             m.registerState("generic-timer", timer);
             m.registerState("uart0", uart);
