@@ -8,9 +8,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,7 +32,6 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("kernel")
 class FreshProjectTest {
     static final String VERSION = "0.1.0-SNAPSHOT";
-    static final List<String> MODULES = List.of("emulator", "decoder", "kprobes", "optprobes", "cli", "api", "junit");
     /** A hang guard for the nested Maven build, not an assertion. */
     static final long LIMIT_MINUTES = 15;
 
@@ -135,8 +133,14 @@ class FreshProjectTest {
         link(user.resolve("dev"), dir.resolve("dev"), "kpemu");
         Path root = dev.kpemu.natives.NativeLibraries.repositoryRoot();
         install(kpemu, "kpemu-parent", root.resolve("pom.xml"), null);
-        for (String m : MODULES) {
-            install(kpemu, "kpemu-" + m, root.resolve(m).resolve("pom.xml"), builtJar("kpemu-" + m));
+        // every kpemu module kpemu-junit depends on, directly or not: what the module graph puts
+        // on this test's class path, so the list follows the graph
+        Map<String, Path> jars = builtJars();
+        assertTrue(jars.containsKey("kpemu-junit"), "kpemu-junit's jar is not on the test class path (run through ./kpemu test, which packages it): " + jars);
+        for (var e : jars.entrySet()) {
+            Path pom = root.resolve(e.getKey().substring("kpemu-".length())).resolve("pom.xml");
+            assertTrue(Files.isRegularFile(pom), e.getKey() + ": no module directory with a pom.xml at " + pom.getParent());
+            install(kpemu, e.getKey(), pom, e.getValue());
         }
         return dir;
     }
@@ -156,14 +160,15 @@ class FreshProjectTest {
         if (jar != null) Files.copy(jar, d.resolve(artifact + "-" + VERSION + ".jar"));
     }
 
-    /** The jar this build packaged for {@code artifact}, from the test's class path (the reactor's jars under {@code ./kpemu test}). */
-    private static Path builtJar(String artifact) {
-        List<String> seen = new ArrayList<>();
+    /** The kpemu jars this build packaged, by artifact, from the test's class path (the reactor's jars under {@code ./kpemu test}). */
+    private static Map<String, Path> builtJars() {
+        Map<String, Path> jars = new TreeMap<>();
+        Pattern jar = Pattern.compile("(kpemu-[a-z0-9-]+)-" + Pattern.quote(VERSION) + "\\.jar");
         for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
             Path p = Path.of(e);
-            if (p.getFileName() != null && p.getFileName().toString().equals(artifact + "-" + VERSION + ".jar")) return p;
-            if (e.contains("kpemu")) seen.add(e);
+            Matcher m = p.getFileName() == null ? null : jar.matcher(p.getFileName().toString());
+            if (m != null && m.matches()) jars.put(m.group(1), p);
         }
-        throw new AssertionError(artifact + "'s jar is not on the test class path (run through ./kpemu test, which packages it): " + seen);
+        return jars;
     }
 }
