@@ -30,7 +30,7 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             m.bus().attach(Arm64Layout.GIC_CPU_BASE, gic.cpuInterface());
             m.setInterruptController(gic);
             gic.onAssert(m::endSliceSoon);
-            GenericTimer timer = new GenericTimer(m, gic);
+            GenericTimer timer = new GenericTimer(m, gic.line(GenericTimer.PPI_PHYS), gic.line(GenericTimer.PPI_VIRT));
             Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, gic.line(Arm64Layout.UART_INTID)));
             Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
                     new Pl011(terminal, gic.line(Arm64Layout.TERMINAL_UART_INTID)));
