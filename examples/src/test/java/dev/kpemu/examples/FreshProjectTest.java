@@ -8,8 +8,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -133,14 +134,13 @@ class FreshProjectTest {
         link(user.resolve("dev"), dir.resolve("dev"), "kpemu");
         Path root = dev.kpemu.natives.NativeLibraries.repositoryRoot();
         install(kpemu, "kpemu-parent", root.resolve("pom.xml"), null);
-        // every kpemu module kpemu-junit depends on, directly or not: what the module graph puts
-        // on this test's class path, so the list follows the graph
-        Map<String, Path> jars = builtJars();
-        assertTrue(jars.containsKey("kpemu-junit"), "kpemu-junit's jar is not on the test class path (run through ./kpemu test, which packages it): " + jars);
-        for (var e : jars.entrySet()) {
-            Path pom = root.resolve(e.getKey().substring("kpemu-".length())).resolve("pom.xml");
-            assertTrue(Files.isRegularFile(pom), e.getKey() + ": no module directory with a pom.xml at " + pom.getParent());
-            install(kpemu, e.getKey(), pom, e.getValue());
+        List<Path> jars = builtJars();
+        assertTrue(jars.stream().anyMatch(j -> j.getFileName().toString().startsWith("kpemu-junit-")),
+                "kpemu-junit's jar is not on the test class path (run through ./kpemu test, which packages it): " + jars);
+        // the module each jar was built in (MODULE/target/kpemu-ARTIFACT-VERSION.jar) gives its POM
+        for (Path jar : jars) {
+            String name = jar.getFileName().toString();
+            install(kpemu, name.substring(0, name.length() - ("-" + VERSION + ".jar").length()), jar.getParent().getParent().resolve("pom.xml"), jar);
         }
         return dir;
     }
@@ -160,14 +160,17 @@ class FreshProjectTest {
         if (jar != null) Files.copy(jar, d.resolve(artifact + "-" + VERSION + ".jar"));
     }
 
-    /** The kpemu jars this build packaged, by artifact, from the test's class path (the reactor's jars under {@code ./kpemu test}). */
-    private static Map<String, Path> builtJars() {
-        Map<String, Path> jars = new TreeMap<>();
-        Pattern jar = Pattern.compile("(kpemu-[a-z0-9-]+)-" + Pattern.quote(VERSION) + "\\.jar");
+    /**
+     * The kpemu jars this build packaged that the extension needs: kpemu-junit and everything it
+     * depends on, as Maven put them on the test's class path (the reactor's jars under
+     * {@code ./kpemu test}); test jars and the examples' own classes are not among them.
+     */
+    private static List<Path> builtJars() {
+        List<Path> jars = new ArrayList<>();
         for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
             Path p = Path.of(e);
-            Matcher m = p.getFileName() == null ? null : jar.matcher(p.getFileName().toString());
-            if (m != null && m.matches()) jars.put(m.group(1), p);
+            String name = p.getFileName() == null ? "" : p.getFileName().toString();
+            if (name.startsWith("kpemu-") && name.endsWith("-" + VERSION + ".jar") && Files.isRegularFile(p.getParent().getParent().resolve("pom.xml"))) jars.add(p);
         }
         return jars;
     }
