@@ -32,7 +32,8 @@ public final class GuestMemory {
     /**
      * Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned): host memory
      * ({@link HostRam}) the engine runs on and the host reads in place; the host's writes still go
-     * through the engine, which drops translated code they change.
+     * through the engine's memory API (translated code they change is dropped by
+     * {@link Machine#invalidateCode}, as before).
      */
     public MemoryRegion addRam(String name, long base, long size) {
         checkFree(name, base, size);

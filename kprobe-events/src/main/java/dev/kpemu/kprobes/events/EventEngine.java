@@ -45,8 +45,9 @@ import java.util.function.LongSupplier;
  *     {@code BAD_PROBE_ADDR}, {@code FAIL_REG_PROBE}) in {@link #errorLog()}.</li>
  * <li>{@link #enable(String)} / {@link #disable(String)}: {@code events/GRP/EVENT/enable}.</li>
  * <li>Each hit of an enabled event fetches its arguments from the trapped registers and guest
- *     memory ({@link MachineFetchContext}) and records one {@code trace} line, printed to the
- *     output stream and handed to the listeners.</li>
+ *     memory ({@link MachineFetchContext}) and records one event ({@link TraceRecord}: the
+ *     fetched entry, its arguments' text formatted when it is read), printed to the output
+ *     stream if there is one and handed to the listeners.</li>
  * <li>{@link #listing()}, {@link #profile()}, {@link #format(String)} / {@link #formats()}:
  *     {@code kprobe_events}, {@code kprobe_profile}, {@code events/GRP/EVENT/format}.</li>
  * </ul>
