@@ -209,7 +209,7 @@ public final class KpemuSession implements AutoCloseable {
         String append = b.command != null ? CommandGuest.commandLine(arch, b.append) : b.append;
         // a snapshot is taken (and restored) at run_init_process, before any probe is attached:
         // the probes are registered there, as armAtInit does
-        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || b.snapshot != null)
+        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
                 .kernelMessages(b.kernelMessages);
         if (b.optimize != null) traced.optimize(b.optimize);
         traced.addSink(r -> {
@@ -237,7 +237,8 @@ public final class KpemuSession implements AutoCloseable {
             BootRunner.Options options = new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
                     b.console, null, terminal, null);
             r = b.snapshot == null ? BootRunner.boot(options, hooks)
-                    : BootRunner.boot(options, hooks, BootSnapshot.file(b.snapshot, b.snapshotNotices));
+                    : BootRunner.boot(options, hooks, b.snapshotAtNanos < 0 ? BootSnapshot.file(b.snapshot, b.snapshotNotices)
+                            : BootSnapshot.file(b.snapshot, b.snapshotNotices).atGuestTime(b.snapshotAtNanos));
         } catch (SnapshotException e) {
             throw new KpemuException(e.getMessage(), e);
         } catch (TracedBoot.DefinitionRejected e) {
@@ -334,6 +335,7 @@ public final class KpemuSession implements AutoCloseable {
         private Consumer<String> kernelMessages = m -> { };
         private Path snapshot;
         private Consumer<String> snapshotNotices = m -> { };
+        private long snapshotAtNanos = -1;
 
         private Builder() {}
 
@@ -430,6 +432,22 @@ public final class KpemuSession implements AutoCloseable {
          * says which happened.
          */
         public Builder snapshot(Path file) { this.snapshot = Objects.requireNonNull(file); return this; }
+
+        /**
+         * Takes the {@link #snapshot} at another safe point than {@code run_init_process}: at
+         * {@code guestTime}, where an event on the guest clock ends the run between engine slices
+         * (never inside a handler). It must come before the probes are registered (a machine with probes
+         * attached cannot be saved: the session goes on without a snapshot and says so in a notice);
+         * the probes are then registered where they would be without a snapshot ({@link #armAtInit}
+         * or {@code kprobe_event=}'s point), in the saving session as in the one started from the
+         * file, which continues from the saved point and runs as the saving one does. A file saved
+         * at another point is refused, as one of another boot is.
+         */
+        public Builder snapshotAt(Duration guestTime) {
+            if (guestTime.isNegative()) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
+            this.snapshotAtNanos = guestTime.toNanos();
+            return this;
+        }
 
         /** Where the session's one-line snapshot notices go ("saved snapshot …", "started from snapshot …"; default: dropped). */
         public Builder snapshotNotices(Consumer<String> sink) { this.snapshotNotices = Objects.requireNonNull(sink); return this; }

@@ -11,6 +11,7 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -44,12 +45,17 @@ class SessionSnapshotTest {
     record Run(SessionResult result, List<String> trace, long javaHits, String console, List<String> notices) {}
 
     static Run session(Arch arch, List<String> definitions, Path snapshot) {
+        return session(arch, definitions, snapshot, null);
+    }
+
+    static Run session(Arch arch, List<String> definitions, Path snapshot, Duration at) {
         List<String> notices = new ArrayList<>();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         KpemuSession.Builder b = KpemuSession.builder().arch(arch).kernel(KERNEL).events(definitions.toArray(String[]::new))
                 .console(console).snapshotNotices(notices::add);
         if (snapshot == null) b.armAtInit(true);
         else b.snapshot(snapshot);
+        if (at != null) b.snapshotAt(at);
         KpemuSession s = b.build();
         AtomicLong hits = new AtomicLong();
         s.register(Kprobe.on("do_sys_openat2").pre(ctx -> hits.incrementAndGet()));
@@ -95,6 +101,52 @@ class SessionSnapshotTest {
             assertFalse(e.getMessage().contains("\n"), e.getMessage());
         } finally {
             Files.deleteIfExists(file);
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /**
+     * A snapshot at a guest time the user chose (50 ms: before the fs initcalls, where the probes
+     * are registered as {@code kprobe_event=} registers them): the session started from it runs as
+     * the saving one, and its trace is Linux's own; a point after the registration (probes
+     * attached) is refused with a notice and the session goes on without a snapshot.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void snapshotAtAGuestTimeBeforeTheProbes(Arch arch) throws Exception {
+        Map<String, String> v = GuestImages.forRepository().kernelVersion(arch, (KernelChoice.Debian) KernelChoice.parse(KERNEL));
+        ReferenceTrace reference = ReferenceTrace.read(REFERENCE, arch, "open", v.get("release"));
+        Path dir = Files.createTempDirectory("kpemu-api-snapshot");
+        Path file = dir.resolve("early.snapshot"), late = dir.resolve("late.snapshot");
+        try {
+            Run saving = session(arch, reference.definitions(), file, Duration.ofMillis(50));
+            Run restored = session(arch, reference.definitions(), file, Duration.ofMillis(50));
+            assertEquals(Outcome.POWERED_OFF, saving.result().outcome(), saving.result().status());
+            assertEquals(Outcome.POWERED_OFF, restored.result().outcome(), restored.result().status());
+            assertEquals(file, saving.result().snapshot().file(), "saved: " + saving.notices());
+            assertFalse(saving.result().snapshot().restored());
+            assertTrue(restored.result().snapshot().restored(), "started from the file: " + restored.notices());
+            assertTrue(restored.trace().size() > 20, "the workload hits the probes: " + restored.trace().size());
+            assertEquals(saving.trace(), restored.trace(), "the saving session's trace, timestamps included");
+            assertEquals(saving.javaHits(), restored.javaHits(), "the Java probe's hits");
+            assertEquals(saving.result().guestNanos(), restored.result().guestNanos(), "guest time at power-off");
+            TraceComparator.Result cmp = TraceComparator.compare(reference, restored.trace(), v.get("release"), v.get("version"));
+            assertTrue(cmp.matches(), arch + ": " + cmp.report());
+
+            // at another point the file is of another boot
+            KpemuException e = assertThrows(KpemuException.class,
+                    () -> KpemuSession.builder().arch(arch).kernel(KERNEL).snapshot(file).build().run());
+            assertTrue(e.getMessage().contains("point is 'guest time >= 50000000 ns', this boot's 'run_init_process'"), e.getMessage());
+
+            // after the registration point the probes are attached: no snapshot, the session goes on
+            Run after = session(arch, reference.definitions(), late, Duration.ofMillis(1500));
+            assertEquals(Outcome.POWERED_OFF, after.result().outcome(), after.result().status());
+            assertNull(after.result().snapshot().file(), "not saved: " + after.notices());
+            assertFalse(Files.exists(late));
+            assertTrue(after.notices().stream().anyMatch(n -> n.contains("with probes attached")), after.notices().toString());
+        } finally {
+            Files.deleteIfExists(file);
+            Files.deleteIfExists(late);
             Files.deleteIfExists(dir);
         }
     }

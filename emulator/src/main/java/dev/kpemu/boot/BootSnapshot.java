@@ -26,22 +26,41 @@ import dev.kpemu.unicorn.Unicorn;
  * version ({@link #identity}); a cached snapshot that cannot be restored is reported in one line
  * and the boot falls back to a cold boot, which saves a new one.
  *
+ * <p>The point is {@value #AT} unless {@link #atGuestTime} names another: a guest time, where an
+ * event on the guest clock ends the run between engine slices (the first safe point at or after
+ * it), which must come before any probe is attached; a restore from such a snapshot continues from there, and
+ * the hooks' own breakpoints (the registration point) are met later as in a cold boot.
+ *
  * @param file the snapshot file, or null for the automatic cache
  * @param cacheDir the cache's folder (automatic)
  * @param notices where one-line notices go (saved, restored, refused)
+ * @param atGuestNanos the guest time of the snapshot point, or -1 for {@value #AT}
  */
-public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
+public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, long atGuestNanos) {
     /** The snapshot point: the kernel function whose first execution runs /init. */
     public static final String AT = "run_init_process";
 
     public BootSnapshot {
         if ((file == null) == (cacheDir == null)) throw new IllegalArgumentException("a snapshot file or a cache folder, not both");
         if (notices == null) notices = s -> { };
+        if (atGuestNanos < -1) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
     }
 
-    public static BootSnapshot file(Path file, Consumer<String> notices) { return new BootSnapshot(file, null, notices); }
+    public static BootSnapshot file(Path file, Consumer<String> notices) { return new BootSnapshot(file, null, notices, -1); }
 
-    public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices); }
+    public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices, -1); }
+
+    /** This snapshot taken at the first safe point at or after guest time {@code nanos} instead of {@value #AT}. */
+    public BootSnapshot atGuestTime(long nanos) {
+        if (nanos < 0) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
+        return new BootSnapshot(file, cacheDir, notices, nanos);
+    }
+
+    /** Whether the point is {@value #AT} (else a guest time). */
+    public boolean atInit() { return atGuestNanos < 0; }
+
+    /** The point as the identity records it: {@value #AT} or {@code guest time >= N ns}. */
+    public String point() { return atInit() ? AT : "guest time >= " + atGuestNanos + " ns"; }
 
     public boolean automatic() { return file == null; }
 
@@ -75,6 +94,15 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
 
     /** What the snapshot of a boot records about the machine, and what a restore must match. */
     public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
+        return identity(o, kernel, initrd, AT);
+    }
+
+    /** As {@link #identity(BootRunner.Options, Path, byte[])} for this snapshot's {@link #point}. */
+    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
+        return identity(o, kernel, initrd, point());
+    }
+
+    private static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd, String point) throws IOException {
         Map<String, String> id = new LinkedHashMap<>();
         id.put("arch", o.arch().name());
         id.put("kernel sha256", sha256Hex(kernel));
@@ -82,7 +110,7 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
         id.put("command line", o.append() == null ? "(default)" : o.append());
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
-        id.put("point", AT);
+        id.put("point", point);
         id.put("kpemu build", build());
         id.put("unicorn", Unicorn.version());
         return id;

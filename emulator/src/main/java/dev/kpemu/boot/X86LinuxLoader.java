@@ -61,7 +61,7 @@ public final class X86LinuxLoader {
         if (cacheDir == null) return readKernelUncached(kernel);
         byte[] data;
         try {
-            data = Files.readAllBytes(kernel);
+            data = dev.kpemu.image.FileBytes.read(kernel);
         } catch (java.io.IOException e) {
             throw new KernelImageException("cannot read kernel " + kernel + ": " + e.getMessage(), e);
         }
@@ -93,7 +93,7 @@ public final class X86LinuxLoader {
     private static KernelFile readKernelUncached(Path kernel) throws KernelImageException {
         byte[] data;
         try {
-            data = Files.readAllBytes(kernel);
+            data = dev.kpemu.image.FileBytes.read(kernel);
         } catch (java.io.IOException e) {
             throw new KernelImageException("cannot read kernel " + kernel + ": " + e.getMessage(), e);
         }
