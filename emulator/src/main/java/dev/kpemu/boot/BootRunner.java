@@ -115,7 +115,7 @@ public final class BootRunner {
         Path snapshotFile = null;
         if (snapshot != null) {
             try {
-                identity = snapshot.identityOf(o, kernel, initrdBytes);
+                identity = snapshot.identityOf(o, kernel, initrd, initrdBytes);
             } catch (IOException e) {
                 throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
             }
@@ -325,6 +325,12 @@ public final class BootRunner {
         } catch (IOException e) {
             throw new KernelImageException("cannot read " + what + " " + p + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Where file digests are kept between runs ({@link dev.kpemu.image.FileDigests}): beside the kernel cache, or null. */
+    static Path digestCacheDir() {
+        Path k = kernelCacheDir();
+        return k == null ? null : k.resolveSibling("digests");
     }
 
     /** -Dkpemu.kernelCache, else {@code <kpemu cache>/kernels} when a cache is configured (-Dkpemu.cache or $KPEMU_CACHE), else null. */

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
+import dev.kpemu.image.FileDigests;
 import dev.kpemu.machine.snapshot.MachineSnapshot;
 import dev.kpemu.unicorn.Unicorn;
 
@@ -94,19 +95,22 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
 
     /** What the snapshot of a boot records about the machine, and what a restore must match. */
     public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
-        return identity(o, kernel, initrd, AT);
+        return identity(o, kernel, sha256Hex(initrd), AT);
     }
 
-    /** As {@link #identity(BootRunner.Options, Path, byte[])} for this snapshot's {@link #point}. */
-    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
-        return identity(o, kernel, initrd, point());
+    /**
+     * As {@link #identity(BootRunner.Options, Path, byte[])} for this snapshot's {@link #point}; the
+     * digests of the kernel and initramfs files are kept between runs ({@link FileDigests}).
+     */
+    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, Path initrdFile, byte[] initrd) throws IOException {
+        return identity(o, kernel, FileDigests.sha256(initrdFile, BootRunner.digestCacheDir()), point());
     }
 
-    private static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd, String point) throws IOException {
+    private static Map<String, String> identity(BootRunner.Options o, Path kernel, String initrdSha256, String point) throws IOException {
         Map<String, String> id = new LinkedHashMap<>();
         id.put("arch", o.arch().name());
-        id.put("kernel sha256", sha256Hex(kernel));
-        id.put("initramfs sha256", sha256Hex(initrd));
+        id.put("kernel sha256", FileDigests.sha256(kernel, BootRunner.digestCacheDir()));
+        id.put("initramfs sha256", initrdSha256);
         id.put("command line", o.append() == null ? "(default)" : o.append());
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
@@ -132,7 +136,8 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
         }
         MessageDigest md = sha256();
         if (Files.isRegularFile(code)) {
-            digest(md, code);
+            build = FileDigests.sha256(code, BootRunner.digestCacheDir()).substring(0, 16);
+            return build;
         } else {
             List<Path> classes;
             try (Stream<Path> s = Files.walk(code)) {
@@ -152,12 +157,6 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
             byte[] buf = new byte[1 << 16];
             for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
         }
-    }
-
-    private static String sha256Hex(Path file) throws IOException {
-        MessageDigest md = sha256();
-        digest(md, file);
-        return HexFormat.of().formatHex(md.digest());
     }
 
     private static String sha256Hex(byte[] bytes) { return HexFormat.of().formatHex(sha256().digest(bytes)); }

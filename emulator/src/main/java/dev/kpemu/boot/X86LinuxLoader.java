@@ -70,9 +70,9 @@ public final class X86LinuxLoader {
         if (!bz.has64BitEntry()) throw new KernelImageException(kernel + ": bzImage has no 64-bit entry (XLF_KERNEL_64)");
         String sha;
         try {
-            sha = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(data));
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
+            sha = dev.kpemu.image.FileDigests.sha256(kernel, BootRunner.digestCacheDir());
+        } catch (java.io.IOException e) {
+            sha = dev.kpemu.image.FileDigests.sha256Hex(data);
         }
         Path cached = cacheDir.resolve("vmlinux-" + sha.substring(0, 32));
         try {
