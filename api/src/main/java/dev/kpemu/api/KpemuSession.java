@@ -18,7 +18,7 @@ import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
@@ -262,12 +262,7 @@ public final class KpemuSession implements AutoCloseable {
             outcome = Outcome.REJECTED;
             status = traced.rejectedAtRegistration().getMessage();
         } else {
-            outcome = switch (r.exitCode()) {
-                case BootRunner.EXIT_POWERED_OFF -> Outcome.POWERED_OFF;
-                case BootRunner.EXIT_TIMEOUT -> Outcome.TIMEOUT;
-                case BootRunner.EXIT_GUEST_FAILED -> Outcome.GUEST_FAILED;
-                default -> Outcome.STOPPED;
-            };
+            outcome = Outcome.of(r.outcome());
         }
         SessionResult.Snapshot snapshot = r.snapshot() == null ? null
                 : new SessionResult.Snapshot(r.snapshot().restored(), r.snapshot().file());
