@@ -113,7 +113,7 @@ public final class BootRunner {
         Path snapshotFile = null;
         if (snapshot != null) {
             try {
-                identity = snapshot.identityOf(o, kernel, initrd, initrdBytes);
+                identity = snapshot.identityOf(o, kernel, initrd);
             } catch (IOException e) {
                 throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
             }
@@ -155,7 +155,7 @@ public final class BootRunner {
             boolean hooksOwnSnapshotAt = false;
             StopReason first = null;
             var point = snapshot == null || !snapshot.atInit() ? Optional.<Symbol>empty() : guest.symbols().byName(BootSnapshot.AT);
-            // a snapshot at a guest time: saved at the first return of run() at or after it
+            // a snapshot at a guest time: a clock event stops the run there, the loop saves (below)
             long saveAtNanos = snapshot != null && !snapshot.atInit() && !restoring ? snapshot.atGuestNanos() : -1;
             if (snapshot != null && snapshot.atInit() && point.isEmpty()) {
                 String why = "no snapshot: the kernel has no " + BootSnapshot.AT + " symbol";

@@ -29,8 +29,9 @@ import dev.kpemu.unicorn.Unicorn;
  *
  * <p>The point is {@value #AT} unless {@link #atGuestTime} names another: a guest time, where an
  * event on the guest clock ends the run between engine slices (the first safe point at or after
- * it), which must come before any probe is attached; a restore from such a snapshot continues from there, and
- * the hooks' own breakpoints (the registration point) are met later as in a cold boot.
+ * it), which must come before any probe is attached; a restore from such a snapshot continues
+ * from there, and the hooks' own breakpoints (the registration point) are met later as in a cold
+ * boot.
  *
  * @param file the snapshot file, or null for the automatic cache
  * @param cacheDir the cache's folder (automatic)
@@ -51,7 +52,7 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
 
     public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices, -1); }
 
-    /** This snapshot taken at the first safe point at or after guest time {@code nanos} instead of {@value #AT}. */
+    /** This snapshot taken at guest time {@code nanos} (the first safe point at or after it) instead of {@value #AT}. */
     public BootSnapshot atGuestTime(long nanos) {
         if (nanos < 0) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
         return new BootSnapshot(file, cacheDir, notices, nanos);
@@ -102,7 +103,7 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
      * As {@link #identity(BootRunner.Options, Path, byte[])} for this snapshot's {@link #point}; the
      * digests of the kernel and initramfs files are kept between runs ({@link FileDigests}).
      */
-    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, Path initrdFile, byte[] initrd) throws IOException {
+    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, Path initrdFile) throws IOException {
         return identity(o, kernel, FileDigests.sha256(initrdFile, BootRunner.digestCacheDir()), point());
     }
 
