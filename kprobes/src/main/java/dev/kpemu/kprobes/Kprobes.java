@@ -44,7 +44,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final HitPath hits;
     private final ProbeRegistration registration;
     private final ProbeListing listing;
-    private final long callStop;
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
         this.machine = machine;
@@ -57,7 +56,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.optimizers = new OptimizerBridge(table);
         this.arming = new ProbeArming(machine, arch, slots, table, active, optimizers);
         this.returns = new ReturnProbes(machine, arch, slots, active, failures);
-        this.callStop = slots.allocate();
         this.hits = new HitPath(machine, arch, slots, table, active, arming, returns, failures, optimizers);
         this.registration = new ProbeRegistration(symbols, slots, arch, table, arming, returns, optimizers);
         this.listing = new ProbeListing(table, optimizers);
@@ -291,14 +289,6 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
      */
     public long[] stackTrace(Regs r, int max) { return returns.stackTrace(r, max); }
 
-    /**
-     * Calls the guest function at {@code function} from a handler (as kernel handlers call kernel
-     * functions) and returns its return value. Probes hit during the call count as missed.
-     */
-    public long callFunction(long function, long... args) {
-        return arch.callFunction(machine, function, callStop, args);
-    }
-
     // ------------------------------------------------------------------ debugfs and queries
 
     /** The debugfs {@code kprobes/list} file, in the kernel's order (hash bucket, then newest first). */
@@ -318,7 +308,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     // ------------------------------------------------------------------ slot memory
 
-    /** Slots in use, including the trampoline and the call-return stop. */
+    /** Slots in use, including the trampoline's (while it lives in slot memory) and host data. */
     public int slotsInUse() { return slots.slotsInUse(); }
 
     /**
