@@ -3,8 +3,6 @@ package dev.kpemu.kprobes;
 import java.util.List;
 import java.util.Optional;
 
-import dev.kpemu.kprobes.arm64.Arm64Kprobes;
-import dev.kpemu.kprobes.x86.X86Kprobes;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.TrapHandler;
 
@@ -63,10 +61,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** An engine for {@code machine}'s arch, installed as its trap handler. */
     public static Kprobes attach(Machine machine, SymbolResolver symbols, SlotArea slots) {
-        ArchKprobes arch = switch (machine.arch()) {
-            case X86_64 -> new X86Kprobes(machine);
-            case ARM64 -> new Arm64Kprobes(machine);
-        };
+        ArchKprobes arch = ArchBackEnds.kprobes(machine);
         Kprobes k = new Kprobes(machine, arch, symbols, slots);
         machine.setTrapHandler(k);
         return k;

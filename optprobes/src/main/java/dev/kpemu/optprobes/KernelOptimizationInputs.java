@@ -3,6 +3,7 @@ package dev.kpemu.optprobes;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.NavigableSet;
@@ -13,6 +14,7 @@ import java.util.TreeSet;
 
 import dev.kpemu.image.Symbol;
 import dev.kpemu.image.SymbolTable;
+import dev.kpemu.kprobes.ArchKernelText;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 
@@ -118,15 +120,12 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * @param file the kernel file whose offsets {@code syms.fileOffset} gives (x86: vmlinux ELF; arm64: Image)
      */
     public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, byte[] file) {
-        return switch (arch) {
-            case X86_64 -> x86(syms, file);
-            case ARM64 -> arm64(syms, file);
-        };
+        return ArchOptimizer.of(arch).kernelInputs(syms, file);
     }
 
     // ------------------------------------------------------------------ x86-64
 
-    private static KernelOptimizationInputs x86(SymbolTable syms, byte[] file) {
+    static KernelOptimizationInputs x86(SymbolTable syms, byte[] file) {
         Reader r = new Reader(syms, file);
         List<String> notes = new ArrayList<>();
         TreeSet<Long> ex = new TreeSet<>();
@@ -152,31 +151,23 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
 
     // ------------------------------------------------------------------ arm64
 
-    private static final int NOP = 0xd503201f, MOV_X9_X30 = 0xaa1e03e9, BTI_C = 0xd503245f, PACIASP = 0xd503233f,
-            PACIBSP = 0xd503237f;
+    private static final int NOP = 0xd503201f;
 
-    private static KernelOptimizationInputs arm64(SymbolTable syms, byte[] file) {
+    static KernelOptimizationInputs arm64(SymbolTable syms, byte[] file) {
         List<String> notes = new ArrayList<>();
         notes.add("arm64: __ex_table and __jump_table are not bounded in kallsyms (no CONFIG_KALLSYMS_ALL): not read");
         TreeSet<Long> ftrace = new TreeSet<>();
-        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+        ArchKernelText entry = ArchKernelText.of(Arch.ARM64);
         for (Symbol s : syms.symbols()) {
             if (!s.text() || s.size() < 8) continue;
             OptionalLong off = syms.fileOffset(s.address());
             if (off.isEmpty() || off.getAsLong() + 12 > file.length) continue;
             int o = (int) off.getAsLong();
-            long at = s.address();
-            int w = b.getInt(o);
-            if (w == BTI_C || w == PACIASP || w == PACIBSP) {
-                o += 4;
-                at += 4;
-            }
-            int w0 = b.getInt(o), w1 = b.getInt(o + 4);
-            boolean first = w0 == NOP || w0 == MOV_X9_X30;
-            boolean second = w1 == NOP || (w1 & 0xfc00_0000) == 0x9400_0000; // nop or bl
-            if (first && second) {
-                ftrace.add(at);
-                ftrace.add(at + 4);
+            int site = entry.ftraceSite(Arrays.copyOfRange(file, o, o + entry.entryBytes()));
+            if (site >= 0) {
+                // both instructions of the patchable pair: the second is the call site
+                ftrace.add(s.address() + site - 4);
+                ftrace.add(s.address() + site);
             }
         }
         notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
@@ -261,7 +252,8 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * the file except its ftrace pair (possible jump-label sites; see the class comment).
      */
     @Override public List<TextRange> reservedText(TextRange function) {
-        if (arch == Arch.X86_64) {
+        if (file == null) {
+            // the tables were parsed (x86): no per-function scan of the file
             long from = function.start() - longestReserved;
             if (Long.compareUnsigned(from, function.start()) > 0) from = 0;     // wrapped below 0
             if (Long.compareUnsigned(from, function.end()) >= 0) return List.of();

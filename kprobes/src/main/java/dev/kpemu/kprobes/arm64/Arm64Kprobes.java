@@ -4,6 +4,7 @@ import java.util.function.IntToLongFunction;
 
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.ArchSiteRules;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.machine.Arch;
@@ -19,6 +20,8 @@ import dev.kpemu.unicorn.Unicorn;
  * rejected classes refused with EINVAL. The kretprobe trampoline is {@code BRK #7}.
  */
 public final class Arm64Kprobes implements ArchKprobes {
+    /** arm64 has no {@code KPROBES_ON_FTRACE}; its {@code arch_prepare_kprobe} refuses instructions with an exception-table entry. */
+    public static final ArchSiteRules SITE_RULES = new ArchSiteRules(false, true);
     public static final int BRK_KPROBE = 0xd420_0080, BRK_SS = 0xd420_00c0, BRK_KRETPROBE = 0xd420_00e0;
 
     private final Machine machine;

@@ -4,6 +4,7 @@ import java.util.function.IntToLongFunction;
 
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.ArchSiteRules;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.kprobes.KprobeException;
 import dev.kpemu.kprobes.Regs;
@@ -21,6 +22,8 @@ import dev.kpemu.unicorn.X86Reg;
  * branches, calls, returns, loop/jrcxz, cli/sti and pushf/popf emulated in Java.
  */
 public final class X86Kprobes implements ArchKprobes {
+    /** x86 kernels have {@code CONFIG_KPROBES_ON_FTRACE}; no exception-table refusal in {@code arch_prepare_kprobe}. */
+    public static final ArchSiteRules SITE_RULES = new ArchSiteRules(true, false);
     private static final byte INT3 = (byte) 0xcc;
     private static final long RF = 1 << 16, VM = 1 << 17, IF = 1 << 9;
     private static final long CF = 1, PF = 1 << 2, ZF = 1 << 6, SF = 1 << 7, OF = 1 << 11;
