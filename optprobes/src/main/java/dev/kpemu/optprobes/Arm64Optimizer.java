@@ -33,7 +33,7 @@ final class Arm64Optimizer implements ArchOptimizer {
 
     @Override public boolean inUserMode(Machine machine) { return ((Arm64Machine) machine).currentEl() == 0; }
 
-    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file) { return KernelOptimizationInputs.arm64(syms, file); }
+    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file) { return Arm64KernelInputsReader.read(syms, file); }
 
     /** {@code B}'s ±128 MiB, less a page. */
     @Override public long detourReach() { return (128L << 20) - 0x1000; }
