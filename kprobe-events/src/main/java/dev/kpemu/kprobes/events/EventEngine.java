@@ -137,7 +137,8 @@ public final class EventEngine implements AutoCloseable {
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
             byte[] data = buffer.bytes();
-            emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data));
+            emit(this, formatter.kprobeEvent(compiled, ip, data), false, ip, 0, new DecodedArgs(formatter, compiled, data),
+                    entryPath(this, regs));
             return 0;
         }
 
@@ -154,7 +155,8 @@ public final class EventEngine implements AutoCloseable {
             long func = rp.kprobe().address();
             long ret = ri.returnAddress();
             byte[] data = buffer.bytes();
-            emit(this, formatter.kretprobeEvent(compiled, func, ret, data), true, func, ret, new DecodedArgs(formatter, compiled, data));
+            emit(this, formatter.kretprobeEvent(compiled, func, ret, data), true, func, ret, new DecodedArgs(formatter, compiled, data),
+                    def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
             return 0;
         }
     }
@@ -165,6 +167,11 @@ public final class EventEngine implements AutoCloseable {
     private final KernelSymbols symbols;
     private final TraceFormatter formatter;
     private final MachineFetchContext ctx;
+    /** The kernel's layout for the latency column (null: only the interrupt state is known). */
+    private KernelStructs structs;
+    private LatencyLayout latency;
+    /** Whether an fprobe was ever registered (ftrace_ops are counted only then). */
+    private boolean anyFprobe;
     private final CompiledProbe.FetchBuffer buffer = new CompiledProbe.FetchBuffer();
     /** Every probe in creation order (the dyn_event list: listing and profile order). */
     private final List<Probe> probes = new ArrayList<>();
@@ -208,7 +215,10 @@ public final class EventEngine implements AutoCloseable {
 
     /** As {@link #attach(Kprobes, KernelSymbols, TaskLayout, PrintStream)} with the layout from the kernel's BTF. */
     public static EventEngine attach(Kprobes kprobes, KernelSymbols symbols, KernelStructs structs, PrintStream out) {
-        return new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
+        EventEngine e = new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
+        e.structs = structs;
+        e.latency = structs == null ? null : LatencyLayout.of(structs, symbols, e.dialect.hasGenericTifBits());
+        return e;
     }
 
     /** Trace lines to standard output. */
@@ -222,6 +232,7 @@ public final class EventEngine implements AutoCloseable {
     public EventEngine dialect(Dialect d) {
         this.dialect = Objects.requireNonNull(d);
         this.parser = new ProbeParser(arch, d, symbols);
+        if (structs != null) latency = LatencyLayout.of(structs, symbols, d.hasGenericTifBits());
         return this;
     }
 
@@ -463,6 +474,7 @@ public final class EventEngine implements AutoCloseable {
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
+        if (def instanceof FprobeDef) anyFprobe = true;
         if (def.isReturn()) {
             Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
@@ -856,13 +868,14 @@ public final class EventEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ records
 
-    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp, List<EventArg> args) {
+    private void emit(Probe p, String body, boolean isReturn, long ip, long retIp, List<EventArg> args, LatencyPaths.Path path) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
         else if (pid == 0) comm = "<idle>";
         else comm = new String(ctx.comm(), StandardCharsets.UTF_8);
-        String lat = TraceContext.latency(ctx.irqsDisabled(), false, false, false, false, false, false, 0, 0);
+        String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
+        if (lat == null) lat = TraceContext.latency(ctx.irqsDisabled(), false, false, false, false, false, false, 0, 0);
         TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
         TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, body, isReturn, ip, retIp, p.event.id, args);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
@@ -873,6 +886,50 @@ public final class EventEngine implements AutoCloseable {
         PrintStream o = out;
         if (o != null) o.println(r.line());
         for (Consumer<TraceRecord> l : listeners) l.accept(r);
+    }
+
+    /** How Linux fires the event of {@code p}'s entry hit through {@code regs} ({@link LatencyPaths}). */
+    private static LatencyPaths.Path entryPath(Probe p, Regs regs) {
+        if (p.def instanceof FprobeDef f) return f.tracepoint() ? LatencyPaths.Path.TRACEPOINT : LatencyPaths.Path.FPROBE_ENTRY;
+        return switch (regs.entry()) {
+            case FTRACE -> LatencyPaths.Path.FTRACE;
+            case JUMP -> LatencyPaths.Path.JUMP;
+            case BREAKPOINT -> LatencyPaths.Path.BREAKPOINT;
+        };
+    }
+
+    /**
+     * How many ftrace_ops Linux would have on the ftrace site {@code p} fires from: one for the
+     * kprobes on ftrace there ({@code kprobe_ftrace_ops}); for fprobes, 6.12 one per fprobe, 7.x
+     * one for the entry-only fprobes ({@code fprobe_ftrace_ops}) and one for those with an exit
+     * (fgraph's). Only asked for ftrace-site paths, and only counted when an fprobe exists.
+     */
+    private int ftraceOps(Probe p, LatencyPaths.Path path) {
+        if (path != LatencyPaths.Path.FTRACE && path != LatencyPaths.Path.FPROBE_ENTRY) return 1;
+        if (!anyFprobe) return 1;
+        long site = ftraceSite(p);
+        boolean kprobes = false, entryOnly = false, withExit = false;
+        int fprobes = 0;
+        for (Probe q : probes) {
+            if (!q.registered || !q.event.armed || ftraceSite(q) != site) continue;
+            if (q.def instanceof FprobeDef f) {
+                if (f.tracepoint()) continue;
+                fprobes++;
+                if (q.def.isReturn()) withExit = true;
+                else entryOnly = true;
+            } else if (q.kp != null && (q.kp.flags() & Kprobe.FLAG_FTRACE) != 0) {
+                kprobes = true;
+            }
+        }
+        int fprobeOps = latency.fprobeOnFgraph() ? (entryOnly ? 1 : 0) + (withExit ? 1 : 0) : fprobes;
+        return (kprobes ? 1 : 0) + fprobeOps;
+    }
+
+    /** The ftrace site a probe fires from (an fprobe's site, a kprobe's address), 0 for none. */
+    private static long ftraceSite(Probe p) {
+        if (p.reportedIp != 0) return p.reportedIp;
+        Kprobe k = p.kp != null ? p.kp : p.rp != null ? p.rp.kprobe() : null;
+        return k == null ? 0 : k.address();
     }
 
     /** Unregisters every probe (enabled or not) and forgets every event. */
