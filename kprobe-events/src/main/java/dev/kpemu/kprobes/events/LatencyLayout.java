@@ -38,7 +38,7 @@ public final class LatencyLayout {
     private final int needReschedBit, lazyBit;   // lazyBit -1: no TIF_NEED_RESCHED_LAZY
     private final KernelSymbols symbols;
     private final boolean preemption, fprobeOnFgraph;
-    private Boolean kretprobeBreakpoint;         // arm64: read from the text at the first return
+    private final boolean kretprobeBreakpoint;
     private final byte[] word = new byte[8];
 
     private LatencyLayout(Arch arch, long x86PreemptGsOffset, long preemptOffset, long tiFlagsOffset, long migrationOffset,
@@ -53,7 +53,10 @@ public final class LatencyLayout {
         this.symbols = symbols;
         this.preemption = symbols.lookupName("preempt_schedule").isPresent();
         this.fprobeOnFgraph = symbols.lookupName("fprobe_fgraph_entry").isPresent();
-        if (arch == Arch.X86_64) kretprobeBreakpoint = false;
+        // arm64 6.12 and later: __kretprobe_trampoline is a BRK whose hook is kretprobe_brk_handler
+        // (6.1's trampoline saves the registers and calls trampoline_probe_handler). The kernel's
+        // text cannot tell: kpemu puts its own trampoline there.
+        this.kretprobeBreakpoint = arch == Arch.ARM64 && symbols.lookupName("kretprobe_brk_handler").isPresent();
     }
 
     /**
@@ -72,7 +75,7 @@ public final class LatencyLayout {
             if (k.arch() == Arch.X86_64) {
                 KernelStructs.CurrentTask cur = k.currentTask();
                 if (!cur.gsRelative()) return null;          // a uniprocessor kernel: not handled
-                long gs = x86PreemptGsOffset(btf, cur);
+                long gs = x86PreemptGsOffset(btf, cur, symbols);
                 if (gs < 0) return null;
                 return new LatencyLayout(Arch.X86_64, gs, -1, tiFlags, migration, genericTifBits ? 4 : 3,
                         lazy ? 5 : -1, symbols);
@@ -85,7 +88,7 @@ public final class LatencyLayout {
         }
     }
 
-    private static long x86PreemptGsOffset(Btf btf, KernelStructs.CurrentTask cur) {
+    private static long x86PreemptGsOffset(Btf btf, KernelStructs.CurrentTask cur, KernelSymbols symbols) {
         if (cur.symbol().equals("pcpu_hot")) {
             Optional<BtfType> hot = btf.structByName("pcpu_hot");
             Optional<Btf.Field> m = hot.flatMap(h -> btf.member(h, "preempt_count"));
@@ -93,25 +96,18 @@ public final class LatencyLayout {
         }
         Optional<Btf.VarLocation> task = btf.variable(cur.symbol()).filter(v -> v.section().equals(".data..percpu"));
         Optional<Btf.VarLocation> pc = btf.variable("__preempt_count").filter(v -> v.section().equals(".data..percpu"));
-        if (task.isEmpty() || pc.isEmpty()) return -1;
-        return cur.perCpuOffset() - task.get().offset() + pc.get().offset();
+        if (task.isPresent() && pc.isPresent()) return cur.perCpuOffset() - task.get().offset() + pc.get().offset();
+        // a cache-hot per-CPU variable (6.15+) the BTF's DATASEC does not place: kallsyms' address,
+        // which is GS-relative as current_task's is
+        var sym = symbols.lookupName("__preempt_count");
+        return sym.isPresent() ? sym.getAsLong() : -1;
     }
 
     /** Whether the kernel's fprobes are built on fgraph ({@link LatencyPaths.Kernel#fprobeOnFgraph}). */
     public boolean fprobeOnFgraph() { return fprobeOnFgraph; }
 
     /** The kernel's path costs. */
-    public LatencyPaths.Kernel kernel(MachineFetchContext ctx) {
-        if (kretprobeBreakpoint == null) {
-            // arm64 6.12 and later: __kretprobe_trampoline is "brk #KRETPROBES_BRK_IMM"
-            boolean brk = false;
-            var at = symbols.lookupName("__kretprobe_trampoline");
-            if (at.isPresent() && ctx.readKernel(at.getAsLong(), word, 0, 4)) {
-                int insn = (word[0] & 0xff) | (word[1] & 0xff) << 8 | (word[2] & 0xff) << 16 | (word[3] & 0xff) << 24;
-                brk = (insn & 0xffe0001f) == 0xd4200000;
-            }
-            kretprobeBreakpoint = brk;
-        }
+    public LatencyPaths.Kernel kernel() {
         return new LatencyPaths.Kernel(arch, preemption, fprobeOnFgraph, kretprobeBreakpoint);
     }
 
@@ -146,7 +142,7 @@ public final class LatencyLayout {
     public String column(MachineFetchContext ctx, Machine machine, LatencyPaths.Path path, int ftraceOps) {
         LatencyFlags.State s = state(ctx, machine);
         if (s == null) return null;
-        return LatencyFlags.column(LatencyPaths.traceContext(kernel(ctx), path, s, ftraceOps));
+        return LatencyFlags.column(LatencyPaths.traceContext(kernel(), path, s, ftraceOps));
     }
 
     private static long le(byte[] b, int n) {

@@ -51,7 +51,7 @@ public final class LatencyPaths {
      * @param arch                the architecture
      * @param preemption          CONFIG_PREEMPTION (and so CONFIG_PREEMPT_COUNT): kallsyms has {@code preempt_schedule}
      * @param fprobeOnFgraph      fprobes built on fgraph (6.14 and later): kallsyms has {@code fprobe_fgraph_entry}
-     * @param kretprobeBreakpoint arm64: {@code __kretprobe_trampoline} starts with a {@code BRK}
+     * @param kretprobeBreakpoint arm64: {@code __kretprobe_trampoline} is a {@code BRK} (kallsyms has {@code kretprobe_brk_handler})
      */
     public record Kernel(Arch arch, boolean preemption, boolean fprobeOnFgraph, boolean kretprobeBreakpoint) {}
 
