@@ -19,7 +19,9 @@ import java.util.Optional;
  * <li>x86-64: {@code preempt_count} is per-CPU, {@code GS_BASE + offset}: 6.2 to 6.14 in
  *     {@code struct pcpu_hot} (member {@code preempt_count}, beside {@code current_task}), else
  *     the per-CPU {@code int __preempt_count} (its offset from {@code current_task}'s is the
- *     difference of their places in the BTF's {@code .data..percpu}). Its bit 31 is the folded,
+ *     difference of their places in the BTF's {@code .data..percpu}, or its kallsyms address);
+ *     read as {@code current_task} is ({@link TaskLayout}: GS-relative, or at its absolute address
+ *     when that lies outside the per-CPU section, as 7.x's cache-hot variables do). Its bit 31 is the folded,
  *     inverted PREEMPT_NEED_RESCHED ({@code test_preempt_need_resched}: bit clear).</li>
  * <li>arm64: {@code current_thread_info()->preempt_count} ({@code task_struct.thread_info}, at
  *     SP_EL0): the low 32 bits the count, the high 32 {@code preempt.need_resched}, 0 when a
@@ -33,6 +35,7 @@ import java.util.Optional;
 public final class LatencyLayout {
     private final Arch arch;
     private final long x86PreemptGsOffset;       // x86: offset from GS_BASE of preempt_count, -1 when unknown
+    private final boolean gsRelative;            // x86: false when current_task is read as a plain global (TaskLayout's rule)
     private final long preemptOffset;            // arm64: task_struct.thread_info.preempt_count, -1 when unknown
     private final long tiFlagsOffset, migrationOffset;
     private final int needReschedBit, lazyBit;   // lazyBit -1: no TIF_NEED_RESCHED_LAZY
@@ -41,10 +44,11 @@ public final class LatencyLayout {
     private final boolean kretprobeBreakpoint;
     private final byte[] word = new byte[8];
 
-    private LatencyLayout(Arch arch, long x86PreemptGsOffset, long preemptOffset, long tiFlagsOffset, long migrationOffset,
+    private LatencyLayout(Arch arch, long x86PreemptGsOffset, boolean gsRelative, long preemptOffset, long tiFlagsOffset, long migrationOffset,
                           int needReschedBit, int lazyBit, KernelSymbols symbols) {
         this.arch = arch;
         this.x86PreemptGsOffset = x86PreemptGsOffset;
+        this.gsRelative = gsRelative;
         this.preemptOffset = preemptOffset;
         this.tiFlagsOffset = tiFlagsOffset;
         this.migrationOffset = migrationOffset;
@@ -74,14 +78,13 @@ public final class LatencyLayout {
             boolean lazy = genericTifBits;   // the 7.x kernels select ARCH_HAS_PREEMPT_LAZY on both arches
             if (k.arch() == Arch.X86_64) {
                 KernelStructs.CurrentTask cur = k.currentTask();
-                if (!cur.gsRelative()) return null;          // a uniprocessor kernel: not handled
                 long gs = x86PreemptGsOffset(btf, cur, symbols);
                 if (gs < 0) return null;
-                return new LatencyLayout(Arch.X86_64, gs, -1, tiFlags, migration, genericTifBits ? 4 : 3,
+                return new LatencyLayout(Arch.X86_64, gs, cur.gsRelative(), -1, tiFlags, migration, genericTifBits ? 4 : 3,
                         lazy ? 5 : -1, symbols);
             }
             long preempt = btf.offsetOf(task, "thread_info.preempt_count").offset();
-            return new LatencyLayout(Arch.ARM64, -1, preempt, tiFlags, migration, genericTifBits ? 4 : 1,
+            return new LatencyLayout(Arch.ARM64, -1, false, preempt, tiFlags, migration, genericTifBits ? 4 : 1,
                     lazy ? 5 : -1, symbols);
         } catch (NoSuchElementException | IllegalArgumentException e) {
             return null;
@@ -121,7 +124,7 @@ public final class LatencyLayout {
         int count;
         boolean preemptNeedResched;
         if (arch == Arch.X86_64) {
-            long gs = machine.engine().regRead(X86Reg.GS_BASE);
+            long gs = gsRelative ? machine.engine().regRead(X86Reg.GS_BASE) : 0;
             if (!ctx.readKernel(gs + x86PreemptGsOffset, word, 0, 4)) return null;
             int raw = (int) le(word, 4);
             count = raw & 0x7fffffff;
