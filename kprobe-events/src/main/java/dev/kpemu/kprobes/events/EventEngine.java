@@ -907,29 +907,30 @@ public final class EventEngine implements AutoCloseable {
     private int ftraceOps(Probe p, LatencyPaths.Path path) {
         if (path != LatencyPaths.Path.FTRACE && path != LatencyPaths.Path.FPROBE_ENTRY) return 1;
         if (!anyFprobe) return 1;
-        long site = ftraceSite(p);
+        long function = ftraceFunction(p);
         boolean kprobes = false, entryOnly = false, withExit = false;
         int fprobes = 0;
         for (Probe q : probes) {
-            if (!q.registered || !q.event.armed || ftraceSite(q) != site) continue;
+            if (!q.registered || !q.event.armed || ftraceFunction(q) != function) continue;
             if (q.def instanceof FprobeDef f) {
                 if (f.tracepoint()) continue;
                 fprobes++;
                 if (q.def.isReturn()) withExit = true;
                 else entryOnly = true;
-            } else if (q.kp != null && (q.kp.flags() & Kprobe.FLAG_FTRACE) != 0) {
-                kprobes = true;
+            } else {
+                Kprobe k = q.kp != null ? q.kp : q.rp != null ? q.rp.kprobe() : null;   // a kretprobe's entry probe too
+                if (k != null && (k.flags() & Kprobe.FLAG_FTRACE) != 0) kprobes = true;
             }
         }
         int fprobeOps = latency.fprobeOnFgraph() ? (entryOnly ? 1 : 0) + (withExit ? 1 : 0) : fprobes;
         return (kprobes ? 1 : 0) + fprobeOps;
     }
 
-    /** The ftrace site a probe fires from (an fprobe's site, a kprobe's address), 0 for none. */
-    private static long ftraceSite(Probe p) {
-        if (p.reportedIp != 0) return p.reportedIp;
+    /** The function whose ftrace site a probe fires from (its start), 0 for none. */
+    private long ftraceFunction(Probe p) {
+        if (p.def instanceof FprobeDef f) return symbols.lookupName(p.function != null ? p.function : f.symbol()).orElse(0);
         Kprobe k = p.kp != null ? p.kp : p.rp != null ? p.rp.kprobe() : null;
-        return k == null ? 0 : k.address();
+        return k == null ? 0 : symbols.symbolAt(k.address()).map(KernelSymbols.Symbol::start).orElse(0L);
     }
 
     /** Unregisters every probe (enabled or not) and forgets every event. */
