@@ -9,6 +9,7 @@ import dev.kpemu.unicorn.X86Reg;
 
 import java.util.NoSuchElementException;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * Where a booted kernel keeps the state ftrace's latency column is made of, from its BTF and
@@ -28,13 +29,14 @@ import java.util.Optional;
  *     reschedule is needed.</li>
  * <li>Both: {@code task_struct.thread_info.flags} (TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY) and
  *     {@code task_struct.migration_disabled}. The TIF bit numbers are the architectures' ABI:
- *     x86-64 TIF_NEED_RESCHED 3 before the generic TIF bits, arm64 1; with the generic TIF bits
- *     ({@code include/asm-generic/thread_info_tif.h}, the 7.x kernels) 4 and 5 (lazy).</li>
+ *     x86-64 TIF_NEED_RESCHED 3 before the generic TIF bits, 4 and 5 (lazy) with them
+ *     ({@code include/asm-generic/thread_info_tif.h}, the 7.x kernels); arm64 TIF_NEED_RESCHED 1
+ *     and, with lazy preemption (7.x), TIF_NEED_RESCHED_LAZY 2.</li>
  * </ul>
  */
 public final class LatencyLayout {
     private final Arch arch;
-    private final long x86PreemptGsOffset;       // x86: offset from GS_BASE of preempt_count, -1 when unknown
+    private final long x86PreemptGsOffset;       // x86: offset from GS_BASE of preempt_count
     private final boolean gsRelative;            // x86: false when current_task is read as a plain global (TaskLayout's rule)
     private final long preemptOffset;            // arm64: task_struct.thread_info.preempt_count, -1 when unknown
     private final long tiFlagsOffset, migrationOffset;
@@ -78,32 +80,31 @@ public final class LatencyLayout {
             boolean lazy = genericTifBits;   // the 7.x kernels select ARCH_HAS_PREEMPT_LAZY on both arches
             if (k.arch() == Arch.X86_64) {
                 KernelStructs.CurrentTask cur = k.currentTask();
-                long gs = x86PreemptGsOffset(btf, cur, symbols);
-                if (gs < 0) return null;
-                return new LatencyLayout(Arch.X86_64, gs, cur.gsRelative(), -1, tiFlags, migration, genericTifBits ? 4 : 3,
+                OptionalLong gs = x86PreemptGsOffset(btf, cur, symbols);   // 7.x: a kernel-half link address
+                if (gs.isEmpty()) return null;
+                return new LatencyLayout(Arch.X86_64, gs.getAsLong(), cur.gsRelative(), -1, tiFlags, migration, genericTifBits ? 4 : 3,
                         lazy ? 5 : -1, symbols);
             }
             long preempt = btf.offsetOf(task, "thread_info.preempt_count").offset();
-            return new LatencyLayout(Arch.ARM64, -1, false, preempt, tiFlags, migration, genericTifBits ? 4 : 1,
-                    lazy ? 5 : -1, symbols);
+            // arm64 keeps its own TIF numbers: TIF_NEED_RESCHED 1, and from 6.13 TIF_NEED_RESCHED_LAZY 2
+            return new LatencyLayout(Arch.ARM64, -1, false, preempt, tiFlags, migration, 1, lazy ? 2 : -1, symbols);
         } catch (NoSuchElementException | IllegalArgumentException e) {
             return null;
         }
     }
 
-    private static long x86PreemptGsOffset(Btf btf, KernelStructs.CurrentTask cur, KernelSymbols symbols) {
+    private static OptionalLong x86PreemptGsOffset(Btf btf, KernelStructs.CurrentTask cur, KernelSymbols symbols) {
         if (cur.symbol().equals("pcpu_hot")) {
             Optional<BtfType> hot = btf.structByName("pcpu_hot");
             Optional<Btf.Field> m = hot.flatMap(h -> btf.member(h, "preempt_count"));
-            return m.map(f -> cur.perCpuOffset() + f.offset()).orElse(-1L);
+            return m.isPresent() ? OptionalLong.of(cur.perCpuOffset() + m.get().offset()) : OptionalLong.empty();
         }
         Optional<Btf.VarLocation> task = btf.variable(cur.symbol()).filter(v -> v.section().equals(".data..percpu"));
         Optional<Btf.VarLocation> pc = btf.variable("__preempt_count").filter(v -> v.section().equals(".data..percpu"));
-        if (task.isPresent() && pc.isPresent()) return cur.perCpuOffset() - task.get().offset() + pc.get().offset();
+        if (task.isPresent() && pc.isPresent()) return OptionalLong.of(cur.perCpuOffset() - task.get().offset() + pc.get().offset());
         // a cache-hot per-CPU variable (6.15+) the BTF's DATASEC does not place: kallsyms' address,
         // which is GS-relative as current_task's is
-        var sym = symbols.lookupName("__preempt_count");
-        return sym.isPresent() ? sym.getAsLong() : -1;
+        return symbols.lookupName("__preempt_count");
     }
 
     /** Whether the kernel's fprobes are built on fgraph ({@link LatencyPaths.Kernel#fprobeOnFgraph}). */

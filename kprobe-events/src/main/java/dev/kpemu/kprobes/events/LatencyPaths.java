@@ -37,8 +37,11 @@ import dev.kpemu.machine.Arch;
  * <li>{@link Path#FPROBE_EXIT}: 6.12 {@code rethook_trampoline_handler} and
  *     {@code fprobe_exit_handler}'s trylock; 7.x the fgraph return path: two (recorded: depth 1
  *     on 6.12 and 7.2, both arches).</li>
- * <li>{@link Path#TRACEPOINT}: the tracepoint's preempt_disable_notrace ({@code __DO_TRACE}) and
- *     the probe's trylock: two (recorded: depth 1 on 6.12 and 7.2, both arches).</li>
+ * <li>{@link Path#TRACEPOINT}: the event's fprobe sits on the tracepoint's probestub, which the
+ *     guest's own tracepoint code calls (with 6.12's {@code __DO_TRACE} preempt_disable_notrace
+ *     already counted in the guest's state; 7.x's tracepoints no longer disable preemption): the
+ *     path adds what an fprobe entry with one ftrace_ops adds (recorded: depth 1 on 6.12 and 7.2,
+ *     both arches).</li>
  * </ul>
  */
 public final class LatencyPaths {
@@ -99,7 +102,8 @@ public final class LatencyPaths {
                 }
             }
             case FPROBE_ENTRY -> disables = (k.fprobeOnFgraph() ? 2 : 1) + listFunc;
-            case FPROBE_EXIT, TRACEPOINT -> disables = 2;
+            case TRACEPOINT -> disables = k.fprobeOnFgraph() ? 2 : 1;
+            case FPROBE_EXIT -> disables = 2;
             default -> throw new IllegalArgumentException(String.valueOf(path));
         }
         int pc = guest.preemptCount() + irqCounts + (k.preemption() ? disables : 0);
