@@ -53,11 +53,10 @@ import java.util.function.LongSupplier;
  *
  * <p>The trace context of a line: comm and pid of the guest's current task ({@link TaskLayout};
  * {@code <...>-0} when unknown, {@code <idle>} for pid 0), cpu {@code 000} (one vCPU), and the
- * latency columns: irqs-off ({@code d}) from the trapped context's RFLAGS.IF / PSTATE.I; the
- * need-resched, hardirq/softirq/NMI and preempt-depth columns are always {@code .} (kpemu does
- * not read the guest's preempt_count). Note that Linux, whose int3/BRK handlers run with
- * interrupts masked, prints {@code d} for every breakpoint-based probe; kpemu shows the probed
- * code's own interrupt state. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
+ * latency column Linux prints ({@link LatencyLayout}: the guest's interrupt flag, preempt_count,
+ * TIF flags and migration_disabled at the hit, plus what Linux's path for the probe adds,
+ * {@link LatencyPaths}); with no kernel structures (bare-metal guests) only irqs-off, from the
+ * trapped context's RFLAGS.IF / PSTATE.I. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
  *
  * <p>Filters and hist triggers ({@link #setFilter}, {@link #addTrigger}, {@link #hist}) work as
  * the kernel's {@code __event_trigger_test_discard}: every hit of an event that is enabled or has
