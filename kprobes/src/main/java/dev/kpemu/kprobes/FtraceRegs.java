@@ -23,6 +23,8 @@ final class FtraceRegs implements Regs {
 
     @Override public long origAx() { return 0; }
 
+    @Override public Entry entry() { return Entry.FTRACE; }
+
     @Override public long ip() { return live.ip(); }
 
     @Override public void setIp(long ip) { live.setIp(ip); }

@@ -30,6 +30,8 @@ final class OptimizedRegs implements Regs {
 
     @Override public Arch arch() { return live.arch(); }
 
+    @Override public Entry entry() { return Entry.JUMP; }
+
     @Override public long ip() { return ip; }
 
     /** Ignored: an optimized probe cannot change the execution path. */

@@ -58,4 +58,16 @@ public interface Regs {
      * the frame ftrace's trampoline builds for a kprobe on an ftrace site ({@link FtraceRegs}).
      */
     default long origAx() { return -1; }
+
+    /**
+     * How the handler was entered, the path Linux's handler would have come by: a breakpoint
+     * ({@code int3} / {@code BRK} exception), ftrace's call from an ftrace site
+     * ({@code kprobe_ftrace_handler}), or an optimized probe's jump ({@code optimized_callback}).
+     * The latency column of a trace line depends on it (interrupt state, preempt and irq counts
+     * the path adds).
+     */
+    default Entry entry() { return Entry.BREAKPOINT; }
+
+    /** The ways a probe's handler is entered ({@link #entry()}). */
+    enum Entry { BREAKPOINT, FTRACE, JUMP }
 }

@@ -69,7 +69,22 @@ class CorpusTraceTest {
             Files.write(Path.of("target", "corpus-" + v.get("release") + ".kpemu.trace"), kpemuLines);
             assertTrue(expected.size() > 1000, "Linux's window holds the workload: " + expected.size() + " events");
             assertTrue(!actual.isEmpty(), "kpemu's trace has the workload's window");
-            TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
+            // The latency column is compared in full on arm64. On x86-64 kpemu's jump optimizer does
+            // not decide as Linux's did on some of the corpus's probe sites (6.1/6.12: sites Linux
+            // optimized stay int3 probes in kpemu; 7.2: the reverse), and the column tells the int3
+            // path (an NMI: "..Zff", "d.Z..") from the jump ("....."): there a differing column must
+            // be such a pair (exactly one side in NMI), every other event's column must be equal.
+            TraceComparator.Context columns = arch == Arch.ARM64 ? TraceComparator.Context.LINUX : TraceComparator.Context.NONE;
+            TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")), columns);
+            if (arch != Arch.ARM64) {
+                TraceComparator.Result withColumn = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
+                List<TraceComparator.Mismatch> columnDiffs = withColumn.mismatches().stream().filter(m -> m.field().equals("latency")).toList();
+                List<TraceComparator.Mismatch> notOptimizer = columnDiffs.stream()
+                        .filter(m -> (m.expected().charAt(2) == 'Z') == (m.actual().charAt(2) == 'Z')).toList();
+                System.out.printf("corpus %s %s: latency column differs from Linux's on %d of %d events, each an int3 hit against a jump (the optimizer's decision)%n",
+                        v.get("release"), arch.linuxName(), columnDiffs.size(), Math.min(expected.size(), actual.size()));
+                assertTrue(notOptimizer.isEmpty(), v.get("release") + " latency columns differing otherwise: " + notOptimizer.stream().limit(20).toList());
+            }
             int lines = Math.min(expected.size(), actual.size());
             long args = expected.stream().mapToLong(e -> e.args().size()).sum();
             Set<Integer> bad = new HashSet<>();

@@ -116,6 +116,13 @@ public enum Dialect {
         return major == 6 && minor >= 10 ? LINUX_6_12 : LINUX_6_1;
     }
 
+    /**
+     * Whether the kernel numbers its thread flags with the generic TIF bits
+     * ({@code include/asm-generic/thread_info_tif.h}: TIF_NEED_RESCHED 4, TIF_NEED_RESCHED_LAZY 5),
+     * as the 7.x kernels do on x86-64 and arm64; before, x86-64's TIF_NEED_RESCHED is 3, arm64's 1.
+     */
+    public boolean hasGenericTifBits() { return this == LINUX_7 || this == MAINLINE; }
+
     /** Whether arguments may name the probed function's parameters and their members from BTF (6.10+). */
     public boolean hasBtfArgs() { return btfArgs; }
 

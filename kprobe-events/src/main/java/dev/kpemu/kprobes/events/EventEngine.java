@@ -54,11 +54,10 @@ import java.util.function.LongSupplier;
  *
  * <p>The trace context of a line: comm and pid of the guest's current task ({@link TaskLayout};
  * {@code <...>-0} when unknown, {@code <idle>} for pid 0), cpu {@code 000} (one vCPU), and the
- * latency columns: irqs-off ({@code d}) from the trapped context's RFLAGS.IF / PSTATE.I; the
- * need-resched, hardirq/softirq/NMI and preempt-depth columns are always {@code .} (kpemu does
- * not read the guest's preempt_count). Note that Linux, whose int3/BRK handlers run with
- * interrupts masked, prints {@code d} for every breakpoint-based probe; kpemu shows the probed
- * code's own interrupt state. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
+ * latency column Linux prints ({@link LatencyLayout}: the guest's interrupt flag, preempt_count,
+ * TIF flags and migration_disabled at the hit, plus what Linux's path for the probe adds,
+ * {@link LatencyPaths}); with no kernel structures (bare-metal guests) only irqs-off, from the
+ * trapped context's RFLAGS.IF / PSTATE.I. The timestamp is guest time ({@link dev.kpemu.machine.VirtualClock#liveNanos()}).
  *
  * <p>Filters and hist triggers ({@link #setFilter}, {@link #addTrigger}, {@link #hist}) work as
  * the kernel's {@code __event_trigger_test_discard}: every hit of an event that is enabled or has
@@ -161,7 +160,7 @@ public final class EventEngine implements AutoCloseable {
                 return 0;
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
-            emit(this, false, ip, 0, buffer.bytes());
+            emit(this, false, ip, 0, buffer.bytes(), entryPath(this, regs));
             return 0;
         }
 
@@ -177,7 +176,7 @@ public final class EventEngine implements AutoCloseable {
             }
             long func = rp.kprobe().address();
             long ret = ri.returnAddress();
-            emit(this, true, func, ret, buffer.bytes());
+            emit(this, true, func, ret, buffer.bytes(), def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
             return 0;
         }
     }
@@ -188,6 +187,11 @@ public final class EventEngine implements AutoCloseable {
     private final KernelSymbols symbols;
     private final TraceFormatter formatter;
     private final MachineFetchContext ctx;
+    /** The kernel's layout for the latency column (null: only the interrupt state is known). */
+    private KernelStructs structs;
+    private LatencyLayout latency;
+    /** Whether an fprobe was ever registered (ftrace_ops are counted only then). */
+    private boolean anyFprobe;
     private final CompiledProbe.FetchBuffer buffer = new CompiledProbe.FetchBuffer();
     /** Every probe in creation order (the dyn_event list: listing and profile order). */
     private final List<Probe> probes = new ArrayList<>();
@@ -231,7 +235,10 @@ public final class EventEngine implements AutoCloseable {
 
     /** As {@link #attach(Kprobes, KernelSymbols, TaskLayout, PrintStream)} with the layout from the kernel's BTF. */
     public static EventEngine attach(Kprobes kprobes, KernelSymbols symbols, KernelStructs structs, PrintStream out) {
-        return new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
+        EventEngine e = new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
+        e.structs = structs;
+        e.latency = structs == null ? null : LatencyLayout.of(structs, symbols, e.dialect.hasGenericTifBits());
+        return e;
     }
 
     /** Trace lines to standard output. */
@@ -245,6 +252,7 @@ public final class EventEngine implements AutoCloseable {
     public EventEngine dialect(Dialect d) {
         this.dialect = Objects.requireNonNull(d);
         this.parser = new ProbeParser(arch, d, symbols);
+        if (structs != null) latency = LatencyLayout.of(structs, symbols, d.hasGenericTifBits());
         return this;
     }
 
@@ -486,6 +494,7 @@ public final class EventEngine implements AutoCloseable {
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
+        if (def instanceof FprobeDef) anyFprobe = true;
         if (def.isReturn()) {
             Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
@@ -879,21 +888,24 @@ public final class EventEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ records
 
-    /** The latency column of kpemu's events: only the irqs-off flag is the probed code's ({@link TraceContext#latency}). */
+    /** The latency column when the kernel's state for it cannot be read: only the irqs-off flag ({@link TraceContext#latency}). */
     private static final String IRQS_ON = TraceContext.latency(false, false, false, false, false, false, false, 0, 0),
             IRQS_OFF = TraceContext.latency(true, false, false, false, false, false, false, 0, 0);
 
     /**
-     * One hit's record: the context columns and the fetched argument area {@code data} (the
-     * kernel's trace entry); its text is formatted when a reader asks for it, not here.
+     * One hit's record: the context columns (the latency column as Linux's path {@code path} would
+     * print it, {@link LatencyFlags}) and the fetched argument area {@code data} (the kernel's trace
+     * entry); its text is formatted when a reader asks for it, not here.
      */
-    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data) {
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data, LatencyPaths.Path path) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
         else if (pid == 0) comm = "<idle>";
         else comm = commString(ctx.comm());
-        TraceContext c = new TraceContext(comm, pid, 0, ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON, clock.getAsLong());
+        String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
+        if (lat == null) lat = ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
+        TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
         CompiledProbe cp = p.compiled;
         String head = p.head(isReturn, ip, retIp);
         java.util.function.Supplier<String> body = () -> head + formatter.formatArgs(cp, data);
@@ -923,6 +935,51 @@ public final class EventEngine implements AutoCloseable {
             lastCommString = new String(comm, StandardCharsets.UTF_8);
         }
         return lastCommString;
+    }
+
+    /** How Linux fires the event of {@code p}'s entry hit through {@code regs} ({@link LatencyPaths}). */
+    private static LatencyPaths.Path entryPath(Probe p, Regs regs) {
+        if (p.def instanceof FprobeDef f) return f.tracepoint() ? LatencyPaths.Path.TRACEPOINT : LatencyPaths.Path.FPROBE_ENTRY;
+        return switch (regs.entry()) {
+            case FTRACE -> LatencyPaths.Path.FTRACE;
+            case JUMP -> LatencyPaths.Path.JUMP;
+            case BREAKPOINT -> LatencyPaths.Path.BREAKPOINT;
+        };
+    }
+
+    /**
+     * How many ftrace_ops Linux would have on the ftrace site {@code p} fires from: one for the
+     * kprobes on ftrace there ({@code kprobe_ftrace_ops}); for fprobes, 6.12 one per fprobe, 7.x
+     * one for the entry-only fprobes ({@code fprobe_ftrace_ops}) and one for those with an exit
+     * (fgraph's). Only asked for ftrace-site paths, and only counted when an fprobe exists.
+     */
+    private int ftraceOps(Probe p, LatencyPaths.Path path) {
+        if (path != LatencyPaths.Path.FTRACE && path != LatencyPaths.Path.FPROBE_ENTRY) return 1;
+        if (!anyFprobe) return 1;
+        long function = ftraceFunction(p);
+        boolean kprobes = false, entryOnly = false, withExit = false;
+        int fprobes = 0;
+        for (Probe q : probes) {
+            if (!q.registered || !q.event.armed || ftraceFunction(q) != function) continue;
+            if (q.def instanceof FprobeDef f) {
+                if (f.tracepoint()) continue;
+                fprobes++;
+                if (q.def.isReturn()) withExit = true;
+                else entryOnly = true;
+            } else {
+                Kprobe k = q.kp != null ? q.kp : q.rp != null ? q.rp.kprobe() : null;   // a kretprobe's entry probe too
+                if (k != null && (k.flags() & Kprobe.FLAG_FTRACE) != 0) kprobes = true;
+            }
+        }
+        int fprobeOps = latency.fprobeOnFgraph() ? (entryOnly ? 1 : 0) + (withExit ? 1 : 0) : fprobes;
+        return (kprobes ? 1 : 0) + fprobeOps;
+    }
+
+    /** The function whose ftrace site a probe fires from (its start), 0 for none. */
+    private long ftraceFunction(Probe p) {
+        if (p.def instanceof FprobeDef f) return symbols.lookupName(p.function != null ? p.function : f.symbol()).orElse(0);
+        Kprobe k = p.kp != null ? p.kp : p.rp != null ? p.rp.kprobe() : null;
+        return k == null ? 0 : symbols.symbolAt(k.address()).map(KernelSymbols.Symbol::start).orElse(0L);
     }
 
     /** Unregisters every probe (enabled or not) and forgets every event. */

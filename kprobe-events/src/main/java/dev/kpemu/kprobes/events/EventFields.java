@@ -62,7 +62,7 @@ public final class EventFields {
             case "__probe_ret_ip" -> r.retIp();
             case "common_type" -> r.id();
             case "common_flags" -> r.commonFlags();
-            case "common_preempt_count" -> 0;
+            case "common_preempt_count" -> r.commonPreemptCount();
             case "common_pid" -> r.context().pid();
             case "CPU", "cpu" -> r.context().cpu();
             default -> argBits(r.arg(f.name()));

@@ -96,8 +96,11 @@ public final class TraceRecord {
         return open < 3 || close < 0 ? "" : body.substring(open, close);
     }
 
-    /** {@code common_flags}' TRACE_FLAG_IRQS_OFF (0x01) from the latency column. */
-    public int commonFlags() { return context.latency().charAt(0) == 'd' ? 0x01 : 0; }
+    /** {@code common_flags}: the entry's trace flags, as the latency column shows them ({@link LatencyFlags#flagsOf}). */
+    public int commonFlags() { return LatencyFlags.flagsOf(context.latency()); }
+
+    /** {@code common_preempt_count}: preempt depth, migrate-disable depth in the high nibble ({@link LatencyFlags#preemptCountOf}). */
+    public int commonPreemptCount() { return LatencyFlags.preemptCountOf(context.latency()); }
 
     /** The full {@code trace} line (no newline). */
     public String line() { return TraceFormatter.contextPrefix(context) + body(); }
