@@ -807,6 +807,15 @@ public final class Unicorn implements AutoCloseable {
     }
 
     /**
+     * The native function pointer of an upcall to {@code h} with Unicorn's x86 {@code syscall}
+     * hook signature ({@code uc_cb_insn_syscall_t}), for a native hook that forwards to Java.
+     * The stub lives as long as {@code arena}.
+     */
+    public MemorySegment syscallUpcallStub(SyscallHook h, Arena arena) {
+        return LINKER.upcallStub(ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, arena);
+    }
+
+    /**
      * An instruction hook ({@code insn}: e.g. {@link #ARM64_INS_MRS}) whose callback is native
      * code with its own {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
