@@ -17,7 +17,7 @@ import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
@@ -252,12 +252,7 @@ public final class KpemuSession implements AutoCloseable {
             outcome = Outcome.REJECTED;
             status = traced.rejectedAtRegistration().getMessage();
         } else {
-            outcome = switch (r.exitCode()) {
-                case BootRunner.EXIT_POWERED_OFF -> Outcome.POWERED_OFF;
-                case BootRunner.EXIT_TIMEOUT -> Outcome.TIMEOUT;
-                case BootRunner.EXIT_GUEST_FAILED -> Outcome.GUEST_FAILED;
-                default -> Outcome.STOPPED;
-            };
+            outcome = Outcome.of(r.outcome());
         }
         return new SessionResult(outcome, status, r.guestNanos(), r.commandExit(),
                 commandBytes.toString(StandardCharsets.UTF_8), r.lastLines(), trace, failures);

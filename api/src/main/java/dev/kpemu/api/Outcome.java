@@ -1,25 +1,30 @@
 package dev.kpemu.api;
 
+import dev.kpemu.boot.BootOutcome;
+
 /**
- * How a {@link KpemuSession} ended. {@link #exitCode()} is the code {@code kpemu boot} exits with
- * for the same ending (the CLI's {@code ExitCodes}).
+ * How a {@link KpemuSession} ended. The {@code kpemu} command maps the same endings to its exit
+ * codes (README, "Exit codes"); a Java program chooses its own.
  */
 public enum Outcome {
     /** The guest powered off (or reset) by itself: the normal end of a command or workload. */
-    POWERED_OFF(0),
+    POWERED_OFF,
     /** The guest stopped with a kernel panic or a fault it could not handle. */
-    GUEST_FAILED(3),
+    GUEST_FAILED,
     /** The guest-time limit ({@link KpemuSession.Builder#timeout}) was reached first. */
-    TIMEOUT(4),
+    TIMEOUT,
     /** The session was stopped ({@link ProbeContext#stopGuest}, {@link KpemuSession#stop}). */
-    STOPPED(1),
+    STOPPED,
     /** A kprobe_events definition was refused (before boot, or when registered), as Linux would refuse it. */
-    REJECTED(2);
+    REJECTED;
 
-    private final int exitCode;
-
-    Outcome(int exitCode) { this.exitCode = exitCode; }
-
-    /** The exit code of {@code kpemu boot} for this ending (0, 1, 2, 3 or 4). */
-    public int exitCode() { return exitCode; }
+    /** The session's outcome for a boot that ended this way. */
+    static Outcome of(BootOutcome boot) {
+        return switch (boot) {
+            case POWERED_OFF -> POWERED_OFF;
+            case GUEST_FAILED -> GUEST_FAILED;
+            case TIMEOUT -> TIMEOUT;
+            case STOPPED -> STOPPED;
+        };
+    }
 }

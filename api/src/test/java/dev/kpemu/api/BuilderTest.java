@@ -7,17 +7,14 @@ import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 
-import dev.kpemu.cli.ExitCodes;
+import dev.kpemu.boot.BootOutcome;
 
-/** What the builder refuses before anything boots, and the outcomes' exit codes (the CLI's table). */
+/** What the builder refuses before anything boots, and the session's outcome for each way a boot ends. */
 class BuilderTest {
     @Test
-    void outcomesExitAsTheCliDoes() {
-        assertEquals(ExitCodes.OK, Outcome.POWERED_OFF.exitCode());
-        assertEquals(ExitCodes.GUEST_PANIC, Outcome.GUEST_FAILED.exitCode());
-        assertEquals(ExitCodes.TIMEOUT, Outcome.TIMEOUT.exitCode());
-        assertEquals(ExitCodes.ERROR, Outcome.STOPPED.exitCode());
-        assertEquals(ExitCodes.USAGE, Outcome.REJECTED.exitCode());
+    void eachBootEndingIsTheSessionOutcomeOfTheSameName() {
+        for (BootOutcome b : BootOutcome.values()) assertEquals(b.name(), Outcome.of(b).name());
+        assertEquals(BootOutcome.values().length + 1, Outcome.values().length, "REJECTED is the session's own");
     }
 
     @Test

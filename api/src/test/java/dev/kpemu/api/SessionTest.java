@@ -73,7 +73,6 @@ class SessionTest {
     void aDefinitionLinuxRefusesEndsTheSessionBeforeBoot() {
         SessionResult r = KpemuSession.builder().events("p:bad kpemu_no_such_function").build().run();
         assertEquals(Outcome.REJECTED, r.outcome());
-        assertEquals(2, r.outcome().exitCode());
         assertEquals(0, r.guestNanos(), "nothing ran");
     }
 
@@ -98,7 +97,6 @@ class SessionTest {
         SessionResult r = s.run();
         assertEquals(Outcome.STOPPED, r.outcome(), r.status());
         assertEquals("stopped: seen cat's open", r.status());
-        assertEquals(1, r.outcome().exitCode());
         assertEquals(null, r.commandExit(), "stopped before cat ended");
         r.assertNoHandlerFailures();
         assertFalse(frames.isEmpty());

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.LinuxGuest;
@@ -16,6 +17,7 @@ import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu bench boot}: what probes cost on a booted kernel (Debian's default kernel and
@@ -139,7 +141,7 @@ public final class BootBench {
         BootRunner.Result r = BootRunner.boot(options(arch), hooks);
         long reg = traced == null ? 0 : Math.max(0, traced.registrationCpuNanos());
         Boot b = new Boot(label, traced == null ? 0 : traced.effectiveDefinitions().size(), r.instructions(), hooks.end - hooks.start - hooks.inHooks,
-                traced == null ? 0 : traced.eventCount(), reg, r.exitCode());
+                traced == null ? 0 : traced.eventCount(), reg, ExitCodes.of(r.outcome()));
         if (progress != null) progress.printf("kpemu: bench boot %s %s: %s, %d instructions, %.2f s%n", arch.linuxName(), label, r.status(),
                 r.instructions(), b.runNanos() / 1e9);
         return b;
@@ -163,7 +165,7 @@ public final class BootBench {
                     for (Kprobe k : t[0].kprobes().probesAt(r.ip())) if (!k.isDisabled()) t[0].kprobes().disable(k);
                 });
         BootRunner.Result r = BootRunner.boot(options(arch), t[0]);
-        if (r.exitCode() != BootRunner.EXIT_POWERED_OFF) throw new IllegalStateException("survey boot: " + r.status());
+        if (r.outcome() != BootOutcome.POWERED_OFF) throw new IllegalStateException("survey boot: " + r.status());
         var syms = dev.kpemu.image.Kallsyms.load(GuestImages.forRepository().kernel(arch)).symbols();
         TreeSet<String> cold = new TreeSet<>();
         for (String d : t[0].effectiveDefinitions()) {

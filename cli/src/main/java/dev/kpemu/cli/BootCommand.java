@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.GuestTerminal;
@@ -30,6 +31,7 @@ import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.RecordedTraceReader;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu boot}: boots a Linux kernel (by default Debian's, with the default initramfs),
@@ -352,7 +354,7 @@ final class BootCommand implements Callable<Integer> {
                 if (traced != null) printTables(tables, err, traced, setup);
                 tables.flush();
                 out.flush();
-                int code = r.exitCode();
+                int code = ExitCodes.of(r.outcome());
                 boolean hostStopped = r.stop() instanceof StopReason.HostRequest;
                 if (hostStopped && signals.caught() != null) {
                     code = signals.exitCode();
@@ -360,18 +362,18 @@ final class BootCommand implements Callable<Integer> {
                 } else if (hostStopped) {
                     code = ExitCodes.OK;     // Ctrl-A x, or the end of replayed input
                     err.printf("kpemu: %s at guest %.3f s%n", r.status(), r.guestNanos() / 1e9);
-                } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && r.commandExit() != null) {
+                } else if (gc.commandGuest() && r.outcome() == BootOutcome.POWERED_OFF && r.commandExit() != null) {
                     code = r.commandExit();
-                } else if (gc.commandGuest() && r.exitCode() == ExitCodes.OK && noTerminal(r.lastLines()) != null) {
+                } else if (gc.commandGuest() && r.outcome() == BootOutcome.POWERED_OFF && noTerminal(r.lastLines()) != null) {
                     code = ExitCodes.ERROR;
                     err.println("kpemu: the command could not run: " + noTerminal(r.lastLines()));
                 } else {
-                    if (gc.commandGuest() && r.exitCode() == ExitCodes.OK) {
+                    if (gc.commandGuest() && r.outcome() == BootOutcome.POWERED_OFF) {
                         code = ExitCodes.ERROR;
                         err.println("kpemu: the guest powered off without reporting the command's exit status");
                     }
                     err.printf("kpemu: %s (exit %d); guest %.3f s, %d instructions, %d interrupts; host %.2f s",
-                            r.status(), r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
+                            r.status(), ExitCodes.of(r.outcome()), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
                     if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
                     err.println();
                     if (code != ExitCodes.OK) {
@@ -383,14 +385,14 @@ final class BootCommand implements Callable<Integer> {
                 if (outputs != null) {
                     StreamedOutputs.Finished f;
                     try {
-                        f = outputs.finish(header(traced, a, version, kernelFile, initrdFile), r.exitCode() == ExitCodes.OK && !hostStopped);
+                        f = outputs.finish(header(traced, a, version, kernelFile, initrdFile), r.outcome() == BootOutcome.POWERED_OFF && !hostStopped);
                     } catch (RecordedTrace.MalformedTraceException e) {
                         err.println("kpemu: " + e.getMessage());
                         return ExitCodes.ERROR;
                     }
                     if (f.recorded() != null)
                         err.printf("kpemu: recorded %d events to %s%s%n", f.recorded(), record,
-                                r.exitCode() == ExitCodes.OK ? "" : " (the guest did not power off: do not use it as a golden)");
+                                r.outcome() == BootOutcome.POWERED_OFF ? "" : " (the guest did not power off: do not use it as a golden)");
                     if (f.perfetto() != null) {
                         if ("-".equals(perfetto)) out.flush();
                         var c = f.perfetto();

@@ -30,6 +30,7 @@ import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu check-events}: validates kprobe_events definitions against a kernel's symbols

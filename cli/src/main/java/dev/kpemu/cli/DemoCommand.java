@@ -19,6 +19,7 @@ import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu demo}: the first thing a newcomer runs. Boots Debian's kernel on each
@@ -75,9 +76,9 @@ final class DemoCommand implements Callable<Integer> {
             }
             out.flush();
             err.printf("-- %s: %s (exit %d); guest %.3f s, %d instructions; host %.2f s%n%n", a.linuxName(), r.status(),
-                    r.exitCode(), r.guestNanos() / 1e9, r.instructions(), r.hostNanos() / 1e9);
+                    ExitCodes.of(r.outcome()), r.guestNanos() / 1e9, r.instructions(), r.hostNanos() / 1e9);
             err.flush();
-            codes.add(r.exitCode());
+            codes.add(ExitCodes.of(r.outcome()));
         }
         return codes.stream().filter(c -> c != ExitCodes.OK).findFirst().orElse(ExitCodes.OK);
     }

@@ -1,5 +1,7 @@
 package dev.kpemu.cli;
 
+import dev.kpemu.boot.BootOutcome;
+
 /** The exit codes of every kpemu command, in one place. */
 public final class ExitCodes {
     private ExitCodes() {}
@@ -24,4 +26,17 @@ public final class ExitCodes {
      * another boot (kernel, initramfs, command line, memory, machine or kpemu build); nothing ran.
      */
     public static final int SNAPSHOT_REFUSED = 6;
+
+    /**
+     * The exit code of {@code kpemu boot} (and of the other commands that boot) for how the boot
+     * ended: powered off 0, guest panic or fault 3, guest-time limit 4, stopped by the host 1.
+     */
+    public static int of(BootOutcome outcome) {
+        return switch (outcome) {
+            case POWERED_OFF -> OK;
+            case GUEST_FAILED -> GUEST_PANIC;
+            case TIMEOUT -> TIMEOUT;
+            case STOPPED -> ERROR;
+        };
+    }
 }

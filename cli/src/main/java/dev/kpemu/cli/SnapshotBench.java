@@ -15,6 +15,7 @@ import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.snapshot.SnapshotException;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * {@code kpemu bench snapshot}: a probe session on Debian's default kernel and kpemu's initramfs
@@ -81,7 +82,7 @@ final class SnapshotBench {
                 new PrintStream(new ByteArrayOutputStream())), traced, snapshot);
         long wall = System.nanoTime() - t0, cpu = processCpuNanos() - cpu0;
         lastResult = r;
-        return new Row(arch, label, r.instructions(), wall, cpu, traced.eventCount(), r.exitCode());
+        return new Row(arch, label, r.instructions(), wall, cpu, traced.eventCount(), ExitCodes.of(r.outcome()));
     }
 
     private static long processCpuNanos() {

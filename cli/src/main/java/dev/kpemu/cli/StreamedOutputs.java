@@ -15,6 +15,7 @@ import dev.kpemu.kprobes.events.StreamingTraceComparison;
 import dev.kpemu.kprobes.events.TraceComparison;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.session.TracedBoot;
 
 /**
  * The outputs of a traced boot that need the whole trace — {@code --record}, {@code --perfetto},

@@ -12,12 +12,6 @@ import dev.kpemu.machine.arm64.devices.GenericTimer;
 public final class Arm64DeviceTree {
     /** phandles. */
     public static final int PHANDLE_GIC = 1, PHANDLE_APB_CLOCK = 2;
-    /** The PL011's interrupt: SPI 1 (GIC interrupt ID 33). */
-    public static final int UART_SPI = 1;
-    public static final int UART_INTID = 32 + UART_SPI;
-    /** The terminal PL011's interrupt (the second UART, on boots that run a command): SPI 2. */
-    public static final int TERMINAL_UART_SPI = 2;
-    public static final int TERMINAL_UART_INTID = 32 + TERMINAL_UART_SPI;
     /** GIC interrupt specifier flags: edge rising 1, level high 4; PPIs carry a CPU mask in bits 15:8. */
     static final int GIC_SPI = 0, GIC_PPI = 1, IRQ_LEVEL_HIGH = 4, PPI_CPU0 = 1 << 8;
     public static final int APB_CLOCK_HZ = 24_000_000;
@@ -128,7 +122,7 @@ public final class Arm64DeviceTree {
         w.beginNode(uartNode())
                 .property("compatible", "arm,pl011", "arm,primecell")
                 .propertyU64("reg", Arm64Layout.UART_BASE, Arm64Layout.UART_SIZE)
-                .propertyU32("interrupts", GIC_SPI, UART_SPI, IRQ_LEVEL_HIGH)
+                .propertyU32("interrupts", GIC_SPI, Arm64Layout.UART_SPI, IRQ_LEVEL_HIGH)
                 .propertyU32("clocks", PHANDLE_APB_CLOCK, PHANDLE_APB_CLOCK)
                 .property("clock-names", "uartclk", "apb_pclk")
                 .endNode();
@@ -137,7 +131,7 @@ public final class Arm64DeviceTree {
             w.beginNode(terminalUartNode())
                     .property("compatible", "arm,pl011", "arm,primecell")
                     .propertyU64("reg", Arm64Layout.TERMINAL_UART_BASE, Arm64Layout.UART_SIZE)
-                    .propertyU32("interrupts", GIC_SPI, TERMINAL_UART_SPI, IRQ_LEVEL_HIGH)
+                    .propertyU32("interrupts", GIC_SPI, Arm64Layout.TERMINAL_UART_SPI, IRQ_LEVEL_HIGH)
                     .propertyU32("clocks", PHANDLE_APB_CLOCK, PHANDLE_APB_CLOCK)
                     .property("clock-names", "uartclk", "apb_pclk")
                     .endNode();

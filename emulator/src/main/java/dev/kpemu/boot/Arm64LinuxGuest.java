@@ -14,6 +14,7 @@ import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.machine.board.Arm64Board;
 
 /** An arm64 Linux guest on kpemu's board ({@link Arm64Board}), loaded by the arm64 boot protocol. */
 final class Arm64LinuxGuest implements LinuxGuest {

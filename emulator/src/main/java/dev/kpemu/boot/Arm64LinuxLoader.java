@@ -6,6 +6,7 @@ import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
+import dev.kpemu.machine.board.Arm64Board;
 import dev.kpemu.machine.arm64.devices.Pl011;
 import dev.kpemu.unicorn.Arm64Reg;
 

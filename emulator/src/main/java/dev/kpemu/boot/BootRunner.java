@@ -22,15 +22,13 @@ import dev.kpemu.machine.snapshot.MachineSnapshot;
 import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
- * Boots a Linux kernel on kpemu, either architecture, and maps the outcome to the CLI's exit
- * codes: {@value #EXIT_POWERED_OFF} the guest powered off, {@value #EXIT_GUEST_FAILED} guest
- * panic or unhandled fault (with the kernel's last lines and the PC/symbol),
- * {@value #EXIT_TIMEOUT} the guest-time limit passed. The timeout is in guest seconds (virtual
+ * Boots a Linux kernel on kpemu, either architecture, and tells how it ended
+ * ({@link BootOutcome}): the guest powered off, a guest panic or unhandled fault (with the
+ * kernel's last lines and the PC/symbol), the guest-time limit passed, or the host stopped it. The timeout is in guest seconds (virtual
  * time, so a given run always stops at the same point). Each arch prepares its guest
  * ({@link X86LinuxGuest}, {@link Arm64LinuxGuest}); the run loop here is shared.
  */
 public final class BootRunner {
-    public static final int EXIT_POWERED_OFF = 0, EXIT_ERROR = 1, EXIT_GUEST_FAILED = 3, EXIT_TIMEOUT = 4;
     /** Console lines kept for the failure report. */
     public static final int KEEP_LINES = 40;
     /** The line that ends a panic's oops. */
@@ -67,7 +65,7 @@ public final class BootRunner {
      * {@code commandExit}: the exit status the guest's command reported ({@link CommandGuest}), or null.
      * {@code snapshot}: what this boot did with a snapshot ({@link SnapshotUse}), or null without one.
      */
-    public record Result(int exitCode, String status, StopReason stop, long guestNanos, long instructions,
+    public record Result(BootOutcome outcome, String status, StopReason stop, long guestNanos, long instructions,
                          long hostNanos, long initDoneGuestNanos, long initDoneHostNanos, long interrupts,
                          List<String> lastLines, long pc, String symbol, String stats, Integer commandExit,
                          SnapshotUse snapshot) {}
@@ -185,7 +183,7 @@ public final class BootRunner {
             if (o.terminal() != null && o.terminal().input() != null) TerminalFeed.start(m, guest.terminal(), o.terminal());
             if (o.hostStop() != null) o.hostStop().attach(m);
             StopReason stop;
-            int exit;
+            BootOutcome outcome;
             String status;
             long panicAt = -1;
             while (true) {
@@ -205,7 +203,7 @@ public final class BootRunner {
                     if (panicAt < 0) panicAt = m.clock().instructions();
                     if (con.seen(PANIC_END) || m.clock().instructions() - panicAt >= PANIC_GRACE_INSTRUCTIONS
                             || !(stop instanceof StopReason.BudgetExhausted)) {
-                        exit = EXIT_GUEST_FAILED;
+                        outcome = BootOutcome.GUEST_FAILED;
                         status = "guest kernel panic: " + panicLine(con.lastLines());
                         break;
                     }
@@ -213,24 +211,24 @@ public final class BootRunner {
                 }
                 if (stop instanceof StopReason.Breakpoint b && hooks.breakpoint(guest, b.address())) continue;
                 if (stop instanceof StopReason.GuestTimeLimit) {
-                    exit = EXIT_TIMEOUT;
+                    outcome = BootOutcome.TIMEOUT;
                     status = String.format("timeout after %.3f guest seconds", m.clock().nanos() / 1e9);
                     break;
                 }
                 if (stop instanceof StopReason.HostRequest h) {
-                    exit = EXIT_ERROR;
+                    outcome = BootOutcome.STOPPED;
                     status = "stopped: " + h.why();
                     break;
                 }
                 if (stop instanceof StopReason.BudgetExhausted) {
                     if (m.clock().nanos() >= limitNanos) {
-                        exit = EXIT_TIMEOUT;
+                        outcome = BootOutcome.TIMEOUT;
                         status = String.format("timeout after %.3f guest seconds", m.clock().nanos() / 1e9);
                         break;
                     }
                     continue;
                 }
-                exit = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? EXIT_POWERED_OFF : EXIT_GUEST_FAILED;
+                outcome = stop instanceof StopReason.PoweredOff || stop instanceof StopReason.Reset ? BootOutcome.POWERED_OFF : BootOutcome.GUEST_FAILED;
                 status = switch (stop) {
                     case StopReason.PoweredOff p -> "guest powered off";
                     case StopReason.Reset r -> "guest reset";
@@ -253,7 +251,7 @@ public final class BootRunner {
             }
             long pc = m.pc();
             long doneHost = con.seenAtHost(Initramfs.MARK_DONE);
-            return new Result(exit, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
+            return new Result(outcome, status, stop, m.clock().nanos(), m.clock().instructions(), System.nanoTime() - hostStart,
                     con.seenAt(Initramfs.MARK_DONE), doneHost < 0 ? -1 : doneHost - hostStart, guest.interrupts(),
                     con.lastLines(), pc, symbolize(guest, pc), guest.stats(), CommandGuest.exitStatus(con.firstLineWith(CommandGuest.EXIT_MARKER)),
                     used);
@@ -340,13 +338,13 @@ public final class BootRunner {
         }
         Result r = boot(new Options(arch, kernel, initrd, append, mem, timeout, System.err, System.out));
         System.out.printf("kpemu: stats %s%n", r.stats());
-        System.out.printf("kpemu: %s (exit %d) at pc 0x%x %s; guest %.3f s, %d instructions, %d interrupts, host %.2f s; init done at guest %.3f s host %.2f s%n",
-                r.status(), r.exitCode(), r.pc(), r.symbol(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(),
+        System.out.printf("kpemu: %s (%s) at pc 0x%x %s; guest %.3f s, %d instructions, %d interrupts, host %.2f s; init done at guest %.3f s host %.2f s%n",
+                r.status(), r.outcome(), r.pc(), r.symbol(), r.guestNanos() / 1e9, r.instructions(), r.interrupts(),
                 r.hostNanos() / 1e9, r.initDoneGuestNanos() / 1e9, r.initDoneHostNanos() / 1e9);
-        if (r.exitCode() == EXIT_GUEST_FAILED) {
+        if (r.outcome() == BootOutcome.GUEST_FAILED) {
             System.out.println("kpemu: last console lines:");
             for (String l : r.lastLines()) System.out.println("  " + l);
         }
-        System.exit(r.exitCode());
+        System.exit(r.outcome() == BootOutcome.POWERED_OFF ? 0 : 1);
     }
 }

@@ -8,7 +8,7 @@ import dev.kpemu.image.btf.BtfLocator;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
-import dev.kpemu.machine.x86.X86Pc;
+import dev.kpemu.machine.board.X86Pc;
 
 /** An x86-64 Linux guest on kpemu's PC ({@link X86Pc}), loaded by the 64-bit boot protocol. */
 final class X86LinuxGuest implements LinuxGuest {

@@ -40,6 +40,7 @@ public abstract class Machine implements AutoCloseable {
     /** A stop asked for by another host thread (a signal handler, a terminal reader), taken at the next slice boundary. */
     private volatile StopReason stopFromOtherThread;
     private TrapHandler trapHandler;
+    private InterruptController interruptController;
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
@@ -91,6 +92,16 @@ public abstract class Machine implements AutoCloseable {
 
     /** The walker for the guest's current page tables (or identity when paging is off). */
     public abstract PageTableWalker pageTables();
+
+    /**
+     * Connects the interrupt controller in front of the CPU (the 8259 pair, the GIC): from then
+     * on {@link #setInterruptLine} drives its inputs and the backend takes an interrupt when its
+     * output is asserted. Without one, each backend latches raised lines itself (bare-metal tests).
+     */
+    public void setInterruptController(InterruptController c) { this.interruptController = c; }
+
+    /** The connected interrupt controller, or null. */
+    public InterruptController interruptController() { return interruptController; }
 
     /** Raises (or lowers) the external interrupt line {@code irq} of the interrupt controller. */
     public abstract void setInterruptLine(int irq, boolean level);

@@ -60,7 +60,7 @@ class Arm64BootKernelTest {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, initrd, null, 256, 30, console, null));
         String out = console.toString(StandardCharsets.ISO_8859_1);
         String diag = r.status() + " at " + r.symbol() + "\n" + String.join("\n", r.lastLines());
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), diag);
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), diag);
         assertTrue(r.stop() instanceof StopReason.PoweredOff, diag);
         assertTrue(out.contains("Run /init as init process"), diag);
         assertTrue(out.contains(Initramfs.MARK_START), diag);
@@ -105,7 +105,7 @@ class Arm64BootKernelTest {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, images.initramfs(Arch.ARM64),
                 dev.kpemu.boot.Arm64LinuxLoader.DEFAULT_CMDLINE + " rdinit=/no/such/rdinit init=/no/such/init", 256, 30, console, null));
         String diag = r.status() + " at " + r.symbol() + "\n" + String.join("\n", r.lastLines());
-        assertEquals(BootRunner.EXIT_GUEST_FAILED, r.exitCode(), diag);
+        assertEquals(BootOutcome.GUEST_FAILED, r.outcome(), diag);
         assertTrue(r.status().startsWith("guest kernel panic: Kernel panic - not syncing"), diag);
         assertTrue(r.lastLines().stream().anyMatch(l -> l.contains(BootRunner.PANIC_END)), "the whole oops is kept\n" + diag);
         assertTrue(r.symbol().matches("\\w[\\w.]*\\+0x[0-9a-f]+/0x[0-9a-f]+"), "PC symbolized: " + r.symbol());
@@ -115,7 +115,7 @@ class Arm64BootKernelTest {
     void timeoutIsExitFour() throws Exception {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.ARM64, kernel, images.initramfs(Arch.ARM64),
                 null, 256, 0.05, new ByteArrayOutputStream(), null));
-        assertEquals(BootRunner.EXIT_TIMEOUT, r.exitCode(), r.status());
+        assertEquals(BootOutcome.TIMEOUT, r.outcome(), r.status());
         assertTrue(r.guestNanos() >= 50_000_000L && r.guestNanos() < 80_000_000L, "stopped near 50 ms of guest time: " + r.guestNanos());
     }
 }

@@ -53,7 +53,7 @@ class X86BootKernelTest {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.X86_64, kernel, initrd, null, 256, 30,
                 console, new PrintStream(new ByteArrayOutputStream())));
         String log = console.toString(StandardCharsets.ISO_8859_1);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         assertTrue(log.contains("Linux version 6."), "kernel banner");
         assertTrue(log.contains(Initramfs.MARK_DONE), "init marker");
         assertTrue(log.contains("reboot: Power down"), "ACPI S5 power-off");
@@ -91,7 +91,7 @@ class X86BootKernelTest {
         for (int i = 0; i < 2; i++) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.X86_64, kernel, initrd, null, 256, 30, out, null));
-            assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status());
+            assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
             t[i] = new long[] {r.initDoneGuestNanos(), r.instructions(), r.guestNanos()};
             console[i] = out.toString(java.nio.charset.StandardCharsets.ISO_8859_1);
         }

@@ -5,6 +5,7 @@ import java.time.Duration;
 
 import dev.kpemu.api.KpemuSession;
 import dev.kpemu.api.Kretprobe;
+import dev.kpemu.api.Outcome;
 import dev.kpemu.api.SessionResult;
 import dev.kpemu.machine.Arch;
 
@@ -40,6 +41,6 @@ public final class KretprobeExample {
     public static void main(String[] args) {
         SessionResult r = run(args.length > 0 ? Arch.parse(args[0]) : Arch.X86_64, System.out, new java.util.ArrayList<>());
         System.err.println("kpemu: " + r.outcome() + ": " + r.status());
-        System.exit(r.outcome().exitCode());
+        System.exit(r.outcome() == Outcome.POWERED_OFF ? 0 : 1);
     }
 }

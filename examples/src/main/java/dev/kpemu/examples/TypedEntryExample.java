@@ -6,6 +6,7 @@ import java.util.List;
 
 import dev.kpemu.api.KpemuSession;
 import dev.kpemu.api.Kprobe;
+import dev.kpemu.api.Outcome;
 import dev.kpemu.api.SessionResult;
 import dev.kpemu.machine.Arch;
 
@@ -39,6 +40,6 @@ public final class TypedEntryExample {
     public static void main(String[] args) {
         SessionResult r = run(Arch.X86_64, System.out, new java.util.ArrayList<>(), "cat", "/proc/version");
         System.err.println("kpemu: " + r.outcome() + ": " + r.status());
-        System.exit(r.outcome().exitCode());
+        System.exit(r.outcome() == Outcome.POWERED_OFF ? 0 : 1);
     }
 }

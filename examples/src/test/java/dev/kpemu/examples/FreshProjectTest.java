@@ -33,7 +33,6 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("kernel")
 class FreshProjectTest {
     static final String VERSION = "0.1.0-SNAPSHOT";
-    static final List<String> MODULES = List.of("emulator", "decoder", "kprobes", "optprobes", "cli", "api", "junit");
     /** A hang guard for the nested Maven build, not an assertion. */
     static final long LIMIT_MINUTES = 15;
 
@@ -135,8 +134,13 @@ class FreshProjectTest {
         link(user.resolve("dev"), dir.resolve("dev"), "kpemu");
         Path root = dev.kpemu.natives.NativeLibraries.repositoryRoot();
         install(kpemu, "kpemu-parent", root.resolve("pom.xml"), null);
-        for (String m : MODULES) {
-            install(kpemu, "kpemu-" + m, root.resolve(m).resolve("pom.xml"), builtJar("kpemu-" + m));
+        List<Path> jars = builtJars();
+        assertTrue(jars.stream().anyMatch(j -> j.getFileName().toString().startsWith("kpemu-junit-")),
+                "kpemu-junit's jar is not on the test class path (run through ./kpemu test, which packages it): " + jars);
+        // the module each jar was built in (MODULE/target/kpemu-ARTIFACT-VERSION.jar) gives its POM
+        for (Path jar : jars) {
+            String name = jar.getFileName().toString();
+            install(kpemu, name.substring(0, name.length() - ("-" + VERSION + ".jar").length()), jar.getParent().getParent().resolve("pom.xml"), jar);
         }
         return dir;
     }
@@ -156,14 +160,18 @@ class FreshProjectTest {
         if (jar != null) Files.copy(jar, d.resolve(artifact + "-" + VERSION + ".jar"));
     }
 
-    /** The jar this build packaged for {@code artifact}, from the test's class path (the reactor's jars under {@code ./kpemu test}). */
-    private static Path builtJar(String artifact) {
-        List<String> seen = new ArrayList<>();
+    /**
+     * The kpemu jars this build packaged that the extension needs: kpemu-junit and everything it
+     * depends on, as Maven put them on the test's class path (the reactor's jars under
+     * {@code ./kpemu test}); test jars and the examples' own classes are not among them.
+     */
+    private static List<Path> builtJars() {
+        List<Path> jars = new ArrayList<>();
         for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
             Path p = Path.of(e);
-            if (p.getFileName() != null && p.getFileName().toString().equals(artifact + "-" + VERSION + ".jar")) return p;
-            if (e.contains("kpemu")) seen.add(e);
+            String name = p.getFileName() == null ? "" : p.getFileName().toString();
+            if (name.startsWith("kpemu-") && name.endsWith("-" + VERSION + ".jar") && Files.isRegularFile(p.getParent().getParent().resolve("pom.xml"))) jars.add(p);
         }
-        throw new AssertionError(artifact + "'s jar is not on the test class path (run through ./kpemu test, which packages it): " + seen);
+        return jars;
     }
 }

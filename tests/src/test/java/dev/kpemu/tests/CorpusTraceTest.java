@@ -17,9 +17,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.kprobes.events.TraceComparator;
@@ -58,7 +59,7 @@ class CorpusTraceTest {
             ByteArrayOutputStream console = new ByteArrayOutputStream();
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, null, 256, 120,
                     console, new PrintStream(new ByteArrayOutputStream())), traced);
-            assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+            assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
 
             List<ReferenceTrace.Event> expected = CorpusGuest.window(reference.events());
             List<String> kpemuLines = traced.records().stream().map(TraceRecord::line).toList();

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.kprobes.events.TraceRecord;
@@ -41,7 +42,7 @@ class DeterministicRunTest {
         KernelTraceRegressionTest.Run first = KernelTraceRegressionTest.boot(arch, defs);
         KernelTraceRegressionTest.Run second = KernelTraceRegressionTest.boot(arch, defs);
         for (KernelTraceRegressionTest.Run r : List.of(first, second)) {
-            assertEquals(BootRunner.EXIT_POWERED_OFF, r.result().exitCode(), r.result().status());
+            assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), r.result().status());
         }
         List<String> a = first.traced().records().stream().map(TraceRecord::line).toList();
         List<String> b = second.traced().records().stream().map(TraceRecord::line).toList();

@@ -15,9 +15,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.RecordedKernels;
 import dev.kpemu.kprobes.events.EventSetup;
@@ -108,7 +109,7 @@ class FilterHistTraceTest {
             ByteArrayOutputStream console = new ByteArrayOutputStream();
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, images.kernel(arch, RecordedKernels.choice(suite)), initrd, null, 256, 120,
                     console, new PrintStream(new ByteArrayOutputStream())), traced);
-            assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+            assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
 
             List<ReferenceTrace.Event> expected = CorpusGuest.window(reference.events());
             List<ReferenceTrace.Event> actual = CorpusGuest.window(reference.eventsOf(traced.records().stream().map(TraceRecord::line).toList()));

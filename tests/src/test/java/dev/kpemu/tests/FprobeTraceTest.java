@@ -16,9 +16,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.kprobes.Errno;
@@ -86,7 +87,7 @@ class FprobeTraceTest {
             TracedBoot traced = new TracedBoot(reference.definitions(), null).armAtInit(true);
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, null, 256, 120,
                     new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
-            assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+            assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
             assertNull(traced.rejectedAtRegistration(), () -> "the kernel refused a definition: " + traced.rejectedAtRegistration());
 
             List<ReferenceTrace.Event> expected = byTask(CorpusGuest.window(reference.events()));

@@ -20,9 +20,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.CorpusGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KallsymsReferenceTest;
@@ -88,7 +89,7 @@ class KernelMatrixTest {
                 console, new PrintStream(new ByteArrayOutputStream())));
         String log = console.toString(StandardCharsets.ISO_8859_1);
         String release = images.kernelVersion(arch, newest).get("release");
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), suite + " " + arch + " " + release + ": " + r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), suite + " " + arch + " " + release + ": " + r.status() + "\n" + String.join("\n", r.lastLines()));
         assertTrue(log.contains(Initramfs.MARK_DONE), "the workload ran");
         assertTrue(log.contains(release), "the console names the kernel that booted");
     }
@@ -129,7 +130,7 @@ class KernelMatrixTest {
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel(suite, arch), null, null, 256, 60,
                 console, new PrintStream(new ByteArrayOutputStream())), traced);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         assertTrue(traced.rejectedAtRegistration() == null, () -> "the kernel refused a definition: " + traced.rejectedAtRegistration());
         List<String> lines = new ArrayList<>(traced.records().stream().map(TraceRecord::line).toList());
         TraceComparator.Result cmp;

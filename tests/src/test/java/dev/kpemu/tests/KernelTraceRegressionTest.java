@@ -21,9 +21,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.LinuxGuest;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.ReferenceTrace;
@@ -87,7 +88,7 @@ class KernelTraceRegressionTest {
         };
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, console, null), hooks);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status());
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
         assertNotNull(text[2], "the probes were removed mid-run");
         byte[] breakpoint = arch == Arch.X86_64 ? new byte[] {(byte) 0xcc} : new byte[] {(byte) 0x80, 0x00, 0x20, (byte) 0xd4};
         assertArrayEquals(breakpoint, Arrays.copyOf(text[1], breakpoint.length), "armed: the breakpoint is in the text");

@@ -19,9 +19,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Assumptions;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.GuestModules;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.HostFiles;
 import dev.kpemu.image.Initramfs;
@@ -70,7 +71,7 @@ class ModuleProbesTest {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, images.kernel(arch, kernel), initrd, null, 256, 60,
                 console, new PrintStream(new ByteArrayOutputStream())), traced);
         String log = console.toString(StandardCharsets.ISO_8859_1);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + log);
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + log);
         assertTrue(log.contains("hello from ext4"), "the file system was mounted and the file read back:\n" + log);
         List<String> lines = new ArrayList<>(traced.records().stream().map(TraceRecord::line).toList());
         TraceComparator.Result cmp = TraceComparator.compare(reference, lines, v.get("release"), v.get("version"));

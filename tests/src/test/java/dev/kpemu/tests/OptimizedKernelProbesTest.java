@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.optprobes.JumpOptimizer;
@@ -100,7 +101,7 @@ class OptimizedKernelProbesTest {
         System.out.println("[" + arch + "] list:\n" + opt.traced().kprobes().list());
         opt.verdicts().forEach((a, v) -> System.out.printf("[%s] %016x %s%n", arch, a, v));
         System.out.println("[" + arch + "] jumps written " + opt.traced().optimizer().jumpsWritten() + ", postponed by pc " + opt.traced().optimizer().postponedByPc());
-        assertEquals(BootRunner.EXIT_POWERED_OFF, opt.result().exitCode(), opt.result().status() + "\n" + String.join("\n", opt.result().lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, opt.result().outcome(), opt.result().status() + "\n" + String.join("\n", opt.result().lastLines()));
         String list = opt.traced().kprobes().list();
         String off = arch == Arch.X86_64 ? "0x5" : "0xc";
         assertTrue(list.lines().anyMatch(l -> l.contains("ksys_read+" + off) && l.endsWith("[OPTIMIZED]")), list);
@@ -119,7 +120,7 @@ class OptimizedKernelProbesTest {
         assertTrue(optimizedEvents > 0, "events from the optimized probes");
         System.out.println("[" + arch + "] delay " + delay + ": " + optimizedEvents + " events of the offset probes, " + detour + " through the jumps");
         Run plain = boot(arch, false);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, plain.result().exitCode(), plain.result().status());
+        assertEquals(BootOutcome.POWERED_OFF, plain.result().outcome(), plain.result().status());
         List<String> a = opt.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
         List<String> b = plain.traced().records().stream().map(OptimizedKernelProbesTest::body).toList();
         System.out.println("[" + arch + "] events optimized " + a.size() + ", plain " + b.size());
@@ -171,7 +172,7 @@ class OptimizedKernelProbesTest {
         };
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, console, null), hooks);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + console.toString(StandardCharsets.ISO_8859_1));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + console.toString(StandardCharsets.ISO_8859_1));
         assertTrue(optimized[0], "optimized when removed");
         if (arch == Arch.X86_64) {
             assertEquals((byte) 0xe9, text[1][0], "a jmp rel32 at the probe");

@@ -19,10 +19,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.cli.ExitCodes;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.kprobes.events.ReferenceTrace;
@@ -65,9 +66,9 @@ class SnapshotBootTest {
             Run cold = boot(arch, kernel, reference.definitions(), null);
             Run saving = boot(arch, kernel, reference.definitions(), file);
             Run restored = boot(arch, kernel, reference.definitions(), file);
-            assertEquals(BootRunner.EXIT_POWERED_OFF, cold.result().exitCode(), cold.result().status());
-            assertEquals(BootRunner.EXIT_POWERED_OFF, saving.result().exitCode(), saving.result().status());
-            assertEquals(BootRunner.EXIT_POWERED_OFF, restored.result().exitCode(), restored.result().status());
+            assertEquals(BootOutcome.POWERED_OFF, cold.result().outcome(), cold.result().status());
+            assertEquals(BootOutcome.POWERED_OFF, saving.result().outcome(), saving.result().status());
+            assertEquals(BootOutcome.POWERED_OFF, restored.result().outcome(), restored.result().status());
             assertNotNull(saving.result().snapshot());
             assertFalse(saving.result().snapshot().restored(), "the first boot is cold and saves: " + saving.notices());
             assertEquals(file, saving.result().snapshot().file(), "saved: " + saving.notices());

@@ -23,8 +23,9 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KallsymsReferenceTest;
 import dev.kpemu.kprobes.events.ReferenceTrace;
@@ -86,7 +87,7 @@ class SourceKernelTest {
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, k.image(), null, null, 256, 60,
                 console, new PrintStream(new ByteArrayOutputStream())));
         String log = console.toString(StandardCharsets.ISO_8859_1);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), arch + ": " + r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), arch + ": " + r.status() + "\n" + String.join("\n", r.lastLines()));
         assertTrue(log.contains(Initramfs.MARK_DONE), "the workload ran:\n" + log);
         assertTrue(log.contains("Linux version " + k.release() + " (kpemu@kpemu)"), "the console names the kernel that was built:\n" + log);
     }
@@ -123,7 +124,7 @@ class SourceKernelTest {
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, k.image(), null, null, 256, 60,
                 console, new PrintStream(new ByteArrayOutputStream())), traced);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         List<String> lines = new ArrayList<>(traced.records().stream().map(TraceRecord::line).toList());
         // the very kernel Linux traced: every field must be equal, sizes and return sites included
         TraceComparator.Result cmp = TraceComparator.compare(reference, lines, TraceComparator.Mode.EXACT);

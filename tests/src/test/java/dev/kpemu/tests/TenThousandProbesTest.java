@@ -14,9 +14,10 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.cli.BootBench;
-import dev.kpemu.cli.TracedBoot;
+import dev.kpemu.session.TracedBoot;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
@@ -38,7 +39,7 @@ class TenThousandProbesTest {
         TracedBoot traced = new TracedBoot(defs, null).kernelMessages(m -> { });
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.X86_64, null, null, null, 256, 60,
                 new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
-        assertEquals(BootRunner.EXIT_POWERED_OFF, r.exitCode(), r.status() + "\n" + String.join("\n", r.lastLines()));
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         return new Run(traced.records().stream().map(TraceRecord::line).toList(), traced.effectiveDefinitions().size());
     }
 

@@ -1,7 +1,7 @@
 package dev.kpemu.machine.arm64;
 
 /**
- * The arm64 guest-physical memory map, in one place. It follows QEMU's {@code virt} board so
+ * The arm64 guest-physical memory map and the board's interrupt numbers, in one place. It follows QEMU's {@code virt} board so
  * Linux's expectations (and device trees written for {@code virt}) carry over.
  */
 public final class Arm64Layout {
@@ -22,6 +22,12 @@ public final class Arm64Layout {
      * non-secure world never uses.
      */
     public static final long TERMINAL_UART_BASE = 0x0904_0000L;
+    /** The PL011's interrupt: SPI 1 (GIC interrupt ID 33), {@code virt}'s. */
+    public static final int UART_SPI = 1;
+    public static final int UART_INTID = 32 + UART_SPI;
+    /** The terminal PL011's interrupt (the second UART, on boots that run a command): SPI 2. */
+    public static final int TERMINAL_UART_SPI = 2;
+    public static final int TERMINAL_UART_INTID = 32 + TERMINAL_UART_SPI;
     /** Start of RAM; the kernel image and device tree go above it. */
     public static final long RAM_BASE = 0x4000_0000L;
     /** The largest RAM this map leaves room for (below the 256 GiB high-MMIO area of {@code virt}). */

@@ -3,6 +3,7 @@ package dev.kpemu.machine.arm64;
 import java.util.BitSet;
 
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.InterruptController;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.PageTableWalker;
@@ -53,7 +54,6 @@ public final class Arm64Machine extends Machine {
     private final ExceptionStateLayout layout;
     private final Unicorn.Context scratchContext;
     private final BitSet irqLines = new BitSet();
-    private InterruptController irqController;
     private HypercallHandler hypercalls = new Psci();
     private final Unicorn.Hook intrHook, invalidHook;
     private final NativeSvc nativeSvc;
@@ -206,15 +206,6 @@ public final class Arm64Machine extends Machine {
     public static final long MASKED_PENDING_SLICE = 2_000;
 
     /**
-     * Connects the interrupt controller (the GIC): {@link #setInterruptLine} then drives its
-     * lines and {@link #irqPending} is its IRQ output. Without one, any raised line is a pending
-     * IRQ (a simple latch for bare-metal tests).
-     */
-    public void setInterruptController(InterruptController c) { this.irqController = c; }
-
-    public InterruptController interruptController() { return irqController; }
-
-    /**
      * Raises or lowers interrupt line {@code irq}: with a GIC, the GIC interrupt ID (PPIs 16-31,
      * SPIs from 32); without one, any raised line makes an IRQ pending. The IRQ is taken at the
      * next slice boundary when PSTATE.I is clear. Safe to call from MMIO callbacks and clock
@@ -222,12 +213,16 @@ public final class Arm64Machine extends Machine {
      */
     @Override
     public void setInterruptLine(int irq, boolean level) {
-        if (irqController != null) irqController.setLine(irq, level);
+        InterruptController ic = interruptController();
+        if (ic != null) ic.setLine(irq, level);
         else irqLines.set(irq, level);
     }
 
     /** True when an IRQ is signalled to the CPU (PSTATE.I not considered). */
-    public boolean irqPending() { return irqController != null ? irqController.irqAsserted() : !irqLines.isEmpty(); }
+    public boolean irqPending() {
+        InterruptController ic = interruptController();
+        return ic != null ? ic.interruptAsserted() : !irqLines.isEmpty();
+    }
 
     @Override
     protected void beforeSlice() {

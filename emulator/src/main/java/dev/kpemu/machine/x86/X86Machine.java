@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.InterruptController;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.machine.StopReason;
@@ -35,21 +36,8 @@ public final class X86Machine extends Machine {
     private long exceptionsDelivered;
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
-    private InterruptController interruptController;
     private long externalInterrupts;
     private final NativeSyscall nativeSyscall;
-
-    /** The interrupt controller in front of the CPU's INTR pin (the 8259 pair, an APIC model...). */
-    public interface InterruptController {
-        /** Drives ISA line {@code irq}. */
-        void setIrq(int irq, boolean level);
-
-        /** True while INTR is asserted. */
-        boolean hasInterrupt();
-
-        /** The interrupt acknowledge cycle: returns the vector to deliver. */
-        int acknowledge();
-    }
 
     private X86Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
@@ -134,11 +122,6 @@ public final class X86Machine extends Machine {
     /** Number of exceptions and interrupts delivered to the guest so far. */
     public long exceptionsDelivered() { return exceptionsDelivered; }
 
-    /** Connects the interrupt controller; from then on {@link #setInterruptLine} drives its inputs. */
-    public void setInterruptController(InterruptController ic) { this.interruptController = ic; }
-
-    public InterruptController interruptController() { return interruptController; }
-
     /** External interrupts delivered so far. */
     public long externalInterrupts() { return externalInterrupts; }
 
@@ -148,8 +131,9 @@ public final class X86Machine extends Machine {
      */
     @Override
     public void setInterruptLine(int irq, boolean level) {
-        if (interruptController != null) {
-            interruptController.setIrq(irq, level);
+        InterruptController ic = interruptController();
+        if (ic != null) {
+            ic.setLine(irq, level);
             return;
         }
         if (level) pendingVector = irq;
@@ -157,7 +141,8 @@ public final class X86Machine extends Machine {
     }
 
     private boolean interruptPending() {
-        return interruptController != null ? interruptController.hasInterrupt() : pendingVector >= 0;
+        InterruptController ic = interruptController();
+        return ic != null ? ic.interruptAsserted() : pendingVector >= 0;
     }
 
     // ------------------------------------------------------------------ exceptions
@@ -351,8 +336,9 @@ public final class X86Machine extends Machine {
     protected void beforeSlice() {
         if (interruptPending() && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0) {
             int v;
-            if (interruptController != null) {
-                v = interruptController.acknowledge();
+            InterruptController ic = interruptController();
+            if (ic != null) {
+                v = ic.acknowledge();   // the INTA cycle: the controller gives the vector
             } else {
                 v = pendingVector;
                 pendingVector = -1;

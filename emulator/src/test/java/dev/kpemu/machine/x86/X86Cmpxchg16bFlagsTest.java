@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import org.junit.jupiter.api.Test;
 
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.board.X86Pc;
 import dev.kpemu.testing.Asm;
 import dev.kpemu.unicorn.X86Reg;
 

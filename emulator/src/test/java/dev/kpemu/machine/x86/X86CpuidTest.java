@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.junit.jupiter.api.Test;
 
+import dev.kpemu.machine.board.X86Pc;
+
 /**
  * The CPU the x86 guest sees: QEMU's qemu64 (what the reference machine runs by default), not the
  * Haswell-like model Unicorn 2.1.4 opens by default, and nothing that hands it host state.

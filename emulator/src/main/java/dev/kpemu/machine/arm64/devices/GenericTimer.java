@@ -5,9 +5,9 @@ import java.io.DataOutput;
 import java.io.IOException;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.IrqLine;
 import dev.kpemu.machine.VirtualClock;
 import dev.kpemu.machine.arm64.Arm64Machine;
-import dev.kpemu.machine.arm64.InterruptController;
 import dev.kpemu.machine.arm64.SysRegHooks;
 import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.SysRegs;
@@ -37,12 +37,12 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     /** One EL1 timer (physical or virtual). */
     public final class Timer {
-        private final int ppi;
+        private final IrqLine irq;
         private long ctl, cval;
         private Object event;
         private boolean line;
 
-        Timer(int ppi) { this.ppi = ppi; }
+        Timer(IrqLine irq) { this.irq = irq; }
 
         public long ctl() { return (ctl & (CTL_ENABLE | CTL_IMASK)) | (istatus() ? CTL_ISTATUS : 0); }
 
@@ -97,22 +97,26 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
         private void setLine(boolean l) {
             if (l == line) return;
             line = l;
-            gic.setLine(ppi, l);
+            irq.set(l);
         }
     }
 
     private final Arm64Machine machine;
     private final VirtualClock clock;
-    private final InterruptController gic;
-    private final Timer phys = new Timer(PPI_PHYS), virt = new Timer(PPI_VIRT);
+    private final Timer phys, virt;
     private final SysRegHooks.Installed mrsHook, msrHook;
     private long accesses;
 
-    /** Attaches the timer to {@code machine} (installs the MRS/MSR hooks; do it before the guest runs). */
-    public GenericTimer(Arm64Machine machine, InterruptController gic) {
+    /**
+     * Attaches the timer to {@code machine} (installs the MRS/MSR hooks; do it before the guest
+     * runs); the physical and virtual timers' outputs drive {@code physIrq} and {@code virtIrq}
+     * (on kpemu's board: GIC PPIs {@link #PPI_PHYS} and {@link #PPI_VIRT}).
+     */
+    public GenericTimer(Arm64Machine machine, IrqLine physIrq, IrqLine virtIrq) {
         this.machine = machine;
         this.clock = machine.clock();
-        this.gic = gic;
+        this.phys = new Timer(physIrq);
+        this.virt = new Timer(virtIrq);
         Unicorn uc = machine.engine();
         // Only op0=3, op1=3, CRn=14 (CNTFRQ, CNTPCT, CNTVCT, CNTP_*, CNTV_*) reach Java.
         this.mrsHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()));

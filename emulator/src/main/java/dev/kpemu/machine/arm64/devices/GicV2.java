@@ -8,7 +8,7 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 
 import dev.kpemu.machine.Device;
-import dev.kpemu.machine.arm64.InterruptController;
+import dev.kpemu.machine.InterruptController;
 
 /**
  * A GICv2 (ARM IHI 0048B) for one CPU, without the Security Extensions: the distributor and
@@ -152,10 +152,10 @@ public final class GicV2 implements InterruptController, dev.kpemu.machine.State
     }
 
     @Override
-    public boolean irqAsserted() { return highestPending() != SPURIOUS; }
+    public boolean interruptAsserted() { return highestPending() != SPURIOUS; }
 
     private void changed() {
-        if (irqAsserted()) onAssert.run();
+        if (interruptAsserted()) onAssert.run();
     }
 
     // ------------------------------------------------------------------ distributor
@@ -291,7 +291,9 @@ public final class GicV2 implements InterruptController, dev.kpemu.machine.State
         changed();
     }
 
-    private int acknowledge() {
+    /** What a GICC_IAR read does: the highest-priority pending interrupt becomes active; its ID, or {@link #SPURIOUS}. */
+    @Override
+    public int acknowledge() {
         int id = highestPending();
         if (id == SPURIOUS) return SPURIOUS;
         latch[id] = false;

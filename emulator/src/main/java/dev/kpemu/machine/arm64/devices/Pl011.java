@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.util.ArrayDeque;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.IrqLine;
 
 /**
  * An ARM PrimeCell PL011 UART (DDI 0183): the console of the arm64 machine. Transmission is
@@ -37,9 +38,6 @@ public final class Pl011 implements Device.Mmio, dev.kpemu.machine.Stateful {
 
     /** Where transmitted bytes go. */
     @FunctionalInterface public interface Sink { void put(int b); }
-
-    /** The UART's interrupt output. */
-    @FunctionalInterface public interface IrqLine { void set(boolean level); }
 
     private final Sink sink;
     private final IrqLine irq;

@@ -5,6 +5,7 @@ import java.io.DataOutput;
 import java.io.IOException;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.InterruptController;
 
 /**
  * The PC's two cascaded 8259A interrupt controllers (master at 0x20, slave at 0xa0 on the
@@ -13,7 +14,7 @@ import dev.kpemu.machine.Device;
  * IRR/ISR reads, auto-EOI; fixed priority (IRQ 0 highest). Rotation, poll and special mask
  * modes are not modelled.
  */
-public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Machine.InterruptController, dev.kpemu.machine.Stateful {
+public final class Pic8259 implements Device.PortIo, InterruptController, dev.kpemu.machine.Stateful {
     public static final int MASTER_CMD = 0x20, MASTER_DATA = 0x21, SLAVE_CMD = 0xa0, SLAVE_DATA = 0xa1,
             ELCR_MASTER = 0x4d0, ELCR_SLAVE = 0x4d1;
     public static final int CASCADE_IRQ = 2;
@@ -109,7 +110,8 @@ public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Ma
     }
 
     /** Sets ISA IRQ line {@code irq} (0-15). */
-    public void setIrq(int irq, boolean level) {
+    @Override
+    public void setLine(int irq, boolean level) {
         if (irq < 8) master.setIrq(irq, level);
         else {
             slave.setIrq(irq - 8, level);
@@ -117,19 +119,19 @@ public final class Pic8259 implements Device.PortIo, dev.kpemu.machine.x86.X86Ma
         }
     }
 
-    public IrqLine line(int irq) { return level -> setIrq(irq, level); }
-
     private void cascade() {
         master.setIrq(CASCADE_IRQ, slave.pending() >= 0);
     }
 
     /** True when the INTR output to the CPU is asserted. */
-    public boolean hasInterrupt() {
+    @Override
+    public boolean interruptAsserted() {
         cascade();
         return master.pending() >= 0;
     }
 
     /** The CPU's interrupt acknowledge: returns the vector (a spurious IRQ 7/15 vector if nothing is pending). */
+    @Override
     public int acknowledge() {
         cascade();
         int m = master.pending();

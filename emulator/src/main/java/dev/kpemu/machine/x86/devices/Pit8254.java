@@ -5,6 +5,7 @@ import java.io.DataOutput;
 import java.io.IOException;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.IrqLine;
 import dev.kpemu.machine.VirtualClock;
 
 /**

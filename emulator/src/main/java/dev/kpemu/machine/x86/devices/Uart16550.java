@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 
 import dev.kpemu.machine.Device;
+import dev.kpemu.machine.IrqLine;
 
 /**
  * A 16550A UART (the PC's COM1 at port 0x3f8, IRQ 4). Transmission is immediate: a byte written

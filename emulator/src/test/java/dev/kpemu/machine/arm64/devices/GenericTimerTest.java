@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
-import dev.kpemu.boot.Arm64Board;
+import dev.kpemu.machine.board.Arm64Board;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;

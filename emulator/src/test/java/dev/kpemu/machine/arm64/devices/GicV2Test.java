@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
+import dev.kpemu.machine.InterruptController;
+
 class GicV2Test {
     /** A GIC as Linux sets it up: distributor and CPU interface on, PMR 0xf0, priority 0xa0 everywhere. */
     static GicV2 linuxLike(int... enabledIds) {
@@ -36,22 +38,35 @@ class GicV2Test {
         int[] asserts = {0};
         GicV2 g = linuxLike(27, 33);
         g.onAssert(() -> asserts[0]++);
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
         assertEquals(SPURIOUS, g.cpuRead(GICC_IAR));
         g.setLine(27, true);
-        assertTrue(g.irqAsserted());
+        assertTrue(g.interruptAsserted());
         assertEquals(1, asserts[0]);
         assertEquals(1L << 27, g.distRead(GICD_ISPENDR, 4), "pending while the line is high");
         assertEquals(27, g.cpuRead(GICC_HPPIR));
         assertEquals(27, g.cpuRead(GICC_IAR));
         assertTrue(g.isActive(27));
         assertEquals(0xa0, g.cpuRead(GICC_RPR), "running priority");
-        assertFalse(g.irqAsserted(), "active interrupt is not signalled again");
+        assertFalse(g.interruptAsserted(), "active interrupt is not signalled again");
         g.setLine(27, false);
         g.cpuWrite(GICC_EOIR, 27);
         assertFalse(g.isActive(27));
         assertEquals(0xff, g.cpuRead(GICC_RPR), "idle");
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
+    }
+
+    @Test
+    void acknowledgeThroughTheControllerInterfaceIsAnIarRead() {
+        GicV2 g = linuxLike(33);
+        InterruptController ic = g;
+        ic.line(33).set(true);
+        assertTrue(ic.interruptAsserted());
+        assertEquals(33, ic.acknowledge());
+        assertTrue(g.isActive(33));
+        assertEquals(0xa0, g.cpuRead(GICC_RPR), "running priority, as after GICC_IAR");
+        assertEquals(SPURIOUS, ic.acknowledge(), "the active interrupt is not handed over twice");
+        assertEquals(1, g.acknowledged());
     }
 
     @Test
@@ -60,7 +75,7 @@ class GicV2Test {
         g.setLine(33, true);
         assertEquals(33, g.cpuRead(GICC_IAR));
         g.cpuWrite(GICC_EOIR, 33);
-        assertTrue(g.irqAsserted(), "line still high");
+        assertTrue(g.interruptAsserted(), "line still high");
         assertEquals(33, g.cpuRead(GICC_IAR));
     }
 
@@ -72,10 +87,10 @@ class GicV2Test {
         g.cpuWrite(GICC_PMR, 0xff);
         g.cpuWrite(GICC_CTLR, 1);
         g.setLine(33, true);
-        assertFalse(g.irqAsserted(), "SPI targets reset to no CPU");
+        assertFalse(g.interruptAsserted(), "SPI targets reset to no CPU");
         g.distWrite(GICD_ITARGETSR + 33, 1, 1);
         assertEquals(0x100, g.distRead(GICD_ITARGETSR + 32, 4));
-        assertTrue(g.irqAsserted());
+        assertTrue(g.interruptAsserted());
         g.distWrite(GICD_ITARGETSR, 4, 0);
         assertEquals(0x0101_0101L, g.distRead(GICD_ITARGETSR, 4), "SGI/PPI targets are read-only");
     }
@@ -87,27 +102,27 @@ class GicV2Test {
         assertEquals(2L << 16, g.distRead(GICD_ICFGR + 8, 4));
         g.setLine(40, true);
         g.setLine(40, false);
-        assertTrue(g.irqAsserted(), "edge latched");
+        assertTrue(g.interruptAsserted(), "edge latched");
         assertEquals(40, g.cpuRead(GICC_IAR));
         assertFalse(g.isPending(40));
         g.cpuWrite(GICC_EOIR, 40);
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
     }
 
     @Test
     void enablesPriorityMaskAndPreemption() {
         GicV2 g = linuxLike();
         g.setLine(33, true);
-        assertFalse(g.irqAsserted(), "disabled");
+        assertFalse(g.interruptAsserted(), "disabled");
         g.distWrite(GICD_ISENABLER + 4, 4, 1L << 1);
         assertTrue(g.isEnabled(33));
         assertEquals(2, g.distRead(GICD_ICENABLER + 4, 4), "ICENABLER reads the enable bits");
-        assertTrue(g.irqAsserted());
+        assertTrue(g.interruptAsserted());
         g.cpuWrite(GICC_PMR, 0xa0);
-        assertFalse(g.irqAsserted(), "priority 0xa0 is not below PMR 0xa0");
+        assertFalse(g.interruptAsserted(), "priority 0xa0 is not below PMR 0xa0");
         g.cpuWrite(GICC_PMR, 0xf0);
         g.distWrite(GICD_ICENABLER + 4, 4, 1L << 1);
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
         g.distWrite(GICD_ISENABLER + 4, 4, 1L << 1);
         // Preemption: a higher-priority interrupt is signalled while 33 is active, a lower one is not.
         assertEquals(33, g.cpuRead(GICC_IAR));
@@ -158,9 +173,9 @@ class GicV2Test {
         GicV2 g = linuxLike(33);
         g.setLine(33, true);
         g.cpuWrite(GICC_CTLR, 0);
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
         g.cpuWrite(GICC_CTLR, 1);
         g.distWrite(GICD_CTLR, 4, 0);
-        assertFalse(g.irqAsserted());
+        assertFalse(g.interruptAsserted());
     }
 }

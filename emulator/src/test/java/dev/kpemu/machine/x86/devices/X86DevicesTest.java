@@ -10,6 +10,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
+import dev.kpemu.machine.IrqLine;
 import dev.kpemu.machine.VirtualClock;
 
 /** Register-level behaviour of the x86 PC devices (no engine needed). */
@@ -91,18 +92,18 @@ class X86DevicesTest {
     void picMasksPrioritisesAndNeedsEoi() {
         Pic8259 p = initialisedPic();
         p.out(0x21, 1, 0x01); // mask IRQ 0
-        p.setIrq(0, true);
-        assertFalse(p.hasInterrupt(), "masked");
-        p.setIrq(4, true);
-        assertTrue(p.hasInterrupt());
+        p.setLine(0, true);
+        assertFalse(p.interruptAsserted(), "masked");
+        p.setLine(4, true);
+        assertTrue(p.interruptAsserted());
         assertEquals(0x34, p.acknowledge());
-        p.setIrq(4, false);
-        p.setIrq(4, true);
-        assertFalse(p.hasInterrupt(), "IRQ 4 in service blocks itself until EOI");
+        p.setLine(4, false);
+        p.setLine(4, true);
+        assertFalse(p.interruptAsserted(), "IRQ 4 in service blocks itself until EOI");
         p.out(0x20, 1, 0x0b); // OCW3: read ISR
         assertEquals(0x10, p.in(0x20, 1));
         p.out(0x20, 1, 0x60 | 4); // specific EOI
-        assertTrue(p.hasInterrupt());
+        assertTrue(p.interruptAsserted());
         p.out(0x21, 1, 0x00); // unmask IRQ 0: higher priority than 4
         assertEquals(0x30, p.acknowledge());
         p.out(0x20, 1, 0x20); // non-specific EOI clears IRQ 0
@@ -114,12 +115,12 @@ class X86DevicesTest {
     @Test
     void picSlaveCascadesThroughIrq2() {
         Pic8259 p = initialisedPic();
-        p.setIrq(9, true);
-        assertTrue(p.hasInterrupt());
+        p.setLine(9, true);
+        assertTrue(p.interruptAsserted());
         assertEquals(0x39, p.acknowledge());
         p.out(0xa0, 1, 0x20);
         p.out(0x20, 1, 0x20);
-        assertFalse(p.hasInterrupt());
+        assertFalse(p.interruptAsserted());
         p.out(0x4d1, 1, 0x02); // IRQ 9 level-triggered
         assertEquals(0x02, p.in(0x4d1, 1));
     }

@@ -1,11 +1,10 @@
-package dev.kpemu.kprobes;
+package dev.kpemu.kprobes.bench;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import dev.kpemu.kprobes.bench.ProbeBench;
 import dev.kpemu.machine.Arch;
 
 /** The bench runs on both arches; every variant's handler ran once per call (checked inside the bench). Timing is not asserted: shared machines are noisy. */

@@ -1,4 +1,4 @@
-package dev.kpemu.boot;
+package dev.kpemu.machine.board;
 
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
@@ -30,10 +30,10 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             m.bus().attach(Arm64Layout.GIC_CPU_BASE, gic.cpuInterface());
             m.setInterruptController(gic);
             gic.onAssert(m::endSliceSoon);
-            GenericTimer timer = new GenericTimer(m, gic);
-            Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, level -> m.setInterruptLine(Arm64DeviceTree.UART_INTID, level)));
+            GenericTimer timer = new GenericTimer(m, gic.line(GenericTimer.PPI_PHYS), gic.line(GenericTimer.PPI_VIRT));
+            Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, gic.line(Arm64Layout.UART_INTID)));
             Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
-                    new Pl011(terminal, level -> m.setInterruptLine(Arm64DeviceTree.TERMINAL_UART_INTID, level)));
+                    new Pl011(terminal, gic.line(Arm64Layout.TERMINAL_UART_INTID)));
             m.registerState("gicv2", gic);
             m.registerState("generic-timer", timer);
             m.registerState("uart0", uart);

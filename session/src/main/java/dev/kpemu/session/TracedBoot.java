@@ -1,4 +1,4 @@
-package dev.kpemu.cli;
+package dev.kpemu.session;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
@@ -50,7 +50,7 @@ public final class TracedBoot implements BootHooks {
     /** Where probes are registered with {@link #armAtInit}: reached once, just before /init runs. */
     public static final String ARM_AT_INIT = "run_init_process";
     /** Called by the kernel just before it frees its init memory; kills the probes there. */
-    static final String INIT_FREED_AT = "kprobe_free_init_mem";
+    public static final String INIT_FREED_AT = "kprobe_free_init_mem";
     /**
      * The slot area: the 2 MiB just below the kernel image ({@code _text}). x86-64: inside the
      * 1 GiB the kernel-image page tables already cover (the kernel clears those entries below
@@ -58,7 +58,7 @@ public final class TracedBoot implements BootHooks {
      * the module region (the default guests load no modules and no BPF JIT code), so a {@code B}
      * back from a boosted slot reaches; its page tables live in memory the device tree reserves.
      */
-    static long slotsVa(SymbolTable syms) {
+    public static long slotsVa(SymbolTable syms) {
         long start = syms.byName("_text").or(() -> syms.byName("_stext")).orElseThrow().address();   // arm64 6.1 lists no _text
         return (start & ~0x1f_ffffL) - 0x20_0000L;
     }
@@ -68,7 +68,7 @@ public final class TracedBoot implements BootHooks {
      * arm64 6.1: kretprobe): kpemu's trampoline goes there, so return addresses look as in Linux.
      */
     /** Where Linux recycles a freed task's kretprobe instances (6.1: kprobe_flush_task, rethook_flush_task). */
-    static final String TASK_FREED_AT = "delayed_put_task_struct";
+    public static final String TASK_FREED_AT = "delayed_put_task_struct";
     static final java.util.List<String> KERNEL_TRAMPOLINES = java.util.List.of("arch_rethook_trampoline", "__kretprobe_trampoline", "kretprobe_trampoline");
 
     /** Thrown from {@link #ready} when a definition is rejected before boot. */
@@ -339,7 +339,7 @@ public final class TracedBoot implements BootHooks {
     }
 
     /** The one line that sums up a glob's expansion: how many probes, how many skipped and why. */
-    static String globSummary(String line, int accepted, int skipped, java.util.Map<String, Integer> reasons) {
+    public static String globSummary(String line, int accepted, int skipped, java.util.Map<String, Integer> reasons) {
         StringBuilder msg = new StringBuilder("kpemu: ").append(line.strip()).append(": ").append(accepted)
                 .append(accepted == 1 ? " probe" : " probes");
         if (skipped > 0) {
@@ -350,7 +350,7 @@ public final class TracedBoot implements BootHooks {
     }
 
     /** The reason Linux gives, in a few words: the console message, else the error_log message. */
-    static String reason(ProbeSyntaxException e, List<String> console) {
+    public static String reason(ProbeSyntaxException e, List<String> console) {
         return dev.kpemu.kprobes.events.ProbeableFunctions.reason(e, console);
     }
 
@@ -578,7 +578,7 @@ public final class TracedBoot implements BootHooks {
         return dev.kpemu.kprobes.events.RecordedTrace.of(header, records.stream().map(TraceRecord::line).toList(), source);
     }
 
-    static String sha256(java.nio.file.Path file) throws java.io.IOException {
+    public static String sha256(java.nio.file.Path file) throws java.io.IOException {
         try (var in = java.nio.file.Files.newInputStream(file)) {
             var md = java.security.MessageDigest.getInstance("SHA-256");
             byte[] buf = new byte[1 << 16];

@@ -1,8 +1,12 @@
-package dev.kpemu.machine.x86;
+package dev.kpemu.machine.board;
 
 import java.io.OutputStream;
 
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.x86.AcpiTables;
+import dev.kpemu.machine.x86.X86Cpuid;
+import dev.kpemu.machine.x86.X86Layout;
+import dev.kpemu.machine.x86.X86Machine;
 import dev.kpemu.machine.x86.devices.AcpiPm;
 import dev.kpemu.machine.x86.devices.CmosRtc;
 import dev.kpemu.machine.x86.devices.Pic8259;

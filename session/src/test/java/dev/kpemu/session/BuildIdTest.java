@@ -1,4 +1,4 @@
-package dev.kpemu.cli;
+package dev.kpemu.session;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
