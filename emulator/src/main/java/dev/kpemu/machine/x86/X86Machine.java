@@ -314,8 +314,11 @@ public final class X86Machine extends Machine {
     private void onSyscall() {
         long rip = pc();
         long efer = uc.msrRead(MSR_EFER);
-        if ((efer & 1) == 0) { // EFER.SCE clear: #UD
+        if ((efer & 1) == 0) { // EFER.SCE clear: #UD, at the syscall
+            long before = exceptionsDelivered;
             deliver(VEC_UD, rip, null);
+            // Unicorn adds the instruction's length after the hook (as for LSTAR below)
+            if (exceptionsDelivered != before) uc.regWrite(X86Reg.RIP, pc() - 2);
             return;
         }
         long star = uc.msrRead(MSR_STAR);

@@ -213,7 +213,7 @@ class X86MachineTest {
                   lidt idtr(%rip)
                   mov $0xc0000081, %ecx
                   xor %eax, %eax
-                  mov $0x00100000, %edx
+                  mov $0x10, %edx
                   wrmsr
                   mov $0xc0000082, %ecx
                   lea entry(%rip), %rax
@@ -259,8 +259,7 @@ class X86MachineTest {
                   incq 0x200028
                   mov (%rsp), %rax
                   mov %rax, 0x200030
-                  addq $2, (%rsp)
-                  iretq
+                  hlt
                 idtr: .word 0xfff
                   .quad 0x6000
                 """;
