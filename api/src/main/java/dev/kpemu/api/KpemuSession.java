@@ -15,6 +15,7 @@ import java.util.function.Consumer;
 
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.session.TracedBoot;
@@ -30,6 +31,7 @@ import dev.kpemu.kprobes.events.MachineFetchContext;
 import dev.kpemu.kprobes.events.TaskLayout;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
  * One boot of a Linux kernel with Java probes: the library's entry point.
@@ -205,7 +207,10 @@ public final class KpemuSession implements AutoCloseable {
         OutputStream commandOut = b.commandOutput != null ? b.commandOutput : commandBytes;
         GuestTerminal terminal = b.command != null ? new GuestTerminal(commandOut, null) : null;
         String append = b.command != null ? CommandGuest.commandLine(arch, b.append) : b.append;
-        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit).kernelMessages(b.kernelMessages);
+        // a snapshot is taken (and restored) at run_init_process, before any probe is attached:
+        // the probes are registered there, as armAtInit does
+        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
+                .kernelMessages(b.kernelMessages);
         if (b.optimize != null) traced.optimize(b.optimize);
         traced.addSink(r -> {
             String line = r.line();
@@ -229,8 +234,13 @@ public final class KpemuSession implements AutoCloseable {
         };
         BootRunner.Result r;
         try {
-            r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
-                    b.console, null, terminal, null), hooks);
+            BootRunner.Options options = new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
+                    b.console, null, terminal, null);
+            r = b.snapshot == null ? BootRunner.boot(options, hooks)
+                    : BootRunner.boot(options, hooks, b.snapshotAtNanos < 0 ? BootSnapshot.file(b.snapshot, b.snapshotNotices)
+                            : BootSnapshot.file(b.snapshot, b.snapshotNotices).atGuestTime(b.snapshotAtNanos));
+        } catch (SnapshotException e) {
+            throw new KpemuException(e.getMessage(), e);
         } catch (TracedBoot.DefinitionRejected e) {
             return rejected(e.getMessage(), commandBytes);
         } catch (TracedBoot.SetupRejected e) {
@@ -254,12 +264,14 @@ public final class KpemuSession implements AutoCloseable {
         } else {
             outcome = Outcome.of(r.outcome());
         }
+        SessionResult.Snapshot snapshot = r.snapshot() == null ? null
+                : new SessionResult.Snapshot(r.snapshot().restored(), r.snapshot().file());
         return new SessionResult(outcome, status, r.guestNanos(), r.commandExit(),
-                commandBytes.toString(StandardCharsets.UTF_8), r.lastLines(), trace, failures);
+                commandBytes.toString(StandardCharsets.UTF_8), r.lastLines(), trace, failures, snapshot);
     }
 
     private SessionResult rejected(String message, ByteArrayOutputStream commandBytes) {
-        return new SessionResult(Outcome.REJECTED, message, 0, null, commandBytes.toString(StandardCharsets.UTF_8), List.of(), List.of(), failures);
+        return new SessionResult(Outcome.REJECTED, message, 0, null, commandBytes.toString(StandardCharsets.UTF_8), List.of(), List.of(), failures, null);
     }
 
     /** At the registration point: the context for handlers, then the waiting probes, then the ready actions. */
@@ -316,6 +328,9 @@ public final class KpemuSession implements AutoCloseable {
         private Boolean optimize;
         private boolean armAtInit;
         private Consumer<String> kernelMessages = m -> { };
+        private Path snapshot;
+        private Consumer<String> snapshotNotices = m -> { };
+        private long snapshotAtNanos = -1;
 
         private Builder() {}
 
@@ -396,6 +411,41 @@ public final class KpemuSession implements AutoCloseable {
 
         /** Register the probes just before /init instead of where {@code kprobe_event=} does. */
         public Builder armAtInit(boolean atInit) { this.armAtInit = atInit; return this; }
+
+        /**
+         * Starts the session from the machine snapshot in {@code file}, or saves one there: when
+         * the file exists the guest starts from it, just before /init; otherwise the session boots
+         * cold and saves the whole machine to it when it gets there (as {@code kpemu boot
+         * --snapshot-file}). The snapshot is taken at {@code run_init_process}, after the kernel's
+         * boot-time text patching and before any probe is attached, so the probes (Java and
+         * {@link #events}) are registered there in both cases ({@link #armAtInit} is implied), and
+         * the session started from the file runs as the one that saved it does: the same trace,
+         * timestamps included, to the instruction. The file records what the machine was built
+         * from (kernel and initramfs digests, command line, memory, command terminal, kpemu
+         * build, Unicorn version); {@link #run()} throws {@link KpemuException} (one line) for a
+         * file taken of another boot, corrupt or unreadable. {@link SessionResult#snapshot()}
+         * says which happened.
+         */
+        public Builder snapshot(Path file) { this.snapshot = Objects.requireNonNull(file); return this; }
+
+        /**
+         * Takes the {@link #snapshot} at another safe point than {@code run_init_process}: at
+         * {@code guestTime}, where an event on the guest clock ends the run between engine slices
+         * (never inside a handler). It must come before the probes are registered (a machine with probes
+         * attached cannot be saved: the session goes on without a snapshot and says so in a notice);
+         * the probes are then registered where they would be without a snapshot ({@link #armAtInit}
+         * or {@code kprobe_event=}'s point), in the saving session as in the one started from the
+         * file, which continues from the saved point and runs as the saving one does. A file saved
+         * at another point is refused, as one of another boot is.
+         */
+        public Builder snapshotAt(Duration guestTime) {
+            if (guestTime.isNegative()) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
+            this.snapshotAtNanos = guestTime.toNanos();
+            return this;
+        }
+
+        /** Where the session's one-line snapshot notices go ("saved snapshot …", "started from snapshot …"; default: dropped). */
+        public Builder snapshotNotices(Consumer<String> sink) { this.snapshotNotices = Objects.requireNonNull(sink); return this; }
 
         /** Where the kernel's messages about definitions go (default: dropped). */
         public Builder kernelMessages(Consumer<String> sink) { this.kernelMessages = Objects.requireNonNull(sink); return this; }

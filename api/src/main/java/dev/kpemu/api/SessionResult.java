@@ -1,5 +1,6 @@
 package dev.kpemu.api;
 
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -13,9 +14,18 @@ import java.util.List;
  * @param consoleTail      the kernel console's last lines
  * @param traceLines       the kprobe_events trace lines, in ftrace's format (when the session keeps them)
  * @param handlerFailures  every Java handler that threw
+ * @param snapshot         what the session did with its {@link KpemuSession.Builder#snapshot snapshot}, null without one
  */
 public record SessionResult(Outcome outcome, String status, long guestNanos, Integer commandExit, String commandOutput,
-                            List<String> consoleTail, List<String> traceLines, List<HandlerFailure> handlerFailures) {
+                            List<String> consoleTail, List<String> traceLines, List<HandlerFailure> handlerFailures,
+                            Snapshot snapshot) {
+    /**
+     * A session's snapshot: {@code restored} when the session started from {@code file}, else the
+     * session booted cold and saved it there ({@code file} null when saving failed: the session
+     * went on, the notice says why).
+     */
+    public record Snapshot(boolean restored, Path file) {}
+
     public SessionResult {
         consoleTail = List.copyOf(consoleTail);
         traceLines = List.copyOf(traceLines);

@@ -11,11 +11,12 @@ package dev.kpemu.decoder;
  * @param opcode         the opcode bytes including {@code 0f} escapes (1 to 3 bytes)
  * @param modrm          the byte after the opcode (the ModRM byte where the opcode has one), or -1
  */
-record X86Opcode(int legacyPrefixes, int rex, boolean vex, int[] opcode, int modrm) {
+public record X86Opcode(int legacyPrefixes, int rex, boolean vex, int[] opcode, int modrm) {
 
     private static final int[] LEGACY_PREFIXES = {0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67};
 
-    static X86Opcode parse(byte[] b) {
+    /** The structure of the instruction whose bytes are {@code b}. */
+    public static X86Opcode parse(byte[] b) {
         int i = 0, prefixes = 0, rex = 0;
         for (int bit; i < b.length && (bit = prefixBit(u8(b, i))) != 0; i++) prefixes |= bit;
         if (i < b.length && (u8(b, i) & 0xf0) == 0x40) rex = u8(b, i++);
@@ -36,37 +37,42 @@ record X86Opcode(int legacyPrefixes, int rex, boolean vex, int[] opcode, int mod
     }
 
     /** True if legacy prefix byte {@code prefix} (e.g. {@code 0x67}) is present. */
-    boolean hasPrefix(int prefix) {
+    public boolean hasPrefix(int prefix) {
         return (legacyPrefixes & prefixBit(prefix)) != 0;
     }
 
     /** First opcode byte. */
-    int first() {
+    public int first() {
         return opcode[0];
     }
 
     /** True for a one-byte opcode equal to {@code op}. */
-    boolean isOneByte(int op) {
+    public boolean isOneByte(int op) {
         return opcode.length == 1 && opcode[0] == op;
     }
 
     /** True for a two-byte {@code 0f xx} opcode with {@code xx == op}. */
-    boolean isTwoByte(int op) {
+    public boolean isTwoByte(int op) {
         return opcode.length == 2 && opcode[1] == op;
     }
 
+    /** Opcode byte {@code k} (0: the first; after a {@code 0f} escape, 1: the byte after it). */
+    public int opcodeByte(int k) {
+        return opcode[k];
+    }
+
     /** Opcode length in bytes. */
-    int length() {
+    public int length() {
         return opcode.length;
     }
 
     /** ModRM.mod (bits 7–6), or -1 without a byte after the opcode. */
-    int mod() {
+    public int mod() {
         return modrm < 0 ? -1 : modrm >> 6;
     }
 
     /** ModRM.reg (bits 5–3): the opcode extension of group opcodes such as {@code ff /2}. */
-    int reg() {
+    public int reg() {
         return modrm < 0 ? -1 : (modrm >> 3) & 7;
     }
 

@@ -113,7 +113,7 @@ public final class BootRunner {
         Path snapshotFile = null;
         if (snapshot != null) {
             try {
-                identity = BootSnapshot.identity(o, kernel, initrdBytes);
+                identity = snapshot.identityOf(o, kernel, initrd);
             } catch (IOException e) {
                 throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
             }
@@ -154,13 +154,18 @@ public final class BootRunner {
             long snapshotAt = -1;
             boolean hooksOwnSnapshotAt = false;
             StopReason first = null;
-            var point = snapshot == null ? Optional.<Symbol>empty() : guest.symbols().byName(BootSnapshot.AT);
-            if (snapshot != null && point.isEmpty()) {
+            var point = snapshot == null || !snapshot.atInit() ? Optional.<Symbol>empty() : guest.symbols().byName(BootSnapshot.AT);
+            // a snapshot at a guest time: a clock event stops the run there, the loop saves (below)
+            long saveAtNanos = snapshot != null && !snapshot.atInit() && !restoring ? snapshot.atGuestNanos() : -1;
+            if (snapshot != null && snapshot.atInit() && point.isEmpty()) {
                 String why = "no snapshot: the kernel has no " + BootSnapshot.AT + " symbol";
                 if (!snapshot.automatic() || restoring) {
                     throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE, why);
                 }
                 snapshot.notices().accept("kpemu: " + why + "; booting without one");
+            }
+            if (restoring && !snapshot.atInit() && m.stoppedAtBreakpoint() != -1) {
+                first = new StopReason.Breakpoint(m.stoppedAtBreakpoint());   // saved at a host breakpoint's stop
             }
             if (point.isPresent()) {
                 snapshotAt = point.get().address();
@@ -180,6 +185,8 @@ public final class BootRunner {
             // The limit is an event on the guest clock: idling (HLT/WFI) jumps no further than it,
             // and a running slice ends at it, so the guest stops at the limit whatever it does.
             if (limitNanos != Long.MAX_VALUE) m.clock().schedule(limitNanos, now -> m.requestStopAtSliceEnd(new StopReason.GuestTimeLimit(now)));
+            // the snapshot's guest time ends the run there (an idle guest may jump past it otherwise)
+            if (saveAtNanos >= 0) m.clock().schedule(saveAtNanos, now -> m.requestStopAtSliceEnd(new StopReason.BudgetExhausted()));
             if (o.terminal() != null && o.terminal().input() != null) TerminalFeed.start(m, guest.terminal(), o.terminal());
             if (o.hostStop() != null) o.hostStop().attach(m);
             StopReason stop;
@@ -189,6 +196,12 @@ public final class BootRunner {
             while (true) {
                 stop = first != null ? first : m.run(CHUNK);
                 first = null;
+                // before the hooks see a breakpoint stop: a restored machine hands them the same stop
+                if (saveAtNanos >= 0 && m.clock().nanos() >= saveAtNanos
+                        && (stop instanceof StopReason.BudgetExhausted || stop instanceof StopReason.Breakpoint)) {
+                    saveAtNanos = -1;
+                    used = save(m, identity, snapshot, snapshotFile);
+                }
                 if (snapshotAt != -1 && stop instanceof StopReason.Breakpoint b && b.address() == snapshotAt) {
                     if (!restoring) used = save(m, identity, snapshot, snapshotFile);
                     long at = snapshotAt;
@@ -269,6 +282,9 @@ public final class BootRunner {
         } catch (SnapshotException e) {
             snapshot.notices().accept("kpemu: " + e.getMessage());
             return new SnapshotUse(false, null, 0, 0);
+        } catch (IllegalStateException e) {        // not a snapshot point: probes attached, interrupts held
+            snapshot.notices().accept("kpemu: no snapshot at " + snapshot.point() + ": " + e.getMessage());
+            return new SnapshotUse(false, null, 0, 0);
         }
     }
 
@@ -303,10 +319,16 @@ public final class BootRunner {
 
     static byte[] read(Path p, String what) throws KernelImageException {
         try {
-            return Files.readAllBytes(p);
+            return dev.kpemu.image.FileBytes.read(p);
         } catch (IOException e) {
             throw new KernelImageException("cannot read " + what + " " + p + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Where file digests are kept between runs ({@link dev.kpemu.image.FileDigests}): beside the kernel cache, or null. */
+    static Path digestCacheDir() {
+        Path k = kernelCacheDir();
+        return k == null ? null : k.resolveSibling("digests");
     }
 
     /** -Dkpemu.kernelCache, else {@code <kpemu cache>/kernels} when a cache is configured (-Dkpemu.cache or $KPEMU_CACHE), else null. */

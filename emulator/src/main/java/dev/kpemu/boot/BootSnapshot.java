@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
+import dev.kpemu.image.FileDigests;
 import dev.kpemu.machine.snapshot.MachineSnapshot;
 import dev.kpemu.unicorn.Unicorn;
 
@@ -26,22 +27,42 @@ import dev.kpemu.unicorn.Unicorn;
  * version ({@link #identity}); a cached snapshot that cannot be restored is reported in one line
  * and the boot falls back to a cold boot, which saves a new one.
  *
+ * <p>The point is {@value #AT} unless {@link #atGuestTime} names another: a guest time, where an
+ * event on the guest clock ends the run between engine slices (the first safe point at or after
+ * it), which must come before any probe is attached; a restore from such a snapshot continues
+ * from there, and the hooks' own breakpoints (the registration point) are met later as in a cold
+ * boot.
+ *
  * @param file the snapshot file, or null for the automatic cache
  * @param cacheDir the cache's folder (automatic)
  * @param notices where one-line notices go (saved, restored, refused)
+ * @param atGuestNanos the guest time of the snapshot point, or -1 for {@value #AT}
  */
-public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
+public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, long atGuestNanos) {
     /** The snapshot point: the kernel function whose first execution runs /init. */
     public static final String AT = "run_init_process";
 
     public BootSnapshot {
         if ((file == null) == (cacheDir == null)) throw new IllegalArgumentException("a snapshot file or a cache folder, not both");
         if (notices == null) notices = s -> { };
+        if (atGuestNanos < -1) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
     }
 
-    public static BootSnapshot file(Path file, Consumer<String> notices) { return new BootSnapshot(file, null, notices); }
+    public static BootSnapshot file(Path file, Consumer<String> notices) { return new BootSnapshot(file, null, notices, -1); }
 
-    public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices); }
+    public static BootSnapshot cache(Path cacheDir, Consumer<String> notices) { return new BootSnapshot(null, cacheDir, notices, -1); }
+
+    /** This snapshot taken at guest time {@code nanos} (the first safe point at or after it) instead of {@value #AT}. */
+    public BootSnapshot atGuestTime(long nanos) {
+        if (nanos < 0) throw new IllegalArgumentException("a snapshot's guest time cannot be negative");
+        return new BootSnapshot(file, cacheDir, notices, nanos);
+    }
+
+    /** Whether the point is {@value #AT} (else a guest time). */
+    public boolean atInit() { return atGuestNanos < 0; }
+
+    /** The point as the identity records it: {@value #AT} or {@code guest time >= N ns}. */
+    public String point() { return atInit() ? AT : "guest time >= " + atGuestNanos + " ns"; }
 
     public boolean automatic() { return file == null; }
 
@@ -75,14 +96,26 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
 
     /** What the snapshot of a boot records about the machine, and what a restore must match. */
     public static Map<String, String> identity(BootRunner.Options o, Path kernel, byte[] initrd) throws IOException {
+        return identity(o, kernel, sha256Hex(initrd), AT);
+    }
+
+    /**
+     * As {@link #identity(BootRunner.Options, Path, byte[])} for this snapshot's {@link #point}; the
+     * digests of the kernel and initramfs files are kept between runs ({@link FileDigests}).
+     */
+    public Map<String, String> identityOf(BootRunner.Options o, Path kernel, Path initrdFile) throws IOException {
+        return identity(o, kernel, FileDigests.sha256(initrdFile, BootRunner.digestCacheDir()), point());
+    }
+
+    private static Map<String, String> identity(BootRunner.Options o, Path kernel, String initrdSha256, String point) throws IOException {
         Map<String, String> id = new LinkedHashMap<>();
         id.put("arch", o.arch().name());
-        id.put("kernel sha256", sha256Hex(kernel));
-        id.put("initramfs sha256", sha256Hex(initrd));
+        id.put("kernel sha256", FileDigests.sha256(kernel, BootRunner.digestCacheDir()));
+        id.put("initramfs sha256", initrdSha256);
         id.put("command line", o.append() == null ? "(default)" : o.append());
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
-        id.put("point", AT);
+        id.put("point", point);
         id.put("kpemu build", build());
         id.put("unicorn", Unicorn.version());
         return id;
@@ -104,7 +137,8 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
         }
         MessageDigest md = sha256();
         if (Files.isRegularFile(code)) {
-            digest(md, code);
+            build = FileDigests.sha256(code, BootRunner.digestCacheDir()).substring(0, 16);
+            return build;
         } else {
             List<Path> classes;
             try (Stream<Path> s = Files.walk(code)) {
@@ -124,12 +158,6 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices) {
             byte[] buf = new byte[1 << 16];
             for (int n; (n = in.read(buf)) > 0; ) md.update(buf, 0, n);
         }
-    }
-
-    private static String sha256Hex(Path file) throws IOException {
-        MessageDigest md = sha256();
-        digest(md, file);
-        return HexFormat.of().formatHex(md.digest());
     }
 
     private static String sha256Hex(byte[] bytes) { return HexFormat.of().formatHex(sha256().digest(bytes)); }

@@ -50,8 +50,27 @@ public interface LinuxGuest extends AutoCloseable {
      */
     byte[] kernelFile();
 
-    /** The kernel's release ({@code uname -r}) from its banner, or "" when the image has none. */
-    default String release() { return dev.kpemu.image.KernelRelease.of(kernelFile()).orElse(""); }
+    /**
+     * The kernel's release ({@code uname -r}) from its banner, or "" when the image has none: at
+     * the {@code linux_banner} symbol when the symbols name it (searching the whole file took about
+     * 0.1 s of a snapshot-started session), else the first banner in the file.
+     */
+    default String release() {
+        byte[] file = kernelFile();
+        try {
+            var banner = symbols().byName("linux_banner");
+            if (banner.isPresent()) {
+                var offset = symbols().fileOffset(banner.get().address());
+                if (offset.isPresent()) {
+                    var r = dev.kpemu.image.KernelRelease.at(file, offset.getAsLong());
+                    if (r.isPresent()) return r.get();
+                }
+            }
+        } catch (RuntimeException e) {
+            // no symbols: search the file
+        }
+        return dev.kpemu.image.KernelRelease.of(file).orElse("");
+    }
 
     /**
      * Structure offsets from the kernel's own BTF ({@code task_struct} comm/pid, the current

@@ -61,7 +61,7 @@ public final class X86LinuxLoader {
         if (cacheDir == null) return readKernelUncached(kernel);
         byte[] data;
         try {
-            data = Files.readAllBytes(kernel);
+            data = dev.kpemu.image.FileBytes.read(kernel);
         } catch (java.io.IOException e) {
             throw new KernelImageException("cannot read kernel " + kernel + ": " + e.getMessage(), e);
         }
@@ -70,9 +70,9 @@ public final class X86LinuxLoader {
         if (!bz.has64BitEntry()) throw new KernelImageException(kernel + ": bzImage has no 64-bit entry (XLF_KERNEL_64)");
         String sha;
         try {
-            sha = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(data));
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
+            sha = dev.kpemu.image.FileDigests.sha256(kernel, BootRunner.digestCacheDir());
+        } catch (java.io.IOException e) {
+            sha = dev.kpemu.image.FileDigests.sha256Hex(data);
         }
         Path cached = cacheDir.resolve("vmlinux-" + sha.substring(0, 32));
         try {
@@ -93,7 +93,7 @@ public final class X86LinuxLoader {
     private static KernelFile readKernelUncached(Path kernel) throws KernelImageException {
         byte[] data;
         try {
-            data = Files.readAllBytes(kernel);
+            data = dev.kpemu.image.FileBytes.read(kernel);
         } catch (java.io.IOException e) {
             throw new KernelImageException("cannot read kernel " + kernel + ": " + e.getMessage(), e);
         }

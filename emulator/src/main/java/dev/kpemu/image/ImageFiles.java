@@ -16,7 +16,7 @@ final class ImageFiles {
         if (!Files.exists(path)) throw new KernelImageException(path + ": file does not exist");
         if (!Files.isRegularFile(path)) throw new KernelImageException(path + ": not a regular file");
         try {
-            return Files.readAllBytes(path);
+            return FileBytes.read(path);
         } catch (NoSuchFileException e) {
             throw new KernelImageException(path + ": file does not exist");
         } catch (IOException e) {

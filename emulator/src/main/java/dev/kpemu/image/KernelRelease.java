@@ -14,14 +14,26 @@ public final class KernelRelease {
 
     /** The release of the first banner in {@code image} whose release starts with a digit, if any. */
     public static Optional<String> of(byte[] image) {
-        outer:
         for (int i = 0; i + BANNER.length + 2 < image.length; i++) {
-            for (int k = 0; k < BANNER.length; k++) if (image[i + k] != BANNER[k]) continue outer;
-            int s = i + BANNER.length, e = s;
-            while (e < image.length && e - s < 64 && image[e] > ' ' && image[e] < 0x7f) e++;
-            if (e > s && Character.isDigit(image[s]) && e < image.length && image[e] == ' ') {
-                return Optional.of(new String(image, s, e - s, StandardCharsets.US_ASCII));
-            }
+            Optional<String> r = at(image, i);
+            if (r.isPresent()) return r;
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * The release of the banner at {@code offset} (the file offset of the kernel's
+     * {@code linux_banner} symbol, which spares {@link #of} a search through the whole image),
+     * if a banner whose release starts with a digit is there.
+     */
+    public static Optional<String> at(byte[] image, long offset) {
+        if (offset < 0 || offset + BANNER.length + 2 >= image.length) return Optional.empty();
+        int i = (int) offset;
+        for (int k = 0; k < BANNER.length; k++) if (image[i + k] != BANNER[k]) return Optional.empty();
+        int s = i + BANNER.length, e = s;
+        while (e < image.length && e - s < 64 && image[e] > ' ' && image[e] < 0x7f) e++;
+        if (e > s && Character.isDigit(image[s]) && e < image.length && image[e] == ' ') {
+            return Optional.of(new String(image, s, e - s, StandardCharsets.US_ASCII));
         }
         return Optional.empty();
     }

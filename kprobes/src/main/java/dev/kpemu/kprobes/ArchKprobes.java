@@ -78,11 +78,4 @@ public interface ArchKprobes extends ProbeDecoder {
      */
     void mapPages(Machine machine, long va, long pa, long size, IntToLongFunction tables);
 
-    /**
-     * Calls the guest function at {@code function} with {@code args} from inside a handler and
-     * returns its return value; {@code returnStop} is an address never executed where the call
-     * ends. Registers are restored afterwards.
-     */
-    long callFunction(Machine machine, long function, long returnStop, long[] args);
-
 }

@@ -17,6 +17,10 @@ final class FtraceRegs implements Regs {
 
     @Override public Arch arch() { return live.arch(); }
 
+    @Override public String ipName() { return live.ipName(); }
+
+    @Override public String spName() { return live.spName(); }
+
     @Override public long origAx() { return 0; }
 
     @Override public long ip() { return live.ip(); }

@@ -24,7 +24,7 @@ import dev.kpemu.machine.Arch;
  * </ul>
  */
 public final class KernelProbeRules implements AddressRules {
-    private final Arch arch;
+    private final ArchSiteRules siteRules;
     private final SymbolTable syms;
     private final KernelTextTables tables;
     private final KernelTextTables.Range coreText, initText;
@@ -33,7 +33,7 @@ public final class KernelProbeRules implements AddressRules {
     private java.util.function.LongPredicate moduleText = a -> false, moduleFtraceSite = a -> false;
 
     public KernelProbeRules(Arch arch, SymbolTable syms, KernelTextTables tables) {
-        this.arch = arch;
+        this.siteRules = ArchSiteRules.of(arch);
         this.syms = syms;
         this.tables = tables;
         this.coreText = tables.section("_stext", "_etext").orElse(null);
@@ -68,12 +68,12 @@ public final class KernelProbeRules implements AddressRules {
         if (moduleText.test(address)) {
             // the vmlinux tables say nothing about a module's text; its ftrace sites come from its code
             if (!moduleFtraceSite.test(address)) return 0;
-            if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));
+            if (!siteRules.probesOnFtrace()) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on this arch)", address));
             return Kprobe.FLAG_FTRACE;
         }
         int flags = 0;
         if (tables.ftraceSites().contains(address)) {
-            if (arch == Arch.ARM64) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on arm64)", address));
+            if (!siteRules.probesOnFtrace()) throw new KprobeException(Errno.EINVAL, String.format("0x%x is an ftrace site (no kprobes on ftrace on this arch)", address));
             flags |= Kprobe.FLAG_FTRACE;
         }
         boolean liveInit = !initTextFreed && initText != null && initText.contains(address);
@@ -92,7 +92,7 @@ public final class KernelProbeRules implements AddressRules {
             if (r != null) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a %s site", address, r.name()));
         }
         if (tables.bugSites().contains(address)) throw new KprobeException(Errno.EINVAL, String.format("0x%x is a BUG() trap", address));
-        if (arch == Arch.ARM64 && tables.exceptionTable().contains(address)) {
+        if (siteRules.refusesExceptionTableSites() && tables.exceptionTable().contains(address)) {
             // arm64's arch_prepare_kprobe: an instruction that may fault into a fixup cannot be stepped out of line
             throw new KprobeException(Errno.EINVAL, String.format("0x%x has an exception-table entry", address));
         }

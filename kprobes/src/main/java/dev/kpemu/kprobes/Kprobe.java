@@ -5,7 +5,7 @@ package dev.kpemu.kprobes;
  * {@link #at(String, long) symbol + offset}, and its handlers. Registration canonicalises the
  * address ({@link #address()}), as the kernel overwrites {@code p->addr}.
  */
-public final class Kprobe {
+public final class Kprobe implements Probe {
     /** {@code pre_handler}: return non-zero when the handler changed the ip (no step, no post handler). */
     @FunctionalInterface
     public interface PreHandler { int handle(Kprobe p, Regs regs); }
@@ -111,10 +111,17 @@ public final class Kprobe {
 
     public boolean isGone() { return (flags & FLAG_GONE) != 0; }
 
+    @Override
     public boolean isRegistered() { return point != null; }
 
     /** Hits that ran no handler: reentry while another probe's handler or step was active. */
     public long nmissed() { return nmissed; }
+
+    @Override
+    public Kprobe entryProbe() { return this; }
+
+    @Override
+    public long missed() { return nmissed; }
 
     /** True for the entry probe of a kretprobe (type {@code r} in kprobes/list). */
     public boolean isReturnProbe() { return owner != null; }

@@ -5,7 +5,7 @@ package dev.kpemu.kprobes;
  * trampoline, so {@link #handler()} runs when the function returns. Up to {@link #maxactive()}
  * invocations are tracked at once; more count in {@link #nmissed()}.
  */
-public final class Kretprobe {
+public final class Kretprobe implements Probe {
     /** {@code entry_handler} / {@code handler}: the entry handler's non-zero return skips this invocation. */
     @FunctionalInterface
     public interface Handler { int handle(KretprobeInstance ri, Regs regs); }
@@ -52,6 +52,12 @@ public final class Kretprobe {
 
     /** Its entry kprobe ({@code rp->kp}). */
     public Kprobe kprobe() { return kp; }
+
+    @Override
+    public Kprobe entryProbe() { return kp; }
+
+    @Override
+    public long missed() { return kp.nmissed() + nmissed; }
 
     /** Entries that found no free instance. */
     public long nmissed() { return nmissed; }

@@ -19,8 +19,8 @@ final class OptimizedRegs implements Regs {
 
     OptimizedRegs(Regs live) {
         this.live = live;
-        this.ipName = live.arch() == Arch.X86_64 ? "rip" : "pc";
-        this.spName = live.arch() == Arch.X86_64 ? "rsp" : "sp";
+        this.ipName = live.ipName();
+        this.spName = live.spName();
     }
 
     OptimizedRegs at(long ip) {
@@ -59,6 +59,10 @@ final class OptimizedRegs implements Regs {
     }
 
     @Override public List<String> names() { return live.names(); }
+
+    @Override public String ipName() { return ipName; }
+
+    @Override public String spName() { return spName; }
 
     @Override public long readLong(long va) { return live.readLong(va); }
 }

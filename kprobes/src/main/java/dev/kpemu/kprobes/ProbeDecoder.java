@@ -1,7 +1,5 @@
 package dev.kpemu.kprobes;
 
-import dev.kpemu.kprobes.arm64.Arm64ProbeDecoder;
-import dev.kpemu.kprobes.x86.X86ProbeDecoder;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -40,9 +38,6 @@ public interface ProbeDecoder extends AutoCloseable {
     void close();
 
     static ProbeDecoder open(Arch arch) {
-        return switch (arch) {
-            case X86_64 -> new X86ProbeDecoder();
-            case ARM64 -> new Arm64ProbeDecoder();
-        };
+        return ArchBackEnds.decoder(arch);
     }
 }

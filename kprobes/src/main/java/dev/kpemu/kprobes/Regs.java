@@ -43,6 +43,12 @@ public interface Regs {
     /** Every register name {@link #get} knows. */
     List<String> names();
 
+    /** The name {@link #get} and {@link #set} know the instruction pointer by (x86 {@code rip}, arm64 {@code pc}). */
+    String ipName();
+
+    /** The name {@link #get} and {@link #set} know the stack pointer by (x86 {@code rsp}, arm64 {@code sp}). */
+    String spName();
+
     /** Reads 8 bytes of guest-virtual memory through the current page tables. */
     long readLong(long va);
 

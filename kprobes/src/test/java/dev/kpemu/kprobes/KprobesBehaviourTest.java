@@ -161,7 +161,7 @@ class KprobesBehaviourTest {
             k.unregister(mid);
             k.unregister(rp);
             assertArrayEquals(before, g.machine.readVirtual(g.sym("kprobe_target"), 0x100));
-            assertEquals(2, k.slotsInUse(), "only the trampoline and the call stop remain");
+            assertEquals(1, k.slotsInUse(), "only the trampoline remains");
         }
     }
 

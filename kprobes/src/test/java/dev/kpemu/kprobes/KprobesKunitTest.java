@@ -14,7 +14,7 @@ import dev.kpemu.machine.Arch;
  * Linux's KUnit {@code lib/test_kprobes.c} on guest programs of both arches: the guest
  * functions carry the kernel test's names and bodies ({@code kprobe_target(v) = v / 3} …), the
  * JUnit body plays the test module (it calls the targets through the guest, and handlers call
- * guest functions through {@link Kprobes#callFunction}).
+ * guest functions through the {@link GuestFunctionCall} fixture).
  */
 class KprobesKunitTest {
     static final long DIV_FACTOR = 3;
@@ -89,12 +89,13 @@ class KprobesKunitTest {
     void test_kprobe_missed(Arch arch) {
         try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
             long recursed = g.sym("kprobe_recursed_target");
+            GuestFunctionCall guest = GuestFunctionCall.on(k);
             Kprobe missed = Kprobe.at("kprobe_recursed_target", 0)
                     .pre((p, r) -> {
-                        prehVal = k.callFunction(recursed, RAND1);
+                        prehVal = guest.call(recursed, RAND1);
                         return 0;
                     })
-                    .post((p, r, f) -> posthVal = k.callFunction(recursed, RAND1));
+                    .post((p, r, f) -> posthVal = guest.call(recursed, RAND1));
             k.register(missed);
             assertEquals(RAND1 / 3, g.call("kprobe_recursed_target", RAND1));
             assertEquals(2, missed.nmissed(), "one reentry from the pre handler, one from the post handler");

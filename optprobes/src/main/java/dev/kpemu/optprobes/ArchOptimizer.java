@@ -1,7 +1,9 @@
 package dev.kpemu.optprobes;
 
 import dev.kpemu.decoder.Decoder;
+import dev.kpemu.image.SymbolTable;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
 
 /**
  * The arch half of jump optimization, as Linux splits {@code kernel/kprobes.c} from
@@ -32,6 +34,12 @@ public interface ArchOptimizer {
 
     /** The probe site's bytes: original, jump to {@code buffer}, breakpoint. */
     SitePatch sitePatch(DetourBuffer buffer);
+
+    /** True when the vCPU runs user code (x86 CPL 3, arm64 EL0): the current task has no interrupted kernel context. */
+    boolean inUserMode(Machine machine);
+
+    /** The kernel's tables this arch's optimizer needs, read from the kernel file ({@link KernelOptimizationInputs#read}). */
+    KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file);
 
     /** How far from the probe a detour may be for the site's jump to reach it (x86 rel32: ±2 GiB; arm64 {@code B}: ±128 MiB), with a margin. */
     long detourReach();

@@ -3,7 +3,10 @@ package dev.kpemu.optprobes;
 import java.util.Arrays;
 
 import dev.kpemu.decoder.Decoder;
+import dev.kpemu.image.SymbolTable;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.arm64.Arm64Machine;
 
 /** arm64 jump optimization, kpemu's extension ({@link OptimizationSafety}'s arm64 rules, {@link Arm64Detour}). */
 final class Arm64Optimizer implements ArchOptimizer {
@@ -13,7 +16,7 @@ final class Arm64Optimizer implements ArchOptimizer {
 
     @Override public Arch arch() { return Arch.ARM64; }
 
-    @Override public Verdict check(Decoder decoder, Candidate candidate) { return OptimizationSafety.arm64(decoder, candidate); }
+    @Override public Verdict check(Decoder decoder, Candidate candidate) { return Arm64OptimizationRules.check(decoder, candidate); }
 
     @Override public DetourBuffer detour(DisplacedRegion region, long address, DetourBuffer.Style style) {
         return Arm64Detour.build(region, address, style);
@@ -27,6 +30,10 @@ final class Arm64Optimizer implements ArchOptimizer {
         return new SitePatch(Arch.ARM64, region.probeAddress(), Arrays.copyOf(region.originalBytes(), 4),
                 Arm64Detour.le(Arm64Detour.branch(region.probeAddress(), buffer.address())), Arm64Detour.le(Arm64Detour.BRK_KPROBES));
     }
+
+    @Override public boolean inUserMode(Machine machine) { return ((Arm64Machine) machine).currentEl() == 0; }
+
+    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file) { return Arm64KernelInputsReader.read(syms, file); }
 
     /** {@code B}'s ±128 MiB, less a page. */
     @Override public long detourReach() { return (128L << 20) - 0x1000; }

@@ -9,7 +9,6 @@ import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.TreeSet;
 
 import dev.kpemu.image.Symbol;
 import dev.kpemu.image.SymbolTable;
@@ -89,7 +88,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final byte[] file;
     private final List<String> notes;
 
-    private KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
+    KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
                                      List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes,
                                      SymbolTable syms, byte[] file) {
         this.syms = syms;
@@ -118,76 +117,15 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * @param file the kernel file whose offsets {@code syms.fileOffset} gives (x86: vmlinux ELF; arm64: Image)
      */
     public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, byte[] file) {
-        return switch (arch) {
-            case X86_64 -> x86(syms, file);
-            case ARM64 -> arm64(syms, file);
-        };
+        return ArchOptimizer.of(arch).kernelInputs(syms, file);
     }
 
-    // ------------------------------------------------------------------ x86-64
-
-    private static KernelOptimizationInputs x86(SymbolTable syms, byte[] file) {
-        Reader r = new Reader(syms, file);
-        List<String> notes = new ArrayList<>();
-        TreeSet<Long> ex = new TreeSet<>();
-        r.table("__start___ex_table", "__stop___ex_table", 12, notes, (at, b) -> ex.add(at + b.getInt(0)));
-        TreeSet<Long> ftrace = new TreeSet<>();
-        r.table("__start_mcount_loc", "__stop_mcount_loc", 8, notes, (at, b) -> ftrace.add(b.getLong(0)));
-        List<TextRange> reserved = new ArrayList<>();
-        r.table("__start___jump_table", "__stop___jump_table", 16, notes,
-                (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
-        r.table("__start_static_call_sites", "__stop_static_call_sites", 8, notes,
-                (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
-        r.table("__alt_instructions", "__alt_instructions_end", 12, notes, (at, b) -> {
-            int len = b.get(10) & 0xff;
-            if (len > 0) reserved.add(TextRange.of(at + b.getInt(0), len));
-        });
-        TextRange thunks = null;
-        Optional<Symbol> ts = syms.byName("__indirect_thunk_start"), te = syms.byName("__indirect_thunk_end");
-        if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());
-        else notes.add("no __indirect_thunk_start/end in kallsyms");
-        return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, merge(reserved), idle(syms, X86_IDLE),
-                starts(syms, X86_RETURN_TO_USER), thunks, false, notes, null, null);
-    }
-
-    // ------------------------------------------------------------------ arm64
-
-    private static final int NOP = 0xd503201f, MOV_X9_X30 = 0xaa1e03e9, BTI_C = 0xd503245f, PACIASP = 0xd503233f,
-            PACIBSP = 0xd503237f;
-
-    private static KernelOptimizationInputs arm64(SymbolTable syms, byte[] file) {
-        List<String> notes = new ArrayList<>();
-        notes.add("arm64: __ex_table and __jump_table are not bounded in kallsyms (no CONFIG_KALLSYMS_ALL): not read");
-        TreeSet<Long> ftrace = new TreeSet<>();
-        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
-        for (Symbol s : syms.symbols()) {
-            if (!s.text() || s.size() < 8) continue;
-            OptionalLong off = syms.fileOffset(s.address());
-            if (off.isEmpty() || off.getAsLong() + 12 > file.length) continue;
-            int o = (int) off.getAsLong();
-            long at = s.address();
-            int w = b.getInt(o);
-            if (w == BTI_C || w == PACIASP || w == PACIBSP) {
-                o += 4;
-                at += 4;
-            }
-            int w0 = b.getInt(o), w1 = b.getInt(o + 4);
-            boolean first = w0 == NOP || w0 == MOV_X9_X30;
-            boolean second = w1 == NOP || (w1 & 0xfc00_0000) == 0x9400_0000; // nop or bl
-            if (first && second) {
-                ftrace.add(at);
-                ftrace.add(at + 4);
-            }
-        }
-        notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
-        notes.add("arm64: every nop and b of a candidate function is reserved (possible jump-label sites)");
-        return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), idle(syms, ARM64_IDLE),
-                starts(syms, ARM64_RETURN_TO_USER), null, true, notes, syms, file);
-    }
+    /** arm64 {@code nop}: a possible jump-label site in {@link #reservedText(TextRange)}'s scan. */
+    private static final int NOP = 0xd503201f;
 
     // ------------------------------------------------------------------ common
 
-    private static List<TextRange> idle(SymbolTable syms, List<String> names) {
+    static List<TextRange> idle(SymbolTable syms, List<String> names) {
         List<TextRange> out = new ArrayList<>();
         for (String n : names) {
             for (Symbol s : syms.allByName(n)) if (s.text() && s.size() > 0) out.add(TextRange.of(s.address(), s.size()));
@@ -195,13 +133,13 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         return out;
     }
 
-    private static List<Long> starts(SymbolTable syms, List<String> names) {
+    static List<Long> starts(SymbolTable syms, List<String> names) {
         List<Long> out = new ArrayList<>();
         for (String n : names) for (Symbol s : syms.allByName(n)) if (s.text()) out.add(s.address());
         return out;
     }
 
-    private static List<TextRange> merge(List<TextRange> in) {
+    static List<TextRange> merge(List<TextRange> in) {
         List<TextRange> sorted = new ArrayList<>(in);
         sorted.sort((x, y) -> Long.compareUnsigned(x.start(), y.start()));
         List<TextRange> out = new ArrayList<>();
@@ -216,11 +154,11 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         return out;
     }
 
-    private interface Entry {
+    interface Entry {
         void accept(long at, ByteBuffer entry);
     }
 
-    private record Reader(SymbolTable syms, byte[] file) {
+    record Reader(SymbolTable syms, byte[] file) {
         void table(String start, String stop, int entrySize, List<String> notes, Entry e) {
             Optional<Symbol> a = syms.byName(start), z = syms.byName(stop);
             if (a.isEmpty() || z.isEmpty()) {
@@ -261,7 +199,8 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * the file except its ftrace pair (possible jump-label sites; see the class comment).
      */
     @Override public List<TextRange> reservedText(TextRange function) {
-        if (arch == Arch.X86_64) {
+        if (file == null) {
+            // a fact about the data: the reader parsed the tables (x86) and kept no file to scan per function
             long from = function.start() - longestReserved;
             if (Long.compareUnsigned(from, function.start()) > 0) from = 0;     // wrapped below 0
             if (Long.compareUnsigned(from, function.end()) >= 0) return List.of();

@@ -1,8 +1,6 @@
 package dev.kpemu.optprobes;
 
 import dev.kpemu.machine.Machine;
-import dev.kpemu.machine.arm64.Arm64Machine;
-import dev.kpemu.unicorn.X86Reg;
 import java.util.List;
 import java.util.Set;
 
@@ -65,11 +63,7 @@ public interface OptimizationInputs {
      * {@code cpu_do_idle}).
      */
     static boolean kernelPatchWindow(Machine machine, List<TextRange> idleText) {
-        boolean user = switch (machine.arch()) {
-            case X86_64 -> (machine.engine().regRead(X86Reg.CS) & 3) == 3;
-            case ARM64 -> ((Arm64Machine) machine).currentEl() == 0;
-        };
-        if (user) return true;
+        if (ArchOptimizer.of(machine.arch()).inUserMode(machine)) return true;
         long pc = machine.pc();
         for (TextRange r : idleText) if (r.contains(pc)) return true;
         return false;

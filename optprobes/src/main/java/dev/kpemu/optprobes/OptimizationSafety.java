@@ -1,19 +1,9 @@
 package dev.kpemu.optprobes;
 
-import dev.kpemu.decoder.BranchKind;
 import dev.kpemu.decoder.Decoder;
-import dev.kpemu.decoder.Disassembly;
-import dev.kpemu.decoder.Instruction;
 import dev.kpemu.decoder.OutOfLine;
-import dev.kpemu.decoder.UndecodableInstructionException;
-import dev.kpemu.machine.Arch;
 import dev.kpemu.optprobes.Refusal.Reason;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
-import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * Decides whether a probe may be jump-optimized, and which instructions the jump displaces.
@@ -110,7 +100,6 @@ public final class OptimizationSafety {
     /** arm64 {@code MAX_ATOMIC_CONTEXT_SIZE} in instructions (128 bytes / 4). */
     public static final int MAX_ATOMIC_CONTEXT_SIZE = dev.kpemu.decoder.Arm64ExclusiveWindow.MAX_ATOMIC_CONTEXT_SIZE;
 
-    private static final byte[] NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 
     private OptimizationSafety() {}
 
@@ -119,182 +108,9 @@ public final class OptimizationSafety {
         return ArchOptimizer.of(decoder.arch()).check(decoder, candidate);
     }
 
-    // ---------------------------------------------------------------- x86-64
-
-    /** x86-64's rules ({@link X86Optimizer}). */
-    static Verdict x86(Decoder decoder, Candidate c) {
-        TextRange fn = c.function();
-        long probe = c.probeAddress();
-        if (!fn.contains(probe)) {
-            return refused(Reason.NOT_IN_FUNCTION, probe, "probe outside function " + fn);
-        }
-        Disassembly dis = decoder.decodeAll(c.functionBytes(), fn.start());
-        if (!dis.complete()) {
-            long at = dis.undecodableAt().getAsLong();
-            return refused(Reason.FUNCTION_UNDECODABLE, at, String.format("undecodable bytes at %#x", at));
-        }
-        if (!dis.isBoundary(probe)) {
-            return refused(Reason.NOT_ON_INSTRUCTION_BOUNDARY, probe, "probe inside an instruction");
-        }
-        if (fn.end() - probe < JMP32_INSN_SIZE) {
-            return refused(Reason.REGION_CROSSES_FUNCTION_END, probe,
-                    String.format("only %d bytes to the function end %#x", fn.end() - probe, fn.end()));
-        }
-        List<Instruction> dcr = new ArrayList<>();
-        for (long a = probe; a - probe < JMP32_INSN_SIZE; ) {
-            Optional<Instruction> i = dis.at(a);
-            if (i.isEmpty()) { // only at the function end: the decode is complete
-                return refused(Reason.REGION_CROSSES_FUNCTION_END, a, "displaced region runs past " + fn);
-            }
-            dcr.add(i.get());
-            a = i.get().nextAddress();
-        }
-        DisplacedRegion region = new DisplacedRegion(Arch.X86_64, probe, dcr);
-        List<Refusal> out = new ArrayList<>();
-
-        // can_optimize: the whole function
-        for (long entry : new TreeSet<>(c.exceptionTable())) {
-            if (fn.contains(entry)) {
-                out.add(new Refusal(Reason.EXCEPTION_TABLE_ENTRY, entry,
-                        "exception-table entry for " + dis.at(entry).map(Instruction::text).orElse("a non-boundary address")));
-            }
-        }
-        long prohibitedFirst = probe + INT3_INSN_SIZE;
-        long prohibitedLast = Math.max(probe + INT3_INSN_SIZE + DISP32_SIZE, region.end() - 1);
-        for (Instruction i : dis.instructions()) {
-            if (c.indirectJumpCheck()) {
-                if (i.branchKind() == BranchKind.INDIRECT_JUMP || isFarJumpAbsolute(i)) {
-                    out.add(new Refusal(Reason.INDIRECT_JUMP, i.address(), "indirect jump " + i.text()));
-                } else if (c.indirectThunks() != null && isJump(i)
-                        && inInclusive(i.branchTarget().getAsLong(), c.indirectThunks().start(), c.indirectThunks().end())) {
-                    out.add(new Refusal(Reason.INDIRECT_JUMP, i.address(), "retpoline jump " + i.text()));
-                }
-            }
-            if (i.branchKind().isDirect() && i.branchTarget().isPresent()
-                    && inInclusive(i.branchTarget().getAsLong(), prohibitedFirst, prohibitedLast)) {
-                out.add(new Refusal(Reason.JUMP_INTO_REGION, i.address(), String.format(
-                        "%s targets the jump-target prohibition region [%#x, %#x]", i.text(), prohibitedFirst, prohibitedLast)));
-            }
-        }
-        // copy_optimized_instructions: each displaced instruction
-        for (Instruction i : dcr) {
-            if (i.branchKind() == BranchKind.CALL || i.branchKind() == BranchKind.INDIRECT_CALL) {
-                out.add(new Refusal(Reason.CALL_IN_REGION, i.address(), "call in the displaced region: " + i.text()));
-            } else if (i.outOfLine() == OutOfLine.REJECT) {
-                out.add(new Refusal(Reason.NOT_RELOCATABLE, i.address(), "cannot run out of line: " + i.text()));
-            } else if (!i.boostable()) {
-                out.add(new Refusal(Reason.NOT_BOOSTABLE, i.address(), "not boostable: " + i.text()));
-            }
-        }
-        TextRange dcrRange = new TextRange(probe, region.end());
-        Set<Long> ftrace = new TreeSet<>(c.ftraceSites());
-        if (c.detectEntryFtraceSite()) x86EntryFtraceSite(fn.start(), c.functionBytes()).ifPresent(ftrace::add);
-        for (long site : ftrace) {
-            if (dcrRange.overlaps(TextRange.of(site, JMP32_INSN_SIZE))) {
-                out.add(new Refusal(Reason.FTRACE_SITE, site, "displaced region overlaps the ftrace site"));
-            }
-        }
-        reserved(c, dcrRange, out);
-        // pre-optimization blockers
-        for (long other : new TreeSet<>(c.otherProbes())) {
-            if (region.interior(other)) {
-                out.add(new Refusal(Reason.PROBE_IN_REGION, other, "another probe in the displaced region"));
-            }
-        }
-        temporary(c, out);
-        return out.isEmpty() ? new Verdict.Optimizable(region) : new Verdict.Refused(out, region);
-    }
-
-    /**
-     * The ftrace site at an x86 function entry, recognised by its bytes: a 5-byte {@code call} or
-     * {@code nop} at offset 0, or at offset 4 after an IBT landing pad ({@code endbr64}, or the
-     * NOP the kernel or objtool sealed it with: Linux's {@code is_endbr} accepts both).
-     */
-    public static Optional<Long> x86EntryFtraceSite(long functionStart, byte[] bytes) {
-        int off = bytes.length >= 4 && dev.kpemu.kprobes.x86.X86LandingPad.is(bytes[0], bytes[1], bytes[2], bytes[3])
-                ? dev.kpemu.kprobes.x86.X86LandingPad.LENGTH : 0;
-        if (bytes.length >= off + 5 && ((bytes[off] & 0xff) == 0xe8 || startsWith(bytes, off, NOP5))) {
-            return Optional.of(functionStart + off);
-        }
-        return Optional.empty();
-    }
-
-    private static boolean isJump(Instruction i) {
-        return (i.branchKind() == BranchKind.JUMP || i.branchKind() == BranchKind.CONDITIONAL_JUMP)
-                && i.branchTarget().isPresent();
-    }
-
-    /** {@code ea}: far absolute jump (invalid in 64-bit mode, listed by {@code __insn_is_indirect_jump}). */
-    private static boolean isFarJumpAbsolute(Instruction i) {
-        byte[] b = i.bytes();
-        int k = 0;
-        while (k < b.length && isLegacyPrefixOrRex(b[k] & 0xff)) k++;
-        return k < b.length && (b[k] & 0xff) == 0xea;
-    }
-
-    private static boolean isLegacyPrefixOrRex(int b) {
-        return (b & 0xf0) == 0x40 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 || b == 0x3e
-                || b == 0x26 || b == 0x64 || b == 0x65 || b == 0x66 || b == 0x67;
-    }
-
-    // ---------------------------------------------------------------- arm64
-
-    private static final int HINT_MASK = 0xFFFFF01F, HINT = 0xD503201F;
-    /** HINT numbers of landing pads: PACIASP 25, PACIBSP 27, BTI c 34, BTI j 36, BTI jc 38. */
-    private static final Set<Integer> LANDING_PAD_HINTS = Set.of(25, 27, 34, 36, 38);
-
-    /** arm64's rules ({@link Arm64Optimizer}). */
-    static Verdict arm64(Decoder decoder, Candidate c) {
-        TextRange fn = c.function();
-        long probe = c.probeAddress();
-        if (!fn.contains(probe)) {
-            return refused(Reason.NOT_IN_FUNCTION, probe, "probe outside function " + fn);
-        }
-        if ((probe & 3) != 0 || ((probe - fn.start()) & 3) != 0) {
-            return refused(Reason.NOT_ON_INSTRUCTION_BOUNDARY, probe, "probe not 4-byte aligned");
-        }
-        if (fn.end() - probe < AARCH64_INSN_SIZE) {
-            return refused(Reason.REGION_CROSSES_FUNCTION_END, probe, "instruction runs past " + fn);
-        }
-        byte[] bytes = c.functionBytes();
-        int off = (int) (probe - fn.start());
-        Instruction insn;
-        try {
-            insn = decoder.decodeOne(Arrays.copyOfRange(bytes, off, off + AARCH64_INSN_SIZE), probe);
-        } catch (UndecodableInstructionException e) {
-            return refused(Reason.NOT_RELOCATABLE, probe, "undecodable instruction");
-        }
-        DisplacedRegion region = new DisplacedRegion(Arch.ARM64, probe, List.of(insn));
-        List<Refusal> out = new ArrayList<>();
-        if (c.exceptionTable().contains(probe)) {
-            out.add(new Refusal(Reason.EXCEPTION_TABLE_ENTRY, probe, "exception-table entry for " + insn.text()));
-        }
-        if (insn.outOfLine() == OutOfLine.REJECT) {
-            out.add(new Refusal(Reason.NOT_RELOCATABLE, probe, "cannot run out of line or be simulated: " + insn.text()));
-        }
-        int k = dev.kpemu.decoder.Arm64ExclusiveWindow.openLoadExclusive(bytes, off);
-        if (k > 0) {
-            out.add(new Refusal(Reason.ATOMIC_SEQUENCE, probe - 4L * k,
-                    "probe follows a load-exclusive with no store-exclusive in between"));
-        }
-        int w = word(bytes, off);
-        if (c.landingPadsEnforced() && (w & HINT_MASK) == HINT && LANDING_PAD_HINTS.contains((w >>> 5) & 0x7f)) {
-            out.add(new Refusal(Reason.LANDING_PAD, probe, "indirect-branch landing pad " + insn.text()));
-        }
-        TextRange insnRange = TextRange.of(probe, AARCH64_INSN_SIZE);
-        for (long site : new TreeSet<>(c.ftraceSites())) {
-            if (insnRange.overlaps(TextRange.of(site, AARCH64_INSN_SIZE))) {
-                out.add(new Refusal(Reason.FTRACE_SITE, site, "probed instruction is an ftrace site"));
-            }
-        }
-        reserved(c, insnRange, out);
-        temporary(c, out);
-        return out.isEmpty() ? new Verdict.Optimizable(region) : new Verdict.Refused(out, region);
-    }
-
     // ---------------------------------------------------------------- common
 
-    private static void reserved(Candidate c, TextRange region, List<Refusal> out) {
+    static void reserved(Candidate c, TextRange region, List<Refusal> out) {
         for (TextRange r : c.reservedText()) {
             if (region.overlaps(r)) {
                 out.add(new Refusal(Reason.RESERVED_TEXT, r.start(), "displaced region overlaps self-patched text " + r));
@@ -302,26 +118,21 @@ public final class OptimizationSafety {
         }
     }
 
-    private static void temporary(Candidate c, List<Refusal> out) {
+    static void temporary(Candidate c, List<Refusal> out) {
         long p = c.probeAddress();
         if (c.postHandler()) out.add(new Refusal(Reason.POST_HANDLER, p, "the probe has a post handler"));
         if (!c.enabled()) out.add(new Refusal(Reason.DISABLED, p, "the probe is disabled"));
         if (!c.optimizationOn()) out.add(new Refusal(Reason.OPTIMIZATION_OFF, p, "debug.kprobes_optimization is 0"));
     }
 
-    private static Verdict refused(Reason reason, long address, String detail) {
+    static Verdict refused(Reason reason, long address, String detail) {
         return new Verdict.Refused(List.of(new Refusal(reason, address, detail)), null);
     }
 
-    private static boolean inInclusive(long v, long first, long last) {
+    static boolean inInclusive(long v, long first, long last) {
         return Long.compareUnsigned(v, first) >= 0 && Long.compareUnsigned(v, last) <= 0;
     }
 
-    private static boolean startsWith(byte[] b, int off, byte[] prefix) {
-        if (b.length < off + prefix.length) return false;
-        for (int k = 0; k < prefix.length; k++) if (b[off + k] != prefix[k]) return false;
-        return true;
-    }
 
     static int word(byte[] b, int off) {
         return (b[off] & 0xff) | (b[off + 1] & 0xff) << 8 | (b[off + 2] & 0xff) << 16 | (b[off + 3] & 0xff) << 24;

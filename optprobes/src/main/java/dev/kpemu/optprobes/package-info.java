@@ -5,7 +5,9 @@
  * <li>{@link dev.kpemu.optprobes.OptimizationSafety#check} takes a {@link dev.kpemu.optprobes.Candidate}
  *     (the containing function's original bytes, the probe, the other probes, the probe's state, the
  *     exception table, ftrace and self-patched sites) and returns a {@link dev.kpemu.optprobes.Verdict}:
- *     the {@link dev.kpemu.optprobes.DisplacedRegion} or every {@link dev.kpemu.optprobes.Refusal}.</li>
+ *     the {@link dev.kpemu.optprobes.DisplacedRegion} or every {@link dev.kpemu.optprobes.Refusal}; the
+ *     rules are the arch's ({@link dev.kpemu.optprobes.ArchOptimizer}: {@code X86OptimizationRules},
+ *     {@code Arm64OptimizationRules}; nothing generic branches on the arch).</li>
  * <li>{@link dev.kpemu.optprobes.DetourBuffer#build} turns a region into the bytes of a detour at a
  *     buffer address (x86 within ±2 GiB, arm64 within ±128 MiB of the probe), with the address of
  *     the host hand-off, the displaced code and the return point.</li>

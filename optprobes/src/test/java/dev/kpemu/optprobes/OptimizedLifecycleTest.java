@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kpemu.kprobes.GuestFunctionCall;
 import dev.kpemu.kprobes.Kprobe;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.machine.Arch;
@@ -44,6 +45,7 @@ class OptimizedLifecycleTest {
         try (EngineGuest g = new EngineGuest(arch, functions(arch)); Kprobes k = g.kprobes()) {
             long p = g.sym("prologue");
             byte[] original = g.text("prologue");
+            GuestFunctionCall guest = GuestFunctionCall.on(k);
             int baseSlots = k.slotsInUse();
             JumpOptimizer o = JumpOptimizer.attach(k);
             long trapIp = arch == Arch.X86_64 ? p + 1 : p;
@@ -53,7 +55,7 @@ class OptimizedLifecycleTest {
             long[] nested = {0};
             Kprobe kp = Kprobe.at("prologue", 0).pre((pr, r) -> {
                 ips.add(r.ip());
-                if (reenter[0]) nested[0] = k.callFunction(p, 5);
+                if (reenter[0]) nested[0] = guest.call(p, 5);
                 if (redirect[0]) {
                     r.setIp(g.sym("answer"));
                     return 1;

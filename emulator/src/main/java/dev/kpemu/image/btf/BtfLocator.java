@@ -170,7 +170,7 @@ public final class BtfLocator {
 
     private static byte[] readFile(Path p) throws KernelImageException {
         try {
-            return Files.readAllBytes(p);
+            return dev.kpemu.image.FileBytes.read(p);
         } catch (IOException e) {
             throw new KernelImageException(p + ": cannot read: " + e.getMessage(), e);
         }

@@ -52,6 +52,7 @@ public final class MachineSnapshot {
 
     /** Saves {@code m} to {@code file} (written beside it and moved into place, so a reader never sees half a file). */
     public static Saved save(Machine m, Map<String, String> identity, Path file) throws SnapshotException {
+        m.checkSnapshotPoint();          // before a file is made
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp" + ProcessHandle.current().pid());
         try {
             if (file.getParent() != null) Files.createDirectories(file.getParent());

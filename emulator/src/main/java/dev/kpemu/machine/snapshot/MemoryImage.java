@@ -80,14 +80,24 @@ final class MemoryImage {
             if (!guestRan) {
                 BitSet restored = new BitSet();
                 long pages = size / PAGE;
+                // runs of consecutive pages go to the engine in one write of up to CHUNK bytes
+                // (a write per page cost one FFM call and one engine lookup per page)
+                long runStart = -1;
+                int runBytes = 0;
                 while (next != -1) {
                     if (next <= lastPage || next >= pages) throw new IOException("RAM pages out of order");
-                    in.readFully(want, 0, PAGE);
-                    memory.write(base + next * PAGE, want, 0, PAGE);
+                    if (runBytes > 0 && (next != lastPage + 1 || runBytes == CHUNK)) {
+                        memory.write(base + runStart * PAGE, want, 0, runBytes);
+                        runBytes = 0;
+                    }
+                    if (runBytes == 0) runStart = next;
+                    in.readFully(want, runBytes, PAGE);
+                    runBytes += PAGE;
                     restored.set((int) next);
                     lastPage = next;
                     next = in.readLong();
                 }
+                if (runBytes > 0) memory.write(base + runStart * PAGE, want, 0, runBytes);
                 for (long p = 0; p < pages; p++) {
                     if (!restored.get((int) p) && memory.hostWrote(base + p * PAGE)) memory.write(base + p * PAGE, ZERO_PAGE);
                 }

@@ -2,11 +2,11 @@ package dev.kpemu.kprobes.events;
 
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.function.LongPredicate;
+import java.util.function.LongToIntFunction;
 
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.image.btf.Btf;
-import dev.kpemu.kprobes.x86.X86LandingPad;
+import dev.kpemu.kprobes.ArchKernelText;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -17,15 +17,15 @@ import dev.kpemu.machine.Arch;
  */
 public final class KallsymsSymbols implements KernelSymbols {
     private final SymbolTable table;
-    private final LongPredicate landingPadAt;
+    private final LongToIntFunction landingPadAt;
     private final Btf btf;
 
-    /** @param landingPadAt whether the function at an address starts with a landing pad (x86 IBT's {@code endbr}) */
-    public KallsymsSymbols(SymbolTable table, LongPredicate landingPadAt) {
+    /** @param landingPadAt the length of the landing pad a probe skips at the function at an address (x86 IBT's {@code endbr}), 0 when none */
+    public KallsymsSymbols(SymbolTable table, LongToIntFunction landingPadAt) {
         this(table, landingPadAt, null);
     }
 
-    private KallsymsSymbols(SymbolTable table, LongPredicate landingPadAt, Btf btf) {
+    private KallsymsSymbols(SymbolTable table, LongToIntFunction landingPadAt, Btf btf) {
         this.table = table;
         this.landingPadAt = landingPadAt;
         this.btf = btf;
@@ -40,14 +40,17 @@ public final class KallsymsSymbols implements KernelSymbols {
 
     @Override public Btf btf() { return btf; }
 
-    /** For a kernel file: x86 landing pads are read from {@code kernelFile} through the table's file offsets. */
+    /**
+     * For a kernel file: landing pads a probe skips ({@link ArchKernelText#probeSkip}: x86 IBT's)
+     * are read from {@code kernelFile} through the table's file offsets.
+     */
     public static KallsymsSymbols forKernel(SymbolTable table, Arch arch, byte[] kernelFile) {
-        if (arch != Arch.X86_64) return new KallsymsSymbols(table, a -> false);
+        ArchKernelText entry = ArchKernelText.of(arch);
         return new KallsymsSymbols(table, a -> {
             var off = table.fileOffset(a);
-            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() + X86LandingPad.LENGTH > kernelFile.length) return false;
+            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() >= kernelFile.length) return 0;
             int i = (int) off.getAsLong();
-            return X86LandingPad.is(kernelFile[i], kernelFile[i + 1], kernelFile[i + 2], kernelFile[i + 3]);
+            return entry.probeSkip(java.util.Arrays.copyOfRange(kernelFile, i, Math.min(kernelFile.length, i + entry.entryBytes())));
         });
     }
 
@@ -62,7 +65,7 @@ public final class KallsymsSymbols implements KernelSymbols {
         if (symbol.indexOf(':') >= 0) return FuncEntry.NOT_FOUND; // no modules in the image
         var s = table.byName(symbol);
         if (s.isEmpty()) return FuncEntry.NOT_FOUND;
-        boolean entry = offset == 0 || (offset == X86LandingPad.LENGTH && landingPadAt.test(s.get().address()));
+        boolean entry = offset == 0 || offset == landingPadAt.applyAsInt(s.get().address());
         return entry ? FuncEntry.ENTRY : FuncEntry.NOT_ENTRY;
     }
 

@@ -148,6 +148,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
      */
     private long readLong(long va) {
         long v = java.nio.ByteBuffer.wrap(text(va, 8)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        // a fact about the file: only the arm64 Image leaves absolute pointers to its relocations
         if (v != 0 || arch != Arch.ARM64) return v;
         if (relocations == null) relocations = dev.kpemu.image.Arm64Relocations.of(file);
         return relocations.valueAt(va).orElse(0);

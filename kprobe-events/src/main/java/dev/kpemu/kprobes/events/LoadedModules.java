@@ -11,8 +11,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import dev.kpemu.image.btf.ModuleLayout;
+import dev.kpemu.kprobes.ArchKernelText;
 import dev.kpemu.kprobes.SymbolResolver;
-import dev.kpemu.kprobes.x86.X86LandingPad;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 
@@ -128,35 +128,26 @@ public final class LoadedModules {
         return name;
     }
 
-    private static final byte[] X86_NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-    private static final int ARM64_NOP = 0xd503201f, ARM64_MOV_X9_X30 = 0xaa1e03e9, ARM64_BTI_C = 0xd503245f,
-            ARM64_PACIASP = 0xd503233f, ARM64_PACIBSP = 0xd503237f;
-
     /**
-     * The module's ftrace call sites ({@code rec->ip}), found by their code as ftrace left them
-     * when it initialised the module: x86 the 5-byte NOP at a function's entry (after an IBT
-     * landing pad, sealed or not); arm64 the second instruction of the {@code -fpatchable-function-entry=2}
-     * pair (after an optional landing pad).
+     * The module's ftrace call sites ({@code rec->ip}), found by their code
+     * ({@link ArchKernelText#ftraceSite}): x86 the 5-byte NOP ftrace left at a function's entry
+     * when it initialised the module, or the call it stands for (after an IBT landing pad, sealed
+     * or not); arm64 the second instruction of the {@code -fpatchable-function-entry=2} pair (after
+     * an optional landing pad).
      */
     private java.util.NavigableSet<Long> ftraceSites(Machine m, List<ModuleSymbol> syms) {
         java.util.TreeSet<Long> out = new java.util.TreeSet<>(Long::compareUnsigned);
+        ArchKernelText entry = ArchKernelText.of(arch);
         for (ModuleSymbol s : syms) {
             if (!s.text()) continue;
             byte[] b;
             try {
-                b = m.readVirtual(s.value(), 12);
+                b = m.readVirtual(s.value(), entry.entryBytes());
             } catch (RuntimeException e) {
                 continue;   // not mapped (init text already gone)
             }
-            ByteBuffer w = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
-            if (arch == Arch.X86_64) {
-                int at = X86LandingPad.is(b[0], b[1], b[2], b[3]) ? X86LandingPad.LENGTH : 0;
-                if (java.util.Arrays.equals(b, at, at + 5, X86_NOP5, 0, 5)) out.add(s.value() + at);
-            } else {
-                int at = w.getInt(0) == ARM64_BTI_C || w.getInt(0) == ARM64_PACIASP || w.getInt(0) == ARM64_PACIBSP ? 4 : 0;
-                int w0 = w.getInt(at), w1 = w.getInt(at + 4);
-                if ((w0 == ARM64_NOP || w0 == ARM64_MOV_X9_X30) && (w1 == ARM64_NOP || (w1 & 0xfc00_0000) == 0x9400_0000)) out.add(s.value() + at + 4);
-            }
+            int site = entry.ftraceSite(b);
+            if (site >= 0) out.add(s.value() + site);
         }
         return out;
     }

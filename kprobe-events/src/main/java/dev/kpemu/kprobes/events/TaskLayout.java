@@ -37,6 +37,7 @@ public record TaskLayout(Arch arch, long gsOffset, long commOffset, long pidOffs
 
     /** From the kernel's BTF (and kallsyms for x86-64's per-CPU offset). */
     public static TaskLayout of(KernelStructs k) {
+        // a fact about the data: only x86-64's kernel keeps current in a per-CPU variable (arm64: SP_EL0)
         long gs = k.arch() == Arch.X86_64 ? k.currentTask().gsOffset() : 0;
         return new TaskLayout(k.arch(), gs, k.commOffset(), k.pidOffset(), k.tgidOffset(),
                 k.arch() == Arch.X86_64 && k.currentTask().gsRelative());

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.kpemu.image.btf.Btf;
+import dev.kpemu.kprobes.ArchKernelText;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -30,8 +31,6 @@ import dev.kpemu.machine.Machine;
 final class TracepointHook {
     /** {@code TRACEPOINT_DEFAULT_PRIO}. */
     static final int DEFAULT_PRIO = 10;
-    private static final byte[] X86_NOP5 = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-    private static final int ARM64_NOP = 0xd503201f;
 
     private record Patched(long address, byte[] original) {}
 
@@ -124,22 +123,8 @@ final class TracepointHook {
 
     /** The jump from jump-label site {@code code} to {@code target} over the site's no-op, or null when the site holds none. */
     static byte[] jumpOver(Arch arch, Machine m, long code, long target) {
-        if (arch == Arch.X86_64) {
-            byte[] cur = m.readVirtual(code, 5);
-            if ((cur[0] & 0xff) == 0x66 && (cur[1] & 0xff) == 0x90) {
-                long rel = target - (code + 2);
-                return new byte[] {(byte) 0xeb, (byte) rel};
-            }
-            if (java.util.Arrays.equals(cur, X86_NOP5)) {
-                long rel = target - (code + 5);
-                return ByteBuffer.allocate(5).order(ByteOrder.LITTLE_ENDIAN).put((byte) 0xe9).putInt((int) rel).array();
-            }
-            return null;
-        }
-        byte[] cur = m.readVirtual(code, 4);
-        if (ByteBuffer.wrap(cur).order(ByteOrder.LITTLE_ENDIAN).getInt() != ARM64_NOP) return null;
-        int insn = 0x14000000 | (int) (((target - code) >> 2) & 0x03ffffff);
-        return ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(insn).array();
+        ArchKernelText text = ArchKernelText.of(arch);
+        return text.jumpOver(m.readVirtual(code, text.jumpLabelSiteBytes()), code, target);
     }
 
     /** Leaves the tracepoint as it was: its sites' no-ops back, its probe list empty. */

@@ -31,7 +31,7 @@ class DebianKernelEventsTest {
         if (a == Arch.X86_64) assertTrue(layout.gsOffset() > 0, layout.toString());
         System.out.println(a.linuxName() + ": " + layout);
 
-        KernelSymbols symbols = new KallsymsSymbols(table, address -> false);
+        KernelSymbols symbols = new KallsymsSymbols(table, address -> 0);
         Path ref = RecordedReferenceTest.reference();
         org.junit.jupiter.api.Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
         GuestImages.Guest g = images.guest(a);

@@ -4,6 +4,7 @@ import java.util.function.IntToLongFunction;
 
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.ArchSiteRules;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.kprobes.SymbolResolver;
 import dev.kpemu.machine.Arch;
@@ -19,8 +20,9 @@ import dev.kpemu.unicorn.Unicorn;
  * rejected classes refused with EINVAL. The kretprobe trampoline is {@code BRK #7}.
  */
 public final class Arm64Kprobes implements ArchKprobes {
+    /** arm64 has no {@code KPROBES_ON_FTRACE}; its {@code arch_prepare_kprobe} refuses instructions with an exception-table entry. */
+    public static final ArchSiteRules SITE_RULES = new ArchSiteRules(false, true);
     public static final int BRK_KPROBE = 0xd420_0080, BRK_SS = 0xd420_00c0, BRK_KRETPROBE = 0xd420_00e0;
-    private static final long CALL_BUDGET = 100_000_000L;
 
     private final Machine machine;
     private final Arm64Regs regs;
@@ -206,27 +208,6 @@ public final class Arm64Kprobes implements ArchKprobes {
         }
         for (long off = 0; off < size; off += 4096) {
             mem.writeLong(table + 8 * (((va + off) >>> 12) & 0x1ff), (pa + off) | PAGE | AF | SH_INNER | AP_RO | UXN);
-        }
-    }
-
-    // ------------------------------------------------------------------ guest calls
-
-    @Override
-    public long callFunction(Machine m, long function, long returnStop, long[] args) {
-        if (args.length > 8) throw new IllegalArgumentException("at most 8 register arguments");
-        Unicorn uc = m.engine();
-        try (Unicorn.Context saved = uc.contextAlloc()) {
-            uc.contextSave(saved);
-            try {
-                for (int i = 0; i < args.length; i++) regs.setArg(i, args[i]);
-                regs.setSp((regs.sp() - 256) & ~0xfL);
-                regs.setXzr(30, returnStop);
-                uc.start(function, returnStop, 0, CALL_BUDGET);
-                if (regs.ip() != returnStop) throw new IllegalStateException(String.format("guest call to 0x%x did not return (pc 0x%x)", function, regs.ip()));
-                return regs.returnValue();
-            } finally {
-                uc.contextRestore(saved);
-            }
         }
     }
 

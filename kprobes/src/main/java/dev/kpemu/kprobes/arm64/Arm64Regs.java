@@ -50,6 +50,10 @@ public final class Arm64Regs implements Regs {
 
     @Override public Arch arch() { return Arch.ARM64; }
 
+    @Override public String ipName() { return "pc"; }
+
+    @Override public String spName() { return "sp"; }
+
     @Override public long ip() { return uc.regRead(Arm64Reg.PC); }
 
     @Override public void setIp(long ip) { uc.regWrite(Arm64Reg.PC, ip); }

@@ -4,6 +4,7 @@ import java.util.function.IntToLongFunction;
 
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.ArchKprobes;
+import dev.kpemu.kprobes.ArchSiteRules;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.kprobes.KprobeException;
 import dev.kpemu.kprobes.Regs;
@@ -21,11 +22,12 @@ import dev.kpemu.unicorn.X86Reg;
  * branches, calls, returns, loop/jrcxz, cli/sti and pushf/popf emulated in Java.
  */
 public final class X86Kprobes implements ArchKprobes {
+    /** x86 kernels have {@code CONFIG_KPROBES_ON_FTRACE}; no exception-table refusal in {@code arch_prepare_kprobe}. */
+    public static final ArchSiteRules SITE_RULES = new ArchSiteRules(true, false);
     private static final byte INT3 = (byte) 0xcc;
     private static final long RF = 1 << 16, VM = 1 << 17, IF = 1 << 9;
     private static final long CF = 1, PF = 1 << 2, ZF = 1 << 6, SF = 1 << 7, OF = 1 << 11;
     /** Instructions a guest call from a handler may run before it is considered stuck. */
-    private static final long CALL_BUDGET = 100_000_000L;
 
     private final Machine machine;
     private final X86Regs regs;
@@ -246,29 +248,6 @@ public final class X86Kprobes implements ArchKprobes {
         }
         for (long off = 0; off < size; off += 4096) {
             mem.writeLong(table + 8 * (((va + off) >>> 12) & 0x1ff), (pa + off) | PRESENT);
-        }
-    }
-
-    // ------------------------------------------------------------------ guest calls
-
-    @Override
-    public long callFunction(Machine m, long function, long returnStop, long[] args) {
-        if (args.length > 6) throw new IllegalArgumentException("at most 6 register arguments");
-        Unicorn uc = m.engine();
-        try (Unicorn.Context saved = uc.contextAlloc()) {
-            uc.contextSave(saved);
-            try {
-                for (int i = 0; i < args.length; i++) regs.setArg(i, args[i]);
-                long sp = (regs.sp() - 256) & ~0xfL;
-                sp -= 8;
-                m.writeVirtualLong(sp, returnStop);
-                regs.setSp(sp);
-                uc.start(function, returnStop, 0, CALL_BUDGET);
-                if (regs.ip() != returnStop) throw new IllegalStateException(String.format("guest call to 0x%x did not return (rip 0x%x)", function, regs.ip()));
-                return regs.returnValue();
-            } finally {
-                uc.contextRestore(saved);
-            }
         }
     }
 

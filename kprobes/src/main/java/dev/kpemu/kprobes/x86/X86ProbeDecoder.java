@@ -5,6 +5,7 @@ import dev.kpemu.decoder.Disassembly;
 import dev.kpemu.decoder.Instruction;
 import dev.kpemu.decoder.OutOfLine;
 import dev.kpemu.decoder.UndecodableInstructionException;
+import dev.kpemu.decoder.X86Opcode;
 import dev.kpemu.kprobes.ArchInsn;
 import dev.kpemu.kprobes.Errno;
 import dev.kpemu.kprobes.KprobeException;
@@ -46,11 +47,12 @@ public final class X86ProbeDecoder implements ProbeDecoder {
             throw new KprobeException(Errno.EILSEQ, e.getMessage());
         }
         byte[] b = insn.bytes();
-        int i = skipPrefixes(b);
-        boolean addr32 = hasPrefix(b, i, 0x67);
-        int rex = i < b.length && (b[i] & 0xf0) == 0x40 ? b[i++] & 0xff : 0;
-        int op = b[i] & 0xff;
-        int modrm = i + 1 < b.length ? b[i + 1] & 0xff : -1;
+        X86Opcode opcode = X86Opcode.parse(b);
+        boolean addr32 = opcode.hasPrefix(0x67);
+        int rex = opcode.rex();
+        int op = opcode.first();
+        // the byte after the first opcode byte: a 0f escape's second byte, else the ModRM byte
+        int modrm = opcode.length() > 1 ? opcode.opcodeByte(1) : opcode.modrm();
         if (op == 0xcc) throw new KprobeException(Errno.EINVAL, "int3 at the probe address (someone else's breakpoint)");
         if (op == 0x1f || (op == 0x8e && ((modrm >> 3) & 7) == 2)) {
             throw new KprobeException(Errno.EINVAL, insn.text() + " masks the single-step trap");
@@ -69,7 +71,7 @@ public final class X86ProbeDecoder implements ProbeDecoder {
             case 0xe9, 0xeb -> new X86Insn(X86Insn.Kind.JMP, insn, target, 0, 0, addr32, 0);
             case 0xe8 -> new X86Insn(X86Insn.Kind.CALL, insn, target, 0, 0, addr32, 0);
             case 0xc3 -> new X86Insn(X86Insn.Kind.RET, insn, 0, 0, 0, addr32, 0);
-            case 0xc2 -> new X86Insn(X86Insn.Kind.RET, insn, 0, 0, 0, addr32, (b[i + 1] & 0xff) | (b[i + 2] & 0xff) << 8);
+            case 0xc2 -> new X86Insn(X86Insn.Kind.RET, insn, 0, 0, 0, addr32, (b[b.length - 2] & 0xff) | (b[b.length - 1] & 0xff) << 8);
             case 0xe0, 0xe1, 0xe2 -> new X86Insn(X86Insn.Kind.LOOP, insn, target, op, 0, addr32, 0);
             case 0xe3 -> new X86Insn(X86Insn.Kind.JRCXZ, insn, target, 0, 0, addr32, 0);
             case 0xfa -> new X86Insn(X86Insn.Kind.CLI, insn, 0, 0, 0, addr32, 0);
@@ -99,22 +101,6 @@ public final class X86ProbeDecoder implements ProbeDecoder {
         byte[] after = text.read(insn.nextAddress(), 3);
         String s = new String(after, java.nio.charset.StandardCharsets.ISO_8859_1);
         return s.equals("xen") || s.equals("kvm");
-    }
-
-    private static int skipPrefixes(byte[] b) {
-        int i = 0;
-        while (i < b.length) {
-            switch (b[i] & 0xff) {
-                case 0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67 -> i++;
-                default -> { return i; }
-            }
-        }
-        return i;
-    }
-
-    private static boolean hasPrefix(byte[] b, int end, int prefix) {
-        for (int k = 0; k < end; k++) if ((b[k] & 0xff) == prefix) return true;
-        return false;
     }
 
     @Override

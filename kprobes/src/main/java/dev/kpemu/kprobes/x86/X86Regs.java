@@ -48,6 +48,10 @@ public final class X86Regs implements Regs {
 
     @Override public Arch arch() { return Arch.X86_64; }
 
+    @Override public String ipName() { return "rip"; }
+
+    @Override public String spName() { return "rsp"; }
+
     @Override public long ip() { return uc.regRead(X86Reg.RIP); }
 
     @Override public void setIp(long ip) { uc.regWrite(X86Reg.RIP, ip); }

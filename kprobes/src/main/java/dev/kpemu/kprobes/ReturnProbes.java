@@ -1,0 +1,221 @@
+package dev.kpemu.kprobes;
+
+import java.lang.System.Logger.Level;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+import dev.kpemu.kprobes.Activations.Activation;
+import dev.kpemu.kprobes.Activations.Status;
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.StopReason;
+
+/**
+ * Kretprobes and their instances ({@code kernel/kprobes.c}'s kretprobe half, or rethook): the
+ * per-kretprobe free lists, the entry handler that swaps the return address for the trampoline,
+ * the trampoline's return path, task flushing and stack traces with trampoline addresses
+ * replaced by the real ones.
+ */
+final class ReturnProbes {
+    private static final System.Logger LOG = System.getLogger("dev.kpemu.kprobes");
+    /** Default {@code maxactive}: max(10, 2 × NR_CPUS) with one vCPU. */
+    static final int DEFAULT_MAXACTIVE = 10;
+
+    private final Machine machine;
+    private final ArchKprobes arch;
+    private final Regs regs;
+    private final SlotArea slots;
+    private final Activations active;
+    private final HandlerFailures failures;
+    private final Map<Kretprobe, ArrayDeque<KretprobeInstance>> pools = new IdentityHashMap<>();
+    private final List<KretprobeInstance> outstanding = new ArrayList<>();
+    /** The guest's {@code current} task, for kretprobe instances (0: unknown). */
+    private java.util.function.LongSupplier currentTask = () -> 0;
+    private long trampoline;
+    /** The kernel's own trampoline text while the trampoline lives there ({@link #kretprobeTrampolineAt}), else null. */
+    private byte[] kernelTrampolineText;
+    /**
+     * Kernels whose kretprobes run on rethook (x86 since 5.19, every arch later) hand each
+     * instance the return address its entry saw; the older kretprobe code (arm64 6.1) corrects
+     * every instance of a frame to the real one first.
+     */
+    private boolean rethook;
+
+    ReturnProbes(Machine machine, ArchKprobes arch, SlotArea slots, Activations active, HandlerFailures failures) {
+        this.machine = machine;
+        this.arch = arch;
+        this.regs = arch.regs();
+        this.slots = slots;
+        this.active = active;
+        this.failures = failures;
+        this.trampoline = slots.allocate();
+        slots.write(machine, trampoline, arch.trampolineCode());
+    }
+
+    long trampolineAddress() { return trampoline; }
+
+    /** Puts the trampoline at the kernel's own trampoline function (see {@link Kprobes#kretprobeTrampolineAt}). */
+    void kretprobeTrampolineAt(long va, boolean rethook) {
+        this.rethook = rethook;
+        if (!pools.isEmpty()) throw new IllegalStateException("kretprobes are registered: the trampoline cannot move");
+        byte[] code = arch.trampolineCode();
+        byte[] saved = machine.readVirtual(va, code.length);
+        machine.writeVirtual(va, code);
+        machine.invalidateCode(va, code.length);
+        if (kernelTrampolineText == null) slots.free(trampoline);
+        else restoreKernelTrampoline();
+        kernelTrampolineText = saved;
+        trampoline = va;
+    }
+
+    private void restoreKernelTrampoline() {
+        machine.writeVirtual(trampoline, kernelTrampolineText);
+        machine.invalidateCode(trampoline, kernelTrampolineText.length);
+        kernelTrampolineText = null;
+    }
+
+    /** Checks {@code register_kretprobe}'s limits and gives {@code rp} its free list of instances. */
+    void createPool(Kretprobe rp) {
+        if (rp.dataSize() > Kretprobe.MAX_DATA_SIZE) throw new KprobeException(Errno.E2BIG, "data size " + rp.dataSize() + " > " + Kretprobe.MAX_DATA_SIZE);
+        if (rp.maxactive() <= 0) rp.setMaxactive(DEFAULT_MAXACTIVE);
+        ArrayDeque<KretprobeInstance> pool = new ArrayDeque<>(rp.maxactive());
+        for (int i = 0; i < rp.maxactive(); i++) pool.push(new KretprobeInstance(rp));
+        pools.put(rp, pool);
+    }
+
+    /** Drops {@code rp}'s free list; its outstanding instances still return correctly but run no handler. */
+    void dropPool(Kretprobe rp) {
+        pools.remove(rp);
+        for (KretprobeInstance ri : outstanding) if (ri.rp == rp) ri.rp = null;
+    }
+
+    /** {@code pre_handler_kretprobe}. */
+    int preHandlerKretprobe(Kretprobe rp, Regs regs) {
+        ArrayDeque<KretprobeInstance> pool = pools.get(rp);
+        KretprobeInstance ri = pool == null ? null : pool.poll();
+        if (ri == null) {
+            rp.nmissed++;
+            return 0;
+        }
+        ri.retAddr = 0;
+        ri.frame = arch.entryFrame(regs);
+        ri.task = currentTask.getAsLong();
+        if (rp.entryHandler() != null) {
+            int r;
+            try {
+                r = rp.entryHandler().handle(ri, regs);
+            } catch (Throwable t) {
+                failures.handlerFailed(rp.kp, "entry", t);
+                r = 0;
+            }
+            if (r != 0) {
+                pool.push(ri);
+                return 0;
+            }
+        }
+        ri.retAddr = arch.swapReturnAddress(regs, trampoline);
+        outstanding.add(ri);
+        return 0;
+    }
+
+    /** True when a breakpoint at {@code address} is the trampoline's. */
+    boolean isTrampoline(long address) { return address == trampoline; }
+
+    /** The trampoline trapped: run the return handlers of the instances of this frame, newest first, and return for real. */
+    void onKretprobeReturn() {
+        long frame = arch.returnFrame(regs);
+        List<KretprobeInstance> group = new ArrayList<>(2);
+        long real = 0;
+        for (int i = outstanding.size() - 1; i >= 0; i--) {
+            KretprobeInstance ri = outstanding.get(i);
+            if (ri.frame != frame) continue;
+            group.add(ri);
+            if (ri.retAddr != trampoline) {
+                real = ri.retAddr;
+                break;
+            }
+        }
+        if (real == 0) {
+            LOG.log(Level.ERROR, "kretprobe: Return address not found, not execute handler. Maybe there is a bug in the kernel.");
+            machine.requestStop(new StopReason.GuestError("kretprobe: return address not found for frame 0x" + Long.toHexString(frame), machine.pc()));
+            return;
+        }
+        Activation busy = new Activation(group.getFirst().rp == null ? null : group.getFirst().rp.kp.point, Status.HIT_ACTIVE);
+        active.push(busy);
+        regs.setIp(real);
+        for (KretprobeInstance ri : group) {
+            Kretprobe rp = ri.rp;
+            if (rp == null || rp.handler() == null) continue;
+            // rethook: each instance keeps what its entry saw (a kretprobe that ran after another one
+            // on the same function saw the trampoline: Linux prints [unknown/kretprobe'd]);
+            // kretprobe: __kretprobe_trampoline_handler sets every instance to the real address
+            if (!rethook) ri.retAddr = real;
+            try {
+                rp.handler().handle(ri, regs);
+            } catch (Throwable t) {
+                failures.handlerFailed(rp.kp, "return", t);
+            }
+        }
+        active.pop(busy);
+        for (KretprobeInstance ri : group) {
+            outstanding.remove(ri);
+            Kretprobe rp = ri.rp;
+            ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
+            if (pool != null) pool.push(ri);
+        }
+        machine.setPc(real);
+    }
+
+    /** Outstanding kretprobe instances (functions entered and not yet returned). */
+    int outstandingInstances() { return outstanding.size(); }
+
+    /** Where the guest's {@code current} task is read at a kretprobe's entry. */
+    void currentTask(java.util.function.LongSupplier current) {
+        this.currentTask = java.util.Objects.requireNonNull(current);
+    }
+
+    /** {@code kprobe_flush_task} / {@code rethook_flush_task} (see {@link Kprobes#flushTask}). */
+    int flushTask(long task) {
+        if (task == 0) return 0;
+        int n = 0;
+        for (java.util.Iterator<KretprobeInstance> it = outstanding.iterator(); it.hasNext(); ) {
+            KretprobeInstance ri = it.next();
+            if (ri.task != task) continue;
+            it.remove();
+            n++;
+            Kretprobe rp = ri.rp;
+            ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
+            if (pool != null) pool.push(ri);
+        }
+        return n;
+    }
+
+    /** A stack trace as the guest's unwinder would give it (see {@link Kprobes#stackTrace}). */
+    long[] stackTrace(Regs r, int max) {
+        List<Long> out = new ArrayList<>();
+        out.add(fixTrampoline(r.ip(), arch.returnFrame(r)));
+        arch.walkFrames(r, (ret, frameKey) -> {
+            out.add(fixTrampoline(ret, frameKey));
+            return out.size() < max;
+        });
+        long[] a = new long[out.size()];
+        for (int i = 0; i < a.length; i++) a[i] = out.get(i);
+        return a;
+    }
+
+    private long fixTrampoline(long address, long frameKey) {
+        if (address != trampoline) return address;
+        for (int i = outstanding.size() - 1; i >= 0; i--) {
+            KretprobeInstance ri = outstanding.get(i);
+            if (ri.frame == frameKey && ri.retAddr != trampoline) return ri.retAddr;
+        }
+        return address;
+    }
+
+    /** Gives the kernel's trampoline text back, if the trampoline lives there. */
+    void close() {
+        if (kernelTrampolineText != null) restoreKernelTrampoline();
+    }
+}
