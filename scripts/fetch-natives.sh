@@ -13,18 +13,21 @@ stamp="$cache/.verified"
 
 die() { echo "fetch-natives: $*" >&2; exit 1; }
 
-clock_src="$here/emulator/src/main/c/kpemu_clock.c"
+clock_src=("$here"/emulator/src/main/c/*.c)
 
-# kpemu's own C block hook (the instruction clock), built against the fetched Unicorn headers.
+# kpemu's own C hooks (the instruction clock, x86 syscall), one library built against the fetched
+# Unicorn headers.
 build_clock() {
   command -v gcc >/dev/null || die "gcc is needed to build kpemu's instruction clock (emulator/src/main/c); install Debian's 'gcc' package"
-  gcc -O2 -Wall -shared -fPIC -I "$cache/include" -o "$libdir/libkpemu_clock.so.tmp" "$clock_src" \
-      -L "$libdir" -l:libunicorn.so.2 -Wl,-rpath,'$ORIGIN' || die "compiling $clock_src failed"
+  gcc -O2 -Wall -shared -fPIC -I "$cache/include" -o "$libdir/libkpemu_clock.so.tmp" "${clock_src[@]}" \
+      -L "$libdir" -l:libunicorn.so.2 -Wl,-rpath,'$ORIGIN' || die "compiling ${clock_src[*]} failed"
   mv -f "$libdir/libkpemu_clock.so.tmp" "$libdir/libkpemu_clock.so"
 }
 
 clock_current() {
-  [ -f "$libdir/libkpemu_clock.so" ] && [ ! "$clock_src" -nt "$libdir/libkpemu_clock.so" ]
+  local src
+  [ -f "$libdir/libkpemu_clock.so" ] || return 1
+  for src in "${clock_src[@]}"; do [ ! "$src" -nt "$libdir/libkpemu_clock.so" ] || return 1; done
 }
 
 # Unicorn 2.1.4 is the first Debian-packaged release that hooks RDTSC/RDTSCP (the guest TSC on

@@ -24,9 +24,13 @@ import dev.kpemu.machine.Arch;
                 "           (ratio to 0), registering 10,000, and the per-event cost of a three-fetcharg kprobe event",
                 "           and a kretprobe event on the slab allocator's hot functions (kmem_cache_alloc, ...), with the boot's slowdown",
                 "  snapshot a probe session to power-off started cold and started from a snapshot taken at",
-                "           run_init_process (kpemu boot --snapshot): wall and CPU time, the ratio restored / cold"})
+                "           run_init_process (kpemu boot --snapshot): wall and CPU time, the ratio restored / cold",
+                "  guest    guest micro-benchmarks (system calls, page faults, context switches, fork+exec, a pipe",
+                "           ping-pong, a file-system loop, a busybox loop) on kpemu and on QEMU TCG, same kernel,",
+                "           initramfs and memory, whole processes run round robin: each one's cost over a boot that",
+                "           runs them 0 times, the ratio kpemu / QEMU (wall, CPU) and peak memory"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes, boot, snapshot }
+    enum What { unicorn, probes, boot, snapshot, guest }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -43,8 +47,14 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cold", split = ",", paramLabel = "N", description = "boot: the numbers of unhit probes measured (default 100,1000,10000)")
     List<Integer> cold;
 
-    @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept (default ${DEFAULT-VALUE})", defaultValue = "3")
+    @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept; guest: rounds, medians kept (default ${DEFAULT-VALUE})", defaultValue = "3")
     int repeat;
+
+    @Option(names = "--benchmarks", split = ",", paramLabel = "NAME", description = "guest: only these benchmarks (default: all of syscall, fault, yield, forkexec, pipe, fs, busybox)")
+    List<String> benchmarks;
+
+    @Option(names = "--iterations", split = ",", paramLabel = "NAME=N", description = "guest: another iteration count for a benchmark (repeatable)")
+    java.util.Map<String, Long> iterations = new java.util.LinkedHashMap<>();
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -110,6 +120,61 @@ final class BenchCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    /** {@code bench guest}: every arch's runs first (progress on stderr), then the table. */
+    private int guest(List<Arch> arches, PrintWriter out) {
+        if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+        java.util.Map<String, Long> chosen = new java.util.LinkedHashMap<>();
+        try {
+            List<String> names = benchmarks == null ? GuestBenchmarks.ALL.stream().map(GuestBenchmarks.Benchmark::name).toList() : benchmarks;
+            for (String n : names) chosen.put(n, GuestBenchmarks.named(n).iterations());
+            for (var e : iterations.entrySet()) {
+                GuestBenchmarks.named(e.getKey());
+                if (e.getValue() < 1) throw new IllegalArgumentException("--iterations " + e.getKey() + " must be positive");
+                if (chosen.containsKey(e.getKey())) chosen.put(e.getKey(), e.getValue());
+            }
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        List<GuestBench.Result> results = new java.util.ArrayList<>();
+        try {
+            for (Arch a : arches) results.add(GuestBench.run(a, chosen, repeat, progress));
+        } catch (java.io.IOException e) {
+            progress.flush();
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        out.printf("%-7s %-9s %10s | %8s %8s %6s | %8s %8s %6s | %9s %9s | %6s %6s%n", "arch", "benchmark", "iterations",
+                "kpemu", "QEMU", "ratio", "kpemu", "QEMU", "ratio", "kpemu", "QEMU", "kpemu", "QEMU");
+        out.printf("%-7s %-9s %10s | %24s | %24s | %19s | %13s%n", "", "", "", "wall s", "CPU s (user+sys)", "CPU us/iteration", "peak MiB");
+        for (GuestBench.Result r : results) {
+            GuestBench.Row boot = r.boot();
+            for (GuestBench.Row row : java.util.stream.Stream.concat(java.util.stream.Stream.of(boot), r.rows().stream()).toList()) {
+                boolean isBoot = row == boot;
+                double kw = (row.medianWall(GuestBench.Machine.KPEMU) - (isBoot ? 0 : boot.medianWall(GuestBench.Machine.KPEMU))) / 1e9;
+                double qw = (row.medianWall(GuestBench.Machine.QEMU) - (isBoot ? 0 : boot.medianWall(GuestBench.Machine.QEMU))) / 1e9;
+                double kc = (row.medianCpu(GuestBench.Machine.KPEMU) - (isBoot ? 0 : boot.medianCpu(GuestBench.Machine.KPEMU))) / 1e9;
+                double qc = (row.medianCpu(GuestBench.Machine.QEMU) - (isBoot ? 0 : boot.medianCpu(GuestBench.Machine.QEMU))) / 1e9;
+                String perK = isBoot ? "-" : String.format("%.2f", kc * 1e6 / row.iterations());
+                String perQ = isBoot ? "-" : String.format("%.2f", qc * 1e6 / row.iterations());
+                out.printf("%-7s %-9s %10d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %9s %9s | %6d %6d%n", r.arch().linuxName(),
+                        isBoot ? "boot" : row.name(), row.iterations(), kw, qw, ratio(kw, qw), kc, qc, ratio(kc, qc), perK, perQ,
+                        row.medianPeakKib(GuestBench.Machine.KPEMU) / 1024, row.medianPeakKib(GuestBench.Machine.QEMU) / 1024);
+            }
+            out.printf("%-7s kernel %s; %d round(s)%n", r.arch().linuxName(), r.release(), repeat);
+        }
+        out.println("(whole processes, kpemu and QEMU TCG alternating, same kernel, initramfs, command line and 256 MiB; boot: medians of");
+        out.println(" boots that run every benchmark 0 times; a benchmark's row: the median of its boots minus the boot's, per machine;");
+        out.println(" ratio: kpemu / QEMU, '-' when QEMU's cost is not above 0; peak MiB: median peak resident set; issue 13's target: <= 1.3)");
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    private static String ratio(double kpemu, double qemu) {
+        return qemu <= 0 ? "-" : String.format("%.2f", kpemu / qemu);
+    }
+
     @Override public Integer call() {
         int batches = this.batches != null ? this.batches : what == What.unicorn ? 31 : 9;
         int perBatch = this.perBatch != null ? this.perBatch : what == What.unicorn ? 20000 : 100_000;
@@ -118,6 +183,7 @@ final class BenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         if (what == What.boot) return boot(arches, out);
         if (what == What.snapshot) return snapshot(arches, out);
+        if (what == What.guest) return guest(arches, out);
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"
                     + "(targets: kprobe <= 1.0, boosted <= 0.5, kretprobe <= 1.5, optimized <= 0.15 us)%n", batches, perBatch);

@@ -61,6 +61,13 @@ class CliTest {
     void badBenchArgumentsAreUsageErrors() {
         assertEquals(ExitCodes.USAGE, run("bench", "nothing").code());
         assertEquals(ExitCodes.USAGE, run("bench", "unicorn", "--arch", "sparc").code());
+        for (String[] args : new String[][] {{"bench", "guest", "--benchmarks", "nope"}, {"bench", "guest", "--iterations", "nope=5"},
+                {"bench", "guest", "--iterations", "syscall=0"}, {"bench", "guest", "--repeat", "0"}}) {
+            Run r = run(args);
+            assertEquals(ExitCodes.USAGE, r.code(), String.join(" ", args) + ": " + r.err());
+            assertTrue(!r.err().contains("Exception"), r.err());
+        }
+        assertTrue(run("bench", "guest", "--benchmarks", "nope").err().contains("unknown guest benchmark 'nope' (syscall, fault, yield, forkexec, pipe, fs, busybox)"));
     }
 
     @Test

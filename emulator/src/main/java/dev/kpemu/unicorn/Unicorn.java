@@ -755,6 +755,34 @@ public final class Unicorn implements AutoCloseable {
         }
     }
 
+    /**
+     * An interrupt hook ({@code uc_cb_hookintr_t}) whose callback is native code with its own
+     * {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
+     */
+    public Hook hookInterruptNative(MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        ensureOpen();
+        try {
+            MemorySegment hh = scratch;
+            check((int) UC_HOOK_ADD.invokeExact(uc, hh, HOOK_INTR, callback, userData, 1L, 0L), "uc_hook_add(native intr)");
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
+            hooks.put(h.handle, h);
+            return h;
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, "uc_hook_add: " + t);
+        }
+    }
+
+    /**
+     * The native function pointer of an upcall to {@code h} with Unicorn's interrupt hook
+     * signature ({@code uc_cb_hookintr_t}), for a native hook that forwards to Java. The stub
+     * lives as long as {@code arena}.
+     */
+    public MemorySegment interruptUpcallStub(IntrHook h, Arena arena) {
+        return LINKER.upcallStub(ON_INTR.bindTo(this).bindTo(h), CB_INTR, arena);
+    }
+
     /** Memory access hook ({@code types}: HOOK_MEM_READ / WRITE / FETCH / READ_AFTER, or-ed). */
     public Hook hookMemory(int types, long begin, long end, MemHook h) {
         return add(types, ON_MEM.bindTo(this).bindTo(h), CB_MEM, h, begin, end, -1);
@@ -804,6 +832,15 @@ public final class Unicorn implements AutoCloseable {
      */
     public MemorySegment sysRegUpcallStub(SysRegHook h, Arena arena) {
         return LINKER.upcallStub(ON_ARM64_SYS.bindTo(this).bindTo(h), CB_ARM64_SYS, arena);
+    }
+
+    /**
+     * The native function pointer of an upcall to {@code h} with Unicorn's x86 {@code syscall}
+     * hook signature ({@code uc_cb_insn_syscall_t}), for a native hook that forwards to Java.
+     * The stub lives as long as {@code arena}.
+     */
+    public MemorySegment syscallUpcallStub(SyscallHook h, Arena arena) {
+        return LINKER.upcallStub(ON_SYSCALL.bindTo(this).bindTo(h), CB_SYSCALL, arena);
     }
 
     /**

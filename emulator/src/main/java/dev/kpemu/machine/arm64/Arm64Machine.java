@@ -56,6 +56,7 @@ public final class Arm64Machine extends Machine {
     private final BitSet irqLines = new BitSet();
     private HypercallHandler hypercalls = new Psci();
     private final Unicorn.Hook intrHook, invalidHook;
+    private final NativeSvc nativeSvc;
     private long exceptionsTaken;
     private long irqsTaken;
 
@@ -66,7 +67,9 @@ public final class Arm64Machine extends Machine {
             throw new IllegalStateException("context size " + uc.contextSize() + " differs from the calibrated " + layout.contextSize());
         }
         this.scratchContext = uc.contextAlloc();
-        this.intrHook = uc.hookInterrupt((u, intno) -> onInterrupt(intno));
+        // svc from EL0: native (NativeSvc), which passes every other exception to onInterrupt
+        this.nativeSvc = NativeSvc.available() ? new NativeSvc(uc, layout, (u, intno) -> onInterrupt(intno)) : null;
+        this.intrHook = nativeSvc != null ? nativeSvc.hook() : uc.hookInterrupt((u, intno) -> onInterrupt(intno));
         this.invalidHook = uc.hookInvalidInstruction(u -> {
             onInterrupt(EXCP_UDEF);
             return true;
@@ -124,7 +127,7 @@ public final class Arm64Machine extends Machine {
         long[] lines = irqLines.toLongArray();
         out.writeInt(lines.length);
         for (long l : lines) out.writeLong(l);
-        out.writeLong(exceptionsTaken);
+        out.writeLong(exceptionsTaken());
         out.writeLong(irqsTaken);
     }
 
@@ -136,6 +139,7 @@ public final class Arm64Machine extends Machine {
         irqLines.clear();
         irqLines.or(BitSet.valueOf(lines));
         exceptionsTaken = in.readLong();
+        if (nativeSvc != null) nativeSvc.resetTaken();
         irqsTaken = in.readLong();
     }
 
@@ -184,7 +188,7 @@ public final class Arm64Machine extends Machine {
     public void setHypercallHandler(HypercallHandler h) { this.hypercalls = h == null ? new Psci() : h; }
 
     /** Exceptions and interrupts delivered to the guest so far. */
-    public long exceptionsTaken() { return exceptionsTaken; }
+    public long exceptionsTaken() { return exceptionsTaken + (nativeSvc != null ? nativeSvc.taken() : 0); }
 
     // ------------------------------------------------------------------ interrupts
 
@@ -326,6 +330,7 @@ public final class Arm64Machine extends Machine {
                     vector, vbar, type == VECTOR_SYNC ? "synchronous exception" : "interrupt", esr, far), pc));
             return;
         }
+        if (el == 0 && type == VECTOR_SYNC && nativeSvc != null) nativeSvc.verified(vbar);
         long sp = uc.regRead(Arm64Reg.SP);
         uc.regWrite(el == 1 && spx ? Arm64Reg.SP_EL1 : Arm64Reg.SP_EL0, sp);
         long newSp = uc.regRead(Arm64Reg.SP_EL1);
@@ -349,6 +354,7 @@ public final class Arm64Machine extends Machine {
     @Override
     public void close() {
         scratchContext.close();
+        if (nativeSvc != null) nativeSvc.close();
         super.close();
     }
 }

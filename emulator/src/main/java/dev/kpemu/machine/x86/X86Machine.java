@@ -16,7 +16,8 @@ import dev.kpemu.unicorn.X86Reg;
  * An x86-64 machine. Unicorn only reports exceptions to a hook; this class does what the CPU
  * would: it delivers them through the guest's IDT (64-bit gates, IST and privilege stacks, the
  * architecture's error codes, CR2), runs {@code syscall} through MSR_LSTAR, injects external
- * interrupts when RFLAGS.IF allows, and idles on HLT.
+ * interrupts when RFLAGS.IF allows, and idles on HLT. {@code syscall} is done natively
+ * ({@link NativeSyscall}) when kpemu's native library has the hook.
  */
 public final class X86Machine extends Machine {
     public static final int VEC_DE = 0, VEC_DB = 1, VEC_NMI = 2, VEC_BP = 3, VEC_UD = 6, VEC_DF = 8,
@@ -36,6 +37,7 @@ public final class X86Machine extends Machine {
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
     private long externalInterrupts;
+    private final NativeSyscall nativeSyscall;
 
     private X86Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
@@ -54,7 +56,9 @@ public final class X86Machine extends Machine {
             if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
             return true;
         });
-        uc.hookSyscall(u -> onSyscall());
+        // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
+        this.nativeSyscall = NativeSyscall.available() ? new NativeSyscall(uc, layout, u -> onSyscall()) : null;
+        if (nativeSyscall == null) uc.hookSyscall(u -> onSyscall());
         // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
         // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
         useVirtualTimeStampCounter();
@@ -303,12 +307,18 @@ public final class X86Machine extends Machine {
 
     // ------------------------------------------------------------------ syscall
 
-    /** {@code syscall}: Unicorn never jumps to LSTAR; do what the CPU does (the hook runs at the instruction). */
+    /**
+     * {@code syscall}: Unicorn never jumps to LSTAR; do what the CPU does (the hook runs at the
+     * instruction). {@link NativeSyscall} does the same natively and calls this only for #UD.
+     */
     private void onSyscall() {
         long rip = pc();
         long efer = uc.msrRead(MSR_EFER);
-        if ((efer & 1) == 0) { // EFER.SCE clear: #UD
+        if ((efer & 1) == 0) { // EFER.SCE clear: #UD, at the syscall
+            long before = exceptionsDelivered;
             deliver(VEC_UD, rip, null);
+            // Unicorn adds the instruction's length after the hook (as for LSTAR below)
+            if (exceptionsDelivered != before) uc.regWrite(X86Reg.RIP, pc() - 2);
             return;
         }
         long star = uc.msrRead(MSR_STAR);
@@ -381,6 +391,7 @@ public final class X86Machine extends Machine {
     @Override
     public void close() {
         scratchContext.close();
+        if (nativeSyscall != null) nativeSyscall.close();
         super.close();
     }
 }

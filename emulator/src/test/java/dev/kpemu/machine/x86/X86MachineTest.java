@@ -227,6 +227,85 @@ class X86MachineTest {
         }
     }
 
+    /**
+     * {@code syscall} as the SDM describes it (done natively by {@link NativeSyscall}): RCX = the
+     * next instruction, R11 = RFLAGS, CS/SS from IA32_STAR[47:32], RFLAGS masked by IA32_FMASK,
+     * RIP = IA32_LSTAR; with EFER.SCE clear the instruction raises #UD (the Java hook delivers it).
+     */
+    @Test
+    void syscallEntersLstarAndWithoutSceRaisesUd() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 6, ud_handler
+                  lidt idtr(%rip)
+                  mov $0xc0000081, %ecx
+                  xor %eax, %eax
+                  mov $0x10, %edx
+                  wrmsr
+                  mov $0xc0000082, %ecx
+                  lea entry(%rip), %rax
+                  mov %rax, %rdx
+                  shr $32, %rdx
+                  wrmsr
+                  mov $0xc0000084, %ecx
+                  mov $0x400, %eax
+                  xor %edx, %edx
+                  wrmsr
+                  mov $0xc0000080, %ecx
+                  rdmsr
+                  or $1, %eax
+                  wrmsr
+                  lea after(%rip), %rbx
+                  mov %rbx, 0x200038
+                  mov $0x18, %ax
+                  mov %ax, %ss
+                  std
+                  syscall
+                after:
+                  hlt
+                entry:
+                  mov %rcx, 0x200000
+                  mov %r11, 0x200008
+                  pushfq
+                  pop %rax
+                  mov %rax, 0x200010
+                  mov %cs, %rax
+                  mov %rax, 0x200018
+                  mov %ss, %rax
+                  mov %rax, 0x200020
+                  mov $0xc0000080, %ecx
+                  rdmsr
+                  and $~1, %eax
+                  wrmsr
+                  lea second(%rip), %rbx
+                  mov %rbx, 0x200040
+                second:
+                  syscall
+                  hlt
+                ud_handler:
+                  incq 0x200028
+                  mov (%rsp), %rax
+                  mov %rax, 0x200030
+                  hlt
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            var mem = m.memory();
+            assertEquals(mem.readLong(RESULTS + 0x38), mem.readLong(RESULTS), "RCX: the instruction after syscall");
+            assertEquals(0x400, mem.readLong(RESULTS + 8) & 0x400, "R11: RFLAGS at the syscall (DF set)");
+            assertEquals(0, mem.readLong(RESULTS + 0x10) & 0x400, "RFLAGS in the handler: DF masked by FMASK");
+            assertEquals(0x10, mem.readLong(RESULTS + 0x18), "CS = STAR[47:32]");
+            assertEquals(0x18, mem.readLong(RESULTS + 0x20), "SS = STAR[47:32] + 8");
+            assertEquals(1, mem.readLong(RESULTS + 0x28), "syscall with EFER.SCE clear: #UD");
+            assertEquals(mem.readLong(RESULTS + 0x40), mem.readLong(RESULTS + 0x30), "#UD at the syscall");
+        }
+    }
+
     @Test
     void consumedInt3NeverReachesGuest() {
         String src = SETUP_GATES + """

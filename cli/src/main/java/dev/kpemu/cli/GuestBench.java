@@ -1,0 +1,156 @@
+package dev.kpemu.cli;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@code kpemu bench guest}: each guest micro-benchmark ({@link GuestBenchmarks}) on kpemu and on
+ * QEMU TCG, the reference machine, with the same kernel (kpemu: Debian's file; QEMU: the same
+ * build, x86_64's vmlinux through PVH as scripts/compare-boot-time.sh boots it), the same
+ * initramfs, the same command line and 256 MiB of RAM, each a whole process from start to the
+ * guest's power-off under {@code /usr/bin/time} (wall from this process, user + system CPU and
+ * peak RSS of the child). A benchmark's cost on a machine is the median of its boots minus the
+ * median of that machine's boots running every benchmark for 0 iterations; kpemu's guest clock is
+ * virtual, so host time is the one both machines share. Runs go round robin (every benchmark, each
+ * machine, the machine that starts alternating by round) so a loaded host stretches both alike;
+ * read the ratios kpemu / QEMU, not the seconds.
+ */
+final class GuestBench {
+    enum Machine { KPEMU, QEMU }
+
+    /** One whole process: wall, user + system CPU, peak resident set. */
+    record Sample(long wallNanos, long cpuNanos, long peakKib) {}
+
+    /** One row: a benchmark with its iterations (the boot row: {@code boot}, 0), each machine's samples. */
+    record Row(String name, long iterations, Map<Machine, List<Sample>> samples) {
+        long medianWall(Machine m) { return median(samples.get(m).stream().mapToLong(Sample::wallNanos).toArray()); }
+        long medianCpu(Machine m) { return median(samples.get(m).stream().mapToLong(Sample::cpuNanos).toArray()); }
+        long medianPeakKib(Machine m) { return median(samples.get(m).stream().mapToLong(Sample::peakKib).toArray()); }
+    }
+
+    record Result(Arch arch, String release, Row boot, List<Row> rows) {}
+
+    static final String BOOT = "boot";
+    static final int MEMORY_MIB = 256;
+
+    private GuestBench() {}
+
+    static Result run(Arch arch, Map<String, Long> benchmarks, int repeat, PrintStream progress) throws KernelImageException, IOException {
+        progress.printf("kpemu bench guest: %s: building the benchmark guest%n", arch.linuxName());
+        Path initramfs = GuestBenchmarks.initramfs(arch);
+        GuestImages images = GuestImages.forRepository();
+        GuestImages.Guest guest = images.guest(arch);
+        Path qemuKernel = arch == Arch.X86_64 ? images.vmlinux(arch) : guest.kernel();
+        Path logs = Files.createDirectories(images.cacheRoot().resolve("guest-bench").resolve(arch.linuxName()).resolve("logs"));
+
+        Map<String, Long> zero = new LinkedHashMap<>();
+        benchmarks.keySet().forEach(n -> zero.put(n, 0L));
+        Row boot = new Row(BOOT, 0, samples());
+        List<Row> rows = new ArrayList<>();
+        benchmarks.forEach((n, it) -> rows.add(new Row(n, it, samples())));
+        for (int round = 0; round < repeat; round++) {
+            List<Machine> order = round % 2 == 0 ? List.of(Machine.KPEMU, Machine.QEMU) : List.of(Machine.QEMU, Machine.KPEMU);
+            List<Row> all = new ArrayList<>(rows);
+            all.addFirst(boot);
+            for (Row row : all) {
+                Map<String, Long> runs = row == boot ? zero : Map.of(row.name(), row.iterations());
+                String cmdline = GuestBenchmarks.commandLine(arch, runs);
+                for (Machine m : order) {
+                    progress.printf("kpemu bench guest: %s round %d of %d: %s %s%n", arch.linuxName(), round + 1, repeat,
+                            m == Machine.KPEMU ? "kpemu" : "QEMU", row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations());
+                    Path log = logs.resolve((m == Machine.KPEMU ? "kpemu-" : "qemu-") + row.name() + ".log");
+                    List<String> cmd = m == Machine.KPEMU ? kpemu(arch, initramfs, cmdline, log) : qemu(arch, qemuKernel, initramfs, cmdline);
+                    row.samples().get(m).add(measure(cmd, log, runs, m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
+                }
+            }
+        }
+        return new Result(arch, guest.release(), boot, rows);
+    }
+
+    private static Map<Machine, List<Sample>> samples() {
+        Map<Machine, List<Sample>> s = new EnumMap<>(Machine.class);
+        for (Machine m : Machine.values()) s.put(m, new ArrayList<>());
+        return s;
+    }
+
+    /** kpemu as the launcher starts it: this JVM's java, options and class path, the CLI's boot. */
+    private static List<String> kpemu(Arch arch, Path initramfs, String cmdline, Path console) {
+        List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        c.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
+                "boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(), "--append", cmdline,
+                "--memory", Integer.toString(MEMORY_MIB), "--timeout", "3600", "--console", console.toString()));
+        return c;
+    }
+
+    /** QEMU TCG as scripts/compare-boot-time.sh and guest-images/qemu-reference.sh run it. */
+    private static List<String> qemu(Arch arch, Path kernel, Path initramfs, String cmdline) {
+        List<String> c = new ArrayList<>(arch == Arch.X86_64 ? List.of("qemu-system-x86_64", "-M", "pc")
+                : List.of("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57"));
+        c.addAll(List.of("-m", Integer.toString(MEMORY_MIB), "-nographic", "-no-reboot", "-kernel", kernel.toString(),
+                "-initrd", initramfs.toString(), "-append", cmdline));
+        return c;
+    }
+
+    /** Runs {@code cmd} under /usr/bin/time; the guest must have printed each benchmark's done line. */
+    private static Sample measure(List<String> cmd, Path log, Map<String, Long> runs, String machine, Arch arch) throws IOException {
+        Path times = Files.createTempFile("kpemu-bench-guest", ".time");
+        try {
+            List<String> timed = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S %M", "-o", times.toString()));
+            timed.addAll(cmd);
+            Files.deleteIfExists(log);
+            ProcessBuilder pb = new ProcessBuilder(timed).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+            if (machine.equals("kpemu")) pb.redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
+            else pb.redirectErrorStream(true).redirectOutput(log.toFile());
+            long t0 = System.nanoTime();
+            Process p = pb.start();
+            boolean ended;
+            try {
+                ended = p.waitFor(2, TimeUnit.HOURS);
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted");
+            }
+            long wall = System.nanoTime() - t0;
+            if (!ended) {
+                p.destroyForcibly();
+                throw new IOException(machine + " " + arch.linuxName() + " did not finish in 2 hours; see " + log);
+            }
+            String console = Files.exists(log) ? Files.readString(log, StandardCharsets.ISO_8859_1) : "";
+            for (var run : runs.entrySet()) {
+                String done = GuestBenchmarks.doneLine(run.getKey(), run.getValue());
+                if (!console.contains(done)) {
+                    throw new IOException(machine + " " + arch.linuxName() + ": the guest did not print '" + done + "' (exit "
+                            + p.exitValue() + "); its console: " + log);
+                }
+            }
+            String[] f = Files.readString(times).strip().lines().reduce((a, b) -> b).orElse("").split(" ");
+            if (f.length != 3) throw new IOException("/usr/bin/time wrote no figures for " + machine + " " + arch.linuxName());
+            long cpu = Math.round((Double.parseDouble(f[0]) + Double.parseDouble(f[1])) * 1e9);
+            return new Sample(wall, cpu, Long.parseLong(f[2]));
+        } finally {
+            Files.deleteIfExists(times);
+        }
+    }
+
+    static long median(long[] v) {
+        long[] s = v.clone();
+        java.util.Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+}

@@ -1,0 +1,84 @@
+package dev.kpemu.machine.arm64;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+
+import dev.kpemu.natives.NativeLibraries;
+import dev.kpemu.unicorn.Unicorn;
+
+/**
+ * The guest's {@code svc} from EL0 taken by native code ({@code kpemu_arm64_svc.c}, in kpemu's
+ * native library) as {@link Arm64Machine#takeException} takes it — ELR/SPSR/ESR_EL1, SP banked,
+ * PSTATE EL1h masked, PC at VBAR_EL1 + 0x400 — without an upcall and about fifteen FFM calls per
+ * system call. The native hook is the machine's interrupt hook: every other exception (aborts,
+ * breakpoints, HVC/SMC, an SVC at EL1) goes to the Java hook unchanged, and so does an SVC until
+ * the Java path has verified that VBAR_EL1's lower-EL vector is mapped in RAM ({@link #verified}).
+ */
+final class NativeSvc implements AutoCloseable {
+    private static final MemorySegment HOOK;
+    private static final long SIZE = 56;
+    // struct kpemu_arm64_svc's fields
+    private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48;
+
+    static {
+        SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
+        HOOK = lib.find("kpemu_arm64_svc").orElse(null);
+        if (HOOK != null) {
+            long size;
+            try {
+                size = (long) Linker.nativeLinker().downcallHandle(lib.find("kpemu_arm64_svc_size").orElseThrow(),
+                        FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_arm64_svc_size: " + t, t);
+            }
+            if (size != SIZE) throw new IllegalStateException("libkpemu_clock.so's struct kpemu_arm64_svc is " + size + " bytes, not " + SIZE);
+        }
+    }
+
+    /**
+     * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
+     * be freed, since the stub's target (this machine's engine and hooks) keeps the arena reachable
+     * from the stub itself, and every closed machine would stay on the heap.
+     */
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment state;
+    private final Unicorn.Context context;
+    private final Unicorn.Hook hook;
+
+    /** True when kpemu's native library has the hook (a library built before it has not). */
+    static boolean available() { return HOOK != null; }
+
+    /** Installs the native interrupt hook on {@code uc}; everything it does not take goes to {@code host}. */
+    NativeSvc(Unicorn uc, ExceptionStateLayout layout, Unicorn.IntrHook host) {
+        context = uc.contextAlloc();
+        state = arena.allocate(SIZE, 8);
+        state.set(ADDRESS, CTX, context.blob());
+        state.set(JAVA_LONG, SYNDROME, layout.syndromeOffset());
+        state.set(JAVA_LONG, VBAR_OK, 0);
+        state.set(ADDRESS, FORWARD, uc.interruptUpcallStub(host, arena));
+        state.set(ADDRESS, FORWARD_DATA, MemorySegment.NULL);
+        hook = uc.hookInterruptNative(HOOK, state, this);
+    }
+
+    Unicorn.Hook hook() { return hook; }
+
+    /** The Java path found VBAR_EL1 {@code vbar}'s lower-EL synchronous vector mapped in RAM. */
+    void verified(long vbar) { state.set(JAVA_LONG, VBAR_OK, vbar); }
+
+    /** SVCs taken natively so far. */
+    long taken() { return state.get(JAVA_LONG, TAKEN); }
+
+    /** Starts the native count again (a restored machine's count is the Java side's). */
+    void resetTaken() { state.set(JAVA_LONG, TAKEN, 0); }
+
+    @Override public void close() {
+        context.close();
+        if (arena.scope().isAlive()) arena.close();
+    }
+}
