@@ -106,8 +106,8 @@ public final class EventEngine implements AutoCloseable {
         final TraceProbe def;
         final CompiledProbe compiled;
         Event event;
-        Kprobe kp;
-        Kretprobe rp;
+        /** The engine's probe: a kprobe, or a kretprobe for a return event (null before registration). */
+        dev.kpemu.kprobes.Probe engineProbe;
         boolean registered;
         long nhit;
         /** The ip the event reports when it is not the probe's address (an arm64 fprobe: its ftrace site), else 0. */
@@ -147,8 +147,7 @@ public final class EventEngine implements AutoCloseable {
         }
 
         long misses() {
-            if (rp != null) return rp.kprobe().nmissed() + rp.nmissed();
-            return kp == null ? 0 : kp.nmissed();
+            return engineProbe == null ? 0 : engineProbe.missed();
         }
 
         int onEntry(Kprobe k, Regs regs) {
@@ -174,7 +173,7 @@ public final class EventEngine implements AutoCloseable {
                 dropped++;
                 return 0;
             }
-            long func = rp.kprobe().address();
+            long func = engineProbe.entryProbe().address();
             long ret = ri.returnAddress();
             emit(this, true, func, ret, buffer.bytes(), def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
             return 0;
@@ -484,8 +483,7 @@ public final class EventEngine implements AutoCloseable {
     /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
     private void unregisterQuietly(Probe p) {
         if (p.registered) {
-            if (p.rp != null) kprobes.unregister(p.rp);
-            else kprobes.unregister(p.kp);
+            kprobes.unregister(p.engineProbe);
             p.registered = false;
         }
         releaseHook(p);
@@ -510,7 +508,7 @@ public final class EventEngine implements AutoCloseable {
                 });
             }
             if (!enabled) rp.kprobe().disabled();
-            p.rp = rp;
+            p.engineProbe = rp;
         } else {
             if (def instanceof FprobeDef f && f.tracepoint()) {
                 // the tracepoint calls its probestub once kpemu joined its probe list (a tracepoint
@@ -538,12 +536,11 @@ public final class EventEngine implements AutoCloseable {
             kp.pre(p::onEntry);
             if (!enabled) kp.disabled();
             if (def instanceof FprobeDef && dialect.fprobesInRegistrationOrder()) kp.runsAfterOlder();
-            p.kp = kp;
+            p.engineProbe = kp;
         }
         try {
             refuseNotrace(def);
-            if (p.rp != null) kprobes.register(p.rp);
-            else kprobes.register(p.kp);
+            kprobes.register(p.engineProbe);
             p.registered = true;
         } catch (KprobeException e) {
             releaseHook(p);
@@ -665,8 +662,7 @@ public final class EventEngine implements AutoCloseable {
         Event ev = p.event;
         if (ev.probes.size() == 1 && (ev.enabled || !ev.triggers.isEmpty())) return Errno.EBUSY;
         if (p.registered) {
-            if (p.rp != null) kprobes.unregister(p.rp);
-            else kprobes.unregister(p.kp);
+            kprobes.unregister(p.engineProbe);
             p.registered = false;
         }
         releaseHook(p);
@@ -686,8 +682,7 @@ public final class EventEngine implements AutoCloseable {
         for (Probe p : probes) {
             if (!(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
             if (p.registered) {
-                if (p.rp != null) kprobes.unregister(p.rp);
-                else kprobes.unregister(p.kp);
+                kprobes.unregister(p.engineProbe);
                 p.registered = false;
             }
             try {
@@ -705,8 +700,7 @@ public final class EventEngine implements AutoCloseable {
     public void moduleGoing(String module) {
         for (Probe p : probes) {
             if (!p.registered || !(p.def.target() instanceof ProbeTarget.SymbolTarget s) || !module.equals(s.module())) continue;
-            if (p.rp != null) kprobes.unregister(p.rp);
-            else kprobes.unregister(p.kp);
+            kprobes.unregister(p.engineProbe);
             p.registered = false;
         }
     }
@@ -820,13 +814,8 @@ public final class EventEngine implements AutoCloseable {
         e.armed = on;
         for (Probe p : e.probes) {
             if (!p.registered) continue;
-            if (p.rp != null) {
-                if (on) kprobes.enable(p.rp);
-                else kprobes.disable(p.rp);
-            } else {
-                if (on) kprobes.enable(p.kp);
-                else kprobes.disable(p.kp);
-            }
+            if (on) kprobes.enable(p.engineProbe);
+            else kprobes.disable(p.engineProbe);
         }
     }
 
@@ -967,7 +956,7 @@ public final class EventEngine implements AutoCloseable {
                 if (q.def.isReturn()) withExit = true;
                 else entryOnly = true;
             } else {
-                Kprobe k = q.kp != null ? q.kp : q.rp != null ? q.rp.kprobe() : null;   // a kretprobe's entry probe too
+                Kprobe k = q.engineProbe == null ? null : q.engineProbe.entryProbe();   // a kretprobe's entry probe too
                 if (k != null && (k.flags() & Kprobe.FLAG_FTRACE) != 0) kprobes = true;
             }
         }
@@ -978,7 +967,7 @@ public final class EventEngine implements AutoCloseable {
     /** The function whose ftrace site a probe fires from (its start), 0 for none. */
     private long ftraceFunction(Probe p) {
         if (p.def instanceof FprobeDef f) return symbols.lookupName(p.function != null ? p.function : f.symbol()).orElse(0);
-        Kprobe k = p.kp != null ? p.kp : p.rp != null ? p.rp.kprobe() : null;
+        Kprobe k = p.engineProbe == null ? null : p.engineProbe.entryProbe();
         return k == null ? 0 : symbols.symbolAt(k.address()).map(KernelSymbols.Symbol::start).orElse(0L);
     }
 
