@@ -94,6 +94,16 @@ public abstract class Machine implements AutoCloseable {
     public abstract PageTableWalker pageTables();
 
     /**
+     * Maps [va, va + size) (inside one last-level table) onto [pa, …) in the guest's current
+     * kernel page tables, read-only and executable for the kernel, as the host's own area (the
+     * kprobes engine's out-of-line slots). A table missing at level {@code l} below the root is
+     * linked to page {@code tablePages.applyAsLong(l)}, zeroed and owned by the caller. The arch's
+     * format ({@link dev.kpemu.machine.x86.X86PageMapper}, {@link dev.kpemu.machine.arm64.Arm64PageMapper});
+     * the caller flushes the TLB.
+     */
+    public abstract void mapKernelPages(long va, long pa, long size, java.util.function.IntToLongFunction tablePages);
+
+    /**
      * Connects the interrupt controller in front of the CPU (the 8259 pair, the GIC): from then
      * on {@link #setInterruptLine} drives its inputs and the backend takes an interrupt when its
      * output is asserted. Without one, each backend latches raised lines itself (bare-metal tests).

@@ -1,6 +1,5 @@
 package dev.kpemu.kprobes;
 
-import java.util.function.IntToLongFunction;
 
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -71,11 +70,5 @@ public interface ArchKprobes extends ProbeDecoder {
     /** Walks the frame-pointer chain from {@code regs} (not including the ip itself). */
     void walkFrames(Regs regs, FrameVisitor visitor);
 
-    /**
-     * Maps [va, va + size) (inside one last-level table) onto [pa, …) in the guest's current
-     * kernel tables, read-only and executable for the kernel. A missing table at level {@code l}
-     * below the root is linked to page {@code tables.applyAsLong(l)} (zeroed, owned by the slot area).
-     */
-    void mapPages(Machine machine, long va, long pa, long size, IntToLongFunction tables);
 
 }

@@ -213,7 +213,7 @@ final class HitPath {
     boolean onFault(long pc, int trapnr) {
         arming.syncText();
         if (slots.contains(pc) && !slots.mappedIn(machine)) {
-            slots.map(machine, arch); // the guest switched to tables without the slot area
+            slots.map(machine); // the guest switched to tables without the slot area
             return true;
         }
         Activation a = active.peek();

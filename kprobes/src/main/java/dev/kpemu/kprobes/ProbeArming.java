@@ -120,7 +120,7 @@ final class ProbeArming {
 
     void ensureSlotsMapped() {
         if (slots.mappedIn(machine)) return;
-        slots.map(machine, arch);
+        slots.map(machine);
     }
 
     /** Boosting: a slot ending in a jump back when the instruction allows it and no child has a post handler. */

@@ -131,12 +131,12 @@ public final class SlotArea {
     }
 
     /** Maps the area into the guest's current tables (idempotent). */
-    void map(Machine machine, ArchKprobes arch) {
+    void map(Machine machine) {
         if (!tablesZeroed) {
             machine.memory().write(physicalBase + size - TABLE_PAGES * PAGE, new byte[(int) (TABLE_PAGES * PAGE)]);
             tablesZeroed = true;
         }
-        arch.mapPages(machine, virtualBase, physicalBase, size - TABLE_PAGES * PAGE, this::tablePage);
+        machine.mapKernelPages(virtualBase, physicalBase, size - TABLE_PAGES * PAGE, this::tablePage);
         machine.engine().flushTlb();
     }
 

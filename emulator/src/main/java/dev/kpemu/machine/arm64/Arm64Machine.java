@@ -179,6 +179,11 @@ public final class Arm64Machine extends Machine {
     public void setSysReg(int op0, int op1, int crn, int crm, int op2, long value) { uc.sysRegWrite(op0, op1, crn, crm, op2, value); }
 
     @Override
+    public void mapKernelPages(long va, long pa, long size, java.util.function.IntToLongFunction tablePages) {
+        Arm64PageMapper.map(uc, memory(), va, pa, size, tablePages);
+    }
+
+    @Override
     public Arm64PageWalker pageTables() {
         return new Arm64PageWalker(memory, uc.sysRegRead(3, 0, 1, 0, 0), uc.sysRegRead(3, 0, 2, 0, 2),
                 uc.regRead(Arm64Reg.TTBR0_EL1), uc.regRead(Arm64Reg.TTBR1_EL1));

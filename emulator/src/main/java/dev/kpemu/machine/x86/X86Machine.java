@@ -117,6 +117,11 @@ public final class X86Machine extends Machine {
 
     @Override public PageTableWalker pageTables() { return walker; }
 
+    @Override
+    public void mapKernelPages(long va, long pa, long size, java.util.function.IntToLongFunction tablePages) {
+        X86PageMapper.map(uc, memory(), va, pa, size, tablePages);
+    }
+
     public X86PageWalker walker() { return walker; }
 
     /** Number of exceptions and interrupts delivered to the guest so far. */
