@@ -741,18 +741,7 @@ public final class Unicorn implements AutoCloseable {
      * with its own {@code userData}: no Java upcall per block. The caller keeps both alive.
      */
     public Hook hookBlockNative(MemorySegment callback, MemorySegment userData, long begin, long end) {
-        ensureOpen();
-        try {
-            MemorySegment hh = scratch;
-            check((int) UC_HOOK_ADD.invokeExact(uc, hh, HOOK_BLOCK, callback, userData, begin, end), "uc_hook_add(native block)");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), callback);
-            hooks.put(h.handle, h);
-            return h;
-        } catch (UnicornException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UnicornException(-1, "uc_hook_add: " + t);
-        }
+        return addNative(HOOK_BLOCK, callback, userData, begin, end, -1, callback);
     }
 
     /**
@@ -760,18 +749,7 @@ public final class Unicorn implements AutoCloseable {
      * {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
     public Hook hookInterruptNative(MemorySegment callback, MemorySegment userData, Object keepAlive) {
-        ensureOpen();
-        try {
-            MemorySegment hh = scratch;
-            check((int) UC_HOOK_ADD.invokeExact(uc, hh, HOOK_INTR, callback, userData, 1L, 0L), "uc_hook_add(native intr)");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
-            hooks.put(h.handle, h);
-            return h;
-        } catch (UnicornException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UnicornException(-1, "uc_hook_add: " + t);
-        }
+        return addNative(HOOK_INTR, callback, userData, 1, 0, -1, keepAlive);
     }
 
     /**
@@ -848,10 +826,16 @@ public final class Unicorn implements AutoCloseable {
      * code with its own {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
     public Hook hookInsnNative(int insn, MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        return addNative(HOOK_INSN, callback, userData, 1, 0, insn, keepAlive);
+    }
+
+    /** Adds a hook whose callback is native code ({@code insn} -1: not an instruction hook). */
+    private Hook addNative(int type, MemorySegment callback, MemorySegment userData, long begin, long end, int insn, Object keepAlive) {
         ensureOpen();
         try {
             MemorySegment hh = scratch;
-            check((int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, HOOK_INSN, callback, userData, 1L, 0L, insn), "uc_hook_add(native insn " + insn + ")");
+            check(insn < 0 ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, callback, userData, begin, end)
+                    : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, callback, userData, begin, end, insn), "uc_hook_add(native, type " + type + ")");
             Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
             hooks.put(h.handle, h);
             return h;

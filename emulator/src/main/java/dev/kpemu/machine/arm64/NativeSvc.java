@@ -4,12 +4,9 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 
-import dev.kpemu.natives.NativeLibraries;
+import dev.kpemu.machine.NativeHookFunctions;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
@@ -21,25 +18,10 @@ import dev.kpemu.unicorn.Unicorn;
  * the Java path has verified that VBAR_EL1's lower-EL vector is mapped in RAM ({@link #verified}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final MemorySegment HOOK;
     private static final long SIZE = 56;
+    private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
     private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48;
-
-    static {
-        SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
-        HOOK = lib.find("kpemu_arm64_svc").orElse(null);
-        if (HOOK != null) {
-            long size;
-            try {
-                size = (long) Linker.nativeLinker().downcallHandle(lib.find("kpemu_arm64_svc_size").orElseThrow(),
-                        FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                throw new IllegalStateException("kpemu_arm64_svc_size: " + t, t);
-            }
-            if (size != SIZE) throw new IllegalStateException("libkpemu_clock.so's struct kpemu_arm64_svc is " + size + " bytes, not " + SIZE);
-        }
-    }
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never

@@ -5,12 +5,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 
-import dev.kpemu.natives.NativeLibraries;
+import dev.kpemu.machine.NativeHookFunctions;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
@@ -22,27 +19,12 @@ import dev.kpemu.unicorn.Unicorn;
  * calibrated offsets, as the Java path does.
  */
 final class NativeSyscall implements AutoCloseable {
-    private static final MemorySegment HOOK;
     private static final long SIZE = 96;
+    private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_syscall", SIZE);
     // struct kpemu_syscall's fields
     private static final long CTX = 0, HFLAGS = 8, CS_CACHE = 16, SS_CACHE = 24, SEG_SELECTOR = 32, SEG_BASE = 36,
             SEG_LIMIT = 40, SEG_FLAGS = 44, HF_CPL_MASK = 48, CODE64_FLAGS = 52, DATA_FLAGS = 56, FORWARD = 64,
             FORWARD_DATA = 72, CALLS = 80, FORWARDED = 88;
-
-    static {
-        SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
-        HOOK = lib.find("kpemu_syscall").orElse(null);
-        if (HOOK != null) {
-            long size;
-            try {
-                size = (long) Linker.nativeLinker().downcallHandle(lib.find("kpemu_syscall_size").orElseThrow(),
-                        FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                throw new IllegalStateException("kpemu_syscall_size: " + t, t);
-            }
-            if (size != SIZE) throw new IllegalStateException("libkpemu_clock.so's struct kpemu_syscall is " + size + " bytes, not " + SIZE);
-        }
-    }
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
