@@ -31,11 +31,16 @@ import java.util.TreeSet;
  *                            {@code endbr64}) as an ftrace site even when {@code ftraceSites} does not list it
  * @param landingPadsEnforced arm64: BTI is enforced, so a probed {@code bti}/{@code paciasp}/{@code pacibsp}
  *                            (an indirect-branch landing pad) must not become a {@code B}
+ * @param groupFormsBoostable x86: the kernel's {@code can_boost} accepts the ALU forms of opcode groups 2&ndash;5
+ *                            (shifts and rotates, {@code test}/{@code not}/{@code neg}/{@code mul}/{@code div},
+ *                            {@code inc}/{@code dec}), as Linux does from 6.9; before, none of them (the builder's
+ *                            default, the rule of Debian 12's 6.1)
  */
 public record Candidate(long functionStart, byte[] functionBytes, long probeAddress, Set<Long> otherProbes,
                         boolean postHandler, boolean enabled, boolean optimizationOn, Set<Long> exceptionTable,
                         Set<Long> ftraceSites, List<TextRange> reservedText, boolean indirectJumpCheck,
-                        TextRange indirectThunks, boolean detectEntryFtraceSite, boolean landingPadsEnforced) {
+                        TextRange indirectThunks, boolean detectEntryFtraceSite, boolean landingPadsEnforced,
+                        boolean groupFormsBoostable) {
 
     public Candidate {
         functionBytes = functionBytes.clone();
@@ -76,6 +81,7 @@ public record Candidate(long functionStart, byte[] functionBytes, long probeAddr
         private TextRange indirectThunks;
         private boolean detectEntryFtraceSite = true;
         private boolean landingPadsEnforced;
+        private boolean groupFormsBoostable;
 
         private Builder(long functionStart, byte[] functionBytes, long probeAddress) {
             this.functionStart = functionStart;
@@ -95,11 +101,12 @@ public record Candidate(long functionStart, byte[] functionBytes, long probeAddr
         public Builder indirectThunks(TextRange range) { indirectThunks = range; return this; }
         public Builder detectEntryFtraceSite(boolean v) { detectEntryFtraceSite = v; return this; }
         public Builder landingPadsEnforced(boolean v) { landingPadsEnforced = v; return this; }
+        public Builder groupFormsBoostable(boolean v) { groupFormsBoostable = v; return this; }
 
         public Candidate build() {
             return new Candidate(functionStart, functionBytes, probeAddress, otherProbes, postHandler, enabled,
                     optimizationOn, exceptionTable, ftraceSites, reservedText, indirectJumpCheck, indirectThunks,
-                    detectEntryFtraceSite, landingPadsEnforced);
+                    detectEntryFtraceSite, landingPadsEnforced, groupFormsBoostable);
         }
     }
 }

@@ -417,7 +417,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 .indirectJumpCheck(inputs.indirectJumpCheck())
                 .indirectThunks(inputs.indirectThunks())
                 .detectEntryFtraceSite(inputs.detectEntryFtraceSite())
-                .landingPadsEnforced(inputs.landingPadsEnforced());
+                .landingPadsEnforced(inputs.landingPadsEnforced())
+                .groupFormsBoostable(inputs.groupFormsBoostable());
         for (TextRange r : inputs.reservedText(fn)) b.reservedText(r);
         for (long other : engine.probeAddresses(sym.start(), sym.start() + sym.size())) {
             if (other == st.address() || !fn.contains(other)) continue;

@@ -87,6 +87,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final SymbolTable syms;
     private final byte[] file;
     private final List<String> notes;
+    private final boolean groupFormsBoostable;
 
     KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
                                      List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes,
@@ -109,7 +110,40 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         this.returnToUser = List.copyOf(returnToUser);
         this.bti = bti;
         this.notes = List.copyOf(notes);
+        this.groupFormsBoostable = false;
     }
+
+    private KernelOptimizationInputs(KernelOptimizationInputs o, boolean groupFormsBoostable) {
+        this.arch = o.arch;
+        this.exceptionTable = o.exceptionTable;
+        this.ftraceSites = o.ftraceSites;
+        this.reserved = o.reserved;
+        this.reservedByStart.putAll(o.reservedByStart);
+        this.longestReserved = o.longestReserved;
+        this.idle = o.idle;
+        this.thunks = o.thunks;
+        this.returnToUser = o.returnToUser;
+        this.bti = o.bti;
+        this.syms = o.syms;
+        this.file = o.file;
+        this.notes = o.notes;
+        this.groupFormsBoostable = groupFormsBoostable;
+    }
+
+    /**
+     * These tables with the rules of kernel release {@code release} (its {@code uname -r}): x86's
+     * {@code can_boost} accepts the opcode-group forms from Linux 6.9 on
+     * ({@link Candidate#groupFormsBoostable()}). Without a release the rules are 6.1's.
+     */
+    public KernelOptimizationInputs forRelease(String release) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.(\\d+)").matcher(release == null ? "" : release);
+        if (!m.find()) return this;
+        int major = Integer.parseInt(m.group(1)), minor = Integer.parseInt(m.group(2));
+        boolean since69 = major > 6 || major == 6 && minor >= 9;
+        return since69 == groupFormsBoostable ? this : new KernelOptimizationInputs(this, since69);
+    }
+
+    @Override public boolean groupFormsBoostable() { return arch == Arch.X86_64 && groupFormsBoostable; }
 
     /**
      * Reads the tables.

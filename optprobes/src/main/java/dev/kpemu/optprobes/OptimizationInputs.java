@@ -47,6 +47,9 @@ public interface OptimizationInputs {
     /** arm64: BTI is enforced. */
     default boolean landingPadsEnforced() { return false; }
 
+    /** x86: the kernel boosts the ALU forms of opcode groups 2&ndash;5 (see {@link Candidate#groupFormsBoostable()}). */
+    default boolean groupFormsBoostable() { return false; }
+
     /**
      * True when no <em>interrupted</em> guest context can have its pc inside kernel text that is
      * about to be patched (the optimizer separately checks the vCPU's own pc against the displaced

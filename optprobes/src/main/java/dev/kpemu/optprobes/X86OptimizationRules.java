@@ -82,7 +82,7 @@ final class X86OptimizationRules {
                 out.add(new Refusal(Reason.CALL_IN_REGION, i.address(), "call in the displaced region: " + i.text()));
             } else if (i.outOfLine() == OutOfLine.REJECT) {
                 out.add(new Refusal(Reason.NOT_RELOCATABLE, i.address(), "cannot run out of line: " + i.text()));
-            } else if (!i.boostable()) {
+            } else if (!i.boostable() && !(c.groupFormsBoostable() && groupFormBoostable(X86Opcode.parse(i.bytes())))) {
                 out.add(new Refusal(Reason.NOT_BOOSTABLE, i.address(), "not boostable: " + i.text()));
             }
         }
@@ -112,6 +112,23 @@ final class X86OptimizationRules {
     static Optional<Long> entryFtraceSite(long functionStart, byte[] bytes) {
         int off = X86KernelText.INSTANCE.ftraceSite(bytes);
         return off < 0 ? Optional.empty() : Optional.of(functionStart + off);
+    }
+
+    /**
+     * The opcode-group forms Linux's {@code can_boost} accepts from 6.9 on (kernel commit "x86/kprobes:
+     * Boost more instructions from grp2/3/4/5", February 2024): group 2 but {@code /6}, group 3 but
+     * {@code /1} (both reserved on Intel), {@code inc} and {@code dec} of groups 4 and 5. Before, no
+     * form of groups 2&ndash;4 and only group 5's indirect {@code jmp} (which the decoder already
+     * reports as boostable).
+     */
+    static boolean groupFormBoostable(X86Opcode op) {
+        if (op.vex() || op.length() != 1 || op.hasPrefix(0x2e) || op.hasPrefix(0x67)) return false;
+        return switch (op.first()) {
+            case 0xc0, 0xc1, 0xd0, 0xd1, 0xd2, 0xd3 -> op.reg() != 6;
+            case 0xf6, 0xf7 -> op.reg() != 1;
+            case 0xfe, 0xff -> op.reg() == 0 || op.reg() == 1;
+            default -> false;
+        };
     }
 
     private static boolean isJump(Instruction i) {

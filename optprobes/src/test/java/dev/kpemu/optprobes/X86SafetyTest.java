@@ -240,6 +240,22 @@ class X86SafetyTest {
     }
 
     @Test
+    void groupFormsAreBoostableOnKernelsFrom6_9() {
+        // Linux 6.9's can_boost: group 2 (shifts), group 3 (test/not/neg/mul/div), inc/dec of groups 4 and 5
+        for (String insn : List.of("shl eax, 3", "shr rdi, 0xc", "sar edx, cl", "test ecx, 1", "not rax", "neg ecx",
+                "imul rdx", "inc rax", "dec dword ptr [rdi]", "inc byte ptr [rsi]")) {
+            Candidate.Builder b = Candidate.builder(F, fn(insn + "\n nop\n nop\n nop\n nop\n nop\n ret\n"), F);
+            assertEquals(Reason.NOT_BOOSTABLE, refused(check(b)).reason(), insn + " before 6.9");
+            accepted(check(b.groupFormsBoostable(true)));
+        }
+        // still refused from 6.9: calls and far jumps of group 5, jcc, near jmp
+        for (String insn : List.of("call qword ptr [rax]", "jmp 0x400")) {
+            assertTrue(!(check(Candidate.builder(F, fn(insn + "\n nop\n nop\n nop\n nop\n ret\n"), F).groupFormsBoostable(true))
+                    instanceof Verdict.Optimizable), insn);
+        }
+    }
+
+    @Test
     void boostableSimulatedInstructionsAreDisplacedAsLinuxDoes() {
         // pushf and cli are emulated by a breakpoint probe but boostable: Linux copies them into the detour
         DisplacedRegion r = accepted(check(fn("pushfq\n cli\n mov eax, edi\n popfq\n ret\n"), F));

@@ -434,7 +434,7 @@ public final class TracedBoot implements BootHooks {
             }
         }
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
-            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
+            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile()).forRelease(guest.release());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
         }
         try {

@@ -40,6 +40,9 @@ import dev.kpemu.machine.Arch;
  */
 @Tag("kernel")
 class CorpusTraceTest {
+    /** The symbol a kretprobe puts in place of a return address (rethook from 6.2, kretprobe before). */
+    static final java.util.regex.Pattern RETURN_TRAMPOLINE = java.util.regex.Pattern.compile("^(arch_rethook_trampoline|__kretprobe_trampoline|kretprobe_trampoline)\\+0x0/");
+
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("dev.kpemu.tests.KernelMatrixTest#kernels")
     void corpusTraceEqualsLinuxOwn(String suite, Arch arch) throws Exception {
@@ -55,7 +58,12 @@ class CorpusTraceTest {
         Path initrd = Files.createTempFile("kpemu-corpus", ".cpio");
         try {
             CorpusGuest.archive(Files.readAllBytes(images.busybox(arch)), "kpemu", List.of()).write(initrd);
-            TracedBoot traced = new TracedBoot(defs, null).armAtInit(true);
+            // Linux's init wrote and enabled the definitions well over OPTIMIZE_DELAY before the
+            // workload ran, so every site its optimizer accepts is already a jump in Linux's window
+            // (no site there goes from int3 to jump). kpemu registers at run_init_process, right
+            // before the workload: with no delay the jumps are written at the first return to user
+            // mode, as Linux's are by then.
+            TracedBoot traced = new TracedBoot(defs, null).armAtInit(true).optimizeDelay(java.time.Duration.ZERO);
             ByteArrayOutputStream console = new ByteArrayOutputStream();
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, null, 256, 120,
                     console, new PrintStream(new ByteArrayOutputStream())), traced);
@@ -69,22 +77,8 @@ class CorpusTraceTest {
             Files.write(Path.of("target", "corpus-" + v.get("release") + ".kpemu.trace"), kpemuLines);
             assertTrue(expected.size() > 1000, "Linux's window holds the workload: " + expected.size() + " events");
             assertTrue(!actual.isEmpty(), "kpemu's trace has the workload's window");
-            // The latency column is compared in full on arm64. On x86-64 kpemu's jump optimizer does
-            // not decide as Linux's did on some of the corpus's probe sites (6.1/6.12: sites Linux
-            // optimized stay int3 probes in kpemu; 7.2: the reverse), and the column tells the int3
-            // path (an NMI: "..Zff", "d.Z..") from the jump ("....."): there a differing column must
-            // be such a pair (exactly one side in NMI), every other event's column must be equal.
-            TraceComparator.Context columns = arch == Arch.ARM64 ? TraceComparator.Context.LINUX : TraceComparator.Context.NONE;
-            TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")), columns);
-            if (arch != Arch.ARM64) {
-                TraceComparator.Result withColumn = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")));
-                List<TraceComparator.Mismatch> columnDiffs = withColumn.mismatches().stream().filter(m -> m.field().equals("latency")).toList();
-                List<TraceComparator.Mismatch> notOptimizer = columnDiffs.stream()
-                        .filter(m -> (m.expected().charAt(2) == 'Z') == (m.actual().charAt(2) == 'Z')).toList();
-                System.out.printf("corpus %s %s: latency column differs from Linux's on %d of %d events, each an int3 hit against a jump (the optimizer's decision)%n",
-                        v.get("release"), arch.linuxName(), columnDiffs.size(), Math.min(expected.size(), actual.size()));
-                assertTrue(notOptimizer.isEmpty(), v.get("release") + " latency columns differing otherwise: " + notOptimizer.stream().limit(20).toList());
-            }
+            // The latency column is compared in full, need-resched aside (TraceComparator.Context.LINUX).
+            TraceComparator.Result cmp = TraceComparator.compareEvents(expected, actual, TraceComparator.mode(reference, v.get("release"), v.get("version")), TraceComparator.Context.LINUX);
             int lines = Math.min(expected.size(), actual.size());
             long args = expected.stream().mapToLong(e -> e.args().size()).sum();
             Set<Integer> bad = new HashSet<>();
@@ -92,7 +86,30 @@ class CorpusTraceTest {
             System.out.printf("corpus %s %s: %d definitions over %d functions; %d events compared (%d arguments), %d equal (%.1f %%), reference %d, kpemu %d%n",
                     v.get("release"), arch.linuxName(), defs.size(), functions.size(), lines, args, lines - bad.size(), 100.0 * (lines - bad.size()) / Math.max(1, expected.size()),
                     expected.size(), actual.size());
-            assertTrue(cmp.matches(), v.get("release") + " corpus: " + cmp.report(40));
+            // A return probe out of instances (maxactive: 10 on one CPU) leaves the real return address
+            // where Linux's +0($stack) showed the trampoline. An exited task gives its instances back only
+            // when the task is freed after an RCU grace period (rethook_flush_task from
+            // delayed_put_task_struct), and kpemu's guest runs the workload faster in guest time than
+            // QEMU's (its commands about 1 ms apart against Linux's 8), so more exits wait at once and a
+            // return probe on exit_group can run out where Linux's did not. Such an argument is accepted
+            // only for a function whose return probe kpemu's kprobe_profile shows missed, printed once.
+            Set<String> missedReturns = new HashSet<>();
+            for (String d : defs) {
+                if (!d.startsWith("r")) continue;
+                String[] f = d.split("\\s+");
+                String event = f[0].substring(f[0].indexOf(':') + 1).replaceAll("^.*/", "");
+                if (traced.events().misses(event) > 0) missedReturns.add(f[1].replaceAll("[+%].*$", ""));
+            }
+            List<TraceComparator.Mismatch> outOfInstances = cmp.mismatches().stream()
+                    .filter(m -> m.field().startsWith("argument") && RETURN_TRAMPOLINE.matcher(m.expected()).find()
+                            && !RETURN_TRAMPOLINE.matcher(m.actual()).find()
+                            && missedReturns.contains(expected.get(m.index()).probePoint().replaceAll("\\+0x.*$", ""))).toList();
+            if (!outOfInstances.isEmpty()) {
+                System.out.printf("corpus %s %s: %d arguments show the return address where Linux's show the trampoline; kpemu's return probe on %s missed%n",
+                        v.get("release"), arch.linuxName(), outOfInstances.size(), missedReturns);
+            }
+            List<TraceComparator.Mismatch> other = cmp.mismatches().stream().filter(m -> !outOfInstances.contains(m)).toList();
+            assertTrue(other.isEmpty(), v.get("release") + " corpus: " + cmp.report(40));
             String log = console.toString(StandardCharsets.ISO_8859_1);
             for (String badText : new String[] {"WARNING:", "ftrace failed", "BUG:", "Oops"}) {
                 assertTrue(!log.contains(badText), "console shows '" + badText + "':\n" + log);
