@@ -33,7 +33,7 @@ import java.util.List;
  * <li>Every displaced instruction: not a call (limitation b, {@link Reason#CALL_IN_REGION}); copyable
  *     ({@code __copy_instruction}: not {@code int3}, not a trap, not {@code pop ss}/{@code mov ss},
  *     no far branch…; {@link Reason#NOT_RELOCATABLE}); boostable ({@code can_boost}: no jmp/jcc/loop
- *     rel, no Grp2/Grp3/x87…; {@link Reason#NOT_BOOSTABLE}). The RIP-relative range check of
+ *     rel, no x87…, and no Grp2/Grp3/Grp4 form before Linux 6.9: {@link Candidate#groupFormsBoostable()}; {@link Reason#NOT_BOOSTABLE}). The RIP-relative range check of
  *     {@code __copy_instruction} needs the buffer address and is done by {@link DetourBuffer}.</li>
  * <li>The region overlaps no ftrace site ({@code ftrace_text_reserved}, {@link Reason#FTRACE_SITE}) and no
  *     other self-patched text ({@code alternatives/jump_label/static_call_text_reserved},
