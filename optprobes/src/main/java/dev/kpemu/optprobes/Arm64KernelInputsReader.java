@@ -33,7 +33,30 @@ final class Arm64KernelInputsReader {
         notes.add("arm64: " + ftrace.size() / 2 + " patchable-function-entry ftrace sites found by their code");
         notes.add("arm64: every nop and b of a candidate function is reserved (possible jump-label sites)");
         return new KernelOptimizationInputs(Arch.ARM64, new TreeSet<>(), ftrace, List.of(), KernelOptimizationInputs.idle(syms, KernelOptimizationInputs.ARM64_IDLE),
-                KernelOptimizationInputs.starts(syms, KernelOptimizationInputs.ARM64_RETURN_TO_USER), null, true, notes, syms, file);
+                KernelOptimizationInputs.starts(syms, KernelOptimizationInputs.ARM64_RETURN_TO_USER), null, true, notes,
+                function -> possibleJumpLabelSites(syms, file, ftrace, function));
+    }
+
+    /** arm64 {@code nop}. */
+    private static final int NOP = 0xd503201f;
+
+    /**
+     * Every {@code nop} and unconditional {@code b} of {@code function} in the file except its ftrace
+     * pair: the possible jump-label sites (the table itself is not bounded in kallsyms; see
+     * {@link KernelOptimizationInputs}); the whole function when its bytes are not in the file.
+     */
+    static List<TextRange> possibleJumpLabelSites(SymbolTable syms, byte[] file, java.util.Set<Long> ftraceSites, TextRange function) {
+        OptionalLong off = syms.fileOffset(function.start());
+        long len = function.end() - function.start();
+        if (off.isEmpty() || off.getAsLong() + len > file.length || len > (1 << 20)) return List.of(function);
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(file).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        List<TextRange> out = new ArrayList<>();
+        for (long i = 0; i + 4 <= len; i += 4) {
+            int w = b.getInt((int) (off.getAsLong() + i));
+            long at = function.start() + i;
+            if ((w == NOP || (w & 0xfc00_0000) == 0x1400_0000) && !ftraceSites.contains(at)) out.add(TextRange.of(at, 4));
+        }
+        return out;
     }
 
     private Arm64KernelInputsReader() {}

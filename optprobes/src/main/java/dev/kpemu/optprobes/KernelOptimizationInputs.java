@@ -83,17 +83,15 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     private final TextRange thunks;
     private final List<Long> returnToUser;
     private final boolean bti;
-    /** arm64: the file and symbols, for per-function reserved text. */
-    private final SymbolTable syms;
-    private final byte[] file;
+    /** Reserved text found per function by scanning its code (arm64), or null where the tables were read (x86). */
+    private final java.util.function.Function<TextRange, List<TextRange>> functionScan;
     private final List<String> notes;
     private final boolean groupFormsBoostable;
 
     KernelOptimizationInputs(Arch arch, NavigableSet<Long> ex, NavigableSet<Long> ftrace, List<TextRange> reserved,
                                      List<TextRange> idle, List<Long> returnToUser, TextRange thunks, boolean bti, List<String> notes,
-                                     SymbolTable syms, byte[] file) {
-        this.syms = syms;
-        this.file = file;
+                                     java.util.function.Function<TextRange, List<TextRange>> functionScan) {
+        this.functionScan = functionScan;
         this.arch = arch;
         this.exceptionTable = Collections.unmodifiableNavigableSet(ex);
         this.ftraceSites = Collections.unmodifiableNavigableSet(ftrace);
@@ -124,8 +122,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         this.thunks = o.thunks;
         this.returnToUser = o.returnToUser;
         this.bti = o.bti;
-        this.syms = o.syms;
-        this.file = o.file;
+        this.functionScan = o.functionScan;
         this.notes = o.notes;
         this.groupFormsBoostable = groupFormsBoostable;
     }
@@ -143,7 +140,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         return since69 == groupFormsBoostable ? this : new KernelOptimizationInputs(this, since69);
     }
 
-    @Override public boolean groupFormsBoostable() { return arch == Arch.X86_64 && groupFormsBoostable; }
+    @Override public boolean groupFormsBoostable() { return groupFormsBoostable; }
 
     /**
      * Reads the tables.
@@ -153,9 +150,6 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, byte[] file) {
         return ArchOptimizer.of(arch).kernelInputs(syms, file);
     }
-
-    /** arm64 {@code nop}: a possible jump-label site in {@link #reservedText(TextRange)}'s scan. */
-    private static final int NOP = 0xd503201f;
 
     // ------------------------------------------------------------------ common
 
@@ -229,33 +223,20 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     @Override public List<TextRange> reservedText() { return reserved; }
 
     /**
-     * x86: the parsed tables. arm64: every {@code nop} and unconditional {@code b} of the function in
-     * the file except its ftrace pair (possible jump-label sites; see the class comment).
+     * The parsed tables' entries overlapping {@code function} (x86), or what the arch reader's scan
+     * of the function's code finds (arm64: {@link Arm64KernelInputsReader}).
      */
     @Override public List<TextRange> reservedText(TextRange function) {
-        if (file == null) {
-            // a fact about the data: the reader parsed the tables (x86) and kept no file to scan per function
-            long from = function.start() - longestReserved;
-            if (Long.compareUnsigned(from, function.start()) > 0) from = 0;     // wrapped below 0
-            if (Long.compareUnsigned(from, function.end()) >= 0) return List.of();
-            List<Integer> hits = new ArrayList<>();
-            for (List<Integer> at : reservedByStart.subMap(from, true, function.end(), false).values())
-                for (int i : at) if (reserved.get(i).overlaps(function)) hits.add(i);
-            hits.sort(null);                                                     // in table order, as a scan gives them
-            List<TextRange> out = new ArrayList<>(hits.size());
-            for (int i : hits) out.add(reserved.get(i));
-            return out;
-        }
-        OptionalLong off = syms.fileOffset(function.start());
-        long len = function.end() - function.start();
-        if (off.isEmpty() || off.getAsLong() + len > file.length || len > (1 << 20)) return List.of(function);
-        ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
-        List<TextRange> out = new ArrayList<>();
-        for (long i = 0; i + 4 <= len; i += 4) {
-            int w = b.getInt((int) (off.getAsLong() + i));
-            long at = function.start() + i;
-            if ((w == NOP || (w & 0xfc00_0000) == 0x1400_0000) && !ftraceSites.contains(at)) out.add(TextRange.of(at, 4));
-        }
+        if (functionScan != null) return functionScan.apply(function);
+        long from = function.start() - longestReserved;
+        if (Long.compareUnsigned(from, function.start()) > 0) from = 0;     // wrapped below 0
+        if (Long.compareUnsigned(from, function.end()) >= 0) return List.of();
+        List<Integer> hits = new ArrayList<>();
+        for (List<Integer> at : reservedByStart.subMap(from, true, function.end(), false).values())
+            for (int i : at) if (reserved.get(i).overlaps(function)) hits.add(i);
+        hits.sort(null);                                                     // in table order, as a scan gives them
+        List<TextRange> out = new ArrayList<>(hits.size());
+        for (int i : hits) out.add(reserved.get(i));
         return out;
     }
 

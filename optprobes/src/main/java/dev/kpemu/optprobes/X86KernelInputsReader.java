@@ -34,6 +34,6 @@ final class X86KernelInputsReader {
         if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());
         else notes.add("no __indirect_thunk_start/end in kallsyms");
         return new KernelOptimizationInputs(Arch.X86_64, ex, ftrace, KernelOptimizationInputs.merge(reserved), KernelOptimizationInputs.idle(syms, KernelOptimizationInputs.X86_IDLE),
-                KernelOptimizationInputs.starts(syms, KernelOptimizationInputs.X86_RETURN_TO_USER), thunks, false, notes, null, null);
+                KernelOptimizationInputs.starts(syms, KernelOptimizationInputs.X86_RETURN_TO_USER), thunks, false, notes, null);
     }
 }
