@@ -108,6 +108,7 @@ public final class BootRunner {
             if (initrd == null) initrd = g.initramfs(o.arch());
         }
         long hostStart = System.nanoTime();
+        PhaseLog.mark("boot() entered");
         byte[] initrdBytes = read(initrd, "initrd");
         Map<String, String> identity = null;
         Path snapshotFile = null;
@@ -118,6 +119,7 @@ public final class BootRunner {
                 throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
             }
             snapshotFile = snapshot.fileFor(identity);
+            PhaseLog.mark("snapshot identity (digests)");
         }
         boolean restoring = snapshot != null && mayRestore && Files.exists(snapshotFile);
         if (snapshot != null && !snapshot.automatic() && !restoring && Files.isDirectory(snapshotFile)) {
@@ -129,6 +131,7 @@ public final class BootRunner {
                 ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
                 : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
             Machine m = guest.machine();
+            PhaseLog.mark("guest prepared (kernel file, loader, machine)");
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
             if (o.trace() != null) {
                 o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
@@ -145,10 +148,12 @@ public final class BootRunner {
                     return boot(o, hooks, snapshot, false);
                 }
                 used = new SnapshotUse(true, snapshotFile, -1, sizeOf(snapshotFile));
+                PhaseLog.mark("snapshot restored");
                 snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions; restored in %.2f s)",
                         snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions(), (System.nanoTime() - restoreStart) / 1e9));
             }
             hooks.ready(guest);
+            PhaseLog.mark("hooks ready (definitions checked)");
             // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
             // is stopped there already (the stop is handed to the hooks as the cold boot's).
             long snapshotAt = -1;
@@ -251,6 +256,7 @@ public final class BootRunner {
                 };
                 break;
             }
+            PhaseLog.mark("guest stopped");
             hooks.finished(guest);
             try {
                 if (o.terminal() != null) o.terminal().output().flush();

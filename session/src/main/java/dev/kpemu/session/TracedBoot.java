@@ -231,14 +231,17 @@ public final class TracedBoot implements BootHooks {
     @Override public void ready(LinuxGuest guest) {
         machine = guest.machine();
         release = guest.release();
+        dev.kpemu.boot.PhaseLog.mark("kernel release");
         kernelImage = guest.kernelFile();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
         dialect = forcedDialect != null ? forcedDialect : Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
+        dev.kpemu.boot.PhaseLog.mark("kernel symbols (kallsyms)");
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
         armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
+        dev.kpemu.boot.PhaseLog.mark("probe symbols (BTF when the dialect has typed arguments)");
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
         try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
@@ -420,6 +423,7 @@ public final class TracedBoot implements BootHooks {
         // TLB and translated code as a saved or restored machine does there, so a boot with a
         // snapshot and one without run the same instructions from here on (Machine.flushTranslations).
         if (armAtName.equals(ARM_AT_INIT)) m.flushTranslations();
+        dev.kpemu.boot.PhaseLog.mark("registration point reached");
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);
@@ -436,10 +440,12 @@ public final class TracedBoot implements BootHooks {
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
             optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
+            dev.kpemu.boot.PhaseLog.mark("optimizer inputs read");
         }
         try {
             KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
             events = EventEngine.attach(kprobes, symbols, structs(guest), out).dialect(dialect);
+            dev.kpemu.boot.PhaseLog.mark("event engine attached (BTF)");
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -459,6 +465,7 @@ public final class TracedBoot implements BootHooks {
             registrationNanos = System.nanoTime() - t0;
             registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
+        dev.kpemu.boot.PhaseLog.mark("probes registered");
         try {
             setup.apply(events);
         } catch (EventSetup.Rejected e) {
