@@ -26,9 +26,11 @@ final class Arm64LinuxGuest implements LinuxGuest {
     private final CompletableFuture<SymbolTable> symbols;
     private final HostArea hostArea;
     private final int memoryMiB;
+    /** The kernel file as given: what the text tables' cache is keyed by. */
+    private final Path kernelPath;
 
     private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded, byte[] image, String name,
-                            CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB) {
+                            CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.board = board;
         this.image = image;
         this.name = name;
@@ -37,6 +39,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
         this.symbols = symbols;
         this.hostArea = hostArea;
         this.memoryMiB = memoryMiB;
+        this.kernelPath = kernelPath;
     }
 
     static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd) throws KernelImageException {
@@ -78,7 +81,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
             long guestRam = ram - HOST_AREA_BYTES;
             Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
-            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
+            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             board.close();
             throw e;
@@ -110,6 +113,13 @@ final class Arm64LinuxGuest implements LinuxGuest {
     }
 
     @Override public byte[] kernelFile() { return image; }
+
+    private dev.kpemu.image.KernelTextTables textTables;
+
+    @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        return textTables;
+    }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
         return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);

@@ -331,6 +331,24 @@ public final class BootRunner {
         }
     }
 
+    /**
+     * The kernel's text tables, kept between runs beside the kernel cache ({@code text-tables}),
+     * keyed by the kernel file's digest and kpemu's build; read from the kernel when there is no
+     * cache folder or the key cannot be had.
+     */
+    static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, byte[] file, Path kernelPath) {
+        Path k = kernelCacheDir();
+        String key = null;
+        if (k != null) {
+            try {
+                key = dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir()) + " " + BootSnapshot.build();
+            } catch (IOException e) {
+                key = null;   // read the kernel
+            }
+        }
+        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, key, k == null ? null : k.resolveSibling("text-tables"));
+    }
+
     /** Where file digests are kept between runs ({@link dev.kpemu.image.FileDigests}): beside the kernel cache, or null. */
     static Path digestCacheDir() {
         Path k = kernelCacheDir();

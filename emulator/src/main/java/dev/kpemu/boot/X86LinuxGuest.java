@@ -21,16 +21,19 @@ final class X86LinuxGuest implements LinuxGuest {
     private final X86LinuxLoader.Loaded loaded;
     private final HostArea hostArea;
     private final int memoryMiB;
+    /** The kernel file as given (the bzImage, or a vmlinux): what the text tables' cache is keyed by. */
+    private final Path kernelPath;
     private SymbolTable symbols;
 
     private X86LinuxGuest(X86Pc pc, ConsoleMonitor console, X86LinuxLoader.KernelFile kernel, X86LinuxLoader.Loaded loaded,
-                          HostArea hostArea, int memoryMiB) {
+                          HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.pc = pc;
         this.console = console;
         this.kernel = kernel;
         this.loaded = loaded;
         this.hostArea = hostArea;
         this.memoryMiB = memoryMiB;
+        this.kernelPath = kernelPath;
     }
 
     static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd) throws KernelImageException {
@@ -44,7 +47,7 @@ final class X86LinuxGuest implements LinuxGuest {
         ref[0] = pc;
         try {
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp());
-            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB());
+            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
             throw e;
@@ -79,6 +82,13 @@ final class X86LinuxGuest implements LinuxGuest {
     }
 
     @Override public byte[] kernelFile() { return kernel.vmlinux().bytes(); }
+
+    private dev.kpemu.image.KernelTextTables textTables;
+
+    @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        return textTables;
+    }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
         return KernelStructs.of(BtfLocator.fromElf(kernel.vmlinux(), symbols()).btf(), symbols(), Arch.X86_64);

@@ -8,6 +8,7 @@ import java.util.function.Consumer;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.KernelTextTables;
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.kprobes.KernelProbeRules;
 import dev.kpemu.kprobes.Kprobes;
@@ -243,7 +244,9 @@ public final class TracedBoot implements BootHooks {
         KallsymsSymbols symbols = kernelSymbols(guest);
         dev.kpemu.boot.PhaseLog.mark("probe symbols (BTF when the dialect has typed arguments)");
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
-        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile()).dialect(dialect)) {
+        KernelTextTables tables = guest.kernelTextTables();
+        dev.kpemu.boot.PhaseLog.mark("kernel text tables");
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, tables, guest.kernelFile()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
             effective = new ArrayList<>();
             for (String text : definitions) {
