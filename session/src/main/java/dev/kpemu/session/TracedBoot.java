@@ -282,9 +282,11 @@ public final class TracedBoot implements BootHooks {
                 throw new SetupRejected(e);
             }
         }
+        dev.kpemu.boot.PhaseLog.mark("definitions checked");
         armAt = syms.address(armAtName);
         guest.machine().addBreakpoint(armAt);
         watchModules(guest, syms);
+        dev.kpemu.boot.PhaseLog.mark("module watch (BTF)");
         if (early) {
             initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
             if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
