@@ -17,7 +17,9 @@ final class X86LinuxGuest implements LinuxGuest {
 
     private final X86Pc pc;
     private final ConsoleMonitor console;
-    private final X86LinuxLoader.KernelFile kernel;
+    /** The ELF vmlinux (the bzImage's own bytes are not kept once loaded: 8 MiB of heap for Debian's). */
+    private final dev.kpemu.image.ElfImage vmlinux;
+    private final boolean fromBzImage;
     private final X86LinuxLoader.Loaded loaded;
     private final HostArea hostArea;
     private final int memoryMiB;
@@ -29,7 +31,8 @@ final class X86LinuxGuest implements LinuxGuest {
                           HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.pc = pc;
         this.console = console;
-        this.kernel = kernel;
+        this.vmlinux = kernel.vmlinux();
+        this.fromBzImage = kernel.bzImage() != null;
         this.loaded = loaded;
         this.hostArea = hostArea;
         this.memoryMiB = memoryMiB;
@@ -73,7 +76,7 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public SymbolTable symbols() {
         if (symbols == null) {
             try {
-                symbols = Kallsyms.fromElf(kernel.vmlinux());
+                symbols = Kallsyms.fromElf(vmlinux);
             } catch (KernelImageException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }
@@ -81,7 +84,7 @@ final class X86LinuxGuest implements LinuxGuest {
         return symbols;
     }
 
-    @Override public byte[] kernelFile() { return kernel.vmlinux().bytes(); }
+    @Override public byte[] kernelFile() { return vmlinux.bytes(); }
 
     private dev.kpemu.image.KernelTextTables textTables;
 
@@ -91,12 +94,12 @@ final class X86LinuxGuest implements LinuxGuest {
     }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
-        return KernelStructs.of(BtfLocator.fromElf(kernel.vmlinux(), symbols()).btf(), symbols(), Arch.X86_64);
+        return KernelStructs.of(BtfLocator.fromElf(vmlinux, symbols()).btf(), symbols(), Arch.X86_64);
     }
 
     @Override public String describe() {
         return String.format("x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"",
-                kernel.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
+                fromBzImage ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
                 loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline());
     }
 
