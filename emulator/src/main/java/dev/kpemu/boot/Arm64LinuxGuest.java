@@ -42,7 +42,8 @@ final class Arm64LinuxGuest implements LinuxGuest {
         this.kernelPath = kernelPath;
     }
 
-    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd) throws KernelImageException {
+    /** {@code fromSnapshot}: a snapshot's RAM follows, so the kernel and initrd are not written into RAM. */
+    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
         if (!Machine.canWatchInterruptEnable()) {
             throw new IllegalStateException("the native instruction clock (libkpemu_clock.so) predates the interrupt-enable watch "
                     + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
@@ -79,7 +80,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
         ref[0] = board.machine();
         try {
             long guestRam = ram - HOST_AREA_BYTES;
-            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null);
+            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null, !fromSnapshot);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
             return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {

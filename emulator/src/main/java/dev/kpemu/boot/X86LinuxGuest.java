@@ -39,7 +39,8 @@ final class X86LinuxGuest implements LinuxGuest {
         this.kernelPath = kernelPath;
     }
 
-    static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd) throws KernelImageException {
+    /** {@code fromSnapshot}: a snapshot's RAM follows, so the kernel and initrd are not written into RAM. */
+    static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
         X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernelPath, BootRunner.kernelCacheDir());
         String append = o.append() == null ? DEFAULT_APPEND : o.append();
         long ram = (long) o.memoryMiB() << 20;
@@ -49,7 +50,7 @@ final class X86LinuxGuest implements LinuxGuest {
         X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output());
         ref[0] = pc;
         try {
-            X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp());
+            X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
