@@ -53,7 +53,8 @@ final class Arm64LinuxGuest implements LinuxGuest {
         // Decode the symbols beside the boot: nothing needs them before the guest runs.
         CompletableFuture<SymbolTable> symbols = CompletableFuture.supplyAsync(() -> {
             try {
-                return Kallsyms.fromArm64Image(image, name);
+                return BootRunner.symbols(kernelPath, linkBase -> Kallsyms.arm64FileOffsets(linkBase, image.length),
+                        () -> Kallsyms.fromArm64Image(image, name));
             } catch (KernelImageException e) {
                 throw new CompletionException(e);
             }

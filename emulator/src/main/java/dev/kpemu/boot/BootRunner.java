@@ -338,15 +338,27 @@ public final class BootRunner {
      */
     static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, byte[] file, Path kernelPath) {
         Path k = kernelCacheDir();
-        String key = null;
-        if (k != null) {
-            try {
-                key = dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir()) + " " + BootSnapshot.build();
-            } catch (IOException e) {
-                key = null;   // read the kernel
-            }
+        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelKey(kernelPath), k == null ? null : k.resolveSibling("text-tables"));
+    }
+
+    /**
+     * The kernel's symbols, kept between runs beside the kernel cache ({@code symbols}), keyed as
+     * the text tables are; decoded when there is no cache folder or the key cannot be had.
+     */
+    static dev.kpemu.image.SymbolTable symbols(Path kernelPath, java.util.function.LongFunction<java.util.function.LongFunction<java.util.OptionalLong>> fileOffsets,
+                                               dev.kpemu.image.SymbolTableCache.Decoder decoder) throws KernelImageException {
+        Path k = kernelCacheDir();
+        return dev.kpemu.image.SymbolTableCache.read(kernelKey(kernelPath), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
+    }
+
+    /** What a kernel file's derived tables are kept by: its SHA-256 and the kpemu build; null without a cache. */
+    private static String kernelKey(Path kernelPath) {
+        if (kernelCacheDir() == null) return null;
+        try {
+            return dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir()) + " " + BootSnapshot.build();
+        } catch (IOException e) {
+            return null;   // read the kernel
         }
-        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, key, k == null ? null : k.resolveSibling("text-tables"));
     }
 
     /** Where file digests are kept between runs ({@link dev.kpemu.image.FileDigests}): beside the kernel cache, or null. */

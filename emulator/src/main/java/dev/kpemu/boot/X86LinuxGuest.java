@@ -77,7 +77,7 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public SymbolTable symbols() {
         if (symbols == null) {
             try {
-                symbols = Kallsyms.fromElf(vmlinux);
+                symbols = BootRunner.symbols(kernelPath, linkBase -> vmlinux::fileOffsetOf, () -> Kallsyms.fromElf(vmlinux));
             } catch (KernelImageException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }
