@@ -338,7 +338,7 @@ public final class BootRunner {
      */
     static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, byte[] file, Path kernelPath) {
         Path k = kernelCacheDir();
-        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelKey(kernelPath), k == null ? null : k.resolveSibling("text-tables"));
+        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
     }
 
     /**
@@ -348,16 +348,25 @@ public final class BootRunner {
     static dev.kpemu.image.SymbolTable symbols(Path kernelPath, java.util.function.LongFunction<java.util.function.LongFunction<java.util.OptionalLong>> fileOffsets,
                                                dev.kpemu.image.SymbolTableCache.Decoder decoder) throws KernelImageException {
         Path k = kernelCacheDir();
-        return dev.kpemu.image.SymbolTableCache.read(kernelKey(kernelPath), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
+        return dev.kpemu.image.SymbolTableCache.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
     }
 
-    /** What a kernel file's derived tables are kept by: its SHA-256 and the kpemu build; null without a cache. */
-    private static String kernelKey(Path kernelPath) {
+    /** The kernel file's SHA-256 (what its derived tables are kept by), or null without a cache or when it cannot be had. */
+    private static String kernelDigest(Path kernelPath) {
         if (kernelCacheDir() == null) return null;
         try {
-            return dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir()) + " " + BootSnapshot.build();
+            return dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir());
         } catch (IOException e) {
             return null;   // read the kernel
+        }
+    }
+
+    /** kpemu's build ({@link BootSnapshot#build}), or null when it cannot be had. */
+    private static String buildOrNull() {
+        try {
+            return BootSnapshot.build();
+        } catch (IOException e) {
+            return null;
         }
     }
 

@@ -20,9 +20,10 @@ import java.util.function.LongFunction;
  * A kernel's {@link SymbolTable} kept between runs in a folder, one file per kernel file and kpemu
  * build (as {@link KernelTextTablesCache} keeps its text tables): decoding kallsyms from the file
  * (the token table searched for, then every name expanded) is about half of the symbols' cost in a
- * snapshot-started session. The caller names the kernel file and the build in {@code key}; the
- * file holds the key too. A missing, unreadable or damaged file means decoding again (and writing
- * the file anew). What maps an address to a file offset is not kept: the caller gives it, from the
+ * snapshot-started session. The caller names the kernel file (its digest) and the build; the file
+ * is named by the kernel's digest and holds both, so another build's file is never read and is
+ * replaced (at most one file per kernel file). A missing, unreadable or damaged file means
+ * decoding again (and writing the file anew). What maps an address to a file offset is not kept: the caller gives it, from the
  * kept link base.
  */
 public final class SymbolTableCache {
@@ -36,14 +37,15 @@ public final class SymbolTableCache {
     private SymbolTableCache() {}
 
     /**
-     * The symbols, from {@code dir} when a file there holds them for {@code key}, else decoded (and
-     * kept); {@code fileOffsets}: the address-to-file-offset map for a link base. A null {@code dir}
-     * or {@code key}: always decoded.
+     * The symbols, from {@code dir} when a file there holds them for {@code kernelDigest} and
+     * {@code build}, else decoded (and kept); {@code fileOffsets}: the address-to-file-offset map
+     * for a link base. A null {@code dir}, {@code kernelDigest} or {@code build}: always decoded.
      */
-    public static SymbolTable read(String key, Path dir, LongFunction<LongFunction<OptionalLong>> fileOffsets, Decoder decoder)
-            throws KernelImageException {
-        if (dir == null || key == null) return decoder.decode();
-        Path kept = dir.resolve(FileDigests.sha256Hex(key.getBytes(StandardCharsets.UTF_8)) + ".symbols");
+    public static SymbolTable read(String kernelDigest, String build, Path dir, LongFunction<LongFunction<OptionalLong>> fileOffsets,
+                                   Decoder decoder) throws KernelImageException {
+        if (dir == null || kernelDigest == null || build == null) return decoder.decode();
+        String key = kernelDigest + " " + build;
+        Path kept = dir.resolve(FileDigests.sha256Hex(kernelDigest.getBytes(StandardCharsets.UTF_8)) + ".symbols");
         try (InputStream raw = Files.newInputStream(kept);
              DataInputStream in = new DataInputStream(new BufferedInputStream(raw, 1 << 16))) {
             if (in.readUTF().equals(MAGIC) && in.readUTF().equals(key)) {

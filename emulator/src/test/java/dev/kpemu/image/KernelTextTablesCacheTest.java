@@ -19,7 +19,7 @@ import dev.kpemu.machine.Arch;
  * Tables kept by {@link KernelTextTablesCache} are the tables read from the kernel file (which
  * {@link KernelTextTablesTest} checks against Linux's own lists), on Debian's kernel of each arch;
  * a later read with the same key comes from the kept file (shown by handing it no kernel bytes to
- * read), another key or a damaged file reads the kernel again.
+ * read), another build's file or a damaged one is read from the kernel again (and replaced).
  */
 @Tag("kernel")
 class KernelTextTablesCacheTest {
@@ -32,22 +32,26 @@ class KernelTextTablesCacheTest {
         KernelTextTables fromKernel = KernelTextTables.read(a, k.symbols(), k.bytes());
         assertTrue(fromKernel.ftraceSites().size() > 10_000, "ftrace sites: " + fromKernel.ftraceSites().size());
 
-        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-1 build-1", dir));
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-1", "build-1", dir));
         List<Path> kept = files();
         assertEquals(1, kept.size(), kept.toString());
 
         // the same key: from the file (empty kernel bytes would give no tables, or fail, if read)
-        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), new byte[0], "kernel-1 build-1", dir));
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), new byte[0], "kernel-1", "build-1", dir));
 
-        // another key (another kernel file or kpemu build): not that file; a new one is kept
-        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-1 build-2", dir));
+        // another kernel file: a file of its own
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-2", "build-1", dir));
         assertEquals(2, files().size());
+        // another kpemu build: that kernel's file is not read but replaced
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-2", "build-2", dir));
+        assertEquals(2, files().size());
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), new byte[0], "kernel-2", "build-2", dir));
 
         // a damaged file: the kernel is read again, and the file written anew
         Path f = kept.get(0);
         byte[] whole = Files.readAllBytes(f);
         Files.write(f, java.util.Arrays.copyOf(whole, whole.length / 2));
-        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-1 build-1", dir));
+        assertSame(fromKernel, KernelTextTablesCache.read(a, k.symbols(), k.bytes(), "kernel-1", "build-1", dir));
         assertEquals(whole.length, Files.size(f));
     }
 

@@ -21,7 +21,7 @@ import dev.kpemu.machine.Arch;
  * Symbols kept by {@link SymbolTableCache} are the ones decoded from the kernel file (which
  * {@code KallsymsReferenceTest} checks against the guest's own /proc/kallsyms), on Debian's kernel of each
  * arch: a later read with the same key comes from the kept file (shown by a decoder that fails),
- * another key or a damaged file decodes again.
+ * another build's file or a damaged one is decoded again (and replaced).
  */
 @Tag("kernel")
 class SymbolTableCacheTest {
@@ -36,20 +36,26 @@ class SymbolTableCacheTest {
         assertTrue(decoded.symbols().size() > 50_000, "symbols: " + decoded.symbols().size());
         LongFunction<LongFunction<OptionalLong>> offsets = linkBase -> decoded::fileOffset;
 
-        assertSame(decoded, SymbolTableCache.read("kernel-1 build-1", dir, offsets, () -> decoded));
+        assertSame(decoded, SymbolTableCache.read("kernel-1", "build-1", dir, offsets, () -> decoded));
         List<Path> kept = files();
         assertEquals(1, kept.size(), kept.toString());
 
         SymbolTableCache.Decoder fails = () -> { throw new KernelImageException("decoded although kept"); };
-        assertSame(decoded, SymbolTableCache.read("kernel-1 build-1", dir, offsets, fails));
+        assertSame(decoded, SymbolTableCache.read("kernel-1", "build-1", dir, offsets, fails));
 
-        assertSame(decoded, SymbolTableCache.read("kernel-1 build-2", dir, offsets, () -> decoded));
+        assertSame(decoded, SymbolTableCache.read("kernel-2", "build-1", dir, offsets, () -> decoded));
+        assertEquals(2, files().size());
+        // another kpemu build: decoded again (a failing decoder shows it), the kernel's file replaced
+        org.junit.jupiter.api.Assertions.assertThrows(KernelImageException.class,
+                () -> SymbolTableCache.read("kernel-2", "build-2", dir, offsets, fails));
+        assertSame(decoded, SymbolTableCache.read("kernel-2", "build-2", dir, offsets, () -> decoded));
+        assertSame(decoded, SymbolTableCache.read("kernel-2", "build-2", dir, offsets, fails));
         assertEquals(2, files().size());
 
         Path f = kept.get(0);
         byte[] whole = Files.readAllBytes(f);
         Files.write(f, java.util.Arrays.copyOf(whole, whole.length / 2));
-        assertSame(decoded, SymbolTableCache.read("kernel-1 build-1", dir, offsets, () -> decoded));
+        assertSame(decoded, SymbolTableCache.read("kernel-1", "build-1", dir, offsets, () -> decoded));
         assertEquals(whole.length, Files.size(f));
     }
 
