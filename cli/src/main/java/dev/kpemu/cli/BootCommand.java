@@ -179,6 +179,7 @@ final class BootCommand implements Callable<Integer> {
     List<String> disabled = new ArrayList<>();
 
     @Override public Integer call() throws IOException {
+        dev.kpemu.boot.PhaseLog.mark("command line parsed");
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Arch a = ArchOption.one(spec, arch);

@@ -23,7 +23,11 @@ public final class Main implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.exit(execute(args));
+        dev.kpemu.boot.PhaseLog.mark("main");
+        int code = execute(args);
+        dev.kpemu.boot.PhaseLog.mark("exit");
+        dev.kpemu.boot.PhaseLog.threads();
+        System.exit(code);
     }
 
     /** Runs the command line and returns the exit code (never throws). */

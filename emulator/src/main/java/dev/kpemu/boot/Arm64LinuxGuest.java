@@ -26,9 +26,11 @@ final class Arm64LinuxGuest implements LinuxGuest {
     private final CompletableFuture<SymbolTable> symbols;
     private final HostArea hostArea;
     private final int memoryMiB;
+    /** The kernel file as given: what the text tables' cache is keyed by. */
+    private final Path kernelPath;
 
     private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded, byte[] image, String name,
-                            CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB) {
+                            CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.board = board;
         this.image = image;
         this.name = name;
@@ -37,9 +39,11 @@ final class Arm64LinuxGuest implements LinuxGuest {
         this.symbols = symbols;
         this.hostArea = hostArea;
         this.memoryMiB = memoryMiB;
+        this.kernelPath = kernelPath;
     }
 
-    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd) throws KernelImageException {
+    /** {@code fromSnapshot}: a snapshot's RAM follows, so the kernel and initrd are not written into RAM. */
+    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
         if (!Machine.canWatchInterruptEnable()) {
             throw new IllegalStateException("the native instruction clock (libkpemu_clock.so) predates the interrupt-enable watch "
                     + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
@@ -49,7 +53,8 @@ final class Arm64LinuxGuest implements LinuxGuest {
         // Decode the symbols beside the boot: nothing needs them before the guest runs.
         CompletableFuture<SymbolTable> symbols = CompletableFuture.supplyAsync(() -> {
             try {
-                return Kallsyms.fromArm64Image(image, name);
+                return BootRunner.symbols(kernelPath, linkBase -> Kallsyms.arm64FileOffsets(linkBase, image.length),
+                        () -> Kallsyms.fromArm64Image(image, name));
             } catch (KernelImageException e) {
                 throw new CompletionException(e);
             }
@@ -76,9 +81,9 @@ final class Arm64LinuxGuest implements LinuxGuest {
         ref[0] = board.machine();
         try {
             long guestRam = ram - HOST_AREA_BYTES;
-            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null);
+            Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null, !fromSnapshot);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
-            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB());
+            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             board.close();
             throw e;
@@ -110,6 +115,13 @@ final class Arm64LinuxGuest implements LinuxGuest {
     }
 
     @Override public byte[] kernelFile() { return image; }
+
+    private dev.kpemu.image.KernelTextTables textTables;
+
+    @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        return textTables;
+    }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
         return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);

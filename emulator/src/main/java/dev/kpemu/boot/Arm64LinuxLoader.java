@@ -56,6 +56,16 @@ public final class Arm64LinuxLoader {
     /** As above; {@code terminalUart}: the device tree lists the board's second PL011 ({@link Arm64Board#create(long, Pl011.Sink, Pl011.Sink)}). */
     public static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes,
                               boolean terminalUart) throws KernelImageException {
+        return load(m, kernel, kernelName, initrd, cmdline, guestRamBytes, terminalUart, true);
+    }
+
+    /**
+     * As above; {@code writeImages} false: the kernel and the initrd are placed but not written
+     * (the RAM's contents come from a snapshot restored next, which overwrites or zeroes every
+     * such page).
+     */
+    static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes,
+                       boolean terminalUart, boolean writeImages) throws KernelImageException {
         byte[] image = KernelFiles.arm64Image(kernel, kernelName);
         Arm64Image h = Arm64Image.parse(image, kernelName);
         if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
@@ -71,14 +81,14 @@ public final class Arm64LinuxLoader {
             throw new KernelImageException(kernelName + ": the kernel needs 0x" + Long.toHexString(kernelEnd - ram.base())
                     + " bytes of RAM, the guest has 0x" + Long.toHexString(guestRamBytes));
         }
-        m.memory().write(base, image);
+        if (writeImages) m.memory().write(base, image);
 
         Arm64DeviceTree.Initrd rd = null;
         if (initrd != null) {
             long start = (kernelEnd + ALIGN_2M - 1) & ~(ALIGN_2M - 1);
             long end = start + initrd.length;
             if (end > ramEnd) throw new KernelImageException("the initrd (" + initrd.length + " bytes) does not fit in RAM after the kernel");
-            m.memory().write(start, initrd);
+            if (writeImages) m.memory().write(start, initrd);
             rd = new Arm64DeviceTree.Initrd(start, end);
         }
 

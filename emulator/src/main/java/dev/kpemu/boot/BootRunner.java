@@ -108,6 +108,7 @@ public final class BootRunner {
             if (initrd == null) initrd = g.initramfs(o.arch());
         }
         long hostStart = System.nanoTime();
+        PhaseLog.mark("boot() entered");
         byte[] initrdBytes = read(initrd, "initrd");
         Map<String, String> identity = null;
         Path snapshotFile = null;
@@ -118,6 +119,7 @@ public final class BootRunner {
                 throw new KernelImageException("cannot read " + kernel + ": " + e.getMessage(), e);
             }
             snapshotFile = snapshot.fileFor(identity);
+            PhaseLog.mark("snapshot identity (digests)");
         }
         boolean restoring = snapshot != null && mayRestore && Files.exists(snapshotFile);
         if (snapshot != null && !snapshot.automatic() && !restoring && Files.isDirectory(snapshotFile)) {
@@ -126,9 +128,10 @@ public final class BootRunner {
         }
         SnapshotUse used = null;
         try (LinuxGuest guest = o.arch() == Arch.X86_64
-                ? X86LinuxGuest.prepare(o, kernel, initrdBytes)
-                : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes)) {
+                ? X86LinuxGuest.prepare(o, kernel, initrdBytes, restoring)
+                : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes, restoring)) {
             Machine m = guest.machine();
+            PhaseLog.mark("guest prepared (kernel file, loader, machine)");
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
             if (o.trace() != null) {
                 o.trace().printf("kpemu: guest starts %.2f s after boot()%n", (System.nanoTime() - hostStart) / 1e9);
@@ -145,10 +148,12 @@ public final class BootRunner {
                     return boot(o, hooks, snapshot, false);
                 }
                 used = new SnapshotUse(true, snapshotFile, -1, sizeOf(snapshotFile));
+                PhaseLog.mark("snapshot restored");
                 snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions; restored in %.2f s)",
                         snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions(), (System.nanoTime() - restoreStart) / 1e9));
             }
             hooks.ready(guest);
+            PhaseLog.mark("hooks ready (definitions checked)");
             // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
             // is stopped there already (the stop is handed to the hooks as the cold boot's).
             long snapshotAt = -1;
@@ -251,6 +256,7 @@ public final class BootRunner {
                 };
                 break;
             }
+            PhaseLog.mark("guest stopped");
             hooks.finished(guest);
             try {
                 if (o.terminal() != null) o.terminal().output().flush();
@@ -322,6 +328,45 @@ public final class BootRunner {
             return dev.kpemu.image.FileBytes.read(p);
         } catch (IOException e) {
             throw new KernelImageException("cannot read " + what + " " + p + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The kernel's text tables, kept between runs beside the kernel cache ({@code text-tables}),
+     * keyed by the kernel file's digest and kpemu's build; read from the kernel when there is no
+     * cache folder or the key cannot be had.
+     */
+    static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, byte[] file, Path kernelPath) {
+        Path k = kernelCacheDir();
+        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
+    }
+
+    /**
+     * The kernel's symbols, kept between runs beside the kernel cache ({@code symbols}), keyed as
+     * the text tables are; decoded when there is no cache folder or the key cannot be had.
+     */
+    static dev.kpemu.image.SymbolTable symbols(Path kernelPath, java.util.function.LongFunction<java.util.function.LongFunction<java.util.OptionalLong>> fileOffsets,
+                                               dev.kpemu.image.SymbolTableCache.Decoder decoder) throws KernelImageException {
+        Path k = kernelCacheDir();
+        return dev.kpemu.image.SymbolTableCache.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
+    }
+
+    /** The kernel file's SHA-256 (what its derived tables are kept by), or null without a cache or when it cannot be had. */
+    private static String kernelDigest(Path kernelPath) {
+        if (kernelCacheDir() == null) return null;
+        try {
+            return dev.kpemu.image.FileDigests.sha256(kernelPath, digestCacheDir());
+        } catch (IOException e) {
+            return null;   // read the kernel
+        }
+    }
+
+    /** kpemu's build ({@link BootSnapshot#build}), or null when it cannot be had. */
+    private static String buildOrNull() {
+        try {
+            return BootSnapshot.build();
+        } catch (IOException e) {
+            return null;
         }
     }
 

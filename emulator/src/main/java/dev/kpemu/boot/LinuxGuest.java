@@ -51,6 +51,16 @@ public interface LinuxGuest extends AutoCloseable {
     byte[] kernelFile();
 
     /**
+     * The kernel's own tables about its text ({@link dev.kpemu.image.KernelTextTables}: ftrace
+     * sites, the kprobe blacklist, exception, jump-label and other reserved sites), read from
+     * {@link #kernelFile}; the guests {@link BootRunner} prepares keep them between runs
+     * ({@link dev.kpemu.image.KernelTextTablesCache}).
+     */
+    default dev.kpemu.image.KernelTextTables kernelTextTables() {
+        return dev.kpemu.image.KernelTextTables.read(arch(), symbols(), kernelFile());
+    }
+
+    /**
      * The kernel's release ({@code uname -r}) from its banner, or "" when the image has none: at
      * the {@code linux_banner} symbol when the symbols name it (searching the whole file took about
      * 0.1 s of a snapshot-started session), else the first banner in the file.

@@ -17,23 +17,30 @@ final class X86LinuxGuest implements LinuxGuest {
 
     private final X86Pc pc;
     private final ConsoleMonitor console;
-    private final X86LinuxLoader.KernelFile kernel;
+    /** The ELF vmlinux (the bzImage's own bytes are not kept once loaded: 8 MiB of heap for Debian's). */
+    private final dev.kpemu.image.ElfImage vmlinux;
+    private final boolean fromBzImage;
     private final X86LinuxLoader.Loaded loaded;
     private final HostArea hostArea;
     private final int memoryMiB;
+    /** The kernel file as given (the bzImage, or a vmlinux): what the text tables' cache is keyed by. */
+    private final Path kernelPath;
     private SymbolTable symbols;
 
     private X86LinuxGuest(X86Pc pc, ConsoleMonitor console, X86LinuxLoader.KernelFile kernel, X86LinuxLoader.Loaded loaded,
-                          HostArea hostArea, int memoryMiB) {
+                          HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.pc = pc;
         this.console = console;
-        this.kernel = kernel;
+        this.vmlinux = kernel.vmlinux();
+        this.fromBzImage = kernel.bzImage() != null;
         this.loaded = loaded;
         this.hostArea = hostArea;
         this.memoryMiB = memoryMiB;
+        this.kernelPath = kernelPath;
     }
 
-    static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd) throws KernelImageException {
+    /** {@code fromSnapshot}: a snapshot's RAM follows, so the kernel and initrd are not written into RAM. */
+    static X86LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
         X86LinuxLoader.KernelFile kf = X86LinuxLoader.readKernel(kernelPath, BootRunner.kernelCacheDir());
         String append = o.append() == null ? DEFAULT_APPEND : o.append();
         long ram = (long) o.memoryMiB() << 20;
@@ -43,8 +50,8 @@ final class X86LinuxGuest implements LinuxGuest {
         X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output());
         ref[0] = pc;
         try {
-            X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp());
-            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB());
+            X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
+            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
             throw e;
@@ -70,7 +77,7 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public SymbolTable symbols() {
         if (symbols == null) {
             try {
-                symbols = Kallsyms.fromElf(kernel.vmlinux());
+                symbols = BootRunner.symbols(kernelPath, linkBase -> vmlinux::fileOffsetOf, () -> Kallsyms.fromElf(vmlinux));
             } catch (KernelImageException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }
@@ -78,15 +85,22 @@ final class X86LinuxGuest implements LinuxGuest {
         return symbols;
     }
 
-    @Override public byte[] kernelFile() { return kernel.vmlinux().bytes(); }
+    @Override public byte[] kernelFile() { return vmlinux.bytes(); }
+
+    private dev.kpemu.image.KernelTextTables textTables;
+
+    @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        return textTables;
+    }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
-        return KernelStructs.of(BtfLocator.fromElf(kernel.vmlinux(), symbols()).btf(), symbols(), Arch.X86_64);
+        return KernelStructs.of(BtfLocator.fromElf(vmlinux, symbols()).btf(), symbols(), Arch.X86_64);
     }
 
     @Override public String describe() {
         return String.format("x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"",
-                kernel.bzImage() != null ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
+                fromBzImage ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
                 loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline());
     }
 

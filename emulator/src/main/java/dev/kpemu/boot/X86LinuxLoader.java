@@ -111,6 +111,16 @@ public final class X86LinuxLoader {
     /** Loads {@code kernel} and {@code initrd} (may be null) into {@code m} and sets up the CPU for the 64-bit entry. */
     public static Loaded load(X86Machine m, KernelFile kernel, byte[] initrd, String cmdline, long ramBytes, long acpiRsdp)
             throws KernelImageException {
+        return load(m, kernel, initrd, cmdline, ramBytes, acpiRsdp, true);
+    }
+
+    /**
+     * As above; {@code writeImages} false: the kernel's segments and the initrd are placed but not
+     * written (the RAM's contents come from a snapshot restored next: writing them cost a restored
+     * session ~50 ms of CPU, and the snapshot overwrites or zeroes every such page).
+     */
+    static Loaded load(X86Machine m, KernelFile kernel, byte[] initrd, String cmdline, long ramBytes, long acpiRsdp, boolean writeImages)
+            throws KernelImageException {
         GuestMemory mem = m.memory();
         ElfImage elf = kernel.vmlinux();
         if (elf.machine() != ElfImage.EM_X86_64) throw new KernelImageException(elf.name() + ": not an x86-64 ELF");
@@ -120,8 +130,10 @@ public final class X86LinuxLoader {
             if (s.paddr() < X86Layout.HIGH_RAM_START || s.paddr() + s.memsz() > ramBytes) {
                 throw new KernelImageException(String.format("%s: segment at 0x%x+0x%x does not fit in %d MiB of RAM", elf.name(), s.paddr(), s.memsz(), ramBytes >> 20));
             }
-            mem.write(s.paddr(), bytes, (int) s.offset(), (int) s.filesz());
-            if (s.memsz() > s.filesz()) mem.write(s.paddr() + s.filesz(), new byte[(int) (s.memsz() - s.filesz())]);
+            if (writeImages) {
+                mem.write(s.paddr(), bytes, (int) s.offset(), (int) s.filesz());
+                if (s.memsz() > s.filesz()) mem.write(s.paddr() + s.filesz(), new byte[(int) (s.memsz() - s.filesz())]);
+            }
             kernelEnd = Math.max(kernelEnd, s.paddr() + s.memsz());
         }
 
@@ -165,7 +177,7 @@ public final class X86LinuxLoader {
             long top = Math.min(ramBytes, initrdAddrMax + 1);
             initrdBase = (top - initrdSize) & ~(X86Layout.INITRD_ALIGN - 1);
             if (initrdBase < kernelEnd) throw new KernelImageException("initrd of " + initrdSize + " bytes does not fit above the kernel; give the guest more memory");
-            mem.write(initrdBase, initrd);
+            if (writeImages) mem.write(initrdBase, initrd);
             bp.putInt(HDR_RAMDISK_IMAGE, (int) initrdBase);
             bp.putInt(HDR_RAMDISK_SIZE, (int) initrdSize);
             bp.putInt(BP_EXT_RAMDISK_IMAGE, (int) (initrdBase >>> 32));

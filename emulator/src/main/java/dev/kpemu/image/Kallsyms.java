@@ -136,12 +136,15 @@ public final class Kallsyms {
             }
             linkBase = base;
         }
-        final long size = image.length;
-        LongFunction<OptionalLong> map = a -> {
+        return new SymbolTable(SymbolTable.withSizes(syms), linkBase, arm64FileOffsets(linkBase, image.length), name);
+    }
+
+    /** A raw arm64 Image's file offsets: address - link base, inside the file's {@code size} bytes. */
+    public static LongFunction<OptionalLong> arm64FileOffsets(long linkBase, long size) {
+        return a -> {
             long off = a - linkBase;
             return off >= 0 && off < size ? OptionalLong.of(off) : OptionalLong.empty();
         };
-        return new SymbolTable(SymbolTable.withSizes(syms), linkBase, map, name);
     }
 
     /**

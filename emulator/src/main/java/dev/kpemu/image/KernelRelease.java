@@ -14,7 +14,11 @@ public final class KernelRelease {
 
     /** The release of the first banner in {@code image} whose release starts with a digit, if any. */
     public static Optional<String> of(byte[] image) {
+        byte first = BANNER[0];
         for (int i = 0; i + BANNER.length + 2 < image.length; i++) {
+            // a tight loop over the first byte, the rest only where it matches: the whole-file
+            // search (arm64, whose kallsyms names no linux_banner) took ~0.1 s of CPU calling at() per byte
+            if (image[i] != first) continue;
             Optional<String> r = at(image, i);
             if (r.isPresent()) return r;
         }

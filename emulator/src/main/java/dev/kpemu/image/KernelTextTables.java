@@ -1,6 +1,9 @@
 package dev.kpemu.image;
 
 import dev.kpemu.machine.Arch;
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -55,10 +58,71 @@ public final class KernelTextTables {
     private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>(), alternatives = new ArrayList<>();
 
     private KernelTextTables(Arch arch, SymbolTable syms, byte[] file) {
+        this(arch, syms, file, arch == Arch.ARM64 ? Arm64Relocations.of(file) : null);
+    }
+
+    private KernelTextTables(Arch arch, SymbolTable syms, byte[] file, Arm64Relocations relocations) {
         this.arch = arch;
         this.syms = syms;
         this.file = file;
-        this.relocations = arch == Arch.ARM64 ? Arm64Relocations.of(file) : null;
+        this.relocations = relocations;
+    }
+
+    /** The tables as {@link #readFrom} reads them back (what {@link KernelTextTablesCache} keeps between runs). */
+    void writeTo(DataOutput out) throws IOException {
+        out.writeUTF(arch.name());
+        writeLongs(out, ftraceSites);
+        writeRanges(out, blacklist);
+        writeLongs(out, exceptionTable);
+        writeLongs(out, bugSites);
+        writeRanges(out, jumpLabels);
+        writeRanges(out, staticCalls);
+        writeRanges(out, alternatives);
+        out.writeInt(notes.size());
+        for (String n : notes) out.writeUTF(n);
+    }
+
+    /** Tables {@link #writeTo} wrote for the kernel of {@code syms} and {@code file}. */
+    static KernelTextTables readFrom(DataInput in, Arch arch, SymbolTable syms, byte[] file) throws IOException {
+        if (!in.readUTF().equals(arch.name())) throw new IOException("the tables are of another architecture");
+        KernelTextTables t = new KernelTextTables(arch, syms, file, null);
+        readLongs(in, t.ftraceSites);
+        readRanges(in, t.blacklist);
+        readLongs(in, t.exceptionTable);
+        readLongs(in, t.bugSites);
+        readRanges(in, t.jumpLabels);
+        readRanges(in, t.staticCalls);
+        readRanges(in, t.alternatives);
+        for (int n = count(in); n > 0; n--) t.notes.add(in.readUTF());
+        return t;
+    }
+
+    private static void writeLongs(DataOutput out, java.util.Collection<Long> values) throws IOException {
+        out.writeInt(values.size());
+        for (long v : values) out.writeLong(v);
+    }
+
+    private static void readLongs(DataInput in, java.util.Collection<Long> into) throws IOException {
+        for (int n = count(in); n > 0; n--) into.add(in.readLong());
+    }
+
+    private static void writeRanges(DataOutput out, List<Range> ranges) throws IOException {
+        out.writeInt(ranges.size());
+        for (Range r : ranges) {
+            out.writeLong(r.start());
+            out.writeLong(r.end());
+            out.writeUTF(r.name());
+        }
+    }
+
+    private static void readRanges(DataInput in, List<Range> into) throws IOException {
+        for (int n = count(in); n > 0; n--) into.add(new Range(in.readLong(), in.readLong(), in.readUTF()));
+    }
+
+    private static int count(DataInput in) throws IOException {
+        int n = in.readInt();
+        if (n < 0) throw new IOException("a negative count");
+        return n;
     }
 
     /**

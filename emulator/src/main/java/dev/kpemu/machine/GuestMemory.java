@@ -150,6 +150,25 @@ public final class GuestMemory {
         if (guard != null) guard.afterHostWrite(pa, 4);
     }
 
+    /**
+     * Zeroes whole pages ({@code pa}, {@code len} page-aligned) the guest has not run on: in host
+     * RAM by handing them back to the host's kernel ({@link HostRam#discard}: no copying, and they
+     * no longer count in the process's memory), elsewhere by writing zeros. Only before the guest
+     * first runs (a snapshot's restore): translated code of these pages is not dropped.
+     */
+    public void zeroUnrunPages(long pa, long len) {
+        if ((pa & 0xfff) != 0 || (len & 0xfff) != 0 || len <= 0) throw new IllegalArgumentException("not whole pages");
+        int i = ramIndex(pa, len);
+        if (i < 0) {
+            byte[] zero = new byte[4096];
+            for (long p = pa; p < pa + len; p += 4096) write(p, zero);
+            return;
+        }
+        ram.get(i).discard(pa - ramBase[i], len);
+        hostWritten.clear((int) (pa >>> 12), (int) ((pa + len - 1) >>> 12) + 1);
+        if (guard != null) guard.afterHostWrite(pa, (int) Math.min(len, Integer.MAX_VALUE));
+    }
+
     private void markWritten(long pa, int len) {
         if (len <= 0) return;
         hostWritten.set((int) (pa >>> 12), (int) ((pa + len - 1) >>> 12) + 1);

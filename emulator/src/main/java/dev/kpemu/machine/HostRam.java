@@ -19,7 +19,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 final class HostRam implements AutoCloseable {
     private static final int PROT_READ = 1, PROT_WRITE = 2;
     private static final int MAP_PRIVATE = 0x02, MAP_ANONYMOUS = 0x20, MAP_NORESERVE = 0x4000;
-    private static final MethodHandle MMAP, MUNMAP;
+    private static final int MADV_DONTNEED = 4;
+    private static final MethodHandle MMAP, MUNMAP, MADVISE;
 
     static {
         Linker linker = Linker.nativeLinker();
@@ -28,6 +29,8 @@ final class HostRam implements AutoCloseable {
                 FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
         MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+        MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     }
 
     private final MemorySegment segment;
@@ -50,6 +53,25 @@ final class HostRam implements AutoCloseable {
 
     /** The whole mapping. */
     MemorySegment segment() { return segment; }
+
+    /**
+     * Gives whole pages back to the host's kernel ({@code madvise(MADV_DONTNEED)} on this private
+     * anonymous mapping): they read zero afterwards and hold no memory until written again.
+     * {@code offset} and {@code len}: page-aligned, inside the mapping.
+     */
+    void discard(long offset, long len) {
+        if ((offset & 0xfff) != 0 || (len & 0xfff) != 0 || offset < 0 || len < 0 || offset + len > segment.byteSize()) {
+            throw new IllegalArgumentException("not whole pages of this RAM: +0x" + Long.toHexString(offset) + ", 0x" + Long.toHexString(len));
+        }
+        if (len == 0) return;
+        int r;
+        try {
+            r = (int) MADVISE.invokeExact(segment.asSlice(offset, len), len, MADV_DONTNEED);
+        } catch (Throwable t) {
+            throw new IllegalStateException("madvise of guest RAM: " + t, t);
+        }
+        if (r != 0) segment.asSlice(offset, len).fill((byte) 0);   // not discarded: zero it in place
+    }
 
     /** Unmaps the memory: only after the engine that mapped it is closed. */
     @Override

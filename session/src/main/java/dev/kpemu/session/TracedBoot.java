@@ -8,6 +8,7 @@ import java.util.function.Consumer;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.KernelTextTables;
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.kprobes.KernelProbeRules;
 import dev.kpemu.kprobes.Kprobes;
@@ -231,16 +232,21 @@ public final class TracedBoot implements BootHooks {
     @Override public void ready(LinuxGuest guest) {
         machine = guest.machine();
         release = guest.release();
+        dev.kpemu.boot.PhaseLog.mark("kernel release");
         kernelImage = guest.kernelFile();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
         dialect = forcedDialect != null ? forcedDialect : Dialect.forRelease(guest.release());
         SymbolTable syms = guest.symbols();
+        dev.kpemu.boot.PhaseLog.mark("kernel symbols (kallsyms)");
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
         armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
+        dev.kpemu.boot.PhaseLog.mark("probe symbols (BTF when the dialect has typed arguments)");
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
-        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, guest.kernelFile()).dialect(dialect)) {
+        KernelTextTables tables = guest.kernelTextTables();
+        dev.kpemu.boot.PhaseLog.mark("kernel text tables");
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, tables, guest.kernelFile()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
             effective = new ArrayList<>();
             for (String text : definitions) {
@@ -276,9 +282,11 @@ public final class TracedBoot implements BootHooks {
                 throw new SetupRejected(e);
             }
         }
+        dev.kpemu.boot.PhaseLog.mark("definitions checked");
         armAt = syms.address(armAtName);
         guest.machine().addBreakpoint(armAt);
         watchModules(guest, syms);
+        dev.kpemu.boot.PhaseLog.mark("module watch (BTF)");
         if (early) {
             initFreedAt = syms.byName(INIT_FREED_AT).or(() -> syms.byName("free_initmem")).map(s -> s.address()).orElse(-1L);
             if (initFreedAt != -1) guest.machine().addBreakpoint(initFreedAt);
@@ -420,6 +428,7 @@ public final class TracedBoot implements BootHooks {
         // TLB and translated code as a saved or restored machine does there, so a boot with a
         // snapshot and one without run the same instructions from here on (Machine.flushTranslations).
         if (armAtName.equals(ARM_AT_INIT)) m.flushTranslations();
+        dev.kpemu.boot.PhaseLog.mark("registration point reached");
         LinuxGuest.HostArea area = guest.hostArea();
         SymbolTable syms = guest.symbols();
         long va = slotsVa(syms);
@@ -436,10 +445,12 @@ public final class TracedBoot implements BootHooks {
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
             optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelFile()).forRelease(guest.release());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
+            dev.kpemu.boot.PhaseLog.mark("optimizer inputs read");
         }
         try {
             KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
             events = EventEngine.attach(kprobes, symbols, structs(guest), out).dialect(dialect);
+            dev.kpemu.boot.PhaseLog.mark("event engine attached (BTF)");
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
@@ -459,6 +470,7 @@ public final class TracedBoot implements BootHooks {
             registrationNanos = System.nanoTime() - t0;
             registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
+        dev.kpemu.boot.PhaseLog.mark("probes registered");
         try {
             setup.apply(events);
         } catch (EventSetup.Rejected e) {

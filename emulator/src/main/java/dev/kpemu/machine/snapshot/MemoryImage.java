@@ -16,8 +16,8 @@ import dev.kpemu.machine.MemoryRegion;
  * that hold anything but zeros (the rest of a machine's RAM was never written: a fresh engine's
  * RAM reads zero). Restoring writes the saved pages and zeroes every other page the restoring
  * machine holds data in: before its guest ever ran, the pages its host wrote (its own kernel
- * load, {@link GuestMemory#hostWrote}), without reading RAM; after, every page that differs,
- * found by reading it.
+ * load, {@link GuestMemory#hostWrote}), without reading RAM, by handing them back to the host
+ * ({@link GuestMemory#zeroUnrunPages}); after, every page that differs, found by reading it.
  */
 final class MemoryImage {
     static final int PAGE = 4096;
@@ -98,8 +98,16 @@ final class MemoryImage {
                     next = in.readLong();
                 }
                 if (runBytes > 0) memory.write(base + runStart * PAGE, want, 0, runBytes);
-                for (long p = 0; p < pages; p++) {
-                    if (!restored.get((int) p) && memory.hostWrote(base + p * PAGE)) memory.write(base + p * PAGE, ZERO_PAGE);
+                // pages the host wrote (its own kernel load) that are zero in the snapshot: handed
+                // back to the host in runs (they held ~23 MiB of a restored x86_64 session's peak)
+                long zeroFrom = -1;
+                for (long p = 0; p <= pages; p++) {
+                    boolean zero = p < pages && !restored.get((int) p) && memory.hostWrote(base + p * PAGE);
+                    if (zero && zeroFrom < 0) zeroFrom = p;
+                    if (!zero && zeroFrom >= 0) {
+                        memory.zeroUnrunPages(base + zeroFrom * PAGE, (p - zeroFrom) * PAGE);
+                        zeroFrom = -1;
+                    }
                 }
                 continue;
             }

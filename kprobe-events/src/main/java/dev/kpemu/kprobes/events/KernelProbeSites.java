@@ -28,10 +28,15 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     private final SymbolResolver resolver;
 
     public KernelProbeSites(Arch arch, SymbolTable syms, byte[] file) {
+        this(arch, syms, KernelTextTables.read(arch, syms, file), file);
+    }
+
+    /** With the kernel's text tables already read ({@code tables}: of the kernel of {@code syms} and {@code file}). */
+    public KernelProbeSites(Arch arch, SymbolTable syms, KernelTextTables tables, byte[] file) {
         this.arch = arch;
         this.syms = syms;
         this.file = file;
-        this.rules = new KernelProbeRules(arch, syms, KernelTextTables.read(arch, syms, file));
+        this.rules = new KernelProbeRules(arch, syms, tables);
         this.decoder = ProbeDecoder.open(arch);
         this.resolver = SymbolResolver.of(syms);
     }
