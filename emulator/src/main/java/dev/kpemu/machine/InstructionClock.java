@@ -38,7 +38,9 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD_BITS = 32;
     /** Feature bit of {@code kpemu_clock_features}: the break filter. */
     private static final int FEATURE_BREAK_FILTER = 64;
-    private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
+    /** Feature bit of {@code kpemu_clock_features}: the x86 block cache refreshed on translation. */
+    private static final int FEATURE_BLOCK_GENERATED = 128;
+    private static final MemorySegment BLOCK_HOOK, GENERATED_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
     /** Offset of {@code guard_bits} in {@code struct kpemu_clock}, or -1 (a library without the bitmap). */
@@ -50,6 +52,7 @@ final class InstructionClock implements AutoCloseable {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Linker linker = Linker.nativeLinker();
         BLOCK_HOOK = lib.find("kpemu_clock_block").orElseThrow();
+        GENERATED_HOOK = lib.find("kpemu_clock_tb_generated").orElse(MemorySegment.NULL);
         RDTSC_HOOK = lib.find("kpemu_rdtsc").orElse(MemorySegment.NULL);
         RDTSCP_HOOK = lib.find("kpemu_rdtscp").orElse(MemorySegment.NULL);
         SIZE = linker.downcallHandle(lib.find("kpemu_clock_size").orElseThrow(), FunctionDescriptor.of(JAVA_LONG));
@@ -106,6 +109,7 @@ final class InstructionClock implements AutoCloseable {
     private final MemorySegment state;
     private final Unicorn uc;
     private final Unicorn.Hook hook;
+    private final Unicorn.Hook generatedHook;   // x86 only
 
     InstructionClock(Unicorn uc, boolean arm64) {
         this.uc = uc;
@@ -117,6 +121,16 @@ final class InstructionClock implements AutoCloseable {
         state.fill((byte) 0);
         state.set(JAVA_INT, ARM64, arm64 ? 1 : 0);
         hook = uc.hookBlockNative(BLOCK_HOOK, state, 1, 0);
+        // x86 block counts are cached by address and size; a re-translated block (the guest
+        // rewrote its text) must replace its entry before it runs (kpemu_clock_tb_generated).
+        if (!arm64) {
+            if ((FEATURES & FEATURE_BLOCK_GENERATED) == 0 || GENERATED_HOOK.equals(MemorySegment.NULL)) {
+                throw new IllegalStateException("libkpemu_clock.so predates the refreshed x86 block cache; rebuild it with scripts/fetch-natives.sh");
+            }
+            generatedHook = uc.hookBlockGeneratedNative(GENERATED_HOOK, state);
+        } else {
+            generatedHook = null;
+        }
     }
 
     /** Instructions charged so far. */

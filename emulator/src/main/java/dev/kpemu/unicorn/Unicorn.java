@@ -48,7 +48,8 @@ public final class Unicorn implements AutoCloseable {
     public static final int HOOK_MEM_READ_UNMAPPED = 1 << 4, HOOK_MEM_WRITE_UNMAPPED = 1 << 5,
             HOOK_MEM_FETCH_UNMAPPED = 1 << 6, HOOK_MEM_READ_PROT = 1 << 7, HOOK_MEM_WRITE_PROT = 1 << 8,
             HOOK_MEM_FETCH_PROT = 1 << 9, HOOK_MEM_READ = 1 << 10, HOOK_MEM_WRITE = 1 << 11,
-            HOOK_MEM_FETCH = 1 << 12, HOOK_MEM_READ_AFTER = 1 << 13, HOOK_INSN_INVALID = 1 << 14;
+            HOOK_MEM_FETCH = 1 << 12, HOOK_MEM_READ_AFTER = 1 << 13, HOOK_INSN_INVALID = 1 << 14,
+            HOOK_EDGE_GENERATED = 1 << 15;
     public static final int HOOK_MEM_UNMAPPED = HOOK_MEM_READ_UNMAPPED | HOOK_MEM_WRITE_UNMAPPED | HOOK_MEM_FETCH_UNMAPPED;
     public static final int HOOK_MEM_PROT = HOOK_MEM_READ_PROT | HOOK_MEM_WRITE_PROT | HOOK_MEM_FETCH_PROT;
     public static final int HOOK_MEM_INVALID = HOOK_MEM_UNMAPPED | HOOK_MEM_PROT;
@@ -742,6 +743,15 @@ public final class Unicorn implements AutoCloseable {
      */
     public Hook hookBlockNative(MemorySegment callback, MemorySegment userData, long begin, long end) {
         return addNative(HOOK_BLOCK, callback, userData, begin, end, -1, callback);
+    }
+
+    /**
+     * A hook on every newly translated block ({@code UC_HOOK_EDGE_GENERATED},
+     * {@code uc_hook_edge_gen_t}: called after the translation, before the block first runs)
+     * whose callback is native code with its own {@code userData}. The caller keeps both alive.
+     */
+    public Hook hookBlockGeneratedNative(MemorySegment callback, MemorySegment userData) {
+        return addNative(HOOK_EDGE_GENERATED, callback, userData, 1, 0, -1, callback);
     }
 
     /**
