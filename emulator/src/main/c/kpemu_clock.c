@@ -104,11 +104,17 @@ struct kpemu_clock {
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
     uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
     uint64_t fills;     /* x86 cache entries filled since the last kpemu_clock_forget */
+    /* Guest time inside a slice, as VirtualClock.liveNanos computes it: (long) ((executed +
+       instr_offset) * nanos_per_instr) + idle_nanos; the host sets the offsets before each slice. */
+    int64_t instr_offset;
+    int64_t idle_nanos;
+    double nanos_per_instr;
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock, guard_bits); }
 size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
+size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, instr_offset); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
 
@@ -118,8 +124,10 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    16 = the text guard (guard), 32 = the guard's granule bitmap (guard_bits,
    kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
    64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = the x86 block
-   cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED hook). */
-uint32_t kpemu_clock_features(void) { return 255; }
+   cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED hook), 256 = the live
+   guest time (instr_offset, idle_nanos, nanos_per_instr, kpemu_clock_live_time_offset) and the
+   system-register filter's counter (counter_clock, kpemu_sysreg_filter_counter_offset). */
+uint32_t kpemu_clock_features(void) { return 511; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -326,9 +334,20 @@ struct kpemu_sysreg_filter {
     uint32_t pad;
     uint64_t seen;            /* hook calls */
     uint64_t forwarded;       /* calls passed to `forward` */
+    /* MRS of the system counter (CNTPCT_EL0, CNTVCT_EL0: op0 3, op1 3, CRn 14, CRm 0, op2 1/2)
+       answered here: the guest time of `counter_clock` in counter ticks. NULL: forwarded. */
+    const struct kpemu_clock *counter_clock;
+    int64_t nanos_per_tick;
+    uint64_t counter_reads;   /* counter reads answered here */
 };
 
 size_t kpemu_sysreg_filter_size(void) { return sizeof(struct kpemu_sysreg_filter); }
+size_t kpemu_sysreg_filter_counter_offset(void) { return offsetof(struct kpemu_sysreg_filter, counter_clock); }
+
+/* VirtualClock.liveNanos(): the same arithmetic (a long times a double, truncated) as the host's. */
+static int64_t live_nanos(const struct kpemu_clock *c) {
+    return (int64_t)((double)(int64_t)(c->executed + (uint64_t)c->instr_offset) * c->nanos_per_instr) + c->idle_nanos;
+}
 
 uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp, void *user_data) {
     struct kpemu_sysreg_filter *f = (struct kpemu_sysreg_filter *)user_data;
@@ -336,6 +355,15 @@ uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_
     if ((f->crn >= 0 && (int32_t)cp->crn != f->crn) || (f->op0 >= 0 && (int32_t)cp->op0 != f->op0)
             || (f->op1 >= 0 && (int32_t)cp->op1 != f->op1)) {
         return 0;
+    }
+    if (f->counter_clock != NULL && cp->op0 == 3 && cp->op1 == 3 && cp->crn == 14 && cp->crm == 0
+            && (cp->op2 == 1 || cp->op2 == 2)) {
+        /* Linux reads CNTVCT_EL0 for sched_clock at every schedule(), and each read was a Java
+           upcall; the value is the Java hook's (GenericTimer.counter()). */
+        uint64_t v = (uint64_t)(live_nanos(f->counter_clock) / f->nanos_per_tick);
+        if (reg != UC_ARM64_REG_XZR) uc_reg_write(uc, reg, &v);
+        f->counter_reads++;
+        return 1;
     }
     f->forwarded++;
     return f->forward(uc, reg, cp, f->forward_data);
