@@ -135,7 +135,10 @@ public final class Unicorn implements AutoCloseable {
     private static final FunctionDescriptor CB_OUT = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_SYSCALL = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
     private static final FunctionDescriptor CB_CPUID = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
-    private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+    // uc_arm64_cp_reg (32 bytes) as a sized segment: no MemorySegment.reinterpret per call, a
+    // restricted method whose caller check walked the Java stack at every MRS/MSR upcall.
+    private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT,
+            ADDRESS.withTargetLayout(java.lang.foreign.MemoryLayout.sequenceLayout(32, JAVA_BYTE)), ADDRESS);
     private static final FunctionDescriptor CB_MMIO_READ = FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_MMIO_WRITE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
 
@@ -933,9 +936,8 @@ public final class Unicorn implements AutoCloseable {
 
     private int onArm64Sys(SysRegHook h, MemorySegment ucp, int reg, MemorySegment cp, MemorySegment user) {
         try {
-            MemorySegment c = cp.reinterpret(32);
-            SysRegAccess acc = new SysRegAccess(c.get(JAVA_INT, 8), c.get(JAVA_INT, 12), c.get(JAVA_INT, 0),
-                    c.get(JAVA_INT, 4), c.get(JAVA_INT, 16), c.get(JAVA_LONG, 24));
+            SysRegAccess acc = new SysRegAccess(cp.get(JAVA_INT, 8), cp.get(JAVA_INT, 12), cp.get(JAVA_INT, 0),
+                    cp.get(JAVA_INT, 4), cp.get(JAVA_INT, 16), cp.get(JAVA_LONG, 24));
             return h.onSysReg(this, reg, acc) ? 1 : 0;
         } catch (Throwable t) {
             fail(t);
