@@ -103,7 +103,7 @@ struct kpemu_clock {
     uint64_t tsc_offset; /* guest TSC = executed + tsc_offset (mod 2^64) */
     struct kpemu_guard *guard; /* guarded text, or NULL */
     uint64_t breaks[KPEMU_BREAKS];
-    uint64_t cache[KPEMU_CLOCK_CACHE]; /* x86: packed block entries (x86_cache_entry), 0: empty */
+    uint64_t cache[KPEMU_CLOCK_CACHE]; /* x86: packed block entries (see x86_tag), 0: empty */
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
     uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
     uint64_t fills;     /* x86 cache entries filled since the last kpemu_clock_forget */
