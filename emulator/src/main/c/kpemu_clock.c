@@ -60,10 +60,12 @@
 #include <string.h>
 #include <unicorn/unicorn.h>
 
-/* x86 block cache entries (power of two): 1 MiB. A boot with a workload translates ~67,000 blocks;
-   misses (each a uc_ctl_request_cache) in kbench fault 3000: 4.1 M with 8,192 entries, 1.3 M with
-   32,768, 0.46 M with 131,072, of 256 M blocks run. */
-#define KPEMU_CLOCK_CACHE 131072
+/* x86 block cache entries (power of two): 256 KiB. A boot with a workload translates ~67,000
+   blocks; misses (each a uc_ctl_request_cache) in kbench fault 3000: 4.1 M with 8,192 entries,
+   1.3 M with 32,768, 0.46 M with 131,072, of 256 M blocks run. The process's CPU time did not
+   tell the three apart (task-clock 7.8-8.6 s, load 7): a bigger table trades the misses' calls for
+   host-cache misses on the table itself (perf: most of the hook's samples sit on that load). */
+#define KPEMU_CLOCK_CACHE 32768
 #define KPEMU_GUARD_BUCKETS 4096 /* power of two */
 #define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
 #define KPEMU_GUARD_GRANULE_SHIFT 5  /* guard_bits: one bit per 32 bytes of guest-virtual address */
