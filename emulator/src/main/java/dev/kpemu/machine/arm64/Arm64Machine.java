@@ -288,16 +288,14 @@ public final class Arm64Machine extends Machine {
     // ------------------------------------------------------------------ synchronous exceptions
 
     private void onInterrupt(int intno) {
+        if (intno == EXCP_BKPT) {
+            onBreakpoint();
+            return;
+        }
         uc.contextSave(scratchContext);
         int syndrome = layout.syndrome(scratchContext.blob());
         long vaddress = layout.vaddress(scratchContext.blob());
         switch (intno) {
-            case EXCP_BKPT -> {
-                long pc = pc();
-                TrapHandler th = trapHandler();
-                if (th != null && th.onBreakpoint(this, pc, syndrome & 0xffff)) return;
-                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
-            }
             case EXCP_HVC, EXCP_SMC -> hypercalls.onHypercall(this, syndrome & 0xffff, intno == EXCP_SMC);
             case EXCP_DATA_ABORT, EXCP_PREFETCH_ABORT -> {
                 if (faultResolvedByHost(pc(), syndrome >>> 26)) return;
@@ -308,6 +306,21 @@ public final class Arm64Machine extends Machine {
                 takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
             }
         }
+    }
+
+    /**
+     * BRK: to the trap handler first. The syndrome (the immediate, and ESR when the guest takes
+     * it) lives in the saved context, so the context is copied only when the handler reads the
+     * immediate or the guest takes the exception; the kprobes engine's own traps cost no copy.
+     */
+    private void onBreakpoint() {
+        long pc = pc();
+        TrapHandler th = trapHandler();
+        if (th != null && !th.usesBreakpointImmediate() && th.onBreakpoint(this, pc, -1)) return;
+        uc.contextSave(scratchContext);
+        int syndrome = layout.syndrome(scratchContext.blob());
+        if (th != null && th.usesBreakpointImmediate() && th.onBreakpoint(this, pc, syndrome & 0xffff)) return;
+        takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
     }
 
     /**
