@@ -28,6 +28,7 @@ public final class UnicornBench {
         out.add(measure(arch, "interrupt-hook round trip (trap, empty hook, continue)", batches, perBatch, UnicornBench::trapRoundTrip));
         out.add(measure(arch, "interrupt-hook round trip, the hook writing pc", batches, perBatch, UnicornBench::trapRoundTripSettingPc));
         out.add(measure(arch, "register read (pc)", batches, perBatch, UnicornBench::registerReads));
+        out.add(measure(arch, "batch read of 22 registers (one call)", batches, perBatch, UnicornBench::registerBatchReads));
         out.add(measure(arch, "one-instruction step (count=1) + pc read", batches, perBatch, UnicornBench::singleSteps));
         out.add(measure(arch, "stop in hook + restart", batches, perBatch, UnicornBench::stopRestart));
         return out;
@@ -97,6 +98,24 @@ public final class UnicornBench {
         int reg = pcReg(arch);
         long sink = 0;
         for (int i = 0; i < n; i++) sink += uc.regRead(reg);
+        if (sink == 42) System.out.print("");
+    }
+
+    private static void registerBatchReads(Unicorn uc, Arch arch, int n) {
+        int[] regs = new int[22];   // x86: the 16 GPRs, rip, rflags, cs, ss, fs_base, gs_base; arm64: x0-x21
+        int[] x86 = {X86Reg.RAX, X86Reg.RCX, X86Reg.RDX, X86Reg.RBX, X86Reg.RSP, X86Reg.RBP, X86Reg.RSI, X86Reg.RDI,
+            X86Reg.RIP, X86Reg.RFLAGS, X86Reg.CS, X86Reg.SS, X86Reg.FS_BASE, X86Reg.GS_BASE};
+        for (int i = 0; i < regs.length; i++) {
+            if (arch == Arch.ARM64) regs[i] = Arm64Reg.X0 + i;
+            else regs[i] = i < x86.length ? x86[i] : X86Reg.R8 + (i - x86.length);
+        }
+        Unicorn.RegisterBatch batch = uc.registerBatch(regs);
+        long[] out = new long[regs.length];
+        long sink = 0;
+        for (int i = 0; i < n; i++) {
+            batch.read(out);
+            sink += out[0];
+        }
         if (sink == 42) System.out.print("");
     }
 
