@@ -81,6 +81,20 @@ public final class Arm64Regs implements Regs {
 
     @Override public long get(String name) { return uc.regRead(id(name)); }
 
+    private String[] batchNames;
+    private Unicorn.RegisterBatch batch;
+
+    @Override
+    public void getAll(String[] names, long[] out) {
+        if (names != batchNames) {   // one batch per caller's array (the event engine has one)
+            int[] ids = new int[names.length];
+            for (int i = 0; i < names.length; i++) ids[i] = id(names[i]);
+            batch = uc.registerBatch(ids);
+            batchNames = names;
+        }
+        batch.read(out);
+    }
+
     @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
 
     @Override public List<String> names() { return NAMES; }
