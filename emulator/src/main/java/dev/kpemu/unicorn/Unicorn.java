@@ -498,22 +498,47 @@ public final class Unicorn implements AutoCloseable {
      */
     public RegisterBatch registerBatch(int... regs) {
         ensureOpen();
-        return new RegisterBatch(regs.clone());
+        return new RegisterBatch(new int[0][], regs.clone());
+    }
+
+    /**
+     * arm64: a batch that also reads system registers by encoding ({@code {op0, op1, CRn, CRm,
+     * op2}} each, as {@link #sysRegRead}); their values come first in {@link RegisterBatch#read}.
+     */
+    public RegisterBatch registerBatch(int[][] systemRegs, int... regs) {
+        ensureOpen();
+        return new RegisterBatch(systemRegs.clone(), regs.clone());
     }
 
     /** See {@link #registerBatch}. */
     public final class RegisterBatch {
+        private static final long SLOT = 32;    // a uc_arm64_cp_reg; a plain register uses its first 8 bytes
         private final int count;
+        private final long[] valueOffset;
         private final MemorySegment ids, pointers, values;
 
-        private RegisterBatch(int[] regs) {
-            count = regs.length;
+        private RegisterBatch(int[][] systemRegs, int[] regs) {
+            count = systemRegs.length + regs.length;
             ids = arena.allocate(JAVA_INT, Math.max(1, count));
             pointers = arena.allocate(ADDRESS, Math.max(1, count));
-            values = arena.allocate(JAVA_LONG, Math.max(1, count));
+            values = arena.allocate(SLOT * Math.max(1, count), 8);
+            valueOffset = new long[count];
             for (int i = 0; i < count; i++) {
-                ids.setAtIndex(JAVA_INT, i, regs[i]);
-                pointers.setAtIndex(ADDRESS, i, values.asSlice(8L * i, 8));
+                long slot = SLOT * i;
+                if (i < systemRegs.length) {
+                    int[] e = systemRegs[i];   // op0, op1, CRn, CRm, op2 -> the struct's crn, crm, op0, op1, op2
+                    ids.setAtIndex(JAVA_INT, i, Arm64Reg.CP_REG);
+                    values.set(JAVA_INT, slot, e[2]);
+                    values.set(JAVA_INT, slot + 4, e[3]);
+                    values.set(JAVA_INT, slot + 8, e[0]);
+                    values.set(JAVA_INT, slot + 12, e[1]);
+                    values.set(JAVA_INT, slot + 16, e[4]);
+                    valueOffset[i] = slot + 24;
+                } else {
+                    ids.setAtIndex(JAVA_INT, i, regs[i - systemRegs.length]);
+                    valueOffset[i] = slot;
+                }
+                pointers.setAtIndex(ADDRESS, i, values.asSlice(slot, SLOT));
             }
         }
 
@@ -522,7 +547,7 @@ public final class Unicorn implements AutoCloseable {
         /** Reads the registers into {@code out[0 .. size()-1]}, zero-extended as {@link #regRead} gives them. */
         public void read(long[] out) {
             ensureOpen();
-            values.fill((byte) 0);
+            for (int i = 0; i < count; i++) values.set(JAVA_LONG, valueOffset[i], 0);
             int err;
             try {
                 err = (int) UC_REG_READ_BATCH.invokeExact(uc, ids.address(), pointers.address(), count);
@@ -530,7 +555,7 @@ public final class Unicorn implements AutoCloseable {
                 throw new UnicornException(-1, t.toString());
             }
             if (err != 0) throw new UnicornException(err, "uc_reg_read_batch: " + strerror(err));
-            for (int i = 0; i < count; i++) out[i] = values.getAtIndex(JAVA_LONG, i);
+            for (int i = 0; i < count; i++) out[i] = values.get(JAVA_LONG, valueOffset[i]);
         }
     }
 

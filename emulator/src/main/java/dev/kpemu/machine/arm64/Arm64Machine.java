@@ -185,9 +185,17 @@ public final class Arm64Machine extends Machine {
 
     @Override
     public Arm64PageWalker pageTables() {
-        return new Arm64PageWalker(memory, uc.sysRegRead(3, 0, 1, 0, 0), uc.sysRegRead(3, 0, 2, 0, 2),
-                uc.regRead(Arm64Reg.TTBR0_EL1), uc.regRead(Arm64Reg.TTBR1_EL1));
+        if (translationRegisters == null) {
+            // SCTLR_EL1, TCR_EL1, TTBR0_EL1, TTBR1_EL1 in one engine call (four, one at a time)
+            translationRegisters = uc.registerBatch(new int[][] {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}}, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1);
+        }
+        long[] r = translationValues;
+        translationRegisters.read(r);
+        return new Arm64PageWalker(memory, r[0], r[1], r[2], r[3]);
     }
+
+    private Unicorn.RegisterBatch translationRegisters;
+    private final long[] translationValues = new long[4];
 
     /** Replaces the HVC/SMC handler (default: {@link Psci}). */
     public void setHypercallHandler(HypercallHandler h) { this.hypercalls = h == null ? new Psci() : h; }
