@@ -80,18 +80,16 @@ public final class X86Regs implements Regs {
 
     @Override public long get(String name) { return uc.regRead(id(name)); }
 
-    private String[] batchNames;
-    private Unicorn.RegisterBatch batch;
+    /** One batch per caller's array (the event engine has one); a batch's native memory lives as long as the engine. */
+    private final java.util.Map<String[], Unicorn.RegisterBatch> batches = new java.util.IdentityHashMap<>();
 
     @Override
     public void getAll(String[] names, long[] out) {
-        if (names != batchNames) {   // one batch per caller's array (the event engine has one)
-            int[] ids = new int[names.length];
-            for (int i = 0; i < names.length; i++) ids[i] = id(names[i]);
-            batch = uc.registerBatch(ids);
-            batchNames = names;
-        }
-        batch.read(out);
+        batches.computeIfAbsent(names, n -> {
+            int[] ids = new int[n.length];
+            for (int i = 0; i < n.length; i++) ids[i] = id(n[i]);
+            return uc.registerBatch(ids);
+        }).read(out);
     }
 
     @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
