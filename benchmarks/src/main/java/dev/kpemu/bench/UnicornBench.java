@@ -12,7 +12,8 @@ import dev.kpemu.unicorn.X86Reg;
 /**
  * Micro-benchmarks of the Unicorn binding that every probe hit pays for: an interrupt-hook round
  * trip, a register read, a one-instruction step, and a stop + restart. Each figure is the median
- * over {@code batches} batches of {@code perBatch} operations, in nanoseconds per operation.
+ * over {@code batches} batches of {@code perBatch} operations, in nanoseconds of the thread's CPU
+ * time per operation.
  */
 public final class UnicornBench {
     public record Result(Arch arch, String operation, double medianNanos, double minNanos, double maxNanos, int batches, int perBatch) {}
@@ -25,11 +26,16 @@ public final class UnicornBench {
     public static List<Result> run(Arch arch, int batches, int perBatch) {
         List<Result> out = new ArrayList<>();
         out.add(measure(arch, "interrupt-hook round trip (trap, empty hook, continue)", batches, perBatch, UnicornBench::trapRoundTrip));
+        out.add(measure(arch, "interrupt-hook round trip, the hook writing pc", batches, perBatch, UnicornBench::trapRoundTripSettingPc));
         out.add(measure(arch, "register read (pc)", batches, perBatch, UnicornBench::registerReads));
+        out.add(measure(arch, "batch read of 22 registers (one call)", batches, perBatch, UnicornBench::registerBatchReads));
         out.add(measure(arch, "one-instruction step (count=1) + pc read", batches, perBatch, UnicornBench::singleSteps));
         out.add(measure(arch, "stop in hook + restart", batches, perBatch, UnicornBench::stopRestart));
         return out;
     }
+
+    /** CPU time of the calling thread, which runs the engine (wall time counts waits for a core). */
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     private interface Body { void run(Unicorn uc, Arch arch, int n); }
 
@@ -38,9 +44,9 @@ public final class UnicornBench {
             body.run(uc, arch, perBatch); // warm-up: translation, JIT
             double[] ns = new double[batches];
             for (int b = 0; b < batches; b++) {
-                long t0 = System.nanoTime();
+                long t0 = THREADS.getCurrentThreadCpuTime();
                 body.run(uc, arch, perBatch);
-                ns[b] = (System.nanoTime() - t0) / (double) perBatch;
+                ns[b] = (THREADS.getCurrentThreadCpuTime() - t0) / (double) perBatch;
             }
             Arrays.sort(ns);
             return new Result(arch, name, ns[batches / 2], ns[0], ns[batches - 1], batches, perBatch);
@@ -76,10 +82,40 @@ public final class UnicornBench {
         uc.delete(h);
     }
 
+    /** A probe hit's minimum: the trap, the upcall, and the new pc written from the hook (on arm64 as above). */
+    private static void trapRoundTripSettingPc(Unicorn uc, Arch arch, int n) {
+        int[] left = {n};
+        Unicorn.Hook h = uc.hookInterrupt((u, intno) -> {
+            if (arch == Arch.ARM64) u.regWrite(Arm64Reg.PC, CODE + 4);
+            else u.regWrite(X86Reg.RIP, CODE + 1);
+            if (--left[0] == 0) u.stop();
+        });
+        uc.start(CODE, NEVER, 0, 0);
+        uc.delete(h);
+    }
+
     private static void registerReads(Unicorn uc, Arch arch, int n) {
         int reg = pcReg(arch);
         long sink = 0;
         for (int i = 0; i < n; i++) sink += uc.regRead(reg);
+        if (sink == 42) System.out.print("");
+    }
+
+    private static void registerBatchReads(Unicorn uc, Arch arch, int n) {
+        int[] regs = new int[22];   // x86: the 16 GPRs, rip, rflags, cs, ss, fs_base, gs_base; arm64: x0-x21
+        int[] x86 = {X86Reg.RAX, X86Reg.RCX, X86Reg.RDX, X86Reg.RBX, X86Reg.RSP, X86Reg.RBP, X86Reg.RSI, X86Reg.RDI,
+            X86Reg.RIP, X86Reg.RFLAGS, X86Reg.CS, X86Reg.SS, X86Reg.FS_BASE, X86Reg.GS_BASE};
+        for (int i = 0; i < regs.length; i++) {
+            if (arch == Arch.ARM64) regs[i] = Arm64Reg.X0 + i;
+            else regs[i] = i < x86.length ? x86[i] : X86Reg.R8 + (i - x86.length);
+        }
+        Unicorn.RegisterBatch batch = uc.registerBatch(regs);
+        long[] out = new long[regs.length];
+        long sink = 0;
+        for (int i = 0; i < n; i++) {
+            batch.read(out);
+            sink += out[0];
+        }
         if (sink == 42) System.out.print("");
     }
 

@@ -12,6 +12,13 @@ public interface TrapHandler {
     boolean onBreakpoint(Machine machine, long address, int immediate);
 
     /**
+     * Whether {@link #onBreakpoint} reads {@code immediate}. A handler that decides by the address
+     * alone (the kprobes engine) answers false and is passed -1: arm64 then reads the syndrome,
+     * which costs a copy of the whole CPU context, only when the breakpoint goes to the guest.
+     */
+    default boolean usesBreakpointImmediate() { return true; }
+
+    /**
      * A synchronous exception other than a breakpoint was raised by the instruction at {@code pc}
      * ({@code trapnr}: x86 vector, arm64 ESR exception class). Return true when the host resolved
      * it (nothing is delivered; the guest resumes at the current PC). Before returning false the

@@ -34,6 +34,30 @@ class UnicornBindingTest {
         }
     }
 
+    /** A batch gives what the single reads give, zero-extended (a selector is written as 2 bytes). */
+    @Test
+    void x86RegisterBatchEqualsSingleReads() {
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+            uc.regWrite(X86Reg.RDI, 0x1122_3344_5566_7788L);
+            uc.regWrite(X86Reg.RSI, -2);
+            uc.regWrite(X86Reg.RIP, 0x4000);
+            uc.regWrite(X86Reg.GS_BASE, 0xffff_8880_1f00_0000L);
+            int[] regs = {X86Reg.RDI, X86Reg.RSI, X86Reg.RIP, X86Reg.CS, X86Reg.GS_BASE, X86Reg.RFLAGS};
+            Unicorn.RegisterBatch batch = uc.registerBatch(regs);
+            long[] out = new long[regs.length];
+            java.util.Arrays.fill(out, -1);
+            batch.read(out);
+            long[] single = new long[regs.length];
+            for (int i = 0; i < regs.length; i++) single[i] = uc.regRead(regs[i]);
+            assertArrayEquals(single, out);
+            assertEquals(0x1122_3344_5566_7788L, out[0]);
+            assertEquals(0xffff_8880_1f00_0000L, out[4]);
+            uc.regWrite(X86Reg.RDI, 7);
+            batch.read(out);
+            assertEquals(7, out[0], "read again, not cached");
+        }
+    }
+
     @Test
     void int3ReachesInterruptHookWithRipAfterIt() {
         try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {

@@ -43,6 +43,8 @@ final class FtraceRegs implements Regs {
 
     @Override public long get(String name) { return live.get(name); }
 
+    @Override public void getAll(String[] names, long[] out) { live.getAll(names, out); }
+
     @Override public void set(String name, long value) { live.set(name, value); }
 
     @Override public List<String> names() { return live.names(); }

@@ -249,6 +249,10 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     @Override
     public boolean onBreakpoint(Machine m, long address, int immediate) { return hits.onBreakpoint(address); }
 
+    /** Breakpoints are told apart by address ({@code kprobe_breakpoint_handler} and the step's trap). */
+    @Override
+    public boolean usesBreakpointImmediate() { return false; }
+
     @Override
     public boolean onFault(Machine m, long pc, int trapnr) { return hits.onFault(pc, trapnr); }
 

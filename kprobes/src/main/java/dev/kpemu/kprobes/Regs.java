@@ -39,6 +39,14 @@ public interface Regs {
     long get(String name);
 
     void set(String name, long value);
+    /**
+     * The registers {@code names} (as {@link #get} knows them) into {@code out}, read at once: the
+     * vCPU's own views make one engine call for all of them, where each {@link #get} is a call of
+     * its own (a hit's handler reads several). Callers pass the same array each time.
+     */
+    default void getAll(String[] names, long[] out) {
+        for (int i = 0; i < names.length; i++) out[i] = get(names[i]);
+    }
 
     /** Every register name {@link #get} knows. */
     List<String> names();

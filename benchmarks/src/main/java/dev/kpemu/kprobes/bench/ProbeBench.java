@@ -99,7 +99,13 @@ public final class ProbeBench {
 
     private enum Variant { NONE, KPROBE, BOOSTED, KRETPROBE, OPTIMIZED }
 
-    /** Median µs of one batch. */
+    /**
+     * CPU time of the emulating thread (Unicorn runs on it): on a shared machine wall time also
+     * counts the time the thread waits for a core, which moved medians by more than the costs.
+     */
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    /** Median µs of CPU time of one batch. */
     private static double measure(Arch arch, int calls, int batches, Variant v, Consumer<Kprobes> optimizer) {
         try (Machine m = machine(arch)) {
             long target = arch == Arch.X86_64 ? X86_TARGET : A_TARGET;
@@ -128,9 +134,9 @@ public final class ProbeBench {
                 double[] t = new double[batches];
                 runBatch(m, arch, calls); // warm-up: translation, JIT
                 for (int i = 0; i < batches; i++) {
-                    long t0 = System.nanoTime();
+                    long t0 = THREADS.getCurrentThreadCpuTime();
                     runBatch(m, arch, calls);
-                    t[i] = (System.nanoTime() - t0) / 1e3;
+                    t[i] = (THREADS.getCurrentThreadCpuTime() - t0) / 1e3;
                 }
                 if (v != Variant.NONE && hits[0] != (long) calls * (batches + 1)) {
                     throw new IllegalStateException(v + ": " + hits[0] + " hits, expected " + (long) calls * (batches + 1));

@@ -185,9 +185,17 @@ public final class Arm64Machine extends Machine {
 
     @Override
     public Arm64PageWalker pageTables() {
-        return new Arm64PageWalker(memory, uc.sysRegRead(3, 0, 1, 0, 0), uc.sysRegRead(3, 0, 2, 0, 2),
-                uc.regRead(Arm64Reg.TTBR0_EL1), uc.regRead(Arm64Reg.TTBR1_EL1));
+        if (translationRegisters == null) {
+            // SCTLR_EL1, TCR_EL1, TTBR0_EL1, TTBR1_EL1 in one engine call (four, one at a time)
+            translationRegisters = uc.registerBatch(new int[][] {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}}, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1);
+        }
+        long[] r = translationValues;
+        translationRegisters.read(r);
+        return new Arm64PageWalker(memory, r[0], r[1], r[2], r[3]);
     }
+
+    private Unicorn.RegisterBatch translationRegisters;
+    private final long[] translationValues = new long[4];
 
     /** Replaces the HVC/SMC handler (default: {@link Psci}). */
     public void setHypercallHandler(HypercallHandler h) { this.hypercalls = h == null ? new Psci() : h; }
@@ -288,16 +296,14 @@ public final class Arm64Machine extends Machine {
     // ------------------------------------------------------------------ synchronous exceptions
 
     private void onInterrupt(int intno) {
+        if (intno == EXCP_BKPT) {
+            onBreakpoint();
+            return;
+        }
         uc.contextSave(scratchContext);
         int syndrome = layout.syndrome(scratchContext.blob());
         long vaddress = layout.vaddress(scratchContext.blob());
         switch (intno) {
-            case EXCP_BKPT -> {
-                long pc = pc();
-                TrapHandler th = trapHandler();
-                if (th != null && th.onBreakpoint(this, pc, syndrome & 0xffff)) return;
-                takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
-            }
             case EXCP_HVC, EXCP_SMC -> hypercalls.onHypercall(this, syndrome & 0xffff, intno == EXCP_SMC);
             case EXCP_DATA_ABORT, EXCP_PREFETCH_ABORT -> {
                 if (faultResolvedByHost(pc(), syndrome >>> 26)) return;
@@ -308,6 +314,21 @@ public final class Arm64Machine extends Machine {
                 takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
             }
         }
+    }
+
+    /**
+     * BRK: to the trap handler first. The syndrome (the immediate, and ESR when the guest takes
+     * it) lives in the saved context, so the context is copied only when the handler reads the
+     * immediate or the guest takes the exception; the kprobes engine's own traps cost no copy.
+     */
+    private void onBreakpoint() {
+        long pc = pc();
+        TrapHandler th = trapHandler();
+        if (th != null && !th.usesBreakpointImmediate() && th.onBreakpoint(this, pc, -1)) return;
+        uc.contextSave(scratchContext);
+        int syndrome = layout.syndrome(scratchContext.blob());
+        if (th != null && th.usesBreakpointImmediate() && th.onBreakpoint(this, pc, syndrome & 0xffff)) return;
+        takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
     }
 
     /**

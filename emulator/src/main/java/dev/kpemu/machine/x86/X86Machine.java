@@ -156,9 +156,12 @@ public final class X86Machine extends Machine {
         long rip = pc();
         switch (intno) {
             case VEC_BP -> {
-                // An int3 leaves Unicorn's exception-in-flight state set too (measured: the next #PF
-                // then arrives as #DF, or is lost), so it is cleared here as after faults.
-                clearExceptionInFlightNow();
+                // No exception-in-flight marker to clear: QEMU sets it only for faults
+                // (raise_interrupt2 runs check_exception when !is_int; int3 is a software
+                // interrupt), every fault branch below clears it, and the host's own translations
+                // that can set it (invalidateCode) restore the CPU state around themselves. It
+                // used to be cleared here by a whole-context save and restore per int3 (measured
+                // on 2.1.1 before the run loop used exits, whose until-1 invalidation set it).
                 // Unicorn reports int3 with RIP already past the 0xcc.
                 var th = trapHandler();
                 if (th != null && th.onBreakpoint(this, rip - 1, 0)) return;

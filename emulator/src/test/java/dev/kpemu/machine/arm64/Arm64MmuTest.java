@@ -1,5 +1,6 @@
 package dev.kpemu.machine.arm64;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -131,6 +132,13 @@ class Arm64MmuTest {
             assertEquals(6765, m.reg(Arm64Reg.X18));
             assertEquals(STACK_PA + KVA_OFFSET, m.reg(Arm64Reg.X19));
             assertTrue(Long.compareUnsigned(m.pc(), KVA) > 0, "stopped at a kernel VA");
+            // One batch reads the translation registers as the single reads do (the walker's source).
+            var u = m.engine();
+            long[] batch = new long[4];
+            u.registerBatch(new int[][] {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}}, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1).read(batch);
+            assertArrayEquals(new long[] {u.sysRegRead(3, 0, 1, 0, 0), u.sysRegRead(3, 0, 2, 0, 2), u.regRead(Arm64Reg.TTBR0_EL1),
+                u.regRead(Arm64Reg.TTBR1_EL1)}, batch, "SCTLR_EL1, TCR_EL1, TTBR0_EL1, TTBR1_EL1");
+            assertTrue((batch[0] & 1) != 0 && batch[3] != 0, "MMU on, a kernel table");
             // The host walker agrees with the MMU.
             PageTableWalker w = m.pageTables();
             PageTableWalker.Translation t = w.translate(KVA + 0x1_0008);

@@ -334,6 +334,72 @@ class X86MachineTest {
         }
     }
 
+    /**
+     * Page faults after int3s the host consumed, with a host code invalidation of an unmapped
+     * address in between (Unicorn's failed translation there sets the exception-in-flight marker),
+     * arrive as #PF with their error code, never as #DF: neither int3 nor the host's invalidation
+     * leaves the marker set (the int3 path no longer clears it, so this pins that down).
+     */
+    @Test
+    void pageFaultsAfterConsumedInt3sAreNotDoubleFaults() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 14, pf_handler
+                  gate 8, df_handler
+                  lidt idtr(%rip)
+                  int3
+                  movq $1, 0x800000
+                  int3
+                  movq $2, 0x801000
+                  int3
+                  mov 0x802000, %rax
+                  hlt
+                pf_handler:
+                  push %rax
+                  push %rbx
+                  mov 16(%rsp), %rbx
+                  mov %rbx, 0x200010
+                  mov %cr2, %rax
+                  and $~0xfff, %rax
+                  mov %rax, %rbx
+                  shr $12, %rbx
+                  sub $0x800, %rbx
+                  or $3, %rax
+                  mov %rax, 0x10000(,%rbx,8)
+                  mov %cr2, %rax
+                  invlpg (%rax)
+                  incq 0x200008
+                  pop %rbx
+                  pop %rax
+                  add $8, %rsp
+                  iretq
+                df_handler:
+                  incq 0x200018
+                  hlt
+                idtr: .word 0xfff
+                  .quad 0x6000
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            List<Long> offered = new ArrayList<>();
+            m.setTrapHandler((machine, address, imm) -> {
+                offered.add(address);
+                if (offered.size() == 2) machine.invalidateCode(FAULT_AREA + 0x3f_f000, 1); // not mapped
+                machine.setPc(address + 1);
+                return true;
+            });
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(3, offered.size(), "each int3 offered to the host");
+            assertEquals(0, m.memory().readLong(RESULTS + 0x18), "no #DF");
+            assertEquals(3, m.memory().readLong(RESULTS + 8), "three #PFs reach the guest's handler");
+            assertEquals(0, m.memory().readLong(RESULTS + 0x10), "last #PF error code: read of a not-present page");
+            assertEquals(1, m.readVirtualLong(FAULT_AREA));
+            assertEquals(2, m.readVirtualLong(FAULT_AREA + 0x1000));
+        }
+    }
+
     @Test
     void mmioDeviceReceivesGuestWrites() {
         List<long[]> writes = new ArrayList<>();

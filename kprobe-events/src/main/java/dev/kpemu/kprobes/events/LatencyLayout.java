@@ -5,7 +5,6 @@ import dev.kpemu.image.btf.BtfType;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
-import dev.kpemu.unicorn.X86Reg;
 
 import java.util.NoSuchElementException;
 import java.util.Optional;
@@ -125,7 +124,7 @@ public final class LatencyLayout {
         int count;
         boolean preemptNeedResched;
         if (arch == Arch.X86_64) {
-            long gs = gsRelative ? machine.engine().regRead(X86Reg.GS_BASE) : 0;
+            long gs = gsRelative ? ctx.gsBase() : 0;
             if (!ctx.readKernel(gs + x86PreemptGsOffset, word, 0, 4)) return null;
             int raw = (int) le(word, 4);
             count = raw & 0x7fffffff;

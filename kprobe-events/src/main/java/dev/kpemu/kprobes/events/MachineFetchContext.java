@@ -6,7 +6,6 @@ import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.unicorn.Arm64Reg;
-import dev.kpemu.unicorn.X86Reg;
 
 import java.util.Arrays;
 import java.util.Objects;
@@ -52,6 +51,16 @@ public final class MachineFetchContext implements FetchContext {
         ARM64_SLOTS[33] = "pstate";
     }
 
+    /**
+     * The registers every hit reads (the argument registers, the interrupt flag and, on x86, the
+     * per-CPU base that finds the current task), read in one batch at a hit's first register
+     * read ({@link Regs#getAll}); each single read is an engine call of its own (measured with
+     * {@code kpemu bench unicorn}: x86 0.063 µs a read, 0.20 µs for a batch of 22).
+     */
+    private static final String[] X86_HIT = {"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rflags", "gs_base"};
+    private static final String[] ARM64_HIT = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "pstate"};
+    private static final int X86_HIT_GS_BASE = 7;
+
     private final Machine machine;
     private final Regs regs;
     private final Arch arch;
@@ -59,6 +68,11 @@ public final class MachineFetchContext implements FetchContext {
     private final TaskLayout task;
     private final String[] slots;
     private final byte[] word = new byte[8];
+    private final String[] hitNames;
+    /** Per slot: its index in {@link #hitNames}, or -1 (read on its own). */
+    private final int[] hitIndex;
+    private final long[] hitValues;
+    private boolean hitRead;
 
     private Regs current;
     private boolean taskKnown;
@@ -79,6 +93,19 @@ public final class MachineFetchContext implements FetchContext {
             throw new IllegalArgumentException("task layout for " + task.arch() + " on a " + arch + " machine");
         this.task = task;
         this.slots = arch == Arch.X86_64 ? X86_SLOTS : ARM64_SLOTS;
+        this.hitNames = arch == Arch.X86_64 ? X86_HIT : ARM64_HIT;
+        this.hitValues = new long[hitNames.length];
+        this.hitIndex = new int[slots.length];
+        for (int s = 0; s < slots.length; s++) hitIndex[s] = slots[s] == null ? -1 : java.util.Arrays.asList(hitNames).indexOf(slots[s]);
+    }
+
+    /** The hit's batch of registers, read at the first use (the guest does not run during a hit). */
+    private long[] hitRegisters() {
+        if (!hitRead) {
+            current.getAll(hitNames, hitValues);
+            hitRead = true;
+        }
+        return hitValues;
     }
 
     /** Starts a new hit: the current task is read again when asked for. */
@@ -96,6 +123,8 @@ public final class MachineFetchContext implements FetchContext {
         comm = null;
         current = hitRegs != null ? hitRegs : regs;
         pages = 0;
+        walker = null;
+        hitRead = false;
     }
 
     /**
@@ -108,6 +137,12 @@ public final class MachineFetchContext implements FetchContext {
     private final long[] pageVa = new long[PAGES], pagePa = new long[PAGES];
     private final boolean[] pageUser = new boolean[PAGES];
     private int pages;
+    /**
+     * The hit's page-table walker, made at its first translation: arm64's reads the translation
+     * registers (TCR_EL1, TTBR0/1_EL1: four engine calls) when it is made, once per hit instead
+     * of once per page.
+     */
+    private PageTableWalker walker;
 
     // ---- registers -----------------------------------------------------------------------
 
@@ -115,7 +150,8 @@ public final class MachineFetchContext implements FetchContext {
     public long register(int slot) {
         if (slot < 0 || slot >= slots.length) return 0;
         if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return current.origAx(); // the handler's frame: int3 -1, ftrace 0
-        return current.get(slots[slot]);
+        int i = hitIndex[slot];
+        return i >= 0 ? hitRegisters()[i] : current.get(slots[slot]);
     }
 
     @Override
@@ -123,8 +159,14 @@ public final class MachineFetchContext implements FetchContext {
 
     /** Interrupts masked in the trapped context: x86 RFLAGS.IF clear, arm64 PSTATE.I set. */
     public boolean irqsDisabled() {
-        if (arch == Arch.X86_64) return (current.get("rflags") & 0x200) == 0;
-        return (current.get("pstate") & 0x80) != 0;
+        if (arch == Arch.X86_64) return (hitRegisters()[6] & 0x200) == 0;
+        return (hitRegisters()[8] & 0x80) != 0;
+    }
+
+    /** x86-64: GS_BASE at the hit, the per-CPU area's base in the kernel. */
+    public long gsBase() {
+        if (arch != Arch.X86_64) throw new IllegalStateException("GS_BASE is x86-64's");
+        return hitRegisters()[X86_HIT_GS_BASE];
     }
 
     // ---- memory --------------------------------------------------------------------------
@@ -166,7 +208,8 @@ public final class MachineFetchContext implements FetchContext {
         }
         PageTableWalker.Translation t;
         try {
-            t = machine.pageTables().translate(va);
+            if (walker == null) walker = machine.pageTables();
+            t = walker.translate(va);
         } catch (RuntimeException e) {
             return -1;
         }
@@ -258,6 +301,8 @@ public final class MachineFetchContext implements FetchContext {
     public long currentTaskNow() {
         taskKnown = false;
         pages = 0;
+        walker = null;
+        hitRead = false;
         return currentTask();
     }
 
@@ -269,7 +314,7 @@ public final class MachineFetchContext implements FetchContext {
         if (task == null) return 0;
         try {
             if (arch == Arch.X86_64) {
-                long gs = task.gsRelative() ? machine.engine().regRead(X86Reg.GS_BASE) : 0;   // uniprocessor: a plain global
+                long gs = task.gsRelative() ? gsBase() : 0;   // uniprocessor: a plain global
                 if (readKernel(gs + task.gsOffset(), word, 0, 8)) taskPointer = le64(word);
             } else {
                 taskPointer = machine.engine().regRead(Arm64Reg.SP_EL0);

@@ -101,12 +101,14 @@ class MachineFetchContextTest {
             if (a == Arch.X86_64) {
                 k.machine.engine().regWrite(X86Reg.RDI, 0xd1);
                 k.machine.engine().regWrite(X86Reg.R15, 0xf15);
+                c.begin();   // a hit reads the registers as they are when it begins (the guest is stopped)
                 assertEquals(0xd1, c.register(rs.lookup("di").slot()));
                 assertEquals(0xf15, c.register(rs.lookup("r15").slot()));
                 assertEquals(-1, c.register(rs.lookup("orig_ax").slot()));
             } else {
                 k.machine.engine().regWrite(Arm64Reg.X0 + 5, 0x55);
                 k.machine.engine().regWrite(Arm64Reg.X30, 0x1e);
+                c.begin();
                 assertEquals(0x55, c.register(rs.lookup("x5").slot()));
                 assertEquals(0x1e, c.register(rs.lookup("lr").slot()));
             }
