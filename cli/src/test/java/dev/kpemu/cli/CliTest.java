@@ -3,6 +3,7 @@ package dev.kpemu.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 
@@ -71,11 +72,18 @@ class CliTest {
     }
 
     @Test
-    void benchUnicornPrintsFourFiguresPerArch() {
+    void benchUnicornPrintsEachOperationPerArch() {
         Run r = run("bench", "unicorn", "--batches", "3", "--per-batch", "200");
         assertEquals(0, r.code(), r.err());
-        assertEquals(4, r.out().lines().filter(l -> l.startsWith("x86_64 ")).count(), r.out());
-        assertEquals(4, r.out().lines().filter(l -> l.startsWith("arm64 ")).count(), r.out());
+        String[] operations = {"interrupt-hook round trip (trap, empty hook, continue)", "interrupt-hook round trip, the hook writing pc",
+                "register read (pc)", "batch read of 22 registers (one call)", "one-instruction step (count=1) + pc read", "stop in hook + restart"};
+        for (String arch : new String[] {"x86_64", "arm64"}) {
+            List<String> rows = r.out().lines().filter(l -> l.startsWith(arch + " ")).toList();
+            assertEquals(operations.length, rows.size(), r.out());
+            for (int i = 0; i < operations.length; i++) {
+                assertTrue(rows.get(i).contains(operations[i]) && rows.get(i).matches(".*\\d+\\.\\d{3}\\s*$"), rows.get(i));
+            }
+        }
     }
 
     @Test
