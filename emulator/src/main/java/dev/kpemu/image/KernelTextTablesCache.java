@@ -1,16 +1,12 @@
 package dev.kpemu.image;
 
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 import dev.kpemu.machine.Arch;
 
@@ -45,29 +41,7 @@ public final class KernelTextTablesCache {
             // not kept yet, or damaged: read the kernel
         }
         KernelTextTables t = KernelTextTables.read(arch, syms, file);
-        keep(kept, key, t);
+        KeptFile.write(kept, MAGIC, key, t::writeTo);
         return t;
-    }
-
-    /** Writes the file beside its final name and moves it there, so a reader never sees half of it; failures are ignored. */
-    private static void keep(Path kept, String key, KernelTextTables t) {
-        Path tmp = null;
-        try {
-            Files.createDirectories(kept.getParent());
-            tmp = Files.createTempFile(kept.getParent(), kept.getFileName().toString(), ".tmp");
-            try (OutputStream raw = Files.newOutputStream(tmp);
-                 DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw, 1 << 16))) {
-                out.writeUTF(MAGIC);
-                out.writeUTF(key);
-                t.writeTo(out);
-            }
-            Files.move(tmp, kept, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            try {
-                if (tmp != null) Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // nothing more to do: the next run reads the kernel again
-            }
-        }
     }
 }

@@ -1,16 +1,13 @@
 package dev.kpemu.image;
 
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
@@ -61,37 +58,20 @@ public final class SymbolTableCache {
             // not kept yet, or damaged: decode
         }
         SymbolTable t = decoder.decode();
-        keep(kept, key, t);
+        KeptFile.write(kept, MAGIC, key, out -> writeTable(out, t));
         return t;
     }
 
-    /** Writes the file beside its final name and moves it there; failures are ignored. */
-    private static void keep(Path kept, String key, SymbolTable t) {
-        Path tmp = null;
-        try {
-            Files.createDirectories(kept.getParent());
-            tmp = Files.createTempFile(kept.getParent(), kept.getFileName().toString(), ".tmp");
-            try (OutputStream raw = Files.newOutputStream(tmp);
-                 DataOutputStream out = new DataOutputStream(new BufferedOutputStream(raw, 1 << 16))) {
-                out.writeUTF(MAGIC);
-                out.writeUTF(key);
-                out.writeUTF(t.source());
-                out.writeLong(t.linkBase());
-                out.writeInt(t.symbols().size());
-                for (Symbol s : t.symbols()) {
-                    out.writeUTF(s.name());
-                    out.writeLong(s.address());
-                    out.writeChar(s.type());
-                    out.writeLong(s.size());
-                }
-            }
-            Files.move(tmp, kept, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            try {
-                if (tmp != null) Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // nothing more to do: the next run decodes again
-            }
+    /** The table after the magic line and key: source, link base, then each symbol. */
+    private static void writeTable(DataOutputStream out, SymbolTable t) throws IOException {
+        out.writeUTF(t.source());
+        out.writeLong(t.linkBase());
+        out.writeInt(t.symbols().size());
+        for (Symbol s : t.symbols()) {
+            out.writeUTF(s.name());
+            out.writeLong(s.address());
+            out.writeChar(s.type());
+            out.writeLong(s.size());
         }
     }
 }

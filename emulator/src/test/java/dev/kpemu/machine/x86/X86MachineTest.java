@@ -116,25 +116,7 @@ class X86MachineTest {
                   inc %rdx
                   loop 2b
                   hlt
-                pf_handler:
-                  push %rax
-                  push %rbx
-                  mov 16(%rsp), %rbx
-                  mov %rbx, 0x200010
-                  mov %cr2, %rax
-                  and $~0xfff, %rax
-                  mov %rax, %rbx
-                  shr $12, %rbx
-                  sub $0x800, %rbx
-                  or $3, %rax
-                  mov %rax, 0x10000(,%rbx,8)
-                  mov %cr2, %rax
-                  invlpg (%rax)
-                  incq 0x200008
-                  pop %rbx
-                  pop %rax
-                  add $8, %rsp
-                  iretq
+""" + PF_HANDLER_MAPS_PAGE + """
                 idtr: .word 0xfff
                   .quad 0x6000
                 """;
@@ -340,20 +322,11 @@ class X86MachineTest {
      * arrive as #PF with their error code, never as #DF: neither int3 nor the host's invalidation
      * leaves the marker set (the int3 path no longer clears it, so this pins that down).
      */
-    @Test
-    void pageFaultsAfterConsumedInt3sAreNotDoubleFaults() {
-        String src = SETUP_GATES + """
-                _start:
-                  gate 14, pf_handler
-                  gate 8, df_handler
-                  lidt idtr(%rip)
-                  int3
-                  movq $1, 0x800000
-                  int3
-                  movq $2, 0x801000
-                  int3
-                  mov 0x802000, %rax
-                  hlt
+    /**
+     * A #PF handler that maps the faulting page at the next free page-table slot of 0x10000 (pages
+     * from 0x800000), counts at 0x200008 and keeps the error code at 0x200010.
+     */
+    static final String PF_HANDLER_MAPS_PAGE = """
                 pf_handler:
                   push %rax
                   push %rbx
@@ -373,6 +346,23 @@ class X86MachineTest {
                   pop %rax
                   add $8, %rsp
                   iretq
+                """;
+
+    @Test
+    void pageFaultsAfterConsumedInt3sAreNotDoubleFaults() {
+        String src = SETUP_GATES + """
+                _start:
+                  gate 14, pf_handler
+                  gate 8, df_handler
+                  lidt idtr(%rip)
+                  int3
+                  movq $1, 0x800000
+                  int3
+                  movq $2, 0x801000
+                  int3
+                  mov 0x802000, %rax
+                  hlt
+""" + PF_HANDLER_MAPS_PAGE + """
                 df_handler:
                   incq 0x200018
                   hlt

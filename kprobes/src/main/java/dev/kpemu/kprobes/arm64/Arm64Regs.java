@@ -22,10 +22,12 @@ public final class Arm64Regs implements Regs {
 
     private final Machine machine;
     private final Unicorn uc;
+    private final dev.kpemu.kprobes.RegisterBatches batches;
 
     Arm64Regs(Machine machine) {
         this.machine = machine;
         this.uc = machine.engine();
+        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, Arm64Regs::id);
     }
 
     /** Unicorn's id of {@code xN} (0–30). */
@@ -81,17 +83,7 @@ public final class Arm64Regs implements Regs {
 
     @Override public long get(String name) { return uc.regRead(id(name)); }
 
-    /** One batch per caller's array (the event engine has one); a batch's native memory lives as long as the engine. */
-    private final java.util.Map<String[], Unicorn.RegisterBatch> batches = new java.util.IdentityHashMap<>();
-
-    @Override
-    public void getAll(String[] names, long[] out) {
-        batches.computeIfAbsent(names, n -> {
-            int[] ids = new int[n.length];
-            for (int i = 0; i < n.length; i++) ids[i] = id(n[i]);
-            return uc.registerBatch(ids);
-        }).read(out);
-    }
+    @Override public void getAll(String[] names, long[] out) { batches.read(names, out); }
 
     @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
 
