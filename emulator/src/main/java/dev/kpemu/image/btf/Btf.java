@@ -5,9 +5,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Optional;
 
@@ -60,20 +58,35 @@ public final class Btf {
 
     private final String source;
     private final Header header;
-    private final List<BtfType> types;          // index = id; element 0 is null (void)
-    private final Map<String, List<BtfType>> byName;
+    /** The blob's own bytes (copied out of the kernel file, so that array can go). */
+    private final byte[] data;
+    private final int strStart, strLen;
+    /** Where each type's record starts in {@link #data}: index = id, element 0 unused. */
+    private final int[] recordAt;
+    /** Types decoded so far (index = id): a kernel's BTF has ~100,000, of which a session looks at a few hundred. */
+    private final BtfType[] decoded;
+    /** Named types by name: chain heads per hash bucket and, per id, the next id with a name in the same bucket. */
+    private final int[] nameBuckets, nextInBucket;
     private final int pointerSize;
 
-    private Btf(String source, Header header, List<BtfType> types) {
+    private Btf(String source, Header header, byte[] data, int strStart, int strLen, int[] recordAt) {
         this.source = source;
         this.header = header;
-        this.types = types;
-        Map<String, List<BtfType>> m = new HashMap<>(types.size() * 2);
-        for (int i = 1; i < types.size(); i++) {
-            BtfType t = types.get(i);
-            if (!t.anonymous()) m.computeIfAbsent(t.name(), k -> new ArrayList<>(1)).add(t);
+        this.data = data;
+        this.strStart = strStart;
+        this.strLen = strLen;
+        this.recordAt = recordAt;
+        this.decoded = new BtfType[recordAt.length];
+        int buckets = Integer.highestOneBit(Math.max(16, recordAt.length)) << 1;
+        this.nameBuckets = new int[buckets];
+        this.nextInBucket = new int[recordAt.length];
+        for (int id = recordAt.length - 1; id >= 1; id--) {   // from the end, so each chain runs in id order
+            int off = nameOffset(id);
+            if (off == 0 || data[strStart + off] == 0) continue;
+            int b = hashAt(strStart + off) & (buckets - 1);
+            nextInBucket[id] = nameBuckets[b];
+            nameBuckets[b] = id;
         }
-        this.byName = m;
         int ps = 8;
         for (String n : new String[]{"long unsigned int", "long int", "unsigned long"}) {
             Optional<BtfType> t = byName(n, BtfKind.INT);
@@ -120,166 +133,211 @@ public final class Btf {
         return h;
     }
 
-    /** Parses the blob at {@code offset}, of at most {@code limit} bytes. */
+    /**
+     * Parses the blob at {@code offset}, of at most {@code limit} bytes: checks every record (sizes,
+     * kinds, string offsets, type references) and indexes the names; the records themselves are
+     * decoded into {@link BtfType}s when first asked for.
+     */
     public static Btf parse(byte[] data, int offset, int limit, String source) throws BtfFormatException {
         Header h = header(data, offset, limit, source);
-        ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
-        int strStart = (int) (offset + h.hdrLen() + h.strOff());
+        byte[] blob = java.util.Arrays.copyOfRange(data, offset, offset + (int) h.totalLength());
+        int strStart = (int) (h.hdrLen() + h.strOff());
         int strLen = (int) h.strLen();
-        if (data[strStart] != 0) throw new BtfFormatException(source + ": corrupt BTF: the string section does not start with an empty string");
-        if (data[strStart + strLen - 1] != 0) throw new BtfFormatException(source + ": corrupt BTF: the string section does not end with NUL");
-        Strings strings = new Strings(data, strStart, strLen, source);
-
-        int start = (int) (offset + h.hdrLen() + h.typeOff());
+        if (blob[strStart] != 0) throw new BtfFormatException(source + ": corrupt BTF: the string section does not start with an empty string");
+        if (blob[strStart + strLen - 1] != 0) throw new BtfFormatException(source + ": corrupt BTF: the string section does not end with NUL");
+        int start = (int) (h.hdrLen() + h.typeOff());
         int end = start + (int) h.typeLen();
-        List<BtfType> types = new ArrayList<>(1 << 16);
-        types.add(null);
-        List<List<BtfType.Member>> memberLists = new ArrayList<>();
+        int[] at = new int[1 << 16];
+        int count = 0;   // the highest id so far
         int p = start;
         while (p < end) {
-            int id = types.size();
+            int id = count + 1;
             if (end - p < 12) throw new BtfFormatException(source + ": truncated BTF: type id " + id + " at type-section offset " + (p - start) + " needs 12 bytes, " + (end - p) + " left");
-            String name = strings.get(b.getInt(p), id);
-            int info = b.getInt(p + 4);
-            int sizeOrType = b.getInt(p + 8);
+            checkString(getInt(blob, p), id, strLen, source);
+            int info = getInt(blob, p + 4);
             int vlen = info & 0xffff;
             int kindCode = (info >>> 24) & 0x1f;
-            boolean kflag = (info & 0x80000000) != 0;
             BtfKind kind = BtfKind.ofCode(kindCode);
             if (kind == null) throw new BtfFormatException(source + ": corrupt BTF: type id " + id + " at type-section offset " + (p - start) + " has unknown kind " + kindCode);
-            int extraLen = switch (kind) {
-                case INT, VAR, DECL_TAG -> 4;
-                case ARRAY -> 12;
-                case STRUCT, UNION, ENUM64, DATASEC -> 12 * vlen;
-                case ENUM, FUNC_PROTO -> 8 * vlen;
-                default -> 0;
-            };
+            int extraLen = extraLength(kind, vlen);
             if (end - p - 12 < extraLen) {
                 throw new BtfFormatException(source + ": truncated BTF: type id " + id + " (" + kind + ", vlen " + vlen + ") at type-section offset "
                         + (p - start) + " needs " + (12 + extraLen) + " bytes, " + (end - p) + " left");
             }
             int q = p + 12;
-            List<BtfType.Member> members = List.of();
-            List<BtfType.Param> params = List.of();
-            List<BtfType.Enumerator> enums = List.of();
-            List<BtfType.DatasecVar> secVars = List.of();
-            BtfType.ArrayInfo array = null;
-            int extra = 0;
             switch (kind) {
-                case INT, VAR, DECL_TAG -> extra = b.getInt(q);
-                case ARRAY -> array = new BtfType.ArrayInfo(b.getInt(q), b.getInt(q + 4), b.getInt(q + 8) & 0xffffffffL);
-                case STRUCT, UNION -> {
-                    List<BtfType.Member> ms = new ArrayList<>(vlen);
-                    for (int i = 0; i < vlen; i++, q += 12) {
-                        String mn = strings.get(b.getInt(q), id);
-                        int mt = b.getInt(q + 4);
-                        long off = b.getInt(q + 8) & 0xffffffffL;
-                        ms.add(kflag ? new BtfType.Member(mn, mt, off & 0xffffff, (int) (off >>> 24))
-                                     : new BtfType.Member(mn, mt, off, 0));
-                    }
-                    if (!kflag) memberLists.add(ms);
-                    members = Collections.unmodifiableList(ms);
-                }
-                case ENUM -> {
-                    List<BtfType.Enumerator> es = new ArrayList<>(vlen);
-                    for (int i = 0; i < vlen; i++, q += 8) {
-                        int v = b.getInt(q + 4);
-                        es.add(new BtfType.Enumerator(strings.get(b.getInt(q), id), kflag ? v : v & 0xffffffffL));
-                    }
-                    enums = List.copyOf(es);
-                }
-                case ENUM64 -> {
-                    List<BtfType.Enumerator> es = new ArrayList<>(vlen);
-                    for (int i = 0; i < vlen; i++, q += 12) {
-                        long v = (b.getInt(q + 4) & 0xffffffffL) | (long) b.getInt(q + 8) << 32;
-                        es.add(new BtfType.Enumerator(strings.get(b.getInt(q), id), v));
-                    }
-                    enums = List.copyOf(es);
-                }
-                case FUNC_PROTO -> {
-                    List<BtfType.Param> ps = new ArrayList<>(vlen);
-                    for (int i = 0; i < vlen; i++, q += 8) ps.add(new BtfType.Param(strings.get(b.getInt(q), id), b.getInt(q + 4)));
-                    params = List.copyOf(ps);
-                }
-                case DATASEC -> {
-                    List<BtfType.DatasecVar> vs = new ArrayList<>(vlen);
-                    for (int i = 0; i < vlen; i++, q += 12) {
-                        vs.add(new BtfType.DatasecVar(b.getInt(q), b.getInt(q + 4) & 0xffffffffL, b.getInt(q + 8) & 0xffffffffL));
-                    }
-                    secVars = List.copyOf(vs);
-                }
+                case STRUCT, UNION, ENUM64 -> { for (int i = 0; i < vlen; i++, q += 12) checkString(getInt(blob, q), id, strLen, source); }
+                case ENUM, FUNC_PROTO -> { for (int i = 0; i < vlen; i++, q += 8) checkString(getInt(blob, q), id, strLen, source); }
                 default -> { }
             }
-            types.add(new BtfType(id, kind, name, kflag, vlen, sizeOrType, members, params, enums, array, secVars, extra));
+            if (id >= at.length) at = java.util.Arrays.copyOf(at, at.length * 2);
+            at[id] = p;
+            count = id;
             p += 12 + extraLen;
         }
         if (p != end) throw new BtfFormatException(source + ": corrupt BTF: the last type record ends " + (p - end) + " bytes past the type section");
-        checkReferences(types, source);
-        // Structs without kind_flag may encode bitfields in the member's INT type (its offset/bits).
-        for (List<BtfType.Member> ms : memberLists) {
-            for (int i = 0; i < ms.size(); i++) {
-                BtfType.Member m = ms.get(i);
-                BtfType it = resolveIn(types, m.typeId());
-                if (it != null && it.kind() == BtfKind.INT && (it.intOffset() != 0 || it.intBits() != it.size() * 8)) {
-                    ms.set(i, new BtfType.Member(m.name(), m.typeId(), m.bitOffset() + it.intOffset(), it.intBits()));
-                }
-            }
-        }
-        return new Btf(source, h, Collections.unmodifiableList(types));
+        Btf btf = new Btf(source, h, blob, strStart, strLen, java.util.Arrays.copyOf(at, count + 1));
+        btf.checkReferences();
+        return btf;
     }
 
-    private static void checkReferences(List<BtfType> types, String source) throws BtfFormatException {
-        int n = types.size();
+    private static int extraLength(BtfKind kind, int vlen) {
+        return switch (kind) {
+            case INT, VAR, DECL_TAG -> 4;
+            case ARRAY -> 12;
+            case STRUCT, UNION, ENUM64, DATASEC -> 12 * vlen;
+            case ENUM, FUNC_PROTO -> 8 * vlen;
+            default -> 0;
+        };
+    }
+
+    private static void checkString(int off, int id, int len, String source) throws BtfFormatException {
+        if (off != 0 && (off < 0 || off >= len)) {
+            throw new BtfFormatException(source + ": corrupt BTF: type id " + id + " names string offset " + (off & 0xffffffffL) + ", outside the " + len + "-byte string section");
+        }
+    }
+
+    private static int getInt(byte[] d, int p) {
+        return (d[p] & 0xff) | (d[p + 1] & 0xff) << 8 | (d[p + 2] & 0xff) << 16 | (d[p + 3] & 0xff) << 24;
+    }
+
+    /** Every reference inside the type section names an existing id; a FUNC's names a FUNC_PROTO. */
+    private void checkReferences() throws BtfFormatException {
+        int n = recordAt.length;
         for (int id = 1; id < n; id++) {
-            BtfType t = types.get(id);
-            switch (t.kind()) {
-                case PTR, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FUNC_PROTO, VAR, DECL_TAG, TYPE_TAG -> ref(t, t.sizeOrType(), n, source);
-                case ARRAY -> { ref(t, t.array().elemType(), n, source); ref(t, t.array().indexType(), n, source); }
+            int p = recordAt[id];
+            BtfKind kind = rawKind(id);
+            int vlen = getInt(data, p + 4) & 0xffff;
+            int third = getInt(data, p + 8);
+            switch (kind) {
+                case PTR, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FUNC_PROTO, VAR, DECL_TAG, TYPE_TAG -> ref(id, third, n);
+                case ARRAY -> { ref(id, getInt(data, p + 12), n); ref(id, getInt(data, p + 16), n); }
                 default -> { }
             }
-            for (BtfType.Member m : t.members()) ref(t, m.typeId(), n, source);
-            for (BtfType.Param pa : t.params()) ref(t, pa.typeId(), n, source);
-            for (BtfType.DatasecVar v : t.datasecVars()) ref(t, v.typeId(), n, source);
-            if (t.kind() == BtfKind.FUNC && t.sizeOrType() != 0 && types.get(t.sizeOrType()).kind() != BtfKind.FUNC_PROTO) {
-                throw new BtfFormatException(source + ": corrupt BTF: FUNC " + t + " refers to " + types.get(t.sizeOrType()) + ", not a FUNC_PROTO");
+            switch (kind) {
+                case STRUCT, UNION -> { for (int i = 0; i < vlen; i++) ref(id, getInt(data, p + 12 + 12 * i + 4), n); }
+                case FUNC_PROTO -> { for (int i = 0; i < vlen; i++) ref(id, getInt(data, p + 12 + 8 * i + 4), n); }
+                case DATASEC -> { for (int i = 0; i < vlen; i++) ref(id, getInt(data, p + 12 + 12 * i), n); }
+                default -> { }
+            }
+            if (kind == BtfKind.FUNC && third != 0 && rawKind(third) != BtfKind.FUNC_PROTO) {
+                throw new BtfFormatException(source + ": corrupt BTF: FUNC " + type(id) + " refers to " + type(third) + ", not a FUNC_PROTO");
             }
         }
     }
 
-    private static void ref(BtfType t, int target, int n, String source) throws BtfFormatException {
-        if (target < 0 || target >= n) throw new BtfFormatException(source + ": corrupt BTF: " + t + " refers to type id " + (target & 0xffffffffL) + ", but the last id is " + (n - 1));
+    private void ref(int id, int target, int n) throws BtfFormatException {
+        if (target < 0 || target >= n) throw new BtfFormatException(source + ": corrupt BTF: " + type(id) + " refers to type id " + (target & 0xffffffffL) + ", but the last id is " + (n - 1));
     }
 
-    private static BtfType resolveIn(List<BtfType> types, int id) {
-        for (int d = 0; d < MAX_DEPTH && id != 0; d++) {
-            BtfType t = types.get(id);
+    private BtfKind rawKind(int id) { return BtfKind.ofCode((getInt(data, recordAt[id] + 4) >>> 24) & 0x1f); }
+
+    private int nameOffset(int id) { return getInt(data, recordAt[id]); }
+
+    /** The string at this offset of the string section (checked when parsed). */
+    private String string(int off) {
+        if (off == 0) return "";
+        int s = strStart + off, e = s;
+        while (data[e] != 0) e++;   // the section ends with NUL (checked)
+        return new String(data, s, e - s, StandardCharsets.UTF_8);
+    }
+
+    /** FNV-1a over the NUL-terminated bytes at {@code p}. */
+    private int hashAt(int p) {
+        int h = 0x811c9dc5;
+        for (; data[p] != 0; p++) h = (h ^ (data[p] & 0xff)) * 0x01000193;
+        return h;
+    }
+
+    private static int hash(byte[] name) {
+        int h = 0x811c9dc5;
+        for (byte c : name) h = (h ^ (c & 0xff)) * 0x01000193;
+        return h;
+    }
+
+    private boolean nameEquals(int id, byte[] name) {
+        int p = strStart + nameOffset(id);
+        for (byte c : name) if (data[p++] != c) return false;
+        return data[p] == 0;
+    }
+
+    /** Decodes one record; members of a struct without kind_flag get their bitfields from INT member types. */
+    private BtfType decode(int id) {
+        int p = recordAt[id];
+        String name = string(getInt(data, p));
+        int info = getInt(data, p + 4);
+        int sizeOrType = getInt(data, p + 8);
+        int vlen = info & 0xffff;
+        boolean kflag = (info & 0x80000000) != 0;
+        BtfKind kind = BtfKind.ofCode((info >>> 24) & 0x1f);
+        int q = p + 12;
+        List<BtfType.Member> members = List.of();
+        List<BtfType.Param> params = List.of();
+        List<BtfType.Enumerator> enums = List.of();
+        List<BtfType.DatasecVar> secVars = List.of();
+        BtfType.ArrayInfo array = null;
+        int extra = 0;
+        switch (kind) {
+            case INT, VAR, DECL_TAG -> extra = getInt(data, q);
+            case ARRAY -> array = new BtfType.ArrayInfo(getInt(data, q), getInt(data, q + 4), getInt(data, q + 8) & 0xffffffffL);
+            case STRUCT, UNION -> {
+                List<BtfType.Member> ms = new ArrayList<>(vlen);
+                for (int i = 0; i < vlen; i++, q += 12) {
+                    String mn = string(getInt(data, q));
+                    int mt = getInt(data, q + 4);
+                    long off = getInt(data, q + 8) & 0xffffffffL;
+                    BtfType.Member m = kflag ? new BtfType.Member(mn, mt, off & 0xffffff, (int) (off >>> 24)) : new BtfType.Member(mn, mt, off, 0);
+                    if (!kflag) {
+                        BtfType it = resolveQuietly(mt);
+                        if (it != null && it.kind() == BtfKind.INT && (it.intOffset() != 0 || it.intBits() != it.size() * 8)) {
+                            m = new BtfType.Member(mn, mt, off + it.intOffset(), it.intBits());
+                        }
+                    }
+                    ms.add(m);
+                }
+                members = Collections.unmodifiableList(ms);
+            }
+            case ENUM -> {
+                List<BtfType.Enumerator> es = new ArrayList<>(vlen);
+                for (int i = 0; i < vlen; i++, q += 8) {
+                    int v = getInt(data, q + 4);
+                    es.add(new BtfType.Enumerator(string(getInt(data, q)), kflag ? v : v & 0xffffffffL));
+                }
+                enums = List.copyOf(es);
+            }
+            case ENUM64 -> {
+                List<BtfType.Enumerator> es = new ArrayList<>(vlen);
+                for (int i = 0; i < vlen; i++, q += 12) {
+                    long v = (getInt(data, q + 4) & 0xffffffffL) | (long) getInt(data, q + 8) << 32;
+                    es.add(new BtfType.Enumerator(string(getInt(data, q)), v));
+                }
+                enums = List.copyOf(es);
+            }
+            case FUNC_PROTO -> {
+                List<BtfType.Param> ps = new ArrayList<>(vlen);
+                for (int i = 0; i < vlen; i++, q += 8) ps.add(new BtfType.Param(string(getInt(data, q)), getInt(data, q + 4)));
+                params = List.copyOf(ps);
+            }
+            case DATASEC -> {
+                List<BtfType.DatasecVar> vs = new ArrayList<>(vlen);
+                for (int i = 0; i < vlen; i++, q += 12) {
+                    vs.add(new BtfType.DatasecVar(getInt(data, q), getInt(data, q + 4) & 0xffffffffL, getInt(data, q + 8) & 0xffffffffL));
+                }
+                secVars = List.copyOf(vs);
+            }
+            default -> { }
+        }
+        return new BtfType(id, kind, name, kflag, vlen, sizeOrType, members, params, enums, array, secVars, extra);
+    }
+
+    /** The type after modifiers, or null (void, an id out of range, a chain too long): for decoding members. */
+    private BtfType resolveQuietly(int id) {
+        for (int d = 0; d < MAX_DEPTH && id > 0 && id < recordAt.length; d++) {
+            BtfType t = type(id);
             if (!t.kind().isModifier()) return t;
             id = t.sizeOrType();
         }
         return null;
-    }
-
-    /** The string section, decoding each offset once. */
-    private static final class Strings {
-        private final byte[] d;
-        private final int start, len;
-        private final String source;
-        private final Map<Integer, String> cache = new HashMap<>(1 << 16);
-
-        Strings(byte[] d, int start, int len, String source) { this.d = d; this.start = start; this.len = len; this.source = source; }
-
-        String get(int off, int id) throws BtfFormatException {
-            if (off == 0) return "";
-            if (off < 0 || off >= len) throw new BtfFormatException(source + ": corrupt BTF: type id " + id + " names string offset " + (off & 0xffffffffL) + ", outside the " + len + "-byte string section");
-            String s = cache.get(off);
-            if (s == null) {
-                int e = start + off;
-                while (d[e] != 0) e++;   // the section ends with NUL (checked)
-                s = new String(d, start + off, e - start - off, StandardCharsets.UTF_8);
-                cache.put(off, s);
-            }
-            return s;
-        }
     }
 
     // ---------------------------------------------------------------- basic access
@@ -288,22 +346,51 @@ public final class Btf {
     public String source() { return source; }
     public Header header() { return header; }
     /** Number of types (the highest type id). */
-    public int typeCount() { return types.size() - 1; }
+    public int typeCount() { return recordAt.length - 1; }
 
     /** The type with this id (1..typeCount()); id 0 (void) gives null. */
     public BtfType type(int id) {
-        if (id < 0 || id >= types.size()) throw new NoSuchElementException("no BTF type id " + id + " in " + source + " (1.." + typeCount() + ")");
-        return types.get(id);
+        if (id < 0 || id >= recordAt.length) throw new NoSuchElementException("no BTF type id " + id + " in " + source + " (1.." + typeCount() + ")");
+        if (id == 0) return null;
+        BtfType t = decoded[id];
+        if (t == null) decoded[id] = t = decode(id);   // a race decodes twice, to equal immutable values
+        return t;
     }
 
-    /** All types in id order (element 0 is null for void). */
-    public List<BtfType> types() { return types; }
+    /** All types in id order (element 0 is null for void); each is decoded when read. */
+    public List<BtfType> types() {
+        return new java.util.AbstractList<>() {
+            @Override public BtfType get(int id) { return type(id); }
+            @Override public int size() { return recordAt.length; }
+        };
+    }
+
+    /** The ids of the types of this kind, in id order, without decoding the others. */
+    public java.util.stream.IntStream idsOfKind(BtfKind kind) {
+        return java.util.stream.IntStream.range(1, recordAt.length).filter(id -> rawKind(id) == kind);
+    }
+
+    /** A type's name ("" when anonymous) without decoding the rest of it. */
+    public String nameOf(int id) {
+        if (id <= 0 || id >= recordAt.length) throw new NoSuchElementException("no BTF type id " + id + " in " + source + " (1.." + typeCount() + ")");
+        return string(nameOffset(id));
+    }
 
     /** The pointer size, from the INT type {@code long unsigned int} (8 when absent). */
     public int pointerSize() { return pointerSize; }
 
     /** All named types with this name, any kind, in id order. */
-    public List<BtfType> byName(String name) { return byName.getOrDefault(name, List.of()); }
+    public List<BtfType> byName(String name) {
+        if (name.isEmpty()) return List.of();
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        List<BtfType> found = null;
+        for (int id = nameBuckets[hash(n) & (nameBuckets.length - 1)]; id != 0; id = nextInBucket[id]) {
+            if (!nameEquals(id, n)) continue;
+            if (found == null) found = new ArrayList<>(1);
+            found.add(type(id));
+        }
+        return found == null ? List.of() : found;
+    }
 
     /** The first type of this kind with this name. */
     public Optional<BtfType> byName(String name, BtfKind kind) {
@@ -472,8 +559,8 @@ public final class Btf {
 
     /** A variable the BTF places in a DATASEC (pahole emits per-CPU variables, in {@code .data..percpu}). */
     public Optional<VarLocation> variable(String varName) {
-        for (BtfType t : types) {
-            if (t == null || t.kind() != BtfKind.DATASEC) continue;
+        for (int sec : idsOfKind(BtfKind.DATASEC).toArray()) {
+            BtfType t = type(sec);
             for (BtfType.DatasecVar v : t.datasecVars()) {
                 BtfType var = type(v.typeId());
                 if (var != null && var.name().equals(varName)) {

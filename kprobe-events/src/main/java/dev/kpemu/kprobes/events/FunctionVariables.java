@@ -66,7 +66,7 @@ public final class FunctionVariables {
 
     /** Every function the BTF describes, in type order (for an index of them). */
     public static java.util.stream.Stream<Signature> all(Btf btf, Arch arch) {
-        return btf.types().stream().filter(t -> t != null && t.kind() == BtfKind.FUNC).map(BtfType::name).distinct()
+        return btf.idsOfKind(BtfKind.FUNC).mapToObj(btf::nameOf).distinct()
                 .map(n -> of(btf, arch, n)).flatMap(Optional::stream);
     }
 
