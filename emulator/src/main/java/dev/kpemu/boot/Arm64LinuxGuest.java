@@ -21,7 +21,8 @@ final class Arm64LinuxGuest implements LinuxGuest {
     private final Arm64Board board;
     private final ConsoleMonitor console;
     private final Arm64LinuxLoader.Loaded loaded;
-    private final byte[] image;
+    /** The raw Image: Debian's file itself, read whole only when probes ask for it. */
+    private final dev.kpemu.image.OnDemandFileBytes image;
     private final String name;
     private final CompletableFuture<SymbolTable> symbols;
     private final HostArea hostArea;
@@ -29,7 +30,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
     /** The kernel file as given: what the text tables' cache is keyed by. */
     private final Path kernelPath;
 
-    private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded, byte[] image, String name,
+    private Arm64LinuxGuest(Arm64Board board, ConsoleMonitor console, Arm64LinuxLoader.Loaded loaded, dev.kpemu.image.OnDemandFileBytes image, String name,
                             CompletableFuture<SymbolTable> symbols, HostArea hostArea, int memoryMiB, Path kernelPath) {
         this.board = board;
         this.image = image;
@@ -43,18 +44,19 @@ final class Arm64LinuxGuest implements LinuxGuest {
     }
 
     /** {@code fromSnapshot}: a snapshot's RAM follows, so the kernel and initrd are not written into RAM. */
-    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] kernelBytes, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
+    static Arm64LinuxGuest prepare(BootRunner.Options o, Path kernelPath, byte[] initrd, boolean fromSnapshot) throws KernelImageException {
         if (!Machine.canWatchInterruptEnable()) {
             throw new IllegalStateException("the native instruction clock (libkpemu_clock.so) predates the interrupt-enable watch "
                     + "that Linux's idle loop needs; rebuild it with scripts/fetch-natives.sh (the ./kpemu launcher does this)");
         }
         String name = kernelPath.toString();
-        byte[] image = KernelFiles.arm64Image(kernelBytes, name);
+        if (!java.nio.file.Files.isRegularFile(kernelPath)) BootRunner.read(kernelPath, "kernel");   // its one-line error
+        dev.kpemu.image.OnDemandFileBytes image = KernelFiles.arm64Image(kernelPath);
         // Decode the symbols beside the boot: nothing needs them before the guest runs.
         CompletableFuture<SymbolTable> symbols = CompletableFuture.supplyAsync(() -> {
             try {
-                return BootRunner.symbols(kernelPath, linkBase -> Kallsyms.arm64FileOffsets(linkBase, image.length),
-                        () -> Kallsyms.fromArm64Image(image, name));
+                return BootRunner.symbols(kernelPath, linkBase -> Kallsyms.arm64FileOffsets(linkBase, image.length()),
+                        () -> Kallsyms.fromArm64Image(image.bytes(), name));
             } catch (KernelImageException e) {
                 throw new CompletionException(e);
             }
@@ -114,7 +116,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
         }
     }
 
-    @Override public byte[] kernelFile() { return image; }
+    @Override public byte[] kernelFile() { return image.bytes(); }
 
     private dev.kpemu.image.KernelTextTables textTables;
 
@@ -124,7 +126,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
     }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
-        return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);
+        return KernelStructs.of(BtfLocator.fromArm64Image(image.bytes(), name, symbols()).btf(), symbols(), Arch.ARM64);
     }
 
     @Override public String describe() {

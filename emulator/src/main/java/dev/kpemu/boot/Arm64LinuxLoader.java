@@ -3,6 +3,7 @@ package dev.kpemu.boot;
 import dev.kpemu.image.Arm64Image;
 import dev.kpemu.image.KernelFiles;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.OnDemandFileBytes;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
@@ -25,6 +26,8 @@ import dev.kpemu.unicorn.Arm64Reg;
 public final class Arm64LinuxLoader {
     public static final long ALIGN_2M = 2L << 20;
     public static final long DTB_MAX = 2L << 20;
+    /** How much of an Image is read to parse its headers (the arm64 header and the EFI stub's PE header and section table). */
+    static final int HEADERS_READ = 64 << 10;
     /** The default command line: PL011 console, no KASLR (no seed is given either). */
     public static final String DEFAULT_CMDLINE = "console=ttyAMA0 earlycon=pl011,0x" + Long.toHexString(Arm64Layout.UART_BASE) + " nokaslr";
 
@@ -66,8 +69,14 @@ public final class Arm64LinuxLoader {
      */
     static Loaded load(Arm64Machine m, byte[] kernel, String kernelName, byte[] initrd, String cmdline, long guestRamBytes,
                        boolean terminalUart, boolean writeImages) throws KernelImageException {
-        byte[] image = KernelFiles.arm64Image(kernel, kernelName);
-        Arm64Image h = Arm64Image.parse(image, kernelName);
+        return load(m, OnDemandFileBytes.inMemory(KernelFiles.arm64Image(kernel, kernelName), kernelName), kernelName, initrd, cmdline,
+                guestRamBytes, terminalUart, writeImages);
+    }
+
+    /** As above, the raw Image read as it is copied into RAM ({@link KernelFiles#arm64Image(java.nio.file.Path)}). */
+    static Loaded load(Arm64Machine m, OnDemandFileBytes image, String kernelName, byte[] initrd, String cmdline, long guestRamBytes,
+                       boolean terminalUart, boolean writeImages) throws KernelImageException {
+        Arm64Image h = Arm64Image.parse(image.head(HEADERS_READ), image.length(), kernelName);
         if (h.bigEndian()) throw new KernelImageException(kernelName + ": a big-endian kernel cannot run on this little-endian machine");
         if (h.pageSize() != 0 && h.pageSize() != 4096 && h.pageSize() != 16384 && h.pageSize() != 65536) {
             throw new KernelImageException(kernelName + ": unsupported page size");
@@ -76,12 +85,12 @@ public final class Arm64LinuxLoader {
         if (guestRamBytes <= 0 || guestRamBytes > ram.size()) throw new IllegalArgumentException("guest RAM outside the machine's RAM");
         long ramEnd = ram.base() + guestRamBytes;
         long base = h.loadAddress(ram.base() + ALIGN_2M);       // keep the first 2 MiB for the device tree
-        long kernelEnd = base + Math.max(h.effectiveSize(), image.length);
+        long kernelEnd = base + Math.max(h.effectiveSize(), image.length());
         if (kernelEnd > ramEnd) {
             throw new KernelImageException(kernelName + ": the kernel needs 0x" + Long.toHexString(kernelEnd - ram.base())
                     + " bytes of RAM, the guest has 0x" + Long.toHexString(guestRamBytes));
         }
-        if (writeImages) m.memory().write(base, image);
+        if (writeImages) image.copyRange(0, image.length(), (at, chunk, from, n) -> m.memory().write(base + at, chunk, from, n));
 
         Arm64DeviceTree.Initrd rd = null;
         if (initrd != null) {

@@ -129,7 +129,7 @@ public final class BootRunner {
         SnapshotUse used = null;
         try (LinuxGuest guest = o.arch() == Arch.X86_64
                 ? X86LinuxGuest.prepare(o, kernel, initrdBytes, restoring)
-                : Arm64LinuxGuest.prepare(o, kernel, read(kernel, "kernel"), initrdBytes, restoring)) {
+                : Arm64LinuxGuest.prepare(o, kernel, initrdBytes, restoring)) {
             Machine m = guest.machine();
             PhaseLog.mark("guest prepared (kernel file, loader, machine)");
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));

@@ -91,6 +91,7 @@ public final class X86LinuxLoader {
     }
 
     private static KernelFile readKernelUncached(Path kernel) throws KernelImageException {
+        if (startsWithElfMagic(kernel)) return new KernelFile(null, ElfImage.read(kernel));
         byte[] data;
         try {
             data = dev.kpemu.image.FileBytes.read(kernel);
@@ -103,6 +104,15 @@ public final class X86LinuxLoader {
         BzImage bz = BzImage.parse(data, kernel.getFileName().toString());
         if (!bz.has64BitEntry()) throw new KernelImageException(kernel + ": bzImage has no 64-bit entry (XLF_KERNEL_64)");
         return new KernelFile(bz, bz.vmlinux());
+    }
+
+    private static boolean startsWithElfMagic(Path file) {
+        try (var in = Files.newInputStream(file)) {
+            byte[] m = in.readNBytes(4);
+            return m.length == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+        } catch (java.io.IOException e) {
+            return false;   // read whole below, for the one-line error
+        }
     }
 
     /** A kernel: the bzImage (null for a bare vmlinux) and its ELF vmlinux. */
@@ -125,13 +135,12 @@ public final class X86LinuxLoader {
         ElfImage elf = kernel.vmlinux();
         if (elf.machine() != ElfImage.EM_X86_64) throw new KernelImageException(elf.name() + ": not an x86-64 ELF");
         long kernelEnd = 0;
-        byte[] bytes = elf.bytes();
         for (ElfImage.Segment s : elf.loadSegments()) {
             if (s.paddr() < X86Layout.HIGH_RAM_START || s.paddr() + s.memsz() > ramBytes) {
                 throw new KernelImageException(String.format("%s: segment at 0x%x+0x%x does not fit in %d MiB of RAM", elf.name(), s.paddr(), s.memsz(), ramBytes >> 20));
             }
             if (writeImages) {
-                mem.write(s.paddr(), bytes, (int) s.offset(), (int) s.filesz());
+                elf.copyFileRange(s.offset(), s.filesz(), (at, chunk, from, n) -> mem.write(s.paddr() + (at - s.offset()), chunk, from, n));
                 if (s.memsz() > s.filesz()) mem.write(s.paddr() + s.filesz(), new byte[(int) (s.memsz() - s.filesz())]);
             }
             kernelEnd = Math.max(kernelEnd, s.paddr() + s.memsz());

@@ -33,6 +33,14 @@ public record Arm64Image(String name, long fileSize, int code0, long textOffset,
     }
 
     public static Arm64Image parse(byte[] data, String name) throws KernelImageException {
+        return parse(data, data.length, name);
+    }
+
+    /**
+     * Parses the Image whose first bytes are {@code data} (the whole file, or a prefix long enough
+     * for its headers) and whose file is {@code fileLength} bytes long.
+     */
+    public static Arm64Image parse(byte[] data, long fileLength, String name) throws KernelImageException {
         if (data.length < HEADER_SIZE) {
             throw new KernelImageException(name + ": not an arm64 Image: " + ImageFiles.describe(data) + ", shorter than the 64-byte header");
         }
@@ -40,7 +48,7 @@ public record Arm64Image(String name, long fileSize, int code0, long textOffset,
             throw new KernelImageException(name + ": not an arm64 Image (no \"ARM\\x64\" magic at 0x38): it is " + ImageFiles.describe(data));
         }
         ByteBuffer b = ImageFiles.le(data);
-        Arm64Image img = new Arm64Image(name, data.length, b.getInt(0), b.getLong(8), b.getLong(16), b.getLong(24), b.getInt(0x3c));
+        Arm64Image img = new Arm64Image(name, fileLength, b.getInt(0), b.getLong(8), b.getLong(16), b.getLong(24), b.getInt(0x3c));
         if ((img.textOffset & 0xfff) != 0 || Long.compareUnsigned(img.textOffset, 1L << 30) >= 0) {
             throw new KernelImageException(name + ": corrupt arm64 Image header: text_offset 0x" + Long.toHexString(img.textOffset) + " is not a small page-aligned offset");
         }
@@ -56,10 +64,10 @@ public record Arm64Image(String name, long fileSize, int code0, long textOffset,
             throw new KernelImageException(name + ": corrupt arm64 Image: PE header offset 0x" + Integer.toHexString(img.peOffset) + " does not point at \"PE\\0\\0\"");
         }
         if (img.peOffset != 0) {
-            long fileBacked = peSectionsEnd(data, name, img.peOffset);
-            if (fileBacked > data.length) {
+            long fileBacked = peSectionsEnd(data, fileLength, name, img.peOffset);
+            if (fileBacked > fileLength) {
                 throw new KernelImageException(name + ": truncated arm64 Image: its PE sections end at 0x" + Long.toHexString(fileBacked)
-                        + ", the file has 0x" + Long.toHexString(data.length) + " bytes");
+                        + ", the file has 0x" + Long.toHexString(fileLength) + " bytes");
             }
         }
         return img;
@@ -72,12 +80,19 @@ public record Arm64Image(String name, long fileSize, int code0, long textOffset,
      * exactly the file's length).
      */
     static long peSectionsEnd(byte[] data, String name, int pe) throws KernelImageException {
+        return peSectionsEnd(data, data.length, name, pe);
+    }
+
+    static long peSectionsEnd(byte[] data, long fileLength, String name, int pe) throws KernelImageException {
         ByteBuffer b = ImageFiles.le(data);
         if (pe + 24 > data.length) throw new KernelImageException(name + ": truncated arm64 Image: the PE header is cut off");
         int sections = b.getShort(pe + 6) & 0xffff, optionalHeader = b.getShort(pe + 20) & 0xffff;
         long table = pe + 24L + optionalHeader;
+        if (table + 40L * sections > fileLength) {
+            throw new KernelImageException(name + ": truncated arm64 Image: the PE section table ends past the file's 0x" + Long.toHexString(fileLength) + " bytes");
+        }
         if (table + 40L * sections > data.length) {
-            throw new KernelImageException(name + ": truncated arm64 Image: the PE section table ends past the file's 0x" + Long.toHexString(data.length) + " bytes");
+            throw new KernelImageException(name + ": the PE section table lies past the first 0x" + Long.toHexString(data.length) + " bytes read for the headers");
         }
         long end = 0;
         for (int i = 0; i < sections; i++) {

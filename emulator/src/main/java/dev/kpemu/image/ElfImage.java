@@ -1,6 +1,12 @@
 package dev.kpemu.image;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -56,7 +62,8 @@ public final class ElfImage {
     }
 
     private final String name;
-    private final byte[] data;
+    /** The file's bytes: read whole only when asked for when the image was opened from a file. */
+    private final OnDemandFileBytes contents;
     private final int type;
     private final int machine;
     private final long entry;
@@ -64,28 +71,53 @@ public final class ElfImage {
     private final List<Section> sections;
     private final List<Note> notes;
 
-    private ElfImage(String name, byte[] data, int type, int machine, long entry, List<Segment> segments, List<Section> sections, List<Note> notes) {
-        this.name = name; this.data = data; this.type = type; this.machine = machine; this.entry = entry;
-        this.segments = segments; this.sections = sections; this.notes = notes;
+    private ElfImage(String name, OnDemandFileBytes contents, int type, int machine, long entry, List<Segment> segments,
+                     List<Section> sections, List<Note> notes) {
+        this.name = name; this.contents = contents; this.type = type; this.machine = machine;
+        this.entry = entry; this.segments = segments; this.sections = sections; this.notes = notes;
     }
 
+    /**
+     * Opens an ELF file reading only its headers and notes (through a mapping closed before this
+     * returns): the rest is read when {@link #bytes()} or {@link #copyFileRange} asks for it. A
+     * 57 MiB vmlinux on the heap was a fifth of an x86-64 boot's peak memory, and a boot without
+     * probes needs only its segments, copied once into guest RAM.
+     */
     public static ElfImage read(Path path) throws KernelImageException {
+        if (path != null && Files.isRegularFile(path)) {
+            try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+                long size = ch.size();
+                if (size >= 64 && size <= Integer.MAX_VALUE - 8) {
+                    ByteBuffer b = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+                    byte[] head = new byte[64];
+                    b.get(0, head);
+                    if (ImageFiles.isElf(head)) return parse(b, (int) size, head, null, path, path.toString());
+                }
+            } catch (IOException e) {
+                // read it whole below, for the one-line error
+            }
+        }
         return parse(ImageFiles.read(path), path.toString());
     }
 
     public static ElfImage parse(byte[] d, String name) throws KernelImageException {
+        return parse(ImageFiles.le(d), d.length, d, d, null, name);
+    }
+
+    /** {@code b}: the file's {@code len} bytes; {@code head}: at least its first 64 (the whole file when it is short). */
+    private static ElfImage parse(ByteBuffer b, int len, byte[] head, byte[] data, Path file, String name) throws KernelImageException {
+        byte[] d = head;
         if (!ImageFiles.isElf(d)) throw new KernelImageException(name + ": not an ELF file: it is " + ImageFiles.describe(d));
-        if (d.length < 64) throw new KernelImageException(name + ": corrupt ELF: truncated header");
+        if (len < 64) throw new KernelImageException(name + ": corrupt ELF: truncated header");
         if (d[4] != 2) throw new KernelImageException(name + ": not an ELF64 file (EI_CLASS " + d[4] + ")");
         if (d[5] != 1) throw new KernelImageException(name + ": big-endian ELF is not supported");
-        ByteBuffer b = ImageFiles.le(d);
         int type = b.getShort(16) & 0xffff;
         int machine = b.getShort(18) & 0xffff;
         long entry = b.getLong(24);
         long phoff = b.getLong(32), shoff = b.getLong(40);
         int phentsize = b.getShort(54) & 0xffff, phnum = b.getShort(56) & 0xffff;
         int shentsize = b.getShort(58) & 0xffff, shnum = b.getShort(60) & 0xffff, shstrndx = b.getShort(62) & 0xffff;
-        if (phnum > 0 && (phentsize < 56 || phoff < 0 || phoff + (long) phnum * phentsize > d.length)) {
+        if (phnum > 0 && (phentsize < 56 || phoff < 0 || phoff + (long) phnum * phentsize > len)) {
             throw new KernelImageException(name + ": corrupt ELF: program headers lie outside the file");
         }
         List<Segment> segs = new ArrayList<>();
@@ -93,13 +125,13 @@ public final class ElfImage {
             int p = (int) (phoff + (long) i * phentsize);
             Segment s = new Segment(b.getInt(p), b.getInt(p + 4), b.getLong(p + 8), b.getLong(p + 16), b.getLong(p + 24),
                     b.getLong(p + 32), b.getLong(p + 40), b.getLong(p + 48));
-            if (s.type == PT_LOAD && (s.offset < 0 || s.filesz < 0 || s.offset + s.filesz > d.length || Long.compareUnsigned(s.filesz, s.memsz) > 0)) {
-                throw new KernelImageException(name + ": corrupt ELF: segment " + i + " (" + s + ") lies outside the " + d.length + "-byte file");
+            if (s.type == PT_LOAD && (s.offset < 0 || s.filesz < 0 || s.offset + s.filesz > len || Long.compareUnsigned(s.filesz, s.memsz) > 0)) {
+                throw new KernelImageException(name + ": corrupt ELF: segment " + i + " (" + s + ") lies outside the " + len + "-byte file");
             }
             segs.add(s);
         }
         List<Section> secs = new ArrayList<>();
-        if (shnum > 0 && shoff > 0 && shentsize >= 64 && shoff + (long) shnum * shentsize <= d.length) {
+        if (shnum > 0 && shoff > 0 && shentsize >= 64 && shoff + (long) shnum * shentsize <= len) {
             long[][] raw = new long[shnum][];
             for (int i = 0; i < shnum; i++) {
                 int p = (int) (shoff + (long) i * shentsize);
@@ -109,37 +141,47 @@ public final class ElfImage {
             long strOff = shstrndx < shnum ? raw[shstrndx][4] : -1, strSize = shstrndx < shnum ? raw[shstrndx][5] : 0;
             for (long[] r : raw) {
                 String sn = "";
-                if (strOff >= 0 && r[0] < strSize && strOff + r[0] < d.length) sn = cString(d, (int) (strOff + r[0]));
+                if (strOff >= 0 && r[0] < strSize && strOff + r[0] < len) sn = cString(b, len, (int) (strOff + r[0]));
                 secs.add(new Section(sn, (int) r[1], r[2], r[3], r[4], r[5], (int) r[6]));
             }
         }
         List<Note> notes = new ArrayList<>();
         boolean fromSegments = false;
         for (Segment s : segs) {
-            if (s.type == PT_NOTE && s.offset + s.filesz <= d.length) { readNotes(b, d, s.offset, s.filesz, notes); fromSegments = true; }
+            if (s.type == PT_NOTE && s.offset + s.filesz <= len) { readNotes(b, s.offset, s.filesz, notes); fromSegments = true; }
         }
         if (!fromSegments) {
             for (Section s : secs) {
-                if (s.type == SHT_NOTE && s.offset + s.size <= d.length) readNotes(b, d, s.offset, s.size, notes);
+                if (s.type == SHT_NOTE && s.offset + s.size <= len) readNotes(b, s.offset, s.size, notes);
             }
         }
-        return new ElfImage(name, d, type, machine, entry, List.copyOf(segs), List.copyOf(secs), List.copyOf(notes));
+        return new ElfImage(name, data != null ? OnDemandFileBytes.inMemory(data, name) : OnDemandFileBytes.of(file, len), type, machine, entry, List.copyOf(segs), List.copyOf(secs), List.copyOf(notes));
     }
 
-    private static void readNotes(ByteBuffer b, byte[] d, long off, long size, List<Note> out) {
+    private static void readNotes(ByteBuffer b, long off, long size, List<Note> out) {
         long p = off, end = off + size;
         while (p + 12 <= end) {
             int namesz = b.getInt((int) p), descsz = b.getInt((int) p + 4), ntype = b.getInt((int) p + 8);
             if (namesz < 0 || descsz < 0) return;
             long nameAt = p + 12, descAt = nameAt + align4(namesz), next = descAt + align4(descsz);
             if (next > end) return;
-            String n = new String(d, (int) nameAt, Math.max(0, namesz - 1), StandardCharsets.ISO_8859_1);
-            out.add(new Note(n, ntype, Arrays.copyOfRange(d, (int) descAt, (int) (descAt + descsz))));
+            byte[] nb = new byte[Math.max(0, namesz - 1)], desc = new byte[descsz];
+            b.get((int) nameAt, nb);
+            b.get((int) descAt, desc);
+            out.add(new Note(new String(nb, StandardCharsets.ISO_8859_1), ntype, desc));
             p = next;
         }
     }
 
     private static long align4(long v) { return (v + 3) & ~3L; }
+
+    private static String cString(ByteBuffer b, int len, int off) {
+        int e = off;
+        while (e < len && b.get(e) != 0) e++;
+        byte[] out = new byte[e - off];
+        b.get(off, out);
+        return new String(out, StandardCharsets.ISO_8859_1);
+    }
 
     private static String cString(byte[] d, int off) {
         int e = off;
@@ -155,8 +197,16 @@ public final class ElfImage {
     public List<Segment> loadSegments() { return segments.stream().filter(Segment::isLoad).toList(); }
     public List<Section> sections() { return sections; }
     public List<Note> notes() { return notes; }
-    /** The whole file (not copied). */
-    public byte[] bytes() { return data; }
+    /** The whole file (not copied; read on the first call when the image was opened from a file). */
+    public byte[] bytes() { return contents.bytes(); }
+
+    /** The file's size in bytes. */
+    public long length() { return contents.length(); }
+
+    /** Hands {@code length} bytes of the file from {@code offset} to {@code sink}, in chunks, without reading the rest. */
+    public void copyFileRange(long offset, long length, FileBytes.ChunkSink sink) throws KernelImageException {
+        contents.copyRange(offset, length, sink);
+    }
 
     public Optional<Section> section(String sectionName) {
         return sections.stream().filter(s -> s.name.equals(sectionName)).findFirst();
@@ -172,6 +222,7 @@ public final class ElfImage {
         Section st = tab.get();
         if (st.link <= 0 || st.link >= sections.size()) throw new KernelImageException(name + ": corrupt ELF: .symtab names no string table");
         Section str = sections.get(st.link);
+        byte[] data = bytes();
         if (st.offset < 0 || st.offset + st.size > data.length || str.offset < 0 || str.offset + str.size > data.length) {
             throw new KernelImageException(name + ": corrupt ELF: .symtab or its string table lies outside the file");
         }
@@ -219,6 +270,7 @@ public final class ElfImage {
         Segment s = loadSegmentContaining(vaddr).orElseThrow(() ->
                 new KernelImageException(name + ": address 0x" + Long.toHexString(vaddr) + " is in no PT_LOAD segment"));
         byte[] out = new byte[n];
+        byte[] data = bytes();
         long rel = vaddr - s.vaddr;
         for (int i = 0; i < n && rel + i < s.memsz; i++) {
             if (rel + i < s.filesz) out[i] = data[(int) (s.offset + rel + i)];

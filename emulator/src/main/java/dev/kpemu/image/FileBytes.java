@@ -35,4 +35,28 @@ public final class FileBytes {
             return data;
         }
     }
+
+    /** Takes a file's bytes piece by piece: {@code data[from, from + n)} holds the file's bytes at {@code fileOffset}. */
+    @FunctionalInterface
+    public interface ChunkSink {
+        void accept(long fileOffset, byte[] data, int from, int n);
+    }
+
+    /** Hands {@code length} bytes of {@code file} from {@code offset} to {@code sink} in chunks of at most {@value #CHUNK} bytes. */
+    public static void forEachChunk(Path file, long offset, long length, ChunkSink sink) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            byte[] buf = new byte[(int) Math.min(CHUNK, Math.max(1, length))];
+            long done = 0;
+            while (done < length) {
+                int want = (int) Math.min(buf.length, length - done), got = 0;
+                while (got < want) {
+                    int n = ch.read(ByteBuffer.wrap(buf, got, want - got), offset + done + got);
+                    if (n < 0) throw new EOFException(file + " ends before byte " + (offset + length));
+                    got += n;
+                }
+                sink.accept(offset + done, buf, 0, want);
+                done += want;
+            }
+        }
+    }
 }

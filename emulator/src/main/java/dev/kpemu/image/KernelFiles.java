@@ -40,6 +40,24 @@ public final class KernelFiles {
         return image;
     }
 
+    /**
+     * The raw arm64 Image of the kernel file at {@code file}: the file itself, not read yet, when it
+     * is one (Debian's arm64 {@code vmlinuz}); else its payload, decompressed in memory.
+     */
+    public static OnDemandFileBytes arm64Image(java.nio.file.Path file) throws KernelImageException {
+        long size = -1;
+        try {
+            size = java.nio.file.Files.size(file);
+        } catch (java.io.IOException e) {
+            // read it whole below, for the one-line error
+        }
+        if (size >= 64) {
+            OnDemandFileBytes f = OnDemandFileBytes.of(file, size);
+            if (ImageFiles.isArm64Image(f.head(64))) return f;
+        }
+        return OnDemandFileBytes.inMemory(arm64Image(ImageFiles.read(file), file.toString()), file.toString());
+    }
+
     /** True when {@code file} is an arm64 kernel in any of the forms {@link #arm64Image} unpacks. */
     public static boolean isArm64Kernel(byte[] file) {
         return ImageFiles.isArm64Image(file) || ZbootImage.isZboot(file) || Compression.detect(file, 0) != null;

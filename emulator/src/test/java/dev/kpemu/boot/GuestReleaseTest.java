@@ -9,7 +9,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import dev.kpemu.image.FileBytes;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelRelease;
 import dev.kpemu.machine.Arch;
@@ -30,7 +29,7 @@ class GuestReleaseTest {
         BootRunner.Options o = new BootRunner.Options(arch, kernel, initrd, null, 256, 60, null, null);
         byte[] initrdBytes = Files.readAllBytes(initrd);
         try (LinuxGuest guest = arch == Arch.X86_64 ? X86LinuxGuest.prepare(o, kernel, initrdBytes, false)
-                : Arm64LinuxGuest.prepare(o, kernel, FileBytes.read(kernel), initrdBytes, false)) {
+                : Arm64LinuxGuest.prepare(o, kernel, initrdBytes, false)) {
             if (arch == Arch.X86_64) {     // Debian's x86-64 kallsyms names data (linux_banner); its arm64 one does not
                 long banner = guest.symbols().byName("linux_banner").orElseThrow().address();
                 long offset = guest.symbols().fileOffset(banner).orElseThrow();

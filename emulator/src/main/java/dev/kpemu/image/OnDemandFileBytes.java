@@ -1,0 +1,86 @@
+package dev.kpemu.image;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+
+/**
+ * A kernel file's bytes, read whole only when something asks for all of them. Loading a kernel
+ * needs each byte once, on its way into guest RAM ({@link #copyRange}, in chunks); a boot without
+ * probes needs nothing more, so the file never sits on the heap (a 57 MiB x86-64 vmlinux was a
+ * fifth of such a boot's peak memory). Probes' checks and tables read it whole ({@link #bytes}).
+ * Bytes already in memory (a decompressed payload) are held as they are.
+ */
+public final class OnDemandFileBytes {
+    private final Path file;
+    private final String name;
+    private final long length;
+    private volatile byte[] bytes;
+
+    private OnDemandFileBytes(Path file, String name, long length, byte[] bytes) {
+        this.file = file;
+        this.name = name;
+        this.length = length;
+        this.bytes = bytes;
+    }
+
+    /** {@code file}, of {@code length} bytes, not read yet. */
+    public static OnDemandFileBytes of(Path file, long length) {
+        return new OnDemandFileBytes(file, file.toString(), length, null);
+    }
+
+    /** Bytes already in memory. */
+    public static OnDemandFileBytes inMemory(byte[] bytes, String name) {
+        return new OnDemandFileBytes(null, name, bytes.length, bytes);
+    }
+
+    public long length() { return length; }
+
+    /** Whether the whole file is in memory. */
+    public boolean loaded() { return bytes != null; }
+
+    /** All the bytes (read on the first call; throws UncheckedIOException when the file cannot be read or changed size). */
+    public byte[] bytes() {
+        byte[] d = bytes;
+        if (d == null) {
+            synchronized (this) {
+                if ((d = bytes) == null) {
+                    try {
+                        d = FileBytes.read(file);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(name + ": cannot read: " + e.getMessage(), e);
+                    }
+                    if (d.length != length) {
+                        throw new UncheckedIOException(new IOException(name + " changed while kpemu used it: " + length + " bytes, now " + d.length));
+                    }
+                    bytes = d;
+                }
+            }
+        }
+        return d;
+    }
+
+    /** Hands {@code n} bytes from {@code offset} to {@code sink}, in chunks, without reading the rest of the file. */
+    public void copyRange(long offset, long n, FileBytes.ChunkSink sink) throws KernelImageException {
+        if (offset < 0 || n < 0 || offset + n > length) {
+            throw new KernelImageException(name + ": range 0x" + Long.toHexString(offset) + "+0x" + Long.toHexString(n) + " is outside the file");
+        }
+        byte[] d = bytes;
+        if (d != null) {
+            sink.accept(offset, d, (int) offset, (int) n);
+            return;
+        }
+        try {
+            FileBytes.forEachChunk(file, offset, n, sink);
+        } catch (IOException e) {
+            throw new KernelImageException(name + ": cannot read: " + e.getMessage(), e);
+        }
+    }
+
+    /** The first {@code n} bytes (fewer when the file is shorter), without reading the rest. */
+    public byte[] head(int n) throws KernelImageException {
+        byte[] out = new byte[(int) Math.min(n, length)];
+        copyRange(0, out.length, (at, chunk, from, len) -> System.arraycopy(chunk, from, out, (int) at, len));
+        return out;
+    }
+}
