@@ -116,17 +116,17 @@ final class Arm64LinuxGuest implements LinuxGuest {
         }
     }
 
-    @Override public byte[] kernelFile() { return image.bytes(); }
+    @Override public dev.kpemu.image.OnDemandFileBytes kernelContents() { return image; }
 
     private dev.kpemu.image.KernelTextTables textTables;
 
     @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
-        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelContents(), kernelPath);
         return textTables;
     }
 
     @Override public KernelStructs kernelStructs() throws KernelImageException {
-        return KernelStructs.of(BtfLocator.fromArm64Image(image.bytes(), name, symbols()).btf(), symbols(), Arch.ARM64);
+        return KernelStructs.of(BtfLocator.fromArm64Image(image, name, symbols()).btf(), symbols(), Arch.ARM64);
     }
 
     @Override public String describe() {

@@ -336,7 +336,7 @@ public final class BootRunner {
      * keyed by the kernel file's digest and kpemu's build; read from the kernel when there is no
      * cache folder or the key cannot be had.
      */
-    static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, byte[] file, Path kernelPath) {
+    static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file, Path kernelPath) {
         Path k = kernelCacheDir();
         return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
     }

@@ -48,7 +48,14 @@ public interface LinuxGuest extends AutoCloseable {
      * the bytes {@link SymbolTable#fileOffset} indexes (x86-64: the vmlinux ELF; arm64: the raw
      * Image). For tables the kernel frees or rewrites at boot ({@code __mcount_loc}, the jump table).
      */
-    byte[] kernelFile();
+    default byte[] kernelFile() { return kernelContents().bytes(); }
+
+    /**
+     * The same bytes as {@link #kernelFile}, read only where asked (a range, a scan) until
+     * something needs them whole: a boot, or a snapshot-started session, that needs a few ranges
+     * does not hold the kernel file on the heap.
+     */
+    dev.kpemu.image.OnDemandFileBytes kernelContents();
 
     /**
      * The kernel's own tables about its text ({@link dev.kpemu.image.KernelTextTables}: ftrace
@@ -57,7 +64,7 @@ public interface LinuxGuest extends AutoCloseable {
      * ({@link dev.kpemu.image.KernelTextTablesCache}).
      */
     default dev.kpemu.image.KernelTextTables kernelTextTables() {
-        return dev.kpemu.image.KernelTextTables.read(arch(), symbols(), kernelFile());
+        return dev.kpemu.image.KernelTextTables.read(arch(), symbols(), kernelContents());
     }
 
     /**
@@ -66,13 +73,14 @@ public interface LinuxGuest extends AutoCloseable {
      * 0.1 s of a snapshot-started session), else the first banner in the file.
      */
     default String release() {
-        byte[] file = kernelFile();
+        dev.kpemu.image.OnDemandFileBytes file = kernelContents();
         try {
             var banner = symbols().byName("linux_banner");
             if (banner.isPresent()) {
                 var offset = symbols().fileOffset(banner.get().address());
-                if (offset.isPresent()) {
-                    var r = dev.kpemu.image.KernelRelease.at(file, offset.getAsLong());
+                if (offset.isPresent() && offset.getAsLong() >= 0 && offset.getAsLong() < file.length()) {
+                    long at = offset.getAsLong();
+                    var r = dev.kpemu.image.KernelRelease.at(file.read(at, (int) Math.min(256, file.length() - at)), 0);
                     if (r.isPresent()) return r.get();
                 }
             }

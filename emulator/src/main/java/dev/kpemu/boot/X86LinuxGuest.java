@@ -85,12 +85,12 @@ final class X86LinuxGuest implements LinuxGuest {
         return symbols;
     }
 
-    @Override public byte[] kernelFile() { return vmlinux.bytes(); }
+    @Override public dev.kpemu.image.OnDemandFileBytes kernelContents() { return vmlinux.contents(); }
 
     private dev.kpemu.image.KernelTextTables textTables;
 
     @Override public dev.kpemu.image.KernelTextTables kernelTextTables() {
-        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelFile(), kernelPath);
+        if (textTables == null) textTables = BootRunner.textTables(arch(), symbols(), kernelContents(), kernelPath);
         return textTables;
     }
 

@@ -203,6 +203,9 @@ public final class ElfImage {
     /** The file's size in bytes. */
     public long length() { return contents.length(); }
 
+    /** The file's bytes, read where asked until something needs them whole. */
+    public OnDemandFileBytes contents() { return contents; }
+
     /** Hands {@code length} bytes of the file from {@code offset} to {@code sink}, in chunks, without reading the rest. */
     public void copyFileRange(long offset, long length, FileBytes.ChunkSink sink) throws KernelImageException {
         contents.copyRange(offset, length, sink);

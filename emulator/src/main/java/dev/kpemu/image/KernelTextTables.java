@@ -48,7 +48,8 @@ public final class KernelTextTables {
 
     private final Arch arch;
     private final SymbolTable syms;
-    private final byte[] file;
+    /** The kernel file: read whole when the tables are read from it, not when they come from the cache. */
+    private final OnDemandFileBytes contents;
     private final Arm64Relocations relocations;
     private final List<String> notes = new ArrayList<>();
     private final NavigableSet<Long> ftraceSites = new TreeSet<>(Long::compareUnsigned);
@@ -57,14 +58,14 @@ public final class KernelTextTables {
     private final Set<Long> bugSites = new LinkedHashSet<>();
     private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>(), alternatives = new ArrayList<>();
 
-    private KernelTextTables(Arch arch, SymbolTable syms, byte[] file) {
-        this(arch, syms, file, arch == Arch.ARM64 ? Arm64Relocations.of(file) : null);
+    private KernelTextTables(Arch arch, SymbolTable syms, OnDemandFileBytes contents) {
+        this(arch, syms, contents, arch == Arch.ARM64 ? Arm64Relocations.of(contents.bytes()) : null);
     }
 
-    private KernelTextTables(Arch arch, SymbolTable syms, byte[] file, Arm64Relocations relocations) {
+    private KernelTextTables(Arch arch, SymbolTable syms, OnDemandFileBytes contents, Arm64Relocations relocations) {
         this.arch = arch;
         this.syms = syms;
-        this.file = file;
+        this.contents = contents;
         this.relocations = relocations;
     }
 
@@ -83,7 +84,7 @@ public final class KernelTextTables {
     }
 
     /** Tables {@link #writeTo} wrote for the kernel of {@code syms} and {@code file}. */
-    static KernelTextTables readFrom(DataInput in, Arch arch, SymbolTable syms, byte[] file) throws IOException {
+    static KernelTextTables readFrom(DataInput in, Arch arch, SymbolTable syms, OnDemandFileBytes file) throws IOException {
         if (!in.readUTF().equals(arch.name())) throw new IOException("the tables are of another architecture");
         KernelTextTables t = new KernelTextTables(arch, syms, file, null);
         readLongs(in, t.ftraceSites);
@@ -131,6 +132,11 @@ public final class KernelTextTables {
      * @param file the bytes {@code syms.fileOffset} indexes (x86: the vmlinux ELF; arm64: the Image)
      */
     public static KernelTextTables read(Arch arch, SymbolTable syms, byte[] file) {
+        return read(arch, syms, OnDemandFileBytes.inMemory(file, "kernel file"));
+    }
+
+    /** As {@link #read(Arch, SymbolTable, byte[])}; reads the file whole. */
+    public static KernelTextTables read(Arch arch, SymbolTable syms, OnDemandFileBytes file) {
         KernelTextTables t = new KernelTextTables(arch, syms, file);
         t.readFtraceSites();
         t.readBlacklist();
@@ -162,6 +168,8 @@ public final class KernelTextTables {
         return before > at;
     }
 
+    private byte[] file() { return contents.bytes(); }
+
     private boolean functionStartsAt(long a) {
         Optional<Symbol> s = syms.lookup(a);
         return s.isPresent() && s.get().address() == a;
@@ -175,8 +183,8 @@ public final class KernelTextTables {
     private long arm64CallSite(long entry) {
         long at = entry;
         OptionalLong off = syms.fileOffset(at);
-        if (off.isPresent() && off.getAsLong() + 4 <= file.length) {
-            int w = ImageFiles.le(file).getInt((int) off.getAsLong());
+        if (off.isPresent() && off.getAsLong() + 4 <= file().length) {
+            int w = ImageFiles.le(file()).getInt((int) off.getAsLong());
             if (w == BTI_C || w == PACIASP || w == PACIBSP) at += 4;
         }
         return at + 4;
@@ -350,13 +358,13 @@ public final class KernelTextTables {
     private void arm64ExceptionTableByShape() {
         Optional<Range> text = section("_stext", "_etext");
         if (text.isEmpty()) return;
-        ByteBuffer b = ImageFiles.le(file);
+        ByteBuffer b = ImageFiles.le(file());
         long base = syms.linkBase();
         int bestStart = -1, bestLen = 0;
         for (int phase = 0; phase < 12; phase += 4) {
             int runStart = -1, runLen = 0;
             long prev = 0;
-            for (int o = phase; o + 12 <= file.length; o += 12) {
+            for (int o = phase; o + 12 <= file().length; o += 12) {
                 long at = base + o;
                 long insn = at + b.getInt(o), fixup = at + 4 + b.getInt(o + 4);
                 int type = b.getShort(o + 8);
@@ -402,13 +410,13 @@ public final class KernelTextTables {
     List<Range> arm64JumpTableByShape() {
         Optional<Range> text = section("_stext", "_etext");
         if (text.isEmpty()) return List.of();
-        ByteBuffer b = ImageFiles.le(file);
+        ByteBuffer b = ImageFiles.le(file());
         long base = syms.linkBase();
-        long dataEnd = syms.byName("_end").map(Symbol::address).orElse(base + 2L * file.length);
+        long dataEnd = syms.byName("_end").map(Symbol::address).orElse(base + 2L * file().length);
         int bestStart = -1, bestLen = 0;
         for (int phase = 0; phase < 16; phase += 8) {
             int runStart = -1, runLen = 0;
-            for (int o = phase; o + 16 <= file.length; o += 16) {
+            for (int o = phase; o + 16 <= file().length; o += 16) {
                 if (jumpEntryAt(b, base, o, text.get(), dataEnd)) {
                     if (runLen == 0) runStart = o;
                     if (++runLen > bestLen) { bestLen = runLen; bestStart = runStart; }
@@ -439,7 +447,7 @@ public final class KernelTextTables {
         if (Long.compareUnsigned(key, text.end()) < 0 || Long.compareUnsigned(key, dataEnd) >= 0) return false;
         if (Long.compareUnsigned(code, text.start()) < 0 || Long.compareUnsigned(code, dataEnd) >= 0) return false;
         long insnOff = code - base;
-        if (insnOff < 0 || insnOff + 4 > file.length) return false;
+        if (insnOff < 0 || insnOff + 4 > file().length) return false;
         int w = b.getInt((int) insnOff);
         return w == A64_NOP || (w & 0xfc000000) == 0x14000000;
     }
@@ -461,11 +469,11 @@ public final class KernelTextTables {
         }
         long from = a.get().address(), len = z.get().address() - from;
         OptionalLong off = syms.fileOffset(from);
-        if (len < 0 || len % entrySize != 0 || off.isEmpty() || off.getAsLong() + len > file.length) {
+        if (len < 0 || len % entrySize != 0 || off.isEmpty() || off.getAsLong() + len > file().length) {
             notes.add(name + ": " + len + " bytes at 0x" + Long.toHexString(from) + " are not whole " + entrySize + "-byte entries in the file: not read");
             return false;
         }
-        ByteBuffer b = ImageFiles.le(file);
+        ByteBuffer b = ImageFiles.le(file());
         int n = (int) (len / entrySize);
         for (int i = 0; i < n; i++) {
             int o = (int) off.getAsLong() + i * entrySize;

@@ -31,6 +31,11 @@ public final class KernelTextTablesCache {
      * {@code dir}). A null {@code dir}, {@code kernelDigest} or {@code build}: always read from the kernel.
      */
     public static KernelTextTables read(Arch arch, SymbolTable syms, byte[] file, String kernelDigest, String build, Path dir) {
+        return read(arch, syms, OnDemandFileBytes.inMemory(file, "kernel file"), kernelDigest, build, dir);
+    }
+
+    /** As above; the file is read whole only when the tables are read from it. */
+    public static KernelTextTables read(Arch arch, SymbolTable syms, OnDemandFileBytes file, String kernelDigest, String build, Path dir) {
         if (dir == null || kernelDigest == null || build == null) return KernelTextTables.read(arch, syms, file);
         String key = kernelDigest + " " + build;
         Path kept = dir.resolve(FileDigests.sha256Hex((arch.name() + "\n" + kernelDigest).getBytes(StandardCharsets.UTF_8)) + ".text-tables");

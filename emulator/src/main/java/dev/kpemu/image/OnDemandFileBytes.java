@@ -83,4 +83,69 @@ public final class OnDemandFileBytes {
         copyRange(0, out.length, (at, chunk, from, len) -> System.arraycopy(chunk, from, out, (int) at, len));
         return out;
     }
+
+    /** {@code n} bytes from {@code offset} (the range must lie in the file), without reading the rest. */
+    public byte[] read(long offset, int n) {
+        byte[] out = new byte[n];
+        byte[] d = bytes;
+        if (d != null) {
+            System.arraycopy(d, (int) offset, out, 0, n);
+            return out;
+        }
+        try {
+            copyRange(offset, n, (at, chunk, from, len) -> System.arraycopy(chunk, from, out, (int) (at - offset), len));
+        } catch (KernelImageException e) {
+            throw new UncheckedIOException(new IOException(e.getMessage(), e));
+        }
+        return out;
+    }
+
+    /** Looks at a window of the file; returns true to stop the scan. */
+    @FunctionalInterface
+    public interface WindowScanner {
+        /**
+         * {@code window[0, len)} holds the file's bytes from file offset {@code windowOffset}; the
+         * positions to look at are {@code [from, to)}, each followed in the window by at least the
+         * scan's {@code lookahead} bytes unless the file ends first.
+         */
+        boolean scan(long windowOffset, byte[] window, int from, int to, int len);
+    }
+
+    /**
+     * Offers every position of the file once to {@code scanner}, in windows that carry
+     * {@code lookahead} bytes past the positions they offer, without keeping the file: a search
+     * (a banner, a note, a BTF header) over a file nothing else needs whole.
+     */
+    public void scan(int lookahead, WindowScanner scanner) {
+        byte[] d = bytes;
+        if (d != null) {
+            scanner.scan(0, d, 0, d.length, d.length);
+            return;
+        }
+        byte[] window = new byte[FileBytes.CHUNK + lookahead];
+        long[] windowAt = {0};
+        int[] filled = {0}, offered = {0};
+        boolean[] stopped = {false};
+        try {
+            copyRange(0, length, (at, chunk, from, n) -> {
+                if (stopped[0]) return;
+                if (filled[0] + n > window.length) {          // drop what was offered; keep the rest as the new start
+                    int keep = filled[0] - offered[0];
+                    System.arraycopy(window, offered[0], window, 0, keep);
+                    windowAt[0] += offered[0];
+                    filled[0] = keep;
+                    offered[0] = 0;
+                }
+                System.arraycopy(chunk, from, window, filled[0], n);
+                filled[0] += n;
+                int to = at + n == length ? filled[0] : filled[0] - lookahead;
+                if (to > offered[0]) {
+                    stopped[0] = scanner.scan(windowAt[0], window, offered[0], to, filled[0]);
+                    offered[0] = to;
+                }
+            });
+        } catch (KernelImageException e) {
+            throw new UncheckedIOException(new IOException(e.getMessage(), e));
+        }
+    }
 }

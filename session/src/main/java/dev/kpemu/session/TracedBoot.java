@@ -131,7 +131,7 @@ public final class TracedBoot implements BootHooks {
     private volatile Machine machine;
     private String release, cmdline;
     /** The booted kernel's file, read for its build-id only when a recorded trace's header is asked for. */
-    private byte[] kernelImage;
+    private dev.kpemu.image.OnDemandFileBytes kernelImage;
     private long initNanos = -1, endNanos = -1;
 
     /** @param out where trace lines go as they happen (null: only {@link #records()}) */
@@ -233,7 +233,7 @@ public final class TracedBoot implements BootHooks {
         machine = guest.machine();
         release = guest.release();
         dev.kpemu.boot.PhaseLog.mark("kernel release");
-        kernelImage = guest.kernelFile();
+        kernelImage = guest.kernelContents();
         java.util.regex.Matcher cm = java.util.regex.Pattern.compile("cmdline \"(.*)\"").matcher(guest.describe());
         if (cm.find()) cmdline = cm.group(1);
         dialect = forcedDialect != null ? forcedDialect : Dialect.forRelease(guest.release());
@@ -246,7 +246,7 @@ public final class TracedBoot implements BootHooks {
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
         KernelTextTables tables = guest.kernelTextTables();
         dev.kpemu.boot.PhaseLog.mark("kernel text tables");
-        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, tables, guest.kernelFile()).dialect(dialect)) {
+        try (KernelProbeSites sites = new KernelProbeSites(guest.arch(), syms, tables, guest.kernelContents()).dialect(dialect)) {
             rules = sites.rules().initTextFreed(!early);
             effective = new ArrayList<>();
             for (String text : definitions) {
@@ -573,7 +573,7 @@ public final class TracedBoot implements BootHooks {
         if (initNanos >= 0 && endNanos >= initNanos) phases.add(new dev.kpemu.kprobes.events.RecordedTrace.Phase("init", initNanos, endNanos));
         List<String> defs = headerDefinitions();
         return new dev.kpemu.kprobes.events.RecordedTrace.Header(arch, release, packageName, packageVersion,
-                kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), kernelImage == null ? null : buildId(kernelImage),
+                kernelFile == null ? null : kernelFile.getFileName().toString(), kernelFile == null ? null : sha256(kernelFile), kernelImage == null ? null : buildId(kernelImage.bytes()),
                 kpemuVersion, cmdline, initramfs == null ? null : initramfs.getFileName().toString(),
                 initramfs == null ? null : sha256(initramfs), armAtName, definitionsSource, defs, phases);
     }
@@ -617,7 +617,7 @@ public final class TracedBoot implements BootHooks {
 
     /** The kernel's symbols, with its BTF when the dialect uses it. */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
-        KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelFile());
+        KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelContents());
         if (!dialect.hasBtfArgs()) return k;
         try {
             return k.withBtf(structs(guest).btf());

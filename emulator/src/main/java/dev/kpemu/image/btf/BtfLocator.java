@@ -85,6 +85,65 @@ public final class BtfLocator {
         return new Found(f.btf(), f.fileOffset(), f.size(), va, f.method(), f.detail());
     }
 
+    /**
+     * As {@link #fromArm64Image(byte[], String, SymbolTable)}, reading only the blob when kallsyms
+     * places it, else scanning the file in windows (neither keeps the Image on the heap).
+     */
+    public static Found fromArm64Image(dev.kpemu.image.OnDemandFileBytes image, String name, SymbolTable symbols) throws KernelImageException {
+        if (image.loaded()) return fromArm64Image(image.bytes(), name, symbols);
+        if (symbols != null) {
+            Optional<Symbol> start = symbols.byName("__start_BTF"), stop = symbols.byName("__stop_BTF");
+            OptionalLong off = start.isEmpty() ? OptionalLong.empty() : symbols.fileOffset(start.get().address());
+            if (off.isPresent() && off.getAsLong() >= 0 && off.getAsLong() < image.length()) {
+                long limit = image.length() - off.getAsLong();
+                if (stop.isPresent()) limit = Math.min(limit, stop.get().address() - start.get().address());
+                Btf btf = Btf.parse(image.read(off.getAsLong(), (int) limit), name + " __start_BTF");
+                return new Found(btf, off.getAsLong(), btf.header().totalLength(), OptionalLong.of(start.get().address()), Method.SYMBOLS, "");
+            }
+        }
+        Found f = scan(image, name);
+        OptionalLong va = symbols == null ? OptionalLong.empty() : OptionalLong.of(symbols.linkBase() + f.fileOffset());
+        String detail = (symbols == null ? "" : "no __start_BTF in kallsyms") + (f.detail().isEmpty() || symbols == null ? f.detail() : "; " + f.detail());
+        return new Found(f.btf(), f.fileOffset(), f.size(), va, f.method(), detail);
+    }
+
+    /** As {@link #scan(byte[], String)}, over the file in windows: each candidate blob is read and parsed alone. */
+    public static Found scan(dev.kpemu.image.OnDemandFileBytes file, String name) throws BtfFormatException {
+        List<String> rejected = new ArrayList<>();
+        Found[] best = {null};
+        int[] others = {0};
+        file.scan(Btf.HEADER_LEN, (windowAt, d, from, to, len) -> {
+            ByteBuffer b = ByteBuffer.wrap(d, 0, len).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = from; i < to && i + Btf.HEADER_LEN <= len; i++) {
+                if (d[i] != (byte) 0x9f || d[i + 1] != (byte) 0xeb || d[i + 2] != 1) continue;
+                if (b.getInt(i + 4) != Btf.HEADER_LEN) continue;
+                long typeOff = b.getInt(i + 8) & 0xffffffffL, typeLen = b.getInt(i + 12) & 0xffffffffL;
+                long strOff = b.getInt(i + 16) & 0xffffffffL, strLen = b.getInt(i + 20) & 0xffffffffL;
+                long total = Btf.HEADER_LEN + Math.max(typeOff + typeLen, strOff + strLen);
+                long p = windowAt + i;
+                if (typeLen == 0 || strLen == 0 || total > file.length() - p) continue;
+                try {
+                    Btf btf = Btf.parse(file.read(p, (int) total), name + "+0x" + Long.toHexString(p));
+                    if (best[0] == null || btf.typeCount() > best[0].btf().typeCount()) {
+                        if (best[0] != null) others[0]++;
+                        best[0] = new Found(btf, p, total, OptionalLong.empty(), Method.MAGIC_SCAN, "");
+                    } else {
+                        others[0]++;
+                    }
+                } catch (BtfFormatException e) {
+                    if (rejected.size() < 3) rejected.add(String.format("0x%x: %s", p, e.getMessage()));
+                }
+            }
+            return false;
+        });
+        if (best[0] == null) {
+            throw new BtfFormatException(name + ": no BTF found (kernel without CONFIG_DEBUG_INFO_BTF?)"
+                    + (rejected.isEmpty() ? "" : "; rejected candidates: " + String.join("; ", rejected)));
+        }
+        String detail = others[0] == 0 ? "" : others[0] + " smaller blob(s) also parse";
+        return new Found(best[0].btf(), best[0].fileOffset(), best[0].size(), OptionalLong.empty(), Method.MAGIC_SCAN, detail);
+    }
+
     /** A raw arm64 Image: __start_BTF from {@code symbols} (may be null) when present, else a scan. */
     public static Found fromArm64Image(byte[] image, String name, SymbolTable symbols) throws KernelImageException {
         Found viaSymbols = fromSymbols(image, name, symbols);

@@ -55,6 +55,20 @@ class BtfKernelTest {
     }
 
     @Test
+    void aScanInWindowsFindsWhatAScanOfTheWholeFileFinds() throws Exception {
+        for (var path : List.of(images.vmlinux(Arch.X86_64), images.kernel(Arch.ARM64))) {
+            var file = dev.kpemu.image.OnDemandFileBytes.of(path, Files.size(path));
+            BtfLocator.Found windows = BtfLocator.scan(file, path.toString());
+            BtfLocator.Found whole = BtfLocator.scan(Files.readAllBytes(path), path.toString());
+            assertEquals(whole.fileOffset(), windows.fileOffset(), path.toString());
+            assertEquals(whole.size(), windows.size(), path.toString());
+            assertEquals(whole.detail(), windows.detail(), path.toString());
+            assertEquals(whole.btf().typeCount(), windows.btf().typeCount(), path.toString());
+            assertFalse(file.loaded(), "the scan kept no copy of " + path);
+        }
+    }
+
+    @Test
     void readAnyKernelFile() throws Exception {
         BtfLocator.Found bz = BtfLocator.read(images.kernel(Arch.X86_64));   // bzImage: decompressed first
         assertEquals(found.get(Arch.X86_64).btf().typeCount(), bz.btf().typeCount());

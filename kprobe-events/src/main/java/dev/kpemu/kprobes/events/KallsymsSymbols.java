@@ -45,12 +45,17 @@ public final class KallsymsSymbols implements KernelSymbols {
      * are read from {@code kernelFile} through the table's file offsets.
      */
     public static KallsymsSymbols forKernel(SymbolTable table, Arch arch, byte[] kernelFile) {
+        return forKernel(table, arch, dev.kpemu.image.OnDemandFileBytes.inMemory(kernelFile, "kernel file"));
+    }
+
+    /** As above, reading each function's entry bytes from the file as asked. */
+    public static KallsymsSymbols forKernel(SymbolTable table, Arch arch, dev.kpemu.image.OnDemandFileBytes kernelFile) {
         ArchKernelText entry = ArchKernelText.of(arch);
         return new KallsymsSymbols(table, a -> {
             var off = table.fileOffset(a);
-            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() >= kernelFile.length) return 0;
-            int i = (int) off.getAsLong();
-            return entry.probeSkip(java.util.Arrays.copyOfRange(kernelFile, i, Math.min(kernelFile.length, i + entry.entryBytes())));
+            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() >= kernelFile.length()) return 0;
+            long i = off.getAsLong();
+            return entry.probeSkip(kernelFile.read(i, (int) Math.min(kernelFile.length() - i, entry.entryBytes())));
         });
     }
 

@@ -22,7 +22,8 @@ import dev.kpemu.machine.Arch;
 public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     private final Arch arch;
     private final SymbolTable syms;
-    private final byte[] file;
+    /** The kernel file: read at the probed sites, and whole only for what needs it (arm64's relocations). */
+    private final dev.kpemu.image.OnDemandFileBytes file;
     private final KernelProbeRules rules;
     private final ProbeDecoder decoder;
     private final SymbolResolver resolver;
@@ -33,6 +34,11 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
 
     /** With the kernel's text tables already read ({@code tables}: of the kernel of {@code syms} and {@code file}). */
     public KernelProbeSites(Arch arch, SymbolTable syms, KernelTextTables tables, byte[] file) {
+        this(arch, syms, tables, dev.kpemu.image.OnDemandFileBytes.inMemory(file, "kernel file"));
+    }
+
+    /** As above, the kernel file read where asked. */
+    public KernelProbeSites(Arch arch, SymbolTable syms, KernelTextTables tables, dev.kpemu.image.OnDemandFileBytes file) {
         this.arch = arch;
         this.syms = syms;
         this.file = file;
@@ -155,7 +161,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
         long v = java.nio.ByteBuffer.wrap(text(va, 8)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
         // a fact about the file: only the arm64 Image leaves absolute pointers to its relocations
         if (v != 0 || arch != Arch.ARM64) return v;
-        if (relocations == null) relocations = dev.kpemu.image.Arm64Relocations.of(file);
+        if (relocations == null) relocations = dev.kpemu.image.Arm64Relocations.of(file.bytes());
         return relocations.valueAt(va).orElse(0);
     }
 
@@ -189,10 +195,10 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
         byte[] out = new byte[len];
         OptionalLong off = syms.fileOffset(va);
         if (off.isEmpty()) return out;
-        int from = (int) off.getAsLong();
-        int n = Math.max(0, Math.min(len, file.length - from));
-        System.arraycopy(file, from, out, 0, n);
-        return n == len ? out : Arrays.copyOf(out, len);
+        long from = off.getAsLong();
+        int n = (int) Math.max(0, Math.min(len, file.length() - from));
+        if (n > 0) System.arraycopy(file.read(from, n), 0, out, 0, n);
+        return out;
     }
 
     @Override
