@@ -39,7 +39,7 @@ public interface ArchOptimizer {
     boolean inUserMode(Machine machine);
 
     /** The kernel's tables this arch's optimizer needs, read from the kernel file ({@link KernelOptimizationInputs#read}). */
-    KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file);
+    KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file);
 
     /** How far from the probe a detour may be for the site's jump to reach it (x86 rel32: ±2 GiB; arm64 {@code B}: ±128 MiB), with a margin. */
     long detourReach();

@@ -33,7 +33,9 @@ final class Arm64Optimizer implements ArchOptimizer {
 
     @Override public boolean inUserMode(Machine machine) { return ((Arm64Machine) machine).currentEl() == 0; }
 
-    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file) { return Arm64KernelInputsReader.read(syms, file); }
+    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) {
+        return Arm64KernelInputsReader.read(syms, file.bytes());   // it reads every function's entry
+    }
 
     /** {@code B}'s ±128 MiB, less a page. */
     @Override public long detourReach() { return (128L << 20) - 0x1000; }

@@ -148,6 +148,11 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
      * @param file the kernel file whose offsets {@code syms.fileOffset} gives (x86: vmlinux ELF; arm64: Image)
      */
     public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, byte[] file) {
+        return read(arch, syms, dev.kpemu.image.OnDemandFileBytes.inMemory(file, "kernel file"));
+    }
+
+    /** As above, reading from the file what the arch's reader needs (x86: the tables alone). */
+    public static KernelOptimizationInputs read(Arch arch, SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) {
         return ArchOptimizer.of(arch).kernelInputs(syms, file);
     }
 
@@ -186,7 +191,7 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
         void accept(long at, ByteBuffer entry);
     }
 
-    record Reader(SymbolTable syms, byte[] file) {
+    record Reader(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) {
         void table(String start, String stop, int entrySize, List<String> notes, Entry e) {
             Optional<Symbol> a = syms.byName(start), z = syms.byName(stop);
             if (a.isEmpty() || z.isEmpty()) {
@@ -200,14 +205,14 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
                 return;
             }
             OptionalLong off = syms.fileOffset(from);
-            if (off.isEmpty() || off.getAsLong() + len > file.length) {
+            if (off.isEmpty() || off.getAsLong() < 0 || off.getAsLong() + len > file.length()) {
                 notes.add(start + ": no file bytes: not read");
                 return;
             }
-            ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer b = ByteBuffer.wrap(file.read(off.getAsLong(), (int) len)).order(ByteOrder.LITTLE_ENDIAN);
             int n = (int) (len / entrySize);
             for (int i = 0; i < n; i++) {
-                int o = (int) off.getAsLong() + i * entrySize;
+                int o = i * entrySize;
                 e.accept(from + (long) i * entrySize, b.slice(o, entrySize).order(ByteOrder.LITTLE_ENDIAN));
             }
             notes.add(start + ": " + n + " entries");

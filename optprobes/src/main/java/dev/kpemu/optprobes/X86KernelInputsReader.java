@@ -13,7 +13,8 @@ import dev.kpemu.machine.Arch;
 final class X86KernelInputsReader {
     private X86KernelInputsReader() {}
 
-    static KernelOptimizationInputs read(SymbolTable syms, byte[] file) {
+    /** Reads only the tables' bytes from {@code file}. */
+    static KernelOptimizationInputs read(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) {
         KernelOptimizationInputs.Reader r = new KernelOptimizationInputs.Reader(syms, file);
         List<String> notes = new ArrayList<>();
         TreeSet<Long> ex = new TreeSet<>();

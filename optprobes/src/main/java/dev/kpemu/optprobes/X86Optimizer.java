@@ -36,7 +36,7 @@ final class X86Optimizer implements ArchOptimizer {
     /** CPL 3: the low bits of CS. */
     @Override public boolean inUserMode(Machine machine) { return (machine.engine().regRead(X86Reg.CS) & 3) == 3; }
 
-    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, byte[] file) { return X86KernelInputsReader.read(syms, file); }
+    @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) { return X86KernelInputsReader.read(syms, file); }
 
     /** rel32's reach, less a margin. */
     @Override public long detourReach() { return 0x7fff_0000L; }

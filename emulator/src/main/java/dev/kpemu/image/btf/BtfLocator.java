@@ -67,17 +67,17 @@ public final class BtfLocator {
 
     /** An ELF vmlinux: the .BTF section, else __start_BTF from {@code symbols} (may be null), else a scan. */
     public static Found fromElf(ElfImage elf, SymbolTable symbols) throws KernelImageException {
-        byte[] d = elf.bytes();
         Optional<ElfImage.Section> sec = elf.section(".BTF");
         if (sec.isPresent()) {
             ElfImage.Section s = sec.get();
-            if (s.offset() < 0 || s.size() < 0 || s.offset() + s.size() > d.length) {
+            if (s.offset() < 0 || s.size() < 0 || s.offset() + s.size() > elf.length()) {
                 throw new BtfFormatException(elf.name() + ": the .BTF section [0x" + Long.toHexString(s.offset()) + ", +" + s.size() + ") lies outside the file");
             }
-            Btf btf = Btf.parse(d, (int) s.offset(), (int) s.size(), elf.name() + " .BTF");
+            Btf btf = Btf.parse(elf.contents().read(s.offset(), (int) s.size()), 0, (int) s.size(), elf.name() + " .BTF");
             return new Found(btf, s.offset(), btf.header().totalLength(), OptionalLong.of(s.addr()), Method.ELF_SECTION,
                     btf.header().totalLength() == s.size() ? "" : "section is " + s.size() + " bytes");
         }
+        byte[] d = elf.bytes();
         Found viaSymbols = fromSymbols(d, elf.name(), symbols);
         if (viaSymbols != null) return viaSymbols;
         Found f = scan(d, elf.name());
