@@ -6,7 +6,10 @@
  * clears `blocks` always runs, so a slice always makes progress.
  *
  * x86 block instruction counts come from Unicorn's own translation (UC_CTL_TB_REQUEST_CACHE)
- * and are cached by (address, size); arm64 blocks are size/4 instructions.
+ * and are cached by (address, size) in a direct-mapped table of one 64-bit word per block
+ * (address, size, count and the guard bit packed together, so a lookup is one load: the former
+ * separate key and count arrays cost two cache misses per block and were a fifth of an x86
+ * page-fault loop's CPU time); arm64 blocks are size/4 instructions.
  *
  * Interrupt-enable watch: while the host has an interrupt waiting that the guest masks
  * (arm64 PSTATE.I, x86 EFLAGS.IF), it sets `watch_irq`; the hook then reads that flag at every
@@ -57,7 +60,12 @@
 #include <string.h>
 #include <unicorn/unicorn.h>
 
-#define KPEMU_CLOCK_CACHE 8192 /* power of two */
+/* x86 block cache entries (power of two): 256 KiB. A boot with a workload translates ~67,000
+   blocks; misses (each a uc_ctl_request_cache) in kbench fault 3000: 4.1 M with 8,192 entries,
+   1.3 M with 32,768, 0.46 M with 131,072, of 256 M blocks run. The process's CPU time did not
+   tell the three apart (task-clock 7.8-8.6 s, load 7): a bigger table trades the misses' calls for
+   host-cache misses on the table itself (perf: most of the hook's samples sit on that load). */
+#define KPEMU_CLOCK_CACHE 32768
 #define KPEMU_GUARD_BUCKETS 4096 /* power of two */
 #define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
 #define KPEMU_GUARD_GRANULE_SHIFT 5  /* guard_bits: one bit per 32 bytes of guest-virtual address */
@@ -97,16 +105,21 @@ struct kpemu_clock {
     uint64_t tsc_offset; /* guest TSC = executed + tsc_offset (mod 2^64) */
     struct kpemu_guard *guard; /* guarded text, or NULL */
     uint64_t breaks[KPEMU_BREAKS];
-    uint64_t keys[KPEMU_CLOCK_CACHE];
-    uint16_t counts[KPEMU_CLOCK_CACHE];
+    uint64_t cache[KPEMU_CLOCK_CACHE]; /* x86: packed block entries (see x86_tag), 0: empty */
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
     uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
     uint64_t fills;     /* x86 cache entries filled since the last kpemu_clock_forget */
+    /* Guest time inside a slice, as VirtualClock.liveNanos computes it: (long) ((executed +
+       instr_offset) * nanos_per_instr) + idle_nanos; the host sets the offsets before each slice. */
+    int64_t instr_offset;
+    int64_t idle_nanos;
+    double nanos_per_instr;
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock, guard_bits); }
 size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
+size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, instr_offset); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
 
@@ -115,8 +128,11 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp),
    16 = the text guard (guard), 32 = the guard's granule bitmap (guard_bits,
    kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
-   64 = the break filter (break_filter, kpemu_clock_break_filter_offset). */
-uint32_t kpemu_clock_features(void) { return 127; }
+   64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = the x86 block
+   cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED hook), 256 = the live
+   guest time (instr_offset, idle_nanos, nanos_per_instr, kpemu_clock_live_time_offset) and the
+   system-register filter's counter (counter_clock, kpemu_sysreg_filter_counter_offset). */
+uint32_t kpemu_clock_features(void) { return 511; }
 
 static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -132,8 +148,7 @@ static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
    forgets once per probe with no guest code run in between. */
 void kpemu_clock_forget(struct kpemu_clock *c) {
     if (c->fills == 0) return;
-    memset(c->keys, 0, sizeof c->keys);
-    memset(c->counts, 0, sizeof c->counts);
+    memset(c->cache, 0, sizeof c->cache);
     c->fills = 0;
 }
 
@@ -146,27 +161,81 @@ static int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end)
     return 0;
 }
 
-/* counts[]: bit 15 set when the block may touch a guarded range (x86 blocks have at most 512
-   instructions); the host clears the cache whenever the guard bitmap changes. */
-#define KPEMU_COUNT_GUARDED 0x8000u
+/*
+ * x86 block cache. The slot is (address ^ address >> 13) mod KPEMU_CLOCK_CACHE; the entry holds
+ * address bits 13-47 (the slot gives back bits 0-12; bits 48-63 copy bit 47 in a canonical
+ * address), the block's size in bytes, its instruction count and whether a guarded range may
+ * touch it, plus a valid bit: a hit is exact. Blocks that do not fit (never seen: x86 blocks
+ * have at most 512 instructions and span at most two pages) are looked up each time.
+ */
+#define X86_ADDR_BITS 35          /* address bits 13..47 */
+#define X86_SIZE_SHIFT 35
+#define X86_SIZE_MAX 0x1fffu      /* 13 bits */
+#define X86_COUNT_SHIFT 48
+#define X86_COUNT_MAX 0x3ffu      /* 10 bits */
+#define X86_GUARDED (1ull << 58)
+#define X86_VALID (1ull << 63)
 
-static uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
-    uint64_t key = address ^ ((uint64_t)size << 52) ^ 1;
-    uint32_t slot = (uint32_t)((address ^ (address >> 13) ^ size) & (KPEMU_CLOCK_CACHE - 1));
-    if (c->keys[slot] == key && c->counts[slot] != 0) {
-        *guarded = (c->counts[slot] & KPEMU_COUNT_GUARDED) != 0;
-        return c->counts[slot] & ~KPEMU_COUNT_GUARDED;
-    }
+static inline uint32_t x86_slot(uint64_t address) {
+    return (uint32_t)((address ^ (address >> 13)) & (KPEMU_CLOCK_CACHE - 1));
+}
+
+static inline uint64_t x86_tag(uint64_t address, uint32_t size) {
+    return X86_VALID | ((uint64_t)size << X86_SIZE_SHIFT) | ((address >> 13) & ((1ull << X86_ADDR_BITS) - 1));
+}
+
+#define X86_TAG_MASK (X86_VALID | ((uint64_t)X86_SIZE_MAX << X86_SIZE_SHIFT) | ((1ull << X86_ADDR_BITS) - 1))
+
+/* The miss path: Unicorn's translation block for `address`, and the bitmap's answer. */
+static __attribute__((noinline)) uint32_t x86_block_fill(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
     uc_tb tb;
     memset(&tb, 0, sizeof tb);
     uint32_t n = 0;
     if (uc_ctl_request_cache(uc, address, &tb) == UC_ERR_OK && tb.icount != 0) n = tb.icount;
     if (n == 0) n = size ? (size + 3) / 4 : 1; /* cannot happen for a block that runs; keep it deterministic */
     *guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
-    c->keys[slot] = key;
-    c->counts[slot] = (uint16_t)(n | (*guarded ? KPEMU_COUNT_GUARDED : 0));
-    c->fills++;
+    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
+    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
+        c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT) | (*guarded ? X86_GUARDED : 0);
+        c->fills++;
+    }
     return n;
+}
+
+/*
+ * UC_HOOK_EDGE_GENERATED hook (uc_hook_edge_gen_t): Unicorn calls it for every block it has just
+ * translated, before that block runs, so the cache holds the new block's count. Without it an
+ * entry outlived its block: when the guest rewrites its text (alternatives, jump labels, static
+ * calls) Unicorn re-translates the block, often with the same address and size but another
+ * instruction count, and the cache kept charging the old count (2,412 wrong counts in one x86
+ * page-fault run). (Unicorn calls it for every generated block except the very first of the
+ * engine's life, which the miss path fills.)
+ */
+void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user_data) {
+    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    (void)uc; (void)prev;
+    if (c->arm64 || cur == NULL || cur->icount == 0) return;
+    uint64_t address = cur->pc;
+    uint32_t size = cur->size, n = cur->icount;
+    int guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
+    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
+    uint32_t slot = x86_slot(address);
+    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
+        c->cache[slot] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT) | (guarded ? X86_GUARDED : 0);
+        c->fills++;
+    } else if ((c->cache[slot] & X86_TAG_MASK) == x86_tag(address, size)) {
+        c->cache[slot] = 0;
+    }
+}
+
+static inline uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
+    uint64_t e = c->cache[x86_slot(address)];
+    if (__builtin_expect((e & X86_TAG_MASK) == x86_tag(address, size), 1)
+            && __builtin_expect((uint64_t)((int64_t)(address << 16) >> 16) == address, 1)) {
+        *guarded = (e & X86_GUARDED) != 0;
+        return (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
+    }
+    return x86_block_fill(uc, c, address, size, guarded);
 }
 
 static uint32_t guard_bucket(uint64_t page) {
@@ -174,7 +243,7 @@ static uint32_t guard_bucket(uint64_t page) {
 }
 
 /* 1 when a guarded range inside [address, address + size) no longer holds the expected bytes. */
-static int guard_differs(uc_engine *uc, struct kpemu_guard *g, uint64_t address, uint32_t size) {
+static __attribute__((noinline)) int guard_differs(uc_engine *uc, struct kpemu_guard *g, uint64_t address, uint32_t size) {
     uint64_t end = address + (size ? size : 1);
     /* a range starts at most KPEMU_GUARD_MAX - 1 bytes before the block and lies in one page */
     uint64_t first = (address - (KPEMU_GUARD_MAX - 1)) >> 12, last = (end - 1) >> 12;
@@ -193,18 +262,42 @@ static int guard_differs(uc_engine *uc, struct kpemu_guard *g, uint64_t address,
     return 0;
 }
 
-void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
-    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
-    /* a block start that is no break address (nearly all) costs one bit test, not a list walk */
-    if (c->nbreaks != 0 && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1)))
+/* 1 when `address` is a break address the host stops at (nearly never: the hook's caller tests
+   break_filter first). */
+static __attribute__((noinline)) int break_stops(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
         if (c->skip_once == address) {
             c->skip_once = 0;
-            break;
+            return 0;
         }
         c->break_hit = i + 1;
         uc_emu_stop(uc);
+        return 1;
+    }
+    return 0;
+}
+
+static __attribute__((noinline)) void stop_at_deadline(uc_engine *uc, struct kpemu_clock *c) {
+    c->stopped = 1;
+    uc_emu_stop(uc);
+}
+
+static __attribute__((noinline)) int watch_stops(uc_engine *uc, struct kpemu_clock *c) {
+    if (!interrupts_enabled(uc, c)) return 0;
+    c->stopped = 1;
+    c->watch_stops++;
+    uc_emu_stop(uc);
+    return 1;
+}
+
+/* Runs before every translated block, so the common path (no break here, no guarded range, the
+   deadline not reached, no watch) is kept short; everything else is in the functions above. */
+void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
+    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    /* a block start that is no break address (nearly all) costs one bit test, not a list walk */
+    if (__builtin_expect(c->nbreaks != 0, 0) && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))
+            && break_stops(uc, c, address)) {
         return;
     }
     uint32_t n;
@@ -215,23 +308,18 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
     } else {
         n = x86_block_icount(uc, c, address, size, &guarded); /* the bitmap's answer is cached with the count */
     }
-    if (guarded && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
+    if (__builtin_expect(guarded, 0) && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
         uc_emu_stop(uc);
         return;
     }
-    if (c->blocks != 0 && c->executed + n > c->deadline) {
-        c->stopped = 1;
-        uc_emu_stop(uc);
+    uint64_t next = c->executed + n;
+    if (__builtin_expect(next > c->deadline, 0) && c->blocks != 0) {
+        stop_at_deadline(uc, c);
         return;
     }
-    if (c->watch_irq && c->blocks != 0 && interrupts_enabled(uc, c)) {
-        c->stopped = 1;
-        c->watch_stops++;
-        uc_emu_stop(uc);
-        return;
-    }
+    if (__builtin_expect(c->watch_irq != 0, 0) && c->blocks != 0 && watch_stops(uc, c)) return;
     c->blocks++;
-    c->executed += n;
+    c->executed = next;
 }
 
 /*
@@ -251,9 +339,20 @@ struct kpemu_sysreg_filter {
     uint32_t pad;
     uint64_t seen;            /* hook calls */
     uint64_t forwarded;       /* calls passed to `forward` */
+    /* MRS of the system counter (CNTPCT_EL0, CNTVCT_EL0: op0 3, op1 3, CRn 14, CRm 0, op2 1/2)
+       answered here: the guest time of `counter_clock` in counter ticks. NULL: forwarded. */
+    const struct kpemu_clock *counter_clock;
+    int64_t nanos_per_tick;
+    uint64_t counter_reads;   /* counter reads answered here */
 };
 
 size_t kpemu_sysreg_filter_size(void) { return sizeof(struct kpemu_sysreg_filter); }
+size_t kpemu_sysreg_filter_counter_offset(void) { return offsetof(struct kpemu_sysreg_filter, counter_clock); }
+
+/* VirtualClock.liveNanos(): the same arithmetic (a long times a double, truncated) as the host's. */
+static int64_t live_nanos(const struct kpemu_clock *c) {
+    return (int64_t)((double)(int64_t)(c->executed + (uint64_t)c->instr_offset) * c->nanos_per_instr) + c->idle_nanos;
+}
 
 uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg *cp, void *user_data) {
     struct kpemu_sysreg_filter *f = (struct kpemu_sysreg_filter *)user_data;
@@ -261,6 +360,15 @@ uint32_t kpemu_sysreg_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_
     if ((f->crn >= 0 && (int32_t)cp->crn != f->crn) || (f->op0 >= 0 && (int32_t)cp->op0 != f->op0)
             || (f->op1 >= 0 && (int32_t)cp->op1 != f->op1)) {
         return 0;
+    }
+    if (f->counter_clock != NULL && cp->op0 == 3 && cp->op1 == 3 && cp->crn == 14 && cp->crm == 0
+            && (cp->op2 == 1 || cp->op2 == 2)) {
+        /* Linux reads CNTVCT_EL0 for sched_clock at every schedule(), and each read was a Java
+           upcall; the value is the Java hook's (GenericTimer.counter()). */
+        uint64_t v = (uint64_t)(live_nanos(f->counter_clock) / f->nanos_per_tick);
+        if (reg != UC_ARM64_REG_XZR) uc_reg_write(uc, reg, &v);
+        f->counter_reads++;
+        return 1;
     }
     f->forwarded++;
     return f->forward(uc, reg, cp, f->forward_data);

@@ -2,6 +2,7 @@ package dev.kpemu.machine;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
@@ -38,18 +39,25 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD_BITS = 32;
     /** Feature bit of {@code kpemu_clock_features}: the break filter. */
     private static final int FEATURE_BREAK_FILTER = 64;
-    private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
+    /** Feature bit of {@code kpemu_clock_features}: the x86 block cache refreshed on translation. */
+    private static final int FEATURE_BLOCK_GENERATED = 128;
+    /** Feature bit of {@code kpemu_clock_features}: the live guest time and the filter's counter. */
+    private static final int FEATURE_LIVE_TIME = 256;
+    private static final MemorySegment BLOCK_HOOK, GENERATED_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
     /** Offset of {@code guard_bits} in {@code struct kpemu_clock}, or -1 (a library without the bitmap). */
     private static final long GUARD_BITS;
     /** Offset of {@code break_filter} in {@code struct kpemu_clock}, or -1 (a library without it). */
     private static final long BREAK_FILTER;
+    /** Offset of {@code instr_offset} (then {@code idle_nanos}, {@code nanos_per_instr}), or -1. */
+    private static final long LIVE_TIME;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Linker linker = Linker.nativeLinker();
         BLOCK_HOOK = lib.find("kpemu_clock_block").orElseThrow();
+        GENERATED_HOOK = lib.find("kpemu_clock_tb_generated").orElse(MemorySegment.NULL);
         RDTSC_HOOK = lib.find("kpemu_rdtsc").orElse(MemorySegment.NULL);
         RDTSCP_HOOK = lib.find("kpemu_rdtscp").orElse(MemorySegment.NULL);
         SIZE = linker.downcallHandle(lib.find("kpemu_clock_size").orElseThrow(), FunctionDescriptor.of(JAVA_LONG));
@@ -91,7 +99,17 @@ final class InstructionClock implements AutoCloseable {
             }
         }
         BREAK_FILTER = filterAt;
+        long liveAt = -1;
+        if ((f & FEATURE_LIVE_TIME) != 0) {
+            try {
+                liveAt = (long) linker.downcallHandle(lib.find("kpemu_clock_live_time_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_live_time_offset: " + t, t);
+            }
+        }
+        LIVE_TIME = liveAt;
     }
+
 
     /** Rewrites {@code break_filter} from the break list: bit (address >> 4) mod 64 of each break address. */
     private void updateBreakFilter() {
@@ -106,6 +124,7 @@ final class InstructionClock implements AutoCloseable {
     private final MemorySegment state;
     private final Unicorn uc;
     private final Unicorn.Hook hook;
+    private final Unicorn.Hook generatedHook;   // x86 only
 
     InstructionClock(Unicorn uc, boolean arm64) {
         this.uc = uc;
@@ -117,6 +136,16 @@ final class InstructionClock implements AutoCloseable {
         state.fill((byte) 0);
         state.set(JAVA_INT, ARM64, arm64 ? 1 : 0);
         hook = uc.hookBlockNative(BLOCK_HOOK, state, 1, 0);
+        // x86 block counts are cached by address and size; a re-translated block (the guest
+        // rewrote its text) must replace its entry before it runs (kpemu_clock_tb_generated).
+        if (!arm64) {
+            if ((FEATURES & FEATURE_BLOCK_GENERATED) == 0 || GENERATED_HOOK.equals(MemorySegment.NULL)) {
+                throw new IllegalStateException("libkpemu_clock.so predates the refreshed x86 block cache; rebuild it with scripts/fetch-natives.sh");
+            }
+            generatedHook = uc.hookBlockGeneratedNative(GENERATED_HOOK, state);
+        } else {
+            generatedHook = null;
+        }
     }
 
     /** Instructions charged so far. */
@@ -209,6 +238,24 @@ final class InstructionClock implements AutoCloseable {
         }
         state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD_BITS, bitmap);
         state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD, guardState);
+    }
+
+    /**
+     * The guest time now is {@code chargedInstructions} (the virtual clock's, without the slice
+     * about to run) and {@code idleNanos}: native readers (the arm64 system counter) compute
+     * {@link VirtualClock#liveNanos()} from it and the instructions the slice has executed.
+     */
+    void setLiveTime(long chargedInstructions, long idleNanos) {
+        if (LIVE_TIME < 0) return;
+        state.set(JAVA_LONG, LIVE_TIME, chargedInstructions - executed());
+        state.set(JAVA_LONG, LIVE_TIME + 8, idleNanos);
+    }
+
+    /** The clock's native state when the library computes the live guest time, else null. */
+    MemorySegment liveTimeState(double nanosPerInstruction) {
+        if (LIVE_TIME < 0) return null;
+        state.set(JAVA_DOUBLE, LIVE_TIME + 16, nanosPerInstruction);
+        return state;
     }
 
     /** The guest TSC is {@code tsc} now, and advances with every charged instruction. */

@@ -192,6 +192,12 @@ public abstract class Machine implements AutoCloseable {
     /** x86: the guest's {@code rdtsc}/{@code rdtscp} read the virtual clock (in instruction periods), never the host. */
     protected void useVirtualTimeStampCounter() { icount.hookTimeStampCounter(); }
 
+    /**
+     * The instruction clock's native state for a native hook that reads the live guest time
+     * ({@code kpemu_sysreg_filter}'s system counter), or null when the library cannot.
+     */
+    public java.lang.foreign.MemorySegment nativeLiveTime() { return icount.liveTimeState(clock.nanosPerInstruction()); }
+
     /** The x86 time stamp counter the guest reads now (guest time in instruction periods). */
     public long timeStampCounter() { return icount.timeStampCounter(); }
 
@@ -437,6 +443,7 @@ public abstract class Machine implements AutoCloseable {
             long before = icount.executed();
             icount.arm(n);
             icount.setTimeStampCounter(clock.ticks());
+            icount.setLiveTime(clock.instructions(), clock.idleNanos());
             sliceStart = before;
             inSlice = true;
             ran = true;

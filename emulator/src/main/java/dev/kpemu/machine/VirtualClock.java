@@ -38,6 +38,12 @@ public final class VirtualClock {
 
     public long instructions() { return instructions; }
 
+    /** Idle time (HLT/WFI jumps to the next event) so far, in nanoseconds. */
+    public long idleNanos() { return idleNanos; }
+
+    /** Nanoseconds per instruction at the nominal speed. */
+    public double nanosPerInstruction() { return nanosPerInstruction; }
+
     /** Guest time in nanoseconds since power-on. */
     public long nanos() { return (long) (instructions * nanosPerInstruction) + idleNanos; }
 

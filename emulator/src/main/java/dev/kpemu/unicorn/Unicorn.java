@@ -48,7 +48,8 @@ public final class Unicorn implements AutoCloseable {
     public static final int HOOK_MEM_READ_UNMAPPED = 1 << 4, HOOK_MEM_WRITE_UNMAPPED = 1 << 5,
             HOOK_MEM_FETCH_UNMAPPED = 1 << 6, HOOK_MEM_READ_PROT = 1 << 7, HOOK_MEM_WRITE_PROT = 1 << 8,
             HOOK_MEM_FETCH_PROT = 1 << 9, HOOK_MEM_READ = 1 << 10, HOOK_MEM_WRITE = 1 << 11,
-            HOOK_MEM_FETCH = 1 << 12, HOOK_MEM_READ_AFTER = 1 << 13, HOOK_INSN_INVALID = 1 << 14;
+            HOOK_MEM_FETCH = 1 << 12, HOOK_MEM_READ_AFTER = 1 << 13, HOOK_INSN_INVALID = 1 << 14,
+            HOOK_EDGE_GENERATED = 1 << 15;
     public static final int HOOK_MEM_UNMAPPED = HOOK_MEM_READ_UNMAPPED | HOOK_MEM_WRITE_UNMAPPED | HOOK_MEM_FETCH_UNMAPPED;
     public static final int HOOK_MEM_PROT = HOOK_MEM_READ_PROT | HOOK_MEM_WRITE_PROT | HOOK_MEM_FETCH_PROT;
     public static final int HOOK_MEM_INVALID = HOOK_MEM_UNMAPPED | HOOK_MEM_PROT;
@@ -140,7 +141,10 @@ public final class Unicorn implements AutoCloseable {
     private static final FunctionDescriptor CB_OUT = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_SYSCALL = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
     private static final FunctionDescriptor CB_CPUID = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
-    private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+    // uc_arm64_cp_reg (32 bytes) as a sized segment: no MemorySegment.reinterpret per call, a
+    // restricted method whose caller check walked the Java stack at every MRS/MSR upcall.
+    private static final FunctionDescriptor CB_ARM64_SYS = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT,
+            ADDRESS.withTargetLayout(java.lang.foreign.MemoryLayout.sequenceLayout(32, JAVA_BYTE)), ADDRESS);
     private static final FunctionDescriptor CB_MMIO_READ = FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_MMIO_WRITE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
 
@@ -821,6 +825,15 @@ public final class Unicorn implements AutoCloseable {
     }
 
     /**
+     * A hook on every newly translated block ({@code UC_HOOK_EDGE_GENERATED},
+     * {@code uc_hook_edge_gen_t}: called after the translation, before the block first runs)
+     * whose callback is native code with its own {@code userData}. The caller keeps both alive.
+     */
+    public Hook hookBlockGeneratedNative(MemorySegment callback, MemorySegment userData) {
+        return addNative(HOOK_EDGE_GENERATED, callback, userData, 1, 0, -1, callback);
+    }
+
+    /**
      * An interrupt hook ({@code uc_cb_hookintr_t}) whose callback is native code with its own
      * {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
@@ -999,9 +1012,8 @@ public final class Unicorn implements AutoCloseable {
 
     private int onArm64Sys(SysRegHook h, MemorySegment ucp, int reg, MemorySegment cp, MemorySegment user) {
         try {
-            MemorySegment c = cp.reinterpret(32);
-            SysRegAccess acc = new SysRegAccess(c.get(JAVA_INT, 8), c.get(JAVA_INT, 12), c.get(JAVA_INT, 0),
-                    c.get(JAVA_INT, 4), c.get(JAVA_INT, 16), c.get(JAVA_LONG, 24));
+            SysRegAccess acc = new SysRegAccess(cp.get(JAVA_INT, 8), cp.get(JAVA_INT, 12), cp.get(JAVA_INT, 0),
+                    cp.get(JAVA_INT, 4), cp.get(JAVA_INT, 16), cp.get(JAVA_LONG, 24));
             return h.onSysReg(this, reg, acc) ? 1 : 0;
         } catch (Throwable t) {
             fail(t);

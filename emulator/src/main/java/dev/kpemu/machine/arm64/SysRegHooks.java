@@ -27,6 +27,8 @@ public final class SysRegHooks {
     private static final long FORWARD = 0, FORWARD_DATA = 8, OP0 = 16, OP1 = 20, CRN = 24, SEEN = 32, FORWARDED = 40;
     private static final MemorySegment FILTER;
     private static final long FILTER_SIZE;
+    /** Offset of {@code counter_clock} (then {@code nanos_per_tick}, {@code counter_reads}), or -1. */
+    private static final long COUNTER;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -43,6 +45,16 @@ public final class SysRegHooks {
         }
         FILTER = sz > 0 ? f.get() : null;
         FILTER_SIZE = sz;
+        long counterAt = -1;
+        Optional<MemorySegment> c = lib.find("kpemu_sysreg_filter_counter_offset");
+        if (FILTER != null && c.isPresent()) {
+            try {
+                counterAt = (long) Linker.nativeLinker().downcallHandle(c.get(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+            } catch (Throwable t) {
+                counterAt = -1;
+            }
+        }
+        COUNTER = counterAt;
     }
 
     /** An installed hook; {@link #seen()} counts every MRS/MSR the engine reported. */
@@ -64,6 +76,9 @@ public final class SysRegHooks {
         /** Calls that reached the Java hook. */
         public long forwarded() { return state != null ? state.get(JAVA_LONG, FORWARDED) : javaCalls; }
 
+        /** System-counter reads the native filter answered (see {@link #installWithCounter}). */
+        public long counterReads() { return state != null && COUNTER >= 0 ? state.get(JAVA_LONG, COUNTER + 16) : 0; }
+
         public Unicorn.Hook hook() { return hook; }
     }
 
@@ -77,6 +92,17 @@ public final class SysRegHooks {
      * registers with the given op0, op1 and CRn (-1: any); {@code h} sees only those.
      */
     public static Installed install(Unicorn uc, int insn, int op0, int op1, int crn, Unicorn.SysRegHook h) {
+        return installWithCounter(uc, insn, op0, op1, crn, h, null, 0);
+    }
+
+    /**
+     * As {@link #install}, and MRS of the system counter (CNTPCT_EL0, CNTVCT_EL0) is answered in
+     * C, without a Java call, as {@code liveNanos / nanosPerTick} of the machine's clock
+     * ({@code liveTime}: {@code Machine.nativeLiveTime()}); null, or a library without it: those
+     * reads reach {@code h} like the others. Linux reads CNTVCT_EL0 in every schedule().
+     */
+    public static Installed installWithCounter(Unicorn uc, int insn, int op0, int op1, int crn, Unicorn.SysRegHook h,
+            MemorySegment liveTime, long nanosPerTick) {
         if (FILTER == null) {
             Installed[] self = new Installed[1];
             Unicorn.Hook hk = uc.hookSysReg(insn, (u, reg, acc) -> {
@@ -95,7 +121,11 @@ public final class SysRegHooks {
         state.set(JAVA_INT, OP0, op0);
         state.set(JAVA_INT, OP1, op1);
         state.set(JAVA_INT, CRN, crn);
-        Unicorn.Hook hk = uc.hookInsnNative(insn, FILTER, state, new Object[] {arena, stub, state, h});
+        if (liveTime != null && COUNTER >= 0 && insn == Unicorn.ARM64_INS_MRS) {
+            state.set(ADDRESS, COUNTER, liveTime);
+            state.set(JAVA_LONG, COUNTER + 8, nanosPerTick);
+        }
+        Unicorn.Hook hk = uc.hookInsnNative(insn, FILTER, state, new Object[] {arena, stub, state, h, liveTime});
         return new Installed(hk, state);
     }
 }

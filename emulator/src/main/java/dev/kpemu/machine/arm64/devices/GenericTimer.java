@@ -119,7 +119,9 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
         this.virt = new Timer(virtIrq);
         Unicorn uc = machine.engine();
         // Only op0=3, op1=3, CRn=14 (CNTFRQ, CNTPCT, CNTVCT, CNTP_*, CNTV_*) reach Java.
-        this.mrsHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()));
+        // CNTPCT/CNTVCT reads are answered natively from the machine's clock (counter()'s value).
+        this.mrsHook = SysRegHooks.installWithCounter(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()),
+                machine.nativeLiveTime(), NANOS_PER_TICK);
         this.msrHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MSR, 3, 3, 14, (u, reg, acc) -> onMsr(u, reg, acc.key()));
     }
 
@@ -139,7 +141,7 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
     public Timer virtual() { return virt; }
 
     /** CNT* register accesses answered so far. */
-    public long accesses() { return accesses; }
+    public long accesses() { return accesses + mrsHook.counterReads(); }
 
     /** The value an MRS of {@code key} reads, or null when the register is not the timer's. */
     Long read(int key) {
@@ -168,6 +170,9 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     /** MRS/MSR instructions the engine reported to the timer's hooks (all registers). */
     public long sysRegInstructions() { return mrsHook.seen() + msrHook.seen(); }
+
+    /** System-counter reads answered natively (never reached Java). */
+    public long nativeCounterReads() { return mrsHook.counterReads(); }
 
     /** Hook calls that reached Java (timer registers only, with the native filter). */
     public long javaHookCalls() { return mrsHook.forwarded() + msrHook.forwarded(); }
@@ -198,7 +203,7 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
             out.writeBoolean(t.line);
             clock.writeEvent(out, t.event);
         }
-        out.writeLong(accesses);
+        out.writeLong(accesses());
     }
 
     @Override
@@ -209,6 +214,6 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
             t.line = in.readBoolean();
             t.event = clock.readEvent(in, t::expired);
         }
-        accesses = in.readLong();
+        accesses = in.readLong() - mrsHook.counterReads();
     }
 }

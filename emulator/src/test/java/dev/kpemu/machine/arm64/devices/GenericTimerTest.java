@@ -120,6 +120,23 @@ class GenericTimerTest {
     }
 
     @Test
+    void counterReadsAreAnsweredWithoutJava() {
+        // CNTVCT_EL0 and CNTPCT_EL0 are read natively (kpemu_sysreg_filter); CNTFRQ still reaches Java.
+        String body = """
+                mrs x1, cntvct_el0
+                mrs x2, cntpct_el0
+                mrs x3, cntfrq_el0
+                """;
+        try (Arm64Board b = board(withVectors(body, "b .\n"))) {
+            Arm64Machine m = b.machine();
+            assertInstanceOf(StopReason.PoweredOff.class, m.run(1_000_000));
+            assertEquals(2, b.timer().nativeCounterReads(), "CNTVCT and CNTPCT");
+            assertEquals(1, b.timer().javaHookCalls(), "only CNTFRQ reached Java");
+            assertEquals(3, b.timer().accesses());
+        }
+    }
+
+    @Test
     void timerRegisterSemantics() {
         try (Arm64Board b = board(withVectors("", "b .\n"))) {
             GenericTimer t = b.timer();
