@@ -17,7 +17,11 @@
  * unmask (msr daifclr / msr daif / eret; sti / popf / iret) is no register access the host can
  * hook, but QEMU ends the translated block after each of them, so the next block start is the
  * exact point where a CPU would take the interrupt. Costs one register read per block, and
- * only while the watch is on.
+ * only while the watch is on. (x86: the block after sti or mov ss starts with IF set but in the
+ * interrupt shadow; the host reads that from QEMU's hflags before it delivers, and otherwise
+ * lets the next slice run that one-instruction block first.) Without the watch an interrupt
+ * waited for a slice boundary that fell where the guest had it unmasked, and a guest loop whose
+ * length divided the slice met every boundary at the same masked point (docs/x86-boot-notes.md).
  *
  * Breakpoints: the host's stop addresses (up to KPEMU_BREAKS) are checked here at every block
  * start, because a Unicorn UC_HOOK_CODE must not exist while Linux runs: its mere presence (even
