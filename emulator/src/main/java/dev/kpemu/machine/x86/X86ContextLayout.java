@@ -26,6 +26,8 @@ public record X86ContextLayout(long errorCode, long oldException, long hflags, l
     public static final int SEG_SELECTOR = 0, SEG_BASE = 8, SEG_LIMIT = 16, SEG_FLAGS = 20;
     /** hflags bits 0-1 hold the CPL. */
     public static final int HF_CPL_MASK = 3;
+    /** hflags bit 3 (QEMU's HF_INHIBIT_IRQ_MASK): the instruction at RIP is in the interrupt shadow of sti or mov/pop ss. */
+    public static final int HF_INHIBIT_IRQ_MASK = 1 << 3;
 
     private static volatile X86ContextLayout cached;
 

@@ -373,13 +373,10 @@ public final class X86Machine extends Machine {
         watchInterruptEnable(pending);
     }
 
-    /** QEMU's HF_INHIBIT_IRQ_MASK: the instruction at RIP follows sti or mov/pop ss. */
-    private static final int HF_INHIBIT_IRQ = 1 << 3;
-
     /** True when the next instruction runs in the interrupt shadow of sti or mov/pop ss. */
     private boolean inInterruptShadow() {
         uc.contextSave(scratchContext);
-        return (contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & HF_INHIBIT_IRQ) != 0;
+        return (contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_INHIBIT_IRQ_MASK) != 0;
     }
 
     /**
