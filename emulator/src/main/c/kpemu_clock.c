@@ -39,7 +39,8 @@
  * tested under a mask (two words, or a loop, only for a block that crosses a 2 KiB line of the
  * hashed index or spans more than 64 granules), a bitmap of 32-byte granules of guest-virtual
  * addresses (hashed modulo KPEMU_GUARD_BITS granules) that the host sets for every granule a
- * guarded range (and, on arm64, a break address) touches;
+ * guarded range (and, on arm64, a break address) touches, followed by a summary with one bit per
+ * 4 KiB page holding any of them (arm64 tests the page's bit first, the granules only then);
  * only a block whose granules have a bit set walks the page's hash chain (measured with 10,000
  * probes on x86_64 Linux: the chain walk on every block was a fifth of the boot's CPU time,
  * since most text pages then hold a probe); a memory read only for blocks that contain a
@@ -66,6 +67,7 @@
 #define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
 #define KPEMU_GUARD_GRANULE_SHIFT 5  /* guard_bits: one bit per 32 bytes of guest-virtual address */
 #define KPEMU_GUARD_BITS (1u << 21)   /* bits in guard_bits (power of two): 256 KiB */
+#define KPEMU_GUARD_PAGE_BITS (1u << 15) /* the page summary after guard_bits' granule bits: one bit per 4 KiB page (hashed), 4 KiB */
 
 struct kpemu_guard_entry {
     uint64_t va;        /* guest-virtual start (the whole range lies in one page) */
@@ -113,6 +115,7 @@ size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock,
 size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
+uint32_t kpemu_guard_page_bits(void) { return KPEMU_GUARD_PAGE_BITS; }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
    2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
@@ -121,8 +124,9 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
    64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = arm64 finds break
    addresses through guard_bits only (the host marks their granules there; arm64 blocks skip the
-   break filter). */
-uint32_t kpemu_clock_features(void) { return 255; }
+   break filter), 256 = guard_bits' granule bits are followed by a page summary
+   (KPEMU_GUARD_PAGE_BITS bits, kpemu_guard_page_bits), which arm64 blocks test first. */
+uint32_t kpemu_clock_features(void) { return 511; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -275,7 +279,9 @@ static __attribute__((noinline)) void block_slow(uc_engine *uc, struct kpemu_clo
  * the block, a cached x86 count, not the slice's first block nor past its deadline, no
  * interrupt-enable watch — is a leaf that needs no stack frame; everything rarer goes to
  * block_slow / block_checked. On arm64 the host marks each break address's granule in guard_bits
- * too, so one test of the bitmap covers both (arm64 has no per-block cache to hold the answer,
+ * too, so one test of the bitmap covers both, and a block tests the bitmap's page summary first:
+ * one bit for its page, and the granules only on a page where something is marked (arm64 has no
+ * per-block cache to hold the answer,
  * and the break filter's test plus the bitmap's on every block made a boot with one unhit probe,
  * which brings the host's few breaks and one guarded range, measurably slower than one without);
  * without guard_bits (nothing marked yet) an arm64 block has nothing to look at.
@@ -286,9 +292,17 @@ void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *use
     int guarded = 0;
     if (c->arm64) {
         const uint64_t *bits = c->guard_bits;
-        if (__builtin_expect(bits != NULL, 0) && guard_may_touch(bits, address, address + (size ? size : 1))) {
-            block_slow(uc, c, address, size);
-            return;
+        if (__builtin_expect(bits != NULL, 0)) {
+            /* the page summary first (an arm64 block never crosses a page: QEMU bounds a
+               translation to its page; one that did would be tested in full) */
+            uint64_t last = address + (size ? size : 1) - 1;
+            uint64_t p = (address >> 12) & (KPEMU_GUARD_PAGE_BITS - 1);
+            const uint64_t *pages = bits + KPEMU_GUARD_BITS / 64;
+            if (__builtin_expect((((address ^ last) >> 12) != 0) | ((pages[p >> 6] >> (p & 63)) & 1), 0)
+                    && guard_may_touch(bits, address, last + 1)) {
+                block_slow(uc, c, address, size);
+                return;
+            }
         }
         n = (size + 3) / 4;
     } else {

@@ -43,6 +43,8 @@ final class InstructionClock implements AutoCloseable {
      * through the granule bitmap (the host marks each one's granule), not the break filter.
      */
     private static final int FEATURE_ARM64_BREAKS_IN_BITMAP = 128;
+    /** Feature bit of {@code kpemu_clock_features}: the granule bitmap is followed by a page summary. */
+    private static final int FEATURE_PAGE_SUMMARY = 256;
     private static final MemorySegment BLOCK_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
@@ -76,6 +78,12 @@ final class InstructionClock implements AutoCloseable {
                 bitsAt = (long) linker.downcallHandle(lib.find("kpemu_clock_guard_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 int bits = (int) linker.downcallHandle(lib.find("kpemu_guard_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
                 int shift = (int) linker.downcallHandle(lib.find("kpemu_guard_granule_shift").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                int pages = (f & FEATURE_PAGE_SUMMARY) == 0 ? -1
+                        : (int) linker.downcallHandle(lib.find("kpemu_guard_page_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                if (pages != GranuleBitmap.PAGE_BITS) {
+                    throw new IllegalStateException("libkpemu_clock.so has no page summary of GranuleBitmap's size (" + pages
+                            + " bits); rebuild it with scripts/fetch-natives.sh");
+                }
                 if (bits != GranuleBitmap.BITS || shift != GranuleBitmap.GRANULE_SHIFT) {
                     throw new IllegalStateException("libkpemu_clock.so's guard bitmap (" + bits + " bits, granule 2^" + shift
                             + ") is not GranuleBitmap's; rebuild it with scripts/fetch-natives.sh");
