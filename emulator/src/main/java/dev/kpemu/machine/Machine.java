@@ -182,9 +182,9 @@ public abstract class Machine implements AutoCloseable {
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory, icount::forgetBlocks); // x86 caches the bitmap's answer per block
+            textGuard = new TextGuard(memory, icount.granules(), icount::forgetBlocks); // x86 caches the bitmap's answer per block
             memory.observeWrites(textGuard);
-            icount.attachGuard(textGuard.nativeState(), textGuard.nativeBitmap());
+            icount.attachGuard(textGuard.nativeState());
         }
         return textGuard;
     }
@@ -512,5 +512,6 @@ public abstract class Machine implements AutoCloseable {
         uc.close();
         memory.close();
         if (textGuard != null) textGuard.close();
+        icount.closeGranules();
     }
 }
