@@ -35,10 +35,15 @@ public final class X86PageWalker implements PageTableWalker {
         if (controlRegisters == null) controlRegisters = uc.registerBatch(X86Reg.CR0, X86Reg.CR4, X86Reg.CR3);
         long[] r = controlValues;
         controlRegisters.read(r);
-        if ((r[0] & CR0_PG) == 0) return va -> new Translation(va, 1L << 30, true, true, true);
-        long cr3 = r[2];
-        boolean la57 = (r[1] & CR4_LA57) != 0;
-        return va -> walk(cr3, va, la57);
+        return new Snapshot(this, (r[0] & CR0_PG) != 0, r[2], (r[1] & CR4_LA57) != 0);
+    }
+
+    /** {@link #now}'s walker: the control registers' values when it was made. */
+    private record Snapshot(X86PageWalker walker, boolean paging, long cr3, boolean la57) implements PageTableWalker {
+        @Override
+        public Translation translate(long va) {
+            return paging ? walker.walk(cr3, va, la57) : new Translation(va, 1L << 30, true, true, true);
+        }
     }
 
     @Override
