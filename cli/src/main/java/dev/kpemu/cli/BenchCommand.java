@@ -83,7 +83,7 @@ final class BenchCommand implements Callable<Integer> {
             for (BootBench.Boot b : r.boots()) {
                 BootBench.Boot base = r.baselineOf(b);
                 double ratio = (double) b.runNanos() / base.runNanos();
-                String perEvent = b.events() == 0 || !b.perEvent() ? "-" : String.format("%.2f", (b.runNanos() - base.runNanos()) / 1e3 / b.events());
+                String perEvent = b.events() == 0 || !b.perEvent() ? "-" : String.format("%.2f", r.microsPerEvent(b));
                 out.printf("%-8s %-62s %7d %14d %9.2f %7.3f %9d %12s%s%n", r.arch().linuxName(), b.label(), b.probes(), b.instructions(),
                         b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
             }
@@ -93,7 +93,8 @@ final class BenchCommand implements Callable<Integer> {
         out.println("(cpu s: CPU time of the emulation thread from the first guest instruction to power-off, the set-up at the");
         out.println(" registration point excluded (BTF and tables read, probes registered);");
         out.println(" ratio: to the boot without probes (getppid rows: to the getppid boot without probes); us/event: (cpu s - that boot's");
-        out.println(" cpu s) / events, the getppid rows' the steady one; least of --repeat boots per row (round robin), in one process;");
+        out.println(" cpu s) / events (getppid rows: the median over rounds of each round's pair, the steady figure); cpu s: least of");
+        out.println(" --repeat boots per row (round robin; the getppid rows first, after a warm-up boot), in one process;");
         out.println(" targets: 1,000 unhit <= 1.02, 10,000 <= 1.05,");
         out.println(" registration of 10,000 <= 1 s, <= 1 us per three-fetcharg event)");
         out.flush();

@@ -95,7 +95,17 @@ public final class BootBench {
      * All boots of one arch, in order: none, the cold counts, the hot kprobes, the hot kretprobes;
      * then the workload's boots: none, the kprobe event, the kretprobe event.
      */
-    record Result(Arch arch, List<String> hotFunctions, List<Boot> boots) {
+    record Result(Arch arch, List<String> hotFunctions, List<Boot> boots, java.util.Map<Boot, Double> pairedMicrosPerEvent) {
+        /**
+         * µs per event of a row: for the workload's rows the median over rounds of (the row's boot −
+         * the same round's boot without probes) / events, pairs run back to back so the machine's
+         * load drifts less between them; for the others (this row − the baseline) / events.
+         */
+        double microsPerEvent(Boot b) {
+            Double paired = pairedMicrosPerEvent.get(b);
+            return paired != null ? paired : (b.runNanos() - baselineOf(b).runNanos()) / 1e3 / b.events();
+        }
+
         Boot baseline() { return boots.getFirst(); }
 
         /** The boot a row is measured against: the workload's own boot without probes for the workload rows. */
@@ -171,10 +181,16 @@ public final class BootBench {
         // the workload's boots first: the survey boot's 38,000 probes, each disabled at its first hit,
         // leave the JIT's code for a hit slower for the rest of the process (x86: 0.9 -> 1.7 us an event)
         Boot[] workloadBest = new Boot[workloadLabels.size()];
+        List<List<Double>> paired = List.of(new ArrayList<>(), new ArrayList<>());
+        // and after a boot that is not counted: the first boot of a process carries the JIT's warm-up
+        boot(arch, "warm-up (not counted), " + calls, List.of(), true, workloadInitrd, workloadCalls, progress);
         for (int rep = 0; rep < repeat; rep++) {
+            Boot none = null;
             for (int i = 0; i < workloadLabels.size(); i++) {
                 Boot b = boot(arch, workloadLabels.get(i), workloadDefs.get(i), true, workloadInitrd, workloadCalls, progress);
                 if (workloadBest[i] == null || b.runNanos() < workloadBest[i].runNanos()) workloadBest[i] = b;
+                if (i == 0) none = b;
+                else if (b.events() > 0) paired.get(i - 1).add((b.runNanos() - none.runNanos()) / 1e3 / b.events());
             }
         }
         List<String> cold = coldFunctions(arch, progress);
@@ -206,7 +222,15 @@ public final class BootBench {
         }
         List<Boot> all = new ArrayList<>(List.of(best));
         all.addAll(List.of(workloadBest));
-        return new Result(arch, hot, all);
+        java.util.Map<Boot, Double> perEvent = new java.util.IdentityHashMap<>();
+        for (int i = 1; i < workloadBest.length; i++) if (!paired.get(i - 1).isEmpty()) perEvent.put(workloadBest[i], median(paired.get(i - 1)));
+        return new Result(arch, hot, all, perEvent);
+    }
+
+    private static double median(List<Double> values) {
+        List<Double> v = values.stream().sorted().toList();
+        int n = v.size();
+        return n % 2 == 1 ? v.get(n / 2) : (v.get(n / 2 - 1) + v.get(n / 2)) / 2;
     }
 
     private static List<String> hotFunctions(Arch arch) throws KernelImageException {
