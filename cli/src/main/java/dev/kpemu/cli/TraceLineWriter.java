@@ -14,15 +14,12 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * ring buffer when {@code trace_pipe} is read: the emulating thread only hands each event over
  * (the record holds the fetched values; {@link TraceRecord#line()} formats them here). Events
  * are written in order, whatever is waiting in one write (flushed when nothing more waits, so
- * lines appear within about a millisecond: while events stream the writer polls the queue every
- * millisecond rather than waiting on it, so handing an event over seldom has to wake it). At most {@link #CAPACITY} events wait: a slow output holds the
+ * lines appear as they happen). At most {@link #CAPACITY} events wait: a slow output holds the
  * guest back rather than growing memory. {@link #close} writes what is left and stops the thread.
  */
 final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
     /** Events waiting at most. */
     static final int CAPACITY = 8192;
-    /** Empty one-millisecond polls before the writer blocks until the next event. */
-    private static final int IDLE_POLLS = 20;
     private static final TraceRecord END = new TraceRecord("", "", null, "", false, 0, 0);
 
     private final PrintStream out;
@@ -61,20 +58,9 @@ final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
         List<TraceRecord> batch = new ArrayList<>(CAPACITY);
         StringBuilder sb = new StringBuilder(1 << 16);
         try {
-            int idle = 0;
             while (true) {
-                // while events stream, poll every millisecond instead of waiting on the queue: a put
-                // that finds the writer waiting wakes it (a futex call on the emulating thread, per
-                // event when the writer keeps up); block only after IDLE_POLLS empty polls
-                if (queue.drainTo(batch) == 0) {
-                    if (idle++ < IDLE_POLLS) {
-                        Thread.sleep(1);
-                        continue;
-                    }
-                    batch.add(queue.take());
-                    queue.drainTo(batch);
-                }
-                idle = 0;
+                batch.add(queue.take());
+                queue.drainTo(batch);
                 boolean end = false;
                 for (TraceRecord r : batch) {
                     if (r == END) {
