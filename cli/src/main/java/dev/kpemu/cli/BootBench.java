@@ -36,14 +36,14 @@ import dev.kpemu.session.TracedBoot;
  *     first hit; the ones never hit, in name order, evenly spaced, are the cold set.</li>
  * <li><b>Registration</b> of the 10,000 probes at the registration point (CPU time of the emulation thread).</li>
  * <li><b>Per-event cost</b>, the reliable figure: the benchmark guest ({@link GuestBenchmarks}) runs
- *     {@code kbench syscall N} ({@code N} {@code getppid()} calls, about 0.65 µs of guest work each on
- *     x86-64) after the boot, and a kprobe_events event on {@link #WORKLOAD_FUNCTION}, which every
+ *     {@code kbench syscall N} ({@code N} {@code getppid()} calls, about 2 µs of emulation each) after
+ *     the boot, and a kprobe_events event on {@link #WORKLOAD_FUNCTION}, which every
  *     {@code getppid()} calls, has three fetchargs, one a string (the task's {@code comm}:
  *     {@code +OFF(%di):string}, the offset of {@code task_struct.comm} from the kernel's BTF); a
  *     kretprobe event on it has {@code $retval}. Each is measured against the same guest without
- *     probes: with a million events the events are most of the run, so one boot's CPU-time noise
- *     (2–5 % of the boot) moves the figure by about 0.1 µs instead of the ±1–2 µs it moves the
- *     slab rows by.</li>
+ *     probes, in back-to-back pairs: with a million events the events are a sixth (x86-64) to a third
+ *     (arm64) of the run, so one boot's CPU-time noise (2–5 % of the boot) moves the figure by
+ *     0.1–0.3 µs instead of the ±1–2 µs it moves the slab rows by.</li>
  * <li><b>A hot function probed</b>: the slab allocator's hot functions that take the cache as their
  *     first argument ({@link #HOT}: {@code kmem_cache_alloc}, {@code kmem_cache_alloc_lru} and
  *     {@code should_failslab}, which every allocation calls; about 85,000 calls in the x86 boot, so
