@@ -90,7 +90,10 @@ public abstract class Machine implements AutoCloseable {
 
     public abstract long sp();
 
-    /** The walker for the guest's current page tables (or identity when paging is off). */
+    /**
+     * A walker for the guest's current page tables (or identity when paging is off), with the
+     * translation registers read when it is made: valid until the guest runs again.
+     */
     public abstract PageTableWalker pageTables();
 
     /**
