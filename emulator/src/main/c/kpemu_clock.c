@@ -28,10 +28,11 @@
  * bounded to an address never executed) makes Unicorn 2.1.1 mis-execute kernel code (x86:
  * jump_label_cmp faults on a corrupted pointer; arm64: panic_bad_stack before the first
  * console line). A stop address therefore must be a block start (a branch or call target, e.g.
- * a function entry). `skip_once` lets the host resume from the address it stopped at. The host
- * keeps `break_filter` (one bit per (address >> 4) mod 64), so a block start that is no break
+ * a function entry). `skip_once` lets the host resume from the address it stopped at. On x86 the
+ * host keeps `break_filter` (one bit per (address >> 4) mod 64), so a block start that is no break
  * address rarely walks the list (a boot with a booted kernel's few host breakpoints walked it at
- * every block).
+ * every block); on arm64 it marks each break address's granule in `guard_bits` (below) instead,
+ * so one bitmap test per block covers breaks and guarded text.
  *
  * Text guard: the host's probes keep breakpoints (or jumps) in guest text, and the guest may
  * rewrite that text itself (Linux's jump labels, static calls, text_poke through an alias).
@@ -41,16 +42,20 @@
  * contains a guarded range runs, the hook compares guest memory with those bytes; on a
  * difference it stops the engine (exact, before the block) and reports the entry in `hit`.
  * Unicorn 2.1.4 re-translates any block whose bytes a store changed, so the block that would
- * run the rewritten text always starts here first. Cost per block: one or two bit tests in
- * `guard_bits`, a bitmap of 32-byte granules of guest-virtual addresses (hashed modulo
- * KPEMU_GUARD_BITS granules) that the host sets for every granule a guarded range touches;
+ * run the rewritten text always starts here first. Cost per block: one word of `guard_bits`
+ * tested under a mask (two words, or a loop, only for a block that crosses a 2 KiB line of the
+ * hashed index or spans more than 64 granules), a bitmap of 32-byte granules of guest-virtual
+ * addresses (hashed modulo KPEMU_GUARD_BITS granules) that the host sets for every granule a
+ * guarded range (and, on arm64, a break address) touches, followed by a summary with one bit per
+ * 4 KiB page holding any of them (arm64 tests the page's bit first, the granules only then);
  * only a block whose granules have a bit set walks the page's hash chain (measured with 10,000
  * probes on x86_64 Linux: the chain walk on every block was a fifth of the boot's CPU time,
  * since most text pages then hold a probe); a memory read only for blocks that contain a
  * guarded range, i.e. when a probe is about to be hit. On x86 the bitmap's answer is cached
- * with the block's instruction count (bit 15 of counts[]), so a block costs nothing more than
+ * with the block's instruction count (X86_GUARDED in its cache word), so a block costs nothing more than
  * without probes; the host clears that cache (kpemu_clock_forget) whenever the bitmap changes.
- * Without `guard_bits` (a host that predates it) every block walks the chain.
+ * Without `guard_bits` (nothing marked yet: no probe, no break) an arm64 block has nothing to
+ * test; an x86 block with a guard and no bitmap walks the chain.
  *
  * Time stamp counter (x86): Unicorn's own rdtsc/rdtscp read the host's TSC, which would make
  * every run different. kpemu_rdtsc / kpemu_rdtscp (UC_HOOK_INSN, Unicorn >= 2.1.4) answer with
@@ -74,6 +79,7 @@
 #define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
 #define KPEMU_GUARD_GRANULE_SHIFT 5  /* guard_bits: one bit per 32 bytes of guest-virtual address */
 #define KPEMU_GUARD_BITS (1u << 21)   /* bits in guard_bits (power of two): 256 KiB */
+#define KPEMU_GUARD_PAGE_BITS (1u << 15) /* the page summary after guard_bits' granule bits: one bit per 4 KiB page (hashed), 4 KiB */
 
 struct kpemu_guard_entry {
     uint64_t va;        /* guest-virtual start (the whole range lies in one page) */
@@ -126,19 +132,24 @@ size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_cloc
 size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, instr_offset); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
+uint32_t kpemu_guard_page_bits(void) { return KPEMU_GUARD_PAGE_BITS; }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
    2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
    8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp),
    16 = the text guard (guard), 32 = the guard's granule bitmap (guard_bits,
    kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
-   64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = the x86 block
-   cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED hook), 256 = the live
-   guest time (instr_offset, idle_nanos, nanos_per_instr, kpemu_clock_live_time_offset) and the
-   system-register filter's counter (counter_clock, kpemu_sysreg_filter_counter_offset). */
-uint32_t kpemu_clock_features(void) { return 511; }
+   64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = arm64 finds break
+   addresses through guard_bits only (the host marks their granules there; arm64 blocks skip the
+   break filter), 256 = guard_bits' granule bits are followed by a page summary
+   (KPEMU_GUARD_PAGE_BITS bits, kpemu_guard_page_bits), which arm64 blocks test first,
+   512 = the x86 block cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED
+   hook), 1024 = the live guest time (instr_offset, idle_nanos, nanos_per_instr,
+   kpemu_clock_live_time_offset) and the system-register filter's counter (counter_clock,
+   kpemu_sysreg_filter_counter_offset). */
+uint32_t kpemu_clock_features(void) { return 2047; }
 
-static int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
+static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
     if (c->arm64) {
         if (uc_reg_read(uc, UC_ARM64_REG_PSTATE, &v) != UC_ERR_OK) return 0;
@@ -156,11 +167,23 @@ void kpemu_clock_forget(struct kpemu_clock *c) {
     c->fills = 0;
 }
 
-/* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. */
-static int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
-    for (uint64_t g = address >> KPEMU_GUARD_GRANULE_SHIFT; g <= (end - 1) >> KPEMU_GUARD_GRANULE_SHIFT; g++) {
-        uint64_t i = g & (KPEMU_GUARD_BITS - 1);
-        if (bits[i >> 6] & (1ull << (i & 63))) return 1;
+/* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. Nearly
+   every block's granules lie in one word of the bitmap (a block of up to 64 granules that does not
+   cross a 2 KiB boundary of the hashed index), tested with one load and one mask, no loop (a loop
+   whose trip count changes from block to block mispredicts its exit; arm64 has no cached answer
+   per block, so this runs for every block there). */
+static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
+    uint64_t g = address >> KPEMU_GUARD_GRANULE_SHIFT;
+    uint64_t span = ((end - 1) >> KPEMU_GUARD_GRANULE_SHIFT) - g;   /* granules after the first */
+    uint64_t i = g & (KPEMU_GUARD_BITS - 1);
+    uint32_t bit = (uint32_t)(i & 63);
+    if (__builtin_expect(bit + span < 64, 1)) {
+        uint64_t mask = (~0ull >> (63 - span)) << bit;
+        return (bits[i >> 6] & mask) != 0;
+    }
+    for (uint64_t k = 0; k <= span; k++) {
+        uint64_t j = (g + k) & (KPEMU_GUARD_BITS - 1);
+        if (bits[j >> 6] & (1ull << (j & 63))) return 1;
     }
     return 0;
 }
@@ -266,9 +289,8 @@ static __attribute__((noinline)) int guard_differs(uc_engine *uc, struct kpemu_g
     return 0;
 }
 
-/* 1 when `address` is a break address the host stops at (nearly never: the hook's caller tests
-   break_filter first). */
-static __attribute__((noinline)) int break_stops(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
+/* 1 when `address` is a break address to stop at (the engine is stopped and break_hit set). */
+static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
         if (c->skip_once == address) {
@@ -282,48 +304,102 @@ static __attribute__((noinline)) int break_stops(uc_engine *uc, struct kpemu_clo
     return 0;
 }
 
-static __attribute__((noinline)) void stop_at_deadline(uc_engine *uc, struct kpemu_clock *c) {
-    c->stopped = 1;
-    uc_emu_stop(uc);
+/* The block's checks after its count: guarded text, the deadline, the interrupt-enable watch. */
+static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size,
+                                                    uint32_t n, int guarded) {
+    if (guarded && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
+        uc_emu_stop(uc);
+        return;
+    }
+    if (c->blocks != 0 && c->executed + n > c->deadline) {
+        c->stopped = 1;
+        uc_emu_stop(uc);
+        return;
+    }
+    if (c->watch_irq && c->blocks != 0 && interrupts_enabled(uc, c)) {
+        c->stopped = 1;
+        c->watch_stops++;
+        uc_emu_stop(uc);
+        return;
+    }
+    c->blocks++;
+    c->executed += n;
 }
 
-static __attribute__((noinline)) int watch_stops(uc_engine *uc, struct kpemu_clock *c) {
-    if (!interrupts_enabled(uc, c)) return 0;
-    c->stopped = 1;
-    c->watch_stops++;
-    uc_emu_stop(uc);
-    return 1;
+static inline int arm64_block_guarded(const struct kpemu_clock *c, uint64_t address, uint32_t size) {
+    return c->guard != NULL && (c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1)));
 }
 
-/* Runs before every translated block, so the common path (no break here, no guarded range, the
-   deadline not reached, no watch) is kept short; everything else is in the functions above. */
-void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
-    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+/* The whole hook, for the blocks the common path below hands over. */
+static __attribute__((noinline)) void block_slow(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
     /* a block start that is no break address (nearly all) costs one bit test, not a list walk */
-    if (__builtin_expect(c->nbreaks != 0, 0) && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))
-            && break_stops(uc, c, address)) {
+    if (c->nbreaks != 0 && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))
+            && break_reached(uc, c, address)) {
         return;
     }
     uint32_t n;
     int guarded;
     if (c->arm64) {
         n = (size + 3) / 4;
-        guarded = c->guard && (c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1)));
+        guarded = arm64_block_guarded(c, address, size);
     } else {
         n = x86_block_icount(uc, c, address, size, &guarded); /* the bitmap's answer is cached with the count */
     }
-    if (__builtin_expect(guarded, 0) && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
-        uc_emu_stop(uc);
+    block_checked(uc, c, address, size, n, guarded);
+}
+
+/*
+ * Called for every block the guest runs. The common path — no break address or guarded text in
+ * the block, a cached x86 count, not the slice's first block nor past its deadline, no
+ * interrupt-enable watch — is a leaf that needs no stack frame; everything rarer goes to
+ * block_slow / block_checked. On arm64 the host marks each break address's granule in guard_bits
+ * too, so one test of the bitmap covers both, and a block tests the bitmap's page summary first:
+ * one bit for its page, and the granules only on a page where something is marked (arm64 has no
+ * per-block cache to hold the answer,
+ * and the break filter's test plus the bitmap's on every block made a boot with one unhit probe,
+ * which brings the host's few breaks and one guarded range, measurably slower than one without);
+ * without guard_bits (nothing marked yet) an arm64 block has nothing to look at.
+ */
+void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
+    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    uint32_t n;
+    int guarded = 0;
+    if (c->arm64) {
+        const uint64_t *bits = c->guard_bits;
+        if (__builtin_expect(bits != NULL, 0)) {
+            /* the page summary first (an arm64 block never crosses a page: QEMU bounds a
+               translation to its page; one that did would be tested in full) */
+            uint64_t last = address + (size ? size : 1) - 1;
+            uint64_t p = (address >> 12) & (KPEMU_GUARD_PAGE_BITS - 1);
+            const uint64_t *pages = bits + KPEMU_GUARD_BITS / 64;
+            if (__builtin_expect((((address ^ last) >> 12) != 0) | ((pages[p >> 6] >> (p & 63)) & 1), 0)
+                    && guard_may_touch(bits, address, last + 1)) {
+                block_slow(uc, c, address, size);
+                return;
+            }
+        }
+        n = (size + 3) / 4;
+    } else {
+        if (__builtin_expect(c->nbreaks != 0, 0)
+                && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))) {
+            block_slow(uc, c, address, size);
+            return;
+        }
+        uint64_t e = c->cache[x86_slot(address)];
+        if (__builtin_expect((e & X86_TAG_MASK) != x86_tag(address, size)
+                || (uint64_t)((int64_t)(address << 16) >> 16) != address, 0)) {
+            block_slow(uc, c, address, size);
+            return;
+        }
+        guarded = (e & X86_GUARDED) != 0;
+        n = (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
+    }
+    if (__builtin_expect(guarded | (c->blocks == 0) | (c->executed + n > c->deadline) | (c->watch_irq != 0), 0)) {
+        block_checked(uc, c, address, size, n, guarded);
         return;
     }
-    uint64_t next = c->executed + n;
-    if (__builtin_expect(next > c->deadline, 0) && c->blocks != 0) {
-        stop_at_deadline(uc, c);
-        return;
-    }
-    if (__builtin_expect(c->watch_irq != 0, 0) && c->blocks != 0 && watch_stops(uc, c)) return;
     c->blocks++;
-    c->executed = next;
+    c->executed += n;
 }
 
 /*

@@ -39,10 +39,17 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD_BITS = 32;
     /** Feature bit of {@code kpemu_clock_features}: the break filter. */
     private static final int FEATURE_BREAK_FILTER = 64;
+    /**
+     * Feature bit of {@code kpemu_clock_features}: on arm64 the block hook finds break addresses
+     * through the granule bitmap (the host marks each one's granule), not the break filter.
+     */
+    private static final int FEATURE_ARM64_BREAKS_IN_BITMAP = 128;
+    /** Feature bit of {@code kpemu_clock_features}: the granule bitmap is followed by a page summary. */
+    private static final int FEATURE_PAGE_SUMMARY = 256;
     /** Feature bit of {@code kpemu_clock_features}: the x86 block cache refreshed on translation. */
-    private static final int FEATURE_BLOCK_GENERATED = 128;
+    private static final int FEATURE_BLOCK_GENERATED = 512;
     /** Feature bit of {@code kpemu_clock_features}: the live guest time and the filter's counter. */
-    private static final int FEATURE_LIVE_TIME = 256;
+    private static final int FEATURE_LIVE_TIME = 1024;
     private static final MemorySegment BLOCK_HOOK, GENERATED_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
@@ -79,9 +86,15 @@ final class InstructionClock implements AutoCloseable {
                 bitsAt = (long) linker.downcallHandle(lib.find("kpemu_clock_guard_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 int bits = (int) linker.downcallHandle(lib.find("kpemu_guard_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
                 int shift = (int) linker.downcallHandle(lib.find("kpemu_guard_granule_shift").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
-                if (bits != TextGuard.BITMAP_BITS || shift != TextGuard.GRANULE_SHIFT) {
+                int pages = (f & FEATURE_PAGE_SUMMARY) == 0 ? -1
+                        : (int) linker.downcallHandle(lib.find("kpemu_guard_page_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                if (pages != GranuleBitmap.PAGE_BITS) {
+                    throw new IllegalStateException("libkpemu_clock.so has no page summary of GranuleBitmap's size (" + pages
+                            + " bits); rebuild it with scripts/fetch-natives.sh");
+                }
+                if (bits != GranuleBitmap.BITS || shift != GranuleBitmap.GRANULE_SHIFT) {
                     throw new IllegalStateException("libkpemu_clock.so's guard bitmap (" + bits + " bits, granule 2^" + shift
-                            + ") is not TextGuard's; rebuild it with scripts/fetch-natives.sh");
+                            + ") is not GranuleBitmap's; rebuild it with scripts/fetch-natives.sh");
                 }
             } catch (RuntimeException e) {
                 throw e;
@@ -125,9 +138,13 @@ final class InstructionClock implements AutoCloseable {
     private final Unicorn uc;
     private final Unicorn.Hook hook;
     private final Unicorn.Hook generatedHook;   // x86 only
+    private final boolean arm64;
+    /** Created at the first mark: until then the hook has no bitmap to test (a boot with no probe and no break). */
+    private GranuleBitmap granules;
 
     InstructionClock(Unicorn uc, boolean arm64) {
         this.uc = uc;
+        this.arm64 = arm64;
         try {
             state = arena.allocate((long) SIZE.invokeExact(), 16);
         } catch (Throwable t) {
@@ -164,6 +181,31 @@ final class InstructionClock implements AutoCloseable {
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
         state.set(JAVA_INT, NBREAKS, n + 1);
         updateBreakFilter();
+        if (breaksInBitmap()) granules().mark(address, 4, 1);
+    }
+
+    /** arm64: break addresses are marked in the granule bitmap, the hook's one test per block. */
+    private boolean breaksInBitmap() {
+        if (!arm64) return false;
+        if ((FEATURES & FEATURE_ARM64_BREAKS_IN_BITMAP) == 0) {
+            throw new IllegalStateException("libkpemu_clock.so predates arm64 breaks in the granule bitmap; rebuild it with scripts/fetch-natives.sh");
+        }
+        return true;
+    }
+
+    /**
+     * The granule bitmap the block hook tests once per block (created, and given to the hook, on
+     * first use): {@link TextGuard}'s ranges and, on arm64, the break addresses.
+     */
+    GranuleBitmap granules() {
+        if (granules == null) {
+            if (GUARD_BITS < 0) {
+                throw new IllegalStateException("libkpemu_clock.so predates the text guard's bitmap; rebuild it with scripts/fetch-natives.sh");
+            }
+            granules = new GranuleBitmap();
+            state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD_BITS, granules.nativeBits());
+        }
+        return granules;
     }
 
     void removeBreak(long address) {
@@ -173,6 +215,7 @@ final class InstructionClock implements AutoCloseable {
             state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
             state.set(JAVA_INT, NBREAKS, n - 1);
             updateBreakFilter();
+            if (breaksInBitmap()) granules().mark(address, 4, -1);
             return;
         }
     }
@@ -227,16 +270,13 @@ final class InstructionClock implements AutoCloseable {
 
     /**
      * From now on the block hook checks {@code guardState} (a {@link TextGuard}'s native table),
-     * looking up a block's page only when {@code bitmap} has a bit set for one of its granules.
+     * looking up a block's page only when the {@link #granules} bitmap has a bit set for one of its granules.
      */
-    void attachGuard(MemorySegment guardState, MemorySegment bitmap) {
+    void attachGuard(MemorySegment guardState) {
         if ((FEATURES & FEATURE_GUARD) == 0) {
             throw new IllegalStateException("libkpemu_clock.so predates the text guard; rebuild it with scripts/fetch-natives.sh");
         }
-        if (GUARD_BITS < 0) {
-            throw new IllegalStateException("libkpemu_clock.so predates the text guard's bitmap; rebuild it with scripts/fetch-natives.sh");
-        }
-        state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD_BITS, bitmap);
+        granules();
         state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD, guardState);
     }
 
@@ -281,6 +321,13 @@ final class InstructionClock implements AutoCloseable {
 
     @Override public void close() {
         arena.close();
+        closeGranules();
+    }
+
+    /** Frees the granule bitmap (once the engine, whose hook reads it, is closed). */
+    void closeGranules() {
+        if (granules != null) granules.close();
+        granules = null;
     }
 
     Unicorn.Hook hook() { return hook; }

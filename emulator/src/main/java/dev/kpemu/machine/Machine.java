@@ -90,7 +90,10 @@ public abstract class Machine implements AutoCloseable {
 
     public abstract long sp();
 
-    /** The walker for the guest's current page tables (or identity when paging is off). */
+    /**
+     * A walker for the guest's current page tables (or identity when paging is off), with the
+     * translation registers read when it is made: valid until the guest runs again.
+     */
     public abstract PageTableWalker pageTables();
 
     /**
@@ -182,9 +185,9 @@ public abstract class Machine implements AutoCloseable {
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory, icount::forgetBlocks); // x86 caches the bitmap's answer per block
+            textGuard = new TextGuard(memory, icount.granules(), icount::forgetBlocks); // x86 caches the bitmap's answer per block
             memory.observeWrites(textGuard);
-            icount.attachGuard(textGuard.nativeState(), textGuard.nativeBitmap());
+            icount.attachGuard(textGuard.nativeState());
         }
         return textGuard;
     }
@@ -519,5 +522,6 @@ public abstract class Machine implements AutoCloseable {
         uc.close();
         memory.close();
         if (textGuard != null) textGuard.close();
+        icount.closeGranules();
     }
 }

@@ -19,9 +19,9 @@ import java.util.Map;
  * range runs, guest memory is compared with those bytes, and on a difference the engine stops
  * before the block and {@link Machine#run} hands the range to the {@link Listener}. No Unicorn
  * memory hook exists, so guest loads and stores keep Unicorn's fast path, and the cost per block
- * does not grow with the number of ranges: one or two bit tests in a bitmap of 32-byte granules
- * of guest-virtual addresses (hashed over {@link #BITMAP_BITS} bits) set for the granules a range
- * touches; only a block whose granules have a bit set looks its page up in the hash table.
+ * does not grow with the number of ranges: one test of the clock's {@link GranuleBitmap}, whose
+ * bits this guard sets for the 32-byte granules a range touches; only a block whose granules have
+ * a bit set looks its page up in the hash table.
  *
  * <p>Host writes through {@link GuestMemory} update the expected bytes of the ranges they touch,
  * so only the guest's own stores show up as differences. A guest store to guarded text is seen
@@ -32,10 +32,6 @@ public final class TextGuard implements AutoCloseable {
     /** Bytes one range can hold (KPEMU_GUARD_MAX in kpemu_clock.c). */
     public static final int MAX_RANGE = 16;
     private static final int BUCKETS = 4096;
-    /** Bits of the granule bitmap (KPEMU_GUARD_BITS in kpemu_clock.c). */
-    static final int BITMAP_BITS = 1 << 21;
-    /** log2 of the bytes one bitmap bit stands for (KPEMU_GUARD_GRANULE_SHIFT). */
-    static final int GRANULE_SHIFT = 5;
     // struct kpemu_guard
     private static final long LIVE = 0, HIT = 4, CHECKS = 8, ENTRIES = 16, BUCKET0 = 24;
     // struct kpemu_guard_entry
@@ -56,45 +52,27 @@ public final class TextGuard implements AutoCloseable {
     private final List<Integer> free = new ArrayList<>();
     private final Map<Long, List<Integer>> byPhysicalPage = new HashMap<>();
     private final Map<Integer, Listener> listeners = new HashMap<>();
-    private final MemorySegment bitmap;
-    /** Ranges touching each set bit of {@link #bitmap} (a bit is set while its count is positive). */
-    private final Map<Integer, Integer> rangesPerBit = new HashMap<>();
+    /** The clock's granule bitmap: the ranges mark their granules there. */
+    private final GranuleBitmap bitmap;
 
     /** Told when a bit of the bitmap changes (the instruction clock caches its answer per block). */
     private final Runnable bitmapChanged;
 
-    TextGuard(GuestMemory memory, Runnable bitmapChanged) {
+    TextGuard(GuestMemory memory, GranuleBitmap bitmap, Runnable bitmapChanged) {
         this.memory = memory;
+        this.bitmap = bitmap;
         this.bitmapChanged = bitmapChanged;
         this.state = arena.allocate(BUCKET0 + 4L * BUCKETS, 16);
         state.fill((byte) 0);
         for (int b = 0; b < BUCKETS; b++) state.set(JAVA_INT, BUCKET0 + 4L * b, -1);
         grow(256);
-        bitmap = arena.allocate(BITMAP_BITS / 8, 64);
-        bitmap.fill((byte) 0);
     }
 
     MemorySegment nativeState() { return state; }
 
-    MemorySegment nativeBitmap() { return bitmap; }
-
     /** Counts the range [va, va + len) in (delta 1) or out of (delta -1) the bits of its granules. */
     private void mark(long va, int len, int delta) {
-        boolean changed = false;
-        for (long g = va >>> GRANULE_SHIFT; g <= (va + len - 1) >>> GRANULE_SHIFT; g++) {
-            int bit = (int) (g & (BITMAP_BITS - 1));
-            int n = rangesPerBit.getOrDefault(bit, 0) + delta;
-            if (n > 0) rangesPerBit.put(bit, n);
-            else rangesPerBit.remove(bit);
-            long word = 8L * (bit >>> 6), mask = 1L << (bit & 63);
-            long w = bitmap.get(JAVA_LONG, word);
-            long now = n > 0 ? w | mask : w & ~mask;
-            if (now != w) {
-                bitmap.set(JAVA_LONG, word, now);
-                changed = true;
-            }
-        }
-        if (changed) bitmapChanged.run();
+        if (bitmap.mark(va, len, delta)) bitmapChanged.run();
     }
 
     private void grow(int newCapacity) {

@@ -54,6 +54,10 @@ class Arm64LinuxLoaderTest {
             assertEquals("console=ttyAMA0", chosen.string("bootargs"));
             assertEquals(l.initrd().start(), chosen.number("linux,initrd-start"));
             assertEquals(l.initrd().end(), chosen.number("linux,initrd-end"));
+            // a seed for the kernel's CRNG, as QEMU's virt board gives (32 bytes), the same every boot
+            assertEquals(32, chosen.properties().get("rng-seed").length);
+            assertArrayEquals(chosen.properties().get("rng-seed"),
+                    Fdt.parse(Arm64DeviceTree.build(64L << 20, 0, "x", null, false)).root().find("chosen").orElseThrow().properties().get("rng-seed"));
             assertEquals(64L << 20, dt.root().find("memory@40000000").orElseThrow().cells("reg")[3]);
         }
     }

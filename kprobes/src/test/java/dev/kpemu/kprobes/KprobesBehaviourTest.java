@@ -359,6 +359,57 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * The same on arm64, where the block hook finds guarded text and host breakpoints through one
+     * granule bitmap: 10,000 probes on a sled of {@code nop}s, and the guest rewriting a probed
+     * function through a second mapping of the same RAM (the kernel VA + 4 GiB, a second level-1
+     * entry onto the same blocks) is adopted: the new instruction runs and the probe fires on it.
+     */
+    @org.junit.jupiter.api.Test
+    void arm64GuestRewriteThroughAnAliasIsAdoptedAmongTenThousandProbes() {
+        try (Guest g = Guest.create(Arch.ARM64)) {
+            long sled = Arm64Guest.TEXT + 0x8000;
+            int functions = 625, perFunction = 16, n = functions * perFunction, fnBytes = 4 * (perFunction + 1);
+            java.nio.ByteBuffer text = java.nio.ByteBuffer.allocate(functions * fnBytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            for (int f = 0; f < functions; f++) {
+                for (int i = 0; i < perFunction; i++) text.putInt(0xd503201f); // nop
+                text.putInt(Arm64Guest.RET);
+            }
+            g.machine.writeVirtual(sled, text.array());
+            List<SymbolResolver.SymbolInfo> syms = new ArrayList<>();
+            for (String name : Arm64Guest.NAMES) syms.add(new SymbolResolver.SymbolInfo(name, g.sym(name), Guest.FUNCTION_SIZE, true));
+            for (int f = 0; f < functions; f++) syms.add(new SymbolResolver.SymbolInfo("sled_" + f, sled + (long) f * fnBytes, fnBytes, true));
+            // the alias: level-1 entry 4 of the TTBR1 tables points at the same level-2 table
+            long l1 = Arm64Guest.TABLES_PA + 0x2000, l2 = Arm64Guest.TABLES_PA + 0x3000, aliasOffset = 4L << 30;
+            g.machine.memory().writeLong(l1 + 8 * (((Arm64Guest.KVA + aliasOffset) >>> 30) & 0x1ff), l2 | 3);
+            g.machine.engine().flushTlb();
+            try (Kprobes k = Kprobes.attach(g.machine, SymbolResolver.of(syms), g.slots)) {
+                int[] sledHits = {0};
+                for (int f = 0; f < functions; f++) {
+                    for (int i = 0; i < perFunction; i++) {
+                        k.register(Kprobe.at(sled + (long) f * fnBytes + 4L * i).pre((p, r) -> { sledHits[0]++; return 0; }));
+                    }
+                }
+                long fn = g.sym("patchme");
+                int[] hits = {0};
+                k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }));
+                assertEquals(1, g.call("patchme"));
+                byte[] newText = {(byte) 0xa0, 0, (byte) 0x80, (byte) 0xd2, (byte) 0xc0, 0x03, 0x5f, (byte) 0xd6}; // mov x0, #5; ret
+                long alias = fn + aliasOffset;
+                assertArrayEquals(g.machine.readVirtual(fn, 8), g.machine.readVirtual(alias, 8), "an alias of the same RAM");
+                g.call("patch_text", alias, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
+                assertEquals(5, g.call("patchme"), "the guest's new instruction runs");
+                assertEquals(2, hits[0], "the probe fired before and after the rewrite");
+                assertArrayEquals(java.util.Arrays.copyOf(newText, k.savedBytes(fn).orElseThrow().length), k.savedBytes(fn).orElseThrow(),
+                        "saved original bytes follow the guest's write");
+                assertEquals(0, sledHits[0], "the sled never ran");
+                assertEquals(n + 1, k.list().lines().count(), "all probes registered");
+                k.unregister(k.probesAt(fn).getFirst());
+                assertArrayEquals(newText, g.machine.readVirtual(fn, 8), "unregister restores the guest's new text, not stale bytes");
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void blacklistIsRefusedUnlessOptedIn(Arch arch) {

@@ -12,7 +12,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
@@ -22,7 +23,7 @@ import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
 /**
- * Issue 12: probes on 10,000 functions of Debian's x86 kernel — 9,995 a survey boot never saw
+ * Issue 12: probes on 10,000 functions of Debian's kernel, on each arch — 9,995 a survey boot never saw
  * called ({@link BootBench#coldFunctions}) and five the workload calls (open, read, write) —
  * give, for the probes that fire, the same trace, line for line with timestamps, as a run that
  * probes only those: the 9,995 unhit probes change nothing the guest does or the trace shows.
@@ -35,23 +36,25 @@ class TenThousandProbesTest {
 
     record Run(List<String> lines, int registered) {}
 
-    static Run boot(List<String> defs) throws Exception {
+    static Run boot(Arch arch, List<String> defs) throws Exception {
         TracedBoot traced = new TracedBoot(defs, null).kernelMessages(m -> { });
-        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.X86_64, null, null, null, 256, 60,
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60,
                 new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
         assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         return new Run(traced.records().stream().map(TraceRecord::line).toList(), traced.effectiveDefinitions().size());
     }
 
-    @Test
-    void probesThatFireAmongTenThousandGiveTheSameTraceAsOnlyThose() throws Exception {
-        List<String> cold = BootBench.coldFunctions(Arch.X86_64, null);
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void probesThatFireAmongTenThousandGiveTheSameTraceAsOnlyThose(Arch arch) throws Exception {
+        List<String> cold = BootBench.coldFunctions(arch, null);
+        String args = arch == Arch.X86_64 ? " a=%di b=%si" : " a=%x0 b=%x1";
         int coldCount = PROBES - CALLED.size();
         assertTrue(cold.size() >= coldCount, "functions never called: " + cold.size());
         List<String> defs = new ArrayList<>(PROBES);
         for (int i = 0; i < coldCount; i++) defs.add("p:many/c" + i + " " + cold.get((int) ((long) i * cold.size() / coldCount)));
-        for (String f : CALLED) defs.add("p:many/" + f + " " + f + " a=%di b=%si");
-        Run all = boot(defs);
+        for (String f : CALLED) defs.add("p:many/" + f + " " + f + args);
+        Run all = boot(arch, defs);
         assertEquals(PROBES, all.registered());
 
         TreeSet<String> fired = new TreeSet<>();
@@ -65,7 +68,7 @@ class TenThousandProbesTest {
         // set: a function the boot calls rarely may show up; the claim under test holds for any set
         assertTrue(fired.containsAll(CALLED) && fired.size() <= CALLED.size() + 10, "the called functions fire, few others: " + fired);
         List<String> only = defs.stream().filter(d -> fired.contains(d.substring(d.indexOf('/') + 1, d.indexOf(' ')))).toList();
-        Run some = boot(only);
+        Run some = boot(arch, only);
         assertEquals(fired.size(), some.registered());
         assertEquals(all.lines(), some.lines(), "the events of the probes that fire, timestamps included");
     }

@@ -115,7 +115,8 @@ public final class X86Machine extends Machine {
 
     @Override public long sp() { return uc.regRead(X86Reg.RSP); }
 
-    @Override public PageTableWalker pageTables() { return walker; }
+    /** The tables as they are now (CR0, CR4, CR3 read once): valid until the guest runs again. */
+    @Override public PageTableWalker pageTables() { return walker.now(); }
 
     @Override
     public void mapKernelPages(long va, long pa, long size, java.util.function.IntToLongFunction tablePages) {

@@ -350,4 +350,36 @@ class Arm64MachineTest {
             assertEquals(RAM + 8, ((StopReason.GuestError) r).pc());
         }
     }
+
+    /**
+     * Host breakpoints on arm64 are found through the instruction clock's granule bitmap (the
+     * host marks each break address's granule; kpemu_clock.c): the run stops before the block at
+     * the address, resumes from it, and runs through once the break is removed. A guarded text
+     * range in the same granule counts separately: removing it leaves the break working.
+     */
+    @Test
+    void hostBreakpointStopsBeforeItsBlockAndSharesItsGranuleWithGuardedText() {
+        String body = """
+                mov x1, #0
+                loop:
+                bl bump
+                cmp x1, #3
+                b.ne loop
+            """;
+        try (Arm64Machine m = boot(program(body, Map.of(), ".align 12\nbump:\nadd x1, x1, #1\nret\n"))) {
+            long bump = RAM + 0x1000;
+            assertEquals(0x91000421L, m.memory().readLong(bump) & 0xffffffffL, "add x1, x1, #1 at the break address");
+            int guarded = m.textGuard().add(bump, bump, 4, (id, va, pa, was, now) -> { });
+            m.addBreakpoint(bump);
+            assertEquals(new StopReason.Breakpoint(bump), m.run(10_000));
+            assertEquals(bump, m.pc());
+            assertEquals(0, m.engine().regRead(Arm64Reg.X1), "stopped before the block ran");
+            m.textGuard().remove(guarded);
+            assertEquals(new StopReason.Breakpoint(bump), m.run(10_000), "the break outlives the guarded range in its granule");
+            assertEquals(1, m.engine().regRead(Arm64Reg.X1), "resumed from the break: the block ran once");
+            m.removeBreakpoint(bump);
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            assertEquals(3, m.engine().regRead(Arm64Reg.X1));
+        }
+    }
 }
