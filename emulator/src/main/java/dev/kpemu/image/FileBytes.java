@@ -42,21 +42,24 @@ public final class FileBytes {
         void accept(long fileOffset, byte[] data, int from, int n);
     }
 
-    /** Hands {@code length} bytes of {@code file} from {@code offset} to {@code sink} in chunks of at most {@value #CHUNK} bytes. */
-    public static void forEachChunk(Path file, long offset, long length, ChunkSink sink) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            byte[] buf = new byte[(int) Math.min(CHUNK, Math.max(1, length))];
-            long done = 0;
-            while (done < length) {
-                int want = (int) Math.min(buf.length, length - done), got = 0;
-                while (got < want) {
-                    int n = ch.read(ByteBuffer.wrap(buf, got, want - got), offset + done + got);
-                    if (n < 0) throw new EOFException(file + " ends before byte " + (offset + length));
-                    got += n;
-                }
-                sink.accept(offset + done, buf, 0, want);
-                done += want;
-            }
+    /** Hands {@code length} bytes of {@code file} (open as {@code ch}) from {@code offset} to {@code sink} in chunks of at most {@value #CHUNK} bytes. */
+    public static void forEachChunk(FileChannel ch, Path file, long offset, long length, ChunkSink sink) throws IOException {
+        byte[] buf = new byte[(int) Math.min(CHUNK, Math.max(1, length))];
+        long done = 0;
+        while (done < length) {
+            int want = (int) Math.min(buf.length, length - done);
+            readFully(ch, file, buf, 0, want, offset + done);
+            sink.accept(offset + done, buf, 0, want);
+            done += want;
+        }
+    }
+
+    /** Fills {@code buf[from, from + n)} with the file's bytes at {@code position}. */
+    static void readFully(FileChannel ch, Path file, byte[] buf, int from, int n, long position) throws IOException {
+        for (int got = 0; got < n; ) {
+            int r = ch.read(ByteBuffer.wrap(buf, from + got, n - got), position + got);
+            if (r < 0) throw new EOFException(file + " ends before byte " + (position + n));
+            got += r;
         }
     }
 }

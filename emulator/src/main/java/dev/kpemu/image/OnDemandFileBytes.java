@@ -2,7 +2,9 @@ package dev.kpemu.image;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * A kernel file's bytes, read whole only when something asks for all of them. Loading a kernel
@@ -16,6 +18,8 @@ public final class OnDemandFileBytes {
     private final String name;
     private final long length;
     private volatile byte[] bytes;
+    /** Opened by the first range read and kept: a probe session's checks read a few bytes per probe. */
+    private FileChannel channel;
 
     private OnDemandFileBytes(Path file, String name, long length, byte[] bytes) {
         this.file = file;
@@ -71,10 +75,15 @@ public final class OnDemandFileBytes {
             return;
         }
         try {
-            FileBytes.forEachChunk(file, offset, n, sink);
+            FileBytes.forEachChunk(channel(), file, offset, n, sink);
         } catch (IOException e) {
             throw new KernelImageException(name + ": cannot read: " + e.getMessage(), e);
         }
+    }
+
+    private synchronized FileChannel channel() throws IOException {
+        if (channel == null) channel = FileChannel.open(file, StandardOpenOption.READ);
+        return channel;
     }
 
     /** The first {@code n} bytes (fewer when the file is shorter), without reading the rest. */
@@ -86,6 +95,7 @@ public final class OnDemandFileBytes {
 
     /** {@code n} bytes from {@code offset} (the range must lie in the file), without reading the rest. */
     public byte[] read(long offset, int n) {
+        if (offset < 0 || n < 0 || offset + n > length) throw new IndexOutOfBoundsException(name + ": range 0x" + Long.toHexString(offset) + "+0x" + Long.toHexString(n) + " is outside the file");
         byte[] out = new byte[n];
         byte[] d = bytes;
         if (d != null) {
@@ -93,9 +103,9 @@ public final class OnDemandFileBytes {
             return out;
         }
         try {
-            copyRange(offset, n, (at, chunk, from, len) -> System.arraycopy(chunk, from, out, (int) (at - offset), len));
-        } catch (KernelImageException e) {
-            throw new UncheckedIOException(new IOException(e.getMessage(), e));
+            FileBytes.readFully(channel(), file, out, 0, n, offset);
+        } catch (IOException e) {
+            throw new UncheckedIOException(name + ": cannot read: " + e.getMessage(), e);
         }
         return out;
     }

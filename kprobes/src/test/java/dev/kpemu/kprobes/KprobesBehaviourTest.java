@@ -341,22 +341,30 @@ class KprobesBehaviourTest {
                     }
                 }
                 System.out.printf("%d probes registered and armed in %.2f s (host time, informational)%n", n, (System.nanoTime() - t0) / 1e9);
-                long fn = g.sym("patchme");
-                int[] hits = {0};
-                k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }));
-                assertEquals(1, g.call("patchme"));
                 byte[] newText = {(byte) 0xb8, 5, 0, 0, 0, (byte) 0xc3, (byte) 0x90, (byte) 0x90}; // mov $5, %eax; ret
-                long alias = fn - X86Guest.KBASE; // the identity mapping of the same physical page
-                assertArrayEquals(g.machine.readVirtual(fn, 8), g.machine.readVirtual(alias, 8), "an alias of the same RAM");
-                g.call("patch_text", alias, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
-                assertEquals(5, g.call("patchme"), "the guest's new instruction runs");
-                assertEquals(2, hits[0], "the probe fired before and after the rewrite");
-                assertArrayEquals(java.util.Arrays.copyOf(newText, k.savedBytes(fn).orElseThrow().length), k.savedBytes(fn).orElseThrow(),
-                        "saved original bytes follow the guest's write");
+                long fn = g.sym("patchme");
+                assertRewriteThroughAliasAdopted(g, k, fn, fn - X86Guest.KBASE, newText); // the identity mapping of the same page
                 assertEquals(0, sledHits[0], "the sled never ran");
                 assertEquals(n + 1, k.list().lines().count(), "all probes registered");
             }
         }
+    }
+
+    /**
+     * A probe on {@code fn} (whose function returns 1), then the guest's {@code patch_text} writes
+     * {@code newText} (returning 5) through {@code alias}, another mapping of the same RAM: the new
+     * instruction runs, the probe fires on it, and the saved original bytes follow the write.
+     */
+    static void assertRewriteThroughAliasAdopted(Guest g, Kprobes k, long fn, long alias, byte[] newText) {
+        int[] hits = {0};
+        k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }));
+        assertEquals(1, g.call("patchme"));
+        assertArrayEquals(g.machine.readVirtual(fn, 8), g.machine.readVirtual(alias, 8), "an alias of the same RAM");
+        g.call("patch_text", alias, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
+        assertEquals(5, g.call("patchme"), "the guest's new instruction runs");
+        assertEquals(2, hits[0], "the probe fired before and after the rewrite");
+        assertArrayEquals(java.util.Arrays.copyOf(newText, k.savedBytes(fn).orElseThrow().length), k.savedBytes(fn).orElseThrow(),
+                "saved original bytes follow the guest's write");
     }
 
     /**
@@ -390,18 +398,9 @@ class KprobesBehaviourTest {
                         k.register(Kprobe.at(sled + (long) f * fnBytes + 4L * i).pre((p, r) -> { sledHits[0]++; return 0; }));
                     }
                 }
-                long fn = g.sym("patchme");
-                int[] hits = {0};
-                k.register(Kprobe.at(fn).pre((p, r) -> { hits[0]++; return 0; }));
-                assertEquals(1, g.call("patchme"));
                 byte[] newText = {(byte) 0xa0, 0, (byte) 0x80, (byte) 0xd2, (byte) 0xc0, 0x03, 0x5f, (byte) 0xd6}; // mov x0, #5; ret
-                long alias = fn + aliasOffset;
-                assertArrayEquals(g.machine.readVirtual(fn, 8), g.machine.readVirtual(alias, 8), "an alias of the same RAM");
-                g.call("patch_text", alias, java.nio.ByteBuffer.wrap(newText).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
-                assertEquals(5, g.call("patchme"), "the guest's new instruction runs");
-                assertEquals(2, hits[0], "the probe fired before and after the rewrite");
-                assertArrayEquals(java.util.Arrays.copyOf(newText, k.savedBytes(fn).orElseThrow().length), k.savedBytes(fn).orElseThrow(),
-                        "saved original bytes follow the guest's write");
+                long fn = g.sym("patchme");
+                assertRewriteThroughAliasAdopted(g, k, fn, fn + aliasOffset, newText);
                 assertEquals(0, sledHits[0], "the sled never ran");
                 assertEquals(n + 1, k.list().lines().count(), "all probes registered");
                 k.unregister(k.probesAt(fn).getFirst());

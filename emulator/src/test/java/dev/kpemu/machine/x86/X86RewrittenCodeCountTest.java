@@ -39,14 +39,17 @@ class X86RewrittenCodeCountTest {
                   nop
                   ret
                 """;
-        for (int run = 0; run < 2; run++) {
-            try (X86Machine m = X86MachineTest.paged()) {
-                m.memory().write(CODE, Asm.x86(src, CODE));
-                m.setPc(CODE);
-                StopReason r = m.run(1_000_000);
-                assertInstanceOf(StopReason.Halted.class, r, r.toString());
-                assertEquals(11, m.clock().instructions());
-            }
+        for (int run = 0; run < 2; run++) assertEquals(11, instructionsToHalt(src));
+    }
+
+    /** The guest instructions {@code src} runs from its start to its {@code hlt}. */
+    static long instructionsToHalt(String src) {
+        try (X86Machine m = X86MachineTest.paged()) {
+            m.memory().write(CODE, Asm.x86(src, CODE));
+            m.setPc(CODE);
+            StopReason r = m.run(10_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            return m.clock().instructions();
         }
     }
 
@@ -77,13 +80,7 @@ class X86RewrittenCodeCountTest {
                   nop
                   ret
                 """;
-        try (X86Machine m = X86MachineTest.paged()) {
-            m.memory().write(CODE, Asm.x86(src, CODE));
-            m.setPc(CODE);
-            StopReason r = m.run(10_000_000);
-            assertInstanceOf(StopReason.Halted.class, r, r.toString());
-            // 3 (setup) + 200 x (xchg, mov, call, dec, jnz) + 100 x 2 (nopl, ret) + 100 x 5 (4 nops, ret) + hlt
-            assertEquals(3 + 200 * 5 + 100 * 2 + 100 * 5 + 1, m.clock().instructions());
-        }
+        // 3 (setup) + 200 x (xchg, mov, call, dec, jnz) + 100 x 2 (nopl, ret) + 100 x 5 (4 nops, ret) + hlt
+        assertEquals(3 + 200 * 5 + 100 * 2 + 100 * 5 + 1, instructionsToHalt(src));
     }
 }
