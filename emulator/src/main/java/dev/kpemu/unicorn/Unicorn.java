@@ -563,7 +563,17 @@ public final class Unicorn implements AutoCloseable {
         }
     }
 
+    /**
+     * How many times the CPU state may have changed under a caller: counts register writes,
+     * context restores and runs of the engine. A caller that keeps register values read in a
+     * batch (a probe hit's) keeps them only while this stays the same.
+     */
+    public long stateChanges() { return stateChanges; }
+
+    private long stateChanges;
+
     public void regWrite(int reg, long value) {
+        stateChanges++;
         scratch.set(JAVA_LONG, 0, value);
         int err;
         try {
@@ -632,6 +642,7 @@ public final class Unicorn implements AutoCloseable {
     }
 
     private void rawReg(MethodHandle h, int reg, String what) {
+        if (h == UC_REG_WRITE) stateChanges++;
         int err;
         try {
             err = (int) h.invokeExact(uc, reg, scratchAddress);
@@ -653,10 +664,13 @@ public final class Unicorn implements AutoCloseable {
         if (exitsMode) setExitFor(until);
         hookFailure = null;
         int err;
+        stateChanges++;
         try {
             err = (int) UC_EMU_START.invokeExact(uc, begin, until, timeoutMicros, count);
         } catch (Throwable t) {
             throw new UnicornException(-1, "uc_emu_start: " + t);
+        } finally {
+            stateChanges++;
         }
         Throwable failure = hookFailure;
         if (failure != null) {
@@ -744,6 +758,7 @@ public final class Unicorn implements AutoCloseable {
     }
 
     public void contextRestore(Context c) {
+        stateChanges++;
         try {
             check((int) UC_CONTEXT_RESTORE.invokeExact(uc, c.ptr), "uc_context_restore");
         } catch (UnicornException e) {

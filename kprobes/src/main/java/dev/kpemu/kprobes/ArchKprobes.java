@@ -49,7 +49,7 @@ public interface ArchKprobes extends ProbeDecoder {
     byte[] trampolineCode();
 
     /** The register view of the machine. */
-    Regs regs();
+    LiveRegs regs();
 
     /**
      * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})

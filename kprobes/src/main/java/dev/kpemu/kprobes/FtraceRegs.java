@@ -3,6 +3,7 @@ package dev.kpemu.kprobes;
 import java.util.List;
 
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.PageTableWalker;
 
 /**
  * The registers the handlers of a kprobe on an ftrace site see (x86-64 {@code KPROBE_FLAG_FTRACE}):
@@ -50,4 +51,6 @@ final class FtraceRegs implements Regs {
     @Override public List<String> names() { return live.names(); }
 
     @Override public long readLong(long va) { return live.readLong(va); }
+
+    @Override public PageTableWalker pageTables() { return live.pageTables(); }
 }

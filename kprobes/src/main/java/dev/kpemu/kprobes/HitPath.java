@@ -7,6 +7,7 @@ import java.util.Set;
 import dev.kpemu.kprobes.Activations.Activation;
 import dev.kpemu.kprobes.Activations.Status;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.PageTableWalker;
 
 /**
  * The hit path ({@code kprobe_int3_handler}, {@code kprobe_breakpoint_handler}): a breakpoint
@@ -20,7 +21,7 @@ final class HitPath {
 
     private final Machine machine;
     private final ArchKprobes arch;
-    private final Regs regs;
+    private final LiveRegs regs;
     private final SlotArea slots;
     private final Map<Long, ProbePoint> points;
     private final Set<Long> formerProbeAddresses;
@@ -76,8 +77,8 @@ final class HitPath {
     }
 
     private void onHit(ProbePoint p) {
-        if (p.ftrace) ftraceCall(p);
         if (!active.isEmpty()) {
+            if (p.ftrace) ftraceCall(p);
             // kprobe_running(): no handlers, count a miss, still run the instruction
             p.missed();
             if (active.peek().status == Status.REENTER) {
@@ -88,7 +89,15 @@ final class HitPath {
         }
         Activation a = new Activation(p, Status.HIT_ACTIVE);
         active.push(a);
-        if (runPreHandlers(p, p.ftrace ? ftraceRegs : regs)) {
+        boolean skip;
+        regs.beginHit();
+        try {
+            if (p.ftrace) ftraceCall(p);
+            skip = runPreHandlers(p, p.ftrace ? ftraceRegs : regs);
+        } finally {
+            regs.endHit();
+        }
+        if (skip) {
             active.pop(a);
             return;
         }
@@ -103,10 +112,14 @@ final class HitPath {
      * keeps no red zone, so nothing lives below the stack pointer.
      */
     private void ftraceCall(ProbePoint p) {
+        long va = regs.sp() - 8, value = p.address + p.insn.length();
         try {
-            machine.writeVirtualLong(regs.sp() - 8, p.address + p.insn.length());
+            PageTableWalker.Translation t = regs.pageTables().translate(va);   // in a hit: the hit's registers, no engine call
+            if (t == null) return;   // no stack page below: the real call would have faulted the kernel; nothing to show
+            if ((va & (t.pageSize() - 1)) <= t.pageSize() - 8) machine.memory().writeLong(t.physical(), value);
+            else machine.writeVirtualLong(va, value);
         } catch (Machine.GuestMemoryException e) {
-            // no stack page below: the real call would have faulted the kernel; nothing to show
+            // as above
         }
     }
 
@@ -191,14 +204,19 @@ final class HitPath {
         Activation a = new Activation(p, Status.HIT_ACTIVE);
         active.push(a);
         Regs view = optimizedRegs.at(trapIp(address));
-        for (Kprobe k : p.children) {
-            if (k.isDisabled()) continue;
-            try {
-                if (k.owner != null) returns.preHandlerKretprobe(k.owner, view);
-                else if (k.preHandler() != null) k.preHandler().handle(k, view);
-            } catch (Throwable t) {
-                failures.handlerFailed(k, "pre", t);
+        regs.beginHit();
+        try {
+            for (Kprobe k : p.children) {
+                if (k.isDisabled()) continue;
+                try {
+                    if (k.owner != null) returns.preHandlerKretprobe(k.owner, view);
+                    else if (k.preHandler() != null) k.preHandler().handle(k, view);
+                } catch (Throwable t) {
+                    failures.handlerFailed(k, "pre", t);
+                }
             }
+        } finally {
+            regs.endHit();
         }
         active.pop(a);
     }

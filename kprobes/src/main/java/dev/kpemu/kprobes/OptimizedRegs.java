@@ -3,6 +3,7 @@ package dev.kpemu.kprobes;
 import java.util.List;
 
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.PageTableWalker;
 
 /**
  * The registers an optimized probe's handlers see: the live vCPU registers (the detour's hand-off
@@ -67,4 +68,6 @@ final class OptimizedRegs implements Regs {
     @Override public String spName() { return spName; }
 
     @Override public long readLong(long va) { return live.readLong(va); }
+
+    @Override public PageTableWalker pageTables() { return live.pageTables(); }
 }

@@ -3,6 +3,7 @@ package dev.kpemu.kprobes;
 import java.util.List;
 
 import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.PageTableWalker;
 
 /**
  * The trapped CPU's registers as a handler sees them (the kernel's {@code struct pt_regs}),
@@ -59,6 +60,12 @@ public interface Regs {
 
     /** Reads 8 bytes of guest-virtual memory through the current page tables. */
     long readLong(long va);
+
+    /**
+     * The page tables the trapped CPU translates with (x86 CR0, CR4, CR3; arm64 SCTLR_EL1,
+     * TCR_EL1, TTBR0/1_EL1): during a hit, made once from registers the hit reads in one batch.
+     */
+    PageTableWalker pageTables();
 
     /**
      * x86-64 {@code pt_regs.orig_ax} as the handler's frame holds it: -1 in an exception frame

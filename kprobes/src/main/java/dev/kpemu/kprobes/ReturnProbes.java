@@ -25,7 +25,7 @@ final class ReturnProbes {
 
     private final Machine machine;
     private final ArchKprobes arch;
-    private final Regs regs;
+    private final LiveRegs regs;
     private final SlotArea slots;
     private final Activations active;
     private final HandlerFailures failures;
@@ -144,19 +144,24 @@ final class ReturnProbes {
         }
         Activation busy = new Activation(group.getFirst().rp == null ? null : group.getFirst().rp.kp.point, Status.HIT_ACTIVE);
         active.push(busy);
-        regs.setIp(real);
-        for (KretprobeInstance ri : group) {
-            Kretprobe rp = ri.rp;
-            if (rp == null || rp.handler() == null) continue;
-            // rethook: each instance keeps what its entry saw (a kretprobe that ran after another one
-            // on the same function saw the trampoline: Linux prints [unknown/kretprobe'd]);
-            // kretprobe: __kretprobe_trampoline_handler sets every instance to the real address
-            if (!rethook) ri.retAddr = real;
-            try {
-                rp.handler().handle(ri, regs);
-            } catch (Throwable t) {
-                failures.handlerFailed(rp.kp, "return", t);
+        regs.beginHit();
+        try {
+            regs.setIp(real);
+            for (KretprobeInstance ri : group) {
+                Kretprobe rp = ri.rp;
+                if (rp == null || rp.handler() == null) continue;
+                // rethook: each instance keeps what its entry saw (a kretprobe that ran after another one
+                // on the same function saw the trampoline: Linux prints [unknown/kretprobe'd]);
+                // kretprobe: __kretprobe_trampoline_handler sets every instance to the real address
+                if (!rethook) ri.retAddr = real;
+                try {
+                    rp.handler().handle(ri, regs);
+                } catch (Throwable t) {
+                    failures.handlerFailed(rp.kp, "return", t);
+                }
             }
+        } finally {
+            regs.endHit();
         }
         active.pop(busy);
         for (KretprobeInstance ri : group) {

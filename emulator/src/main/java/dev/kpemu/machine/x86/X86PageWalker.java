@@ -35,7 +35,15 @@ public final class X86PageWalker implements PageTableWalker {
         if (controlRegisters == null) controlRegisters = uc.registerBatch(X86Reg.CR0, X86Reg.CR4, X86Reg.CR3);
         long[] r = controlValues;
         controlRegisters.read(r);
-        return new Snapshot(this, (r[0] & CR0_PG) != 0, r[2], (r[1] & CR4_LA57) != 0);
+        return over(r[0], r[1], r[2]);
+    }
+
+    /**
+     * A walker over the tables that CR0, CR4 and CR3 with these values describe: for a caller that
+     * read them in a batch of its own (a probe hit reads them with its other registers).
+     */
+    public PageTableWalker over(long cr0, long cr4, long cr3) {
+        return new Snapshot(this, (cr0 & CR0_PG) != 0, cr3, (cr4 & CR4_LA57) != 0);
     }
 
     /** {@link #now}'s walker: the control registers' values when it was made. */

@@ -5,7 +5,6 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.PageTableWalker;
-import dev.kpemu.unicorn.Arm64Reg;
 
 import java.util.Arrays;
 import java.util.Objects;
@@ -138,9 +137,8 @@ public final class MachineFetchContext implements FetchContext {
     private final boolean[] pageUser = new boolean[PAGES];
     private int pages;
     /**
-     * The hit's page-table walker, made at its first translation: arm64's reads the translation
-     * registers (TCR_EL1, TTBR0/1_EL1: four engine calls) when it is made, once per hit instead
-     * of once per page.
+     * The hit's page-table walker, made at its first translation from the hit's registers
+     * ({@link Regs#pageTables()}: during a hit, read with the others in one engine batch).
      */
     private PageTableWalker walker;
 
@@ -208,7 +206,7 @@ public final class MachineFetchContext implements FetchContext {
         }
         PageTableWalker.Translation t;
         try {
-            if (walker == null) walker = machine.pageTables();
+            if (walker == null) walker = current.pageTables();
             t = walker.translate(va);
         } catch (RuntimeException e) {
             return -1;
@@ -317,7 +315,7 @@ public final class MachineFetchContext implements FetchContext {
                 long gs = task.gsRelative() ? gsBase() : 0;   // uniprocessor: a plain global
                 if (readKernel(gs + task.gsOffset(), word, 0, 8)) taskPointer = le64(word);
             } else {
-                taskPointer = machine.engine().regRead(Arm64Reg.SP_EL0);
+                taskPointer = current.get("sp_el0");
             }
         } catch (RuntimeException e) {
             taskPointer = 0;

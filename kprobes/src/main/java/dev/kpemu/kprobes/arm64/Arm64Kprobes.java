@@ -43,7 +43,7 @@ public final class Arm64Kprobes implements ArchKprobes {
 
     @Override public int maxInstructionLength() { return 4; }
 
-    @Override public Regs regs() { return regs; }
+    @Override public dev.kpemu.kprobes.LiveRegs regs() { return regs; }
 
     // ------------------------------------------------------------------ prepare
 

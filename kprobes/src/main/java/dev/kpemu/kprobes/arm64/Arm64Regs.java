@@ -3,14 +3,20 @@ package dev.kpemu.kprobes.arm64;
 import java.util.ArrayList;
 import java.util.List;
 
-import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.LiveRegs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.machine.arm64.Arm64PageWalker;
 import dev.kpemu.unicorn.Arm64Reg;
-import dev.kpemu.unicorn.Unicorn;
 
-/** arm64 {@code pt_regs} ({@code x0–x30}, {@code sp}, {@code pc}, {@code pstate}), read and written straight through. */
-public final class Arm64Regs implements Regs {
+/**
+ * arm64 {@code pt_regs} ({@code x0–x30}, {@code sp}, {@code pc}, {@code pstate}), read and written
+ * straight through; during a hit the {@linkplain #HIT hit set} comes from one engine batch
+ * ({@link LiveRegs}). {@link #get} also knows {@code sp_el0} (the kernel's {@code current}), which
+ * is no {@code pt_regs} member and not among {@link #names()}.
+ */
+public final class Arm64Regs extends LiveRegs {
     private static final List<String> NAMES;
 
     static {
@@ -20,14 +26,23 @@ public final class Arm64Regs implements Regs {
         NAMES = List.copyOf(n);
     }
 
+    /** SCTLR_EL1 and TCR_EL1 by encoding (no plain engine id): the hit set's system registers 0 and 1. */
+    private static final int[][] HIT_SYSTEM = {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}};
+    /**
+     * What a hit reads: the argument registers, fp, lr, sp, PSTATE, SP_EL0 (the kernel's
+     * {@code current}) and, with {@link #HIT_SYSTEM}, the registers the page tables are walked from.
+     */
+    private static final int[] HIT = {Arm64Reg.X0, Arm64Reg.X0 + 1, Arm64Reg.X0 + 2, Arm64Reg.X0 + 3, Arm64Reg.X0 + 4,
+        Arm64Reg.X0 + 5, Arm64Reg.X0 + 6, Arm64Reg.X0 + 7, Arm64Reg.X29, Arm64Reg.X30, Arm64Reg.SP, Arm64Reg.PSTATE,
+        Arm64Reg.SP_EL0, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1};
+
     private final Machine machine;
-    private final Unicorn uc;
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
     Arm64Regs(Machine machine) {
+        super(machine.engine(), HIT_SYSTEM, HIT);
         this.machine = machine;
-        this.uc = machine.engine();
-        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, Arm64Regs::id);
+        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, Arm64Regs::engineId);
     }
 
     /** Unicorn's id of {@code xN} (0–30). */
@@ -43,12 +58,12 @@ public final class Arm64Regs implements Regs {
     }
 
     /** {@code xN}, with register 31 reading as zero (XZR), as the simulators need. */
-    long xzr(int n) { return n == 31 ? 0 : uc.regRead(x(n)); }
+    long xzr(int n) { return n == 31 ? 0 : read(x(n)); }
 
     /** Writes {@code xN}; writes to register 31 (XZR) are discarded. */
-    void setXzr(int n, long v) { if (n != 31) uc.regWrite(x(n), v); }
+    void setXzr(int n, long v) { if (n != 31) write(x(n), v); }
 
-    long nzcv() { return uc.regRead(Arm64Reg.NZCV); }
+    long nzcv() { return read(Arm64Reg.NZCV); }
 
     @Override public Arch arch() { return Arch.ARM64; }
 
@@ -56,44 +71,51 @@ public final class Arm64Regs implements Regs {
 
     @Override public String spName() { return "sp"; }
 
-    @Override public long ip() { return uc.regRead(Arm64Reg.PC); }
+    @Override public long ip() { return read(Arm64Reg.PC); }
 
-    @Override public void setIp(long ip) { uc.regWrite(Arm64Reg.PC, ip); }
+    @Override public void setIp(long ip) { write(Arm64Reg.PC, ip); }
 
-    @Override public long sp() { return uc.regRead(Arm64Reg.SP); }
+    @Override public long sp() { return read(Arm64Reg.SP); }
 
-    @Override public void setSp(long sp) { uc.regWrite(Arm64Reg.SP, sp); }
+    @Override public void setSp(long sp) { write(Arm64Reg.SP, sp); }
 
-    @Override public long returnValue() { return uc.regRead(Arm64Reg.X0); }
+    @Override public long returnValue() { return read(Arm64Reg.X0); }
 
-    @Override public void setReturnValue(long value) { uc.regWrite(Arm64Reg.X0, value); }
+    @Override public void setReturnValue(long value) { write(Arm64Reg.X0, value); }
 
     /** x0–x7; 0 beyond, as the kernel's {@code regs_get_kernel_argument} on arm64. */
     @Override
     public long arg(int n) {
         if (n < 0) throw new IllegalArgumentException("argument " + n);
-        return n < 8 ? uc.regRead(x(n)) : 0;
+        return n < 8 ? read(x(n)) : 0;
     }
 
     @Override
     public void setArg(int n, long value) {
         if (n < 0 || n >= 8) throw new IllegalArgumentException("arm64 register arguments are x0-x7");
-        uc.regWrite(x(n), value);
+        write(x(n), value);
     }
 
-    @Override public long get(String name) { return uc.regRead(id(name)); }
+    @Override protected void outsideHit(String[] names, long[] out) { batches.read(names, out); }
 
-    @Override public void getAll(String[] names, long[] out) { batches.read(names, out); }
+    @Override protected PageTableWalker currentTables() { return machine.pageTables(); }
 
-    @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
+    @Override
+    protected PageTableWalker hitTables() {
+        return new Arm64PageWalker(machine.memory(), hitSystemRegister(0), hitSystemRegister(1), read(Arm64Reg.TTBR0_EL1),
+                read(Arm64Reg.TTBR1_EL1));
+    }
 
     @Override public List<String> names() { return NAMES; }
 
     @Override public long readLong(long va) { return machine.readVirtualLong(va); }
 
-    private static int id(String name) {
+    @Override protected int id(String name) { return engineId(name); }
+
+    private static int engineId(String name) {
         String n = name.toLowerCase(java.util.Locale.ROOT);
         return switch (n) {
+            case "sp_el0" -> Arm64Reg.SP_EL0;
             case "lr" -> Arm64Reg.X30;
             case "fp" -> Arm64Reg.X29;
             case "sp" -> Arm64Reg.SP;

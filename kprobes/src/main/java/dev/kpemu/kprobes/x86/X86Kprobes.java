@@ -48,7 +48,7 @@ public final class X86Kprobes implements ArchKprobes {
 
     @Override public int maxInstructionLength() { return 16; }
 
-    @Override public Regs regs() { return regs; }
+    @Override public dev.kpemu.kprobes.LiveRegs regs() { return regs; }
 
     // ------------------------------------------------------------------ prepare
 

@@ -4,14 +4,18 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.LiveRegs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
-import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.machine.x86.X86Machine;
 import dev.kpemu.unicorn.X86Reg;
 
-/** x86-64 {@code pt_regs}, read and written straight through to the vCPU. */
-public final class X86Regs implements Regs {
+/**
+ * x86-64 {@code pt_regs}, read and written straight through to the vCPU; during a hit the
+ * {@linkplain #HIT hit set} comes from one engine batch ({@link LiveRegs}).
+ */
+public final class X86Regs extends LiveRegs {
     /** System V / kernel argument registers. */
     private static final int[] ARGS = {X86Reg.RDI, X86Reg.RSI, X86Reg.RDX, X86Reg.RCX, X86Reg.R8, X86Reg.R8 + 1};
     /** General registers by ModRM/REX number (rax=0 … r15=15). */
@@ -38,14 +42,21 @@ public final class X86Regs implements Regs {
         NAMES.put("cr4", X86Reg.CR4);
     }
 
+    /**
+     * What a hit reads: the argument registers, rax, rsp, RFLAGS, GS_BASE (the per-CPU base that
+     * finds {@code current}) and the control registers the page tables are walked from; CR0, CR4
+     * and CR3 are the last three ({@link #hitTables}).
+     */
+    private static final int[] HIT = {X86Reg.RDI, X86Reg.RSI, X86Reg.RDX, X86Reg.RCX, X86Reg.R8, X86Reg.R8 + 1, X86Reg.RAX,
+        X86Reg.RSP, X86Reg.RFLAGS, X86Reg.GS_BASE, X86Reg.CR0, X86Reg.CR4, X86Reg.CR3};
+
     private final Machine machine;
-    private final Unicorn uc;
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
     X86Regs(Machine machine) {
+        super(machine.engine(), new int[0][], HIT);
         this.machine = machine;
-        this.uc = machine.engine();
-        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, X86Regs::id);
+        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, X86Regs::engineId);
     }
 
     @Override public Arch arch() { return Arch.X86_64; }
@@ -54,49 +65,52 @@ public final class X86Regs implements Regs {
 
     @Override public String spName() { return "rsp"; }
 
-    @Override public long ip() { return uc.regRead(X86Reg.RIP); }
+    @Override public long ip() { return read(X86Reg.RIP); }
 
-    @Override public void setIp(long ip) { uc.regWrite(X86Reg.RIP, ip); }
+    @Override public void setIp(long ip) { write(X86Reg.RIP, ip); }
 
-    @Override public long sp() { return uc.regRead(X86Reg.RSP); }
+    @Override public long sp() { return read(X86Reg.RSP); }
 
-    @Override public void setSp(long sp) { uc.regWrite(X86Reg.RSP, sp); }
+    @Override public void setSp(long sp) { write(X86Reg.RSP, sp); }
 
-    @Override public long returnValue() { return uc.regRead(X86Reg.RAX); }
+    @Override public long returnValue() { return read(X86Reg.RAX); }
 
-    @Override public void setReturnValue(long value) { uc.regWrite(X86Reg.RAX, value); }
+    @Override public void setReturnValue(long value) { write(X86Reg.RAX, value); }
 
     @Override
     public long arg(int n) {
         if (n < 0) throw new IllegalArgumentException("argument " + n);
-        if (n < ARGS.length) return uc.regRead(ARGS[n]);
+        if (n < ARGS.length) return read(ARGS[n]);
         return machine.readVirtualLong(sp() + 8L * (n - ARGS.length + 1)); // above the return address
     }
 
     @Override
     public void setArg(int n, long value) {
         if (n < 0) throw new IllegalArgumentException("argument " + n);
-        if (n < ARGS.length) uc.regWrite(ARGS[n], value);
+        if (n < ARGS.length) write(ARGS[n], value);
         else machine.writeVirtualLong(sp() + 8L * (n - ARGS.length + 1), value);
     }
 
-    @Override public long get(String name) { return uc.regRead(id(name)); }
+    @Override protected void outsideHit(String[] names, long[] out) { batches.read(names, out); }
 
-    @Override public void getAll(String[] names, long[] out) { batches.read(names, out); }
+    @Override protected PageTableWalker currentTables() { return machine.pageTables(); }
 
-    @Override public void set(String name, long value) { uc.regWrite(id(name), value); }
+    @Override
+    protected PageTableWalker hitTables() {
+        return ((X86Machine) machine).walker().over(read(X86Reg.CR0), read(X86Reg.CR4), read(X86Reg.CR3));
+    }
 
     @Override public List<String> names() { return List.copyOf(NAMES.keySet()); }
 
     @Override public long readLong(long va) { return machine.readVirtualLong(va); }
 
-    long flags() { return uc.regRead(X86Reg.RFLAGS); }
+    long flags() { return read(X86Reg.RFLAGS); }
 
-    void setFlags(long f) { uc.regWrite(X86Reg.RFLAGS, f); }
+    void setFlags(long f) { write(X86Reg.RFLAGS, f); }
 
-    long gpr(int n) { return uc.regRead(GPR[n]); }
+    long gpr(int n) { return read(GPR[n]); }
 
-    void setGpr(int n, long v) { uc.regWrite(GPR[n], v); }
+    void setGpr(int n, long v) { write(GPR[n], v); }
 
     void push(long v) {
         long sp = sp() - 8;
@@ -111,7 +125,9 @@ public final class X86Regs implements Regs {
         return v;
     }
 
-    private static int id(String name) {
+    @Override protected int id(String name) { return engineId(name); }
+
+    private static int engineId(String name) {
         Integer id = NAMES.get(name.toLowerCase(java.util.Locale.ROOT));
         if (id == null) throw new IllegalArgumentException("no x86-64 register named " + name);
         return id;
