@@ -250,9 +250,18 @@ public final class BootBench {
     private static Boot boot(Arch arch, String label, List<String> defs, boolean perEvent, Path initrd, long calls, PrintStream progress)
             throws KernelImageException {
         TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, null).keepRecords(false).kernelMessages(l -> { });
+        // every event goes where `kpemu boot -e` sends it: the trace writer (formatting on its own
+        // thread, as `kpemu boot` does), here into a stream that discards the text
+        TraceLineWriter lines = traced == null ? null : TraceLineWriter.start(new PrintStream(OutputStream.nullOutputStream()));
+        if (lines != null) traced.addSink(lines);
         Timed hooks = new Timed(traced == null ? BootHooks.NONE : traced);
         java.io.ByteArrayOutputStream console = new java.io.ByteArrayOutputStream();
-        BootRunner.Result r = BootRunner.boot(initrd == null ? options(arch) : workloadOptions(arch, initrd, calls, console), hooks);
+        BootRunner.Result r;
+        try {
+            r = BootRunner.boot(initrd == null ? options(arch) : workloadOptions(arch, initrd, calls, console), hooks);
+        } finally {
+            if (lines != null) lines.close();
+        }
         int exit = ExitCodes.of(r.outcome());
         if (initrd != null && exit == ExitCodes.OK
                 && !console.toString(java.nio.charset.StandardCharsets.UTF_8).contains(GuestBenchmarks.doneLine("syscall", calls)))

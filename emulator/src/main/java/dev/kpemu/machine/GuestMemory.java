@@ -93,6 +93,9 @@ public final class GuestMemory {
 
     public List<MemoryRegion> regions() { return Collections.unmodifiableList(regions); }
 
+    /** Whether {@code pa} is in RAM (as {@code regionAt(pa).kind() == RAM}, without the regions' list: a page walk asks per level). */
+    public boolean isRam(long pa) { return ramIndex(pa, 1) >= 0; }
+
     /** The region holding {@code pa}, or null. */
     public MemoryRegion regionAt(long pa) {
         for (MemoryRegion r : regions) if (r.contains(pa)) return r;

@@ -1,7 +1,6 @@
 package dev.kpemu.machine.arm64;
 
 import dev.kpemu.machine.GuestMemory;
-import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.PageTableWalker;
 
 /**
@@ -63,8 +62,7 @@ public final class Arm64PageWalker implements PageTableWalker {
             int bits = level == startLevel ? vaBits - shift : 9;
             long index = (va >>> shift) & ((1L << bits) - 1);
             long descAddr = table + index * 8;
-            MemoryRegion r = memory.regionAt(descAddr);
-            if (r == null || r.kind() != MemoryRegion.Kind.RAM) return null;
+            if (!memory.isRam(descAddr)) return null;
             long d = memory.readLong(descAddr);
             if ((d & 1) == 0) return null;
             boolean tableOrPage = (d & 2) != 0;

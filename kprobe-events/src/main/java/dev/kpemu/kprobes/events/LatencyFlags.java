@@ -79,6 +79,16 @@ public final class LatencyFlags {
 
     /** {@code trace_print_lat_fmt}: the five latency characters of a trace context word. */
     public static String column(int traceContext) {
+        int key = (flags(traceContext) << 8) | preemptCount(traceContext);
+        String c = COLUMNS[key];
+        if (c == null) COLUMNS[key] = c = columnText(traceContext);   // a race makes an equal string twice: harmless
+        return c;
+    }
+
+    /** Every column text made so far, by flags byte and preempt byte: a hit's column is one array load. */
+    private static final String[] COLUMNS = new String[1 << 16];
+
+    private static String columnText(int traceContext) {
         int f = flags(traceContext), pc = preemptCount(traceContext);
         boolean irqsOff = (f & IRQS_OFF) != 0, bhOff = (f & BH_OFF) != 0;
         char irq = irqsOff && bhOff ? 'D' : irqsOff ? 'd' : bhOff ? 'b' : '.';

@@ -125,17 +125,17 @@ public final class LatencyLayout {
         boolean preemptNeedResched;
         if (arch == Arch.X86_64) {
             long gs = gsRelative ? ctx.gsBase() : 0;
-            if (!ctx.readKernel(gs + x86PreemptGsOffset, word, 0, 4)) return null;
-            int raw = (int) le(word, 4);
+            int raw = (int) ctx.kernelValue(gs + x86PreemptGsOffset, 4);
+            if (!ctx.valueRead()) return null;
             count = raw & 0x7fffffff;
             preemptNeedResched = (raw & 0x80000000) == 0;
         } else {
-            if (!ctx.readKernel(task + preemptOffset, word, 0, 8)) return null;
-            long raw = le(word, 8);
+            long raw = ctx.kernelValue(task + preemptOffset, 8);
+            if (!ctx.valueRead()) return null;
             count = (int) raw;
             preemptNeedResched = (raw >>> 32) == 0;
         }
-        long tif = ctx.readKernel(task + tiFlagsOffset, word, 0, 8) ? le(word, 8) : 0;
+        long tif = ctx.kernelValue(task + tiFlagsOffset, 8);   // 0 when unreadable
         int migration = migrationOffset >= 0 && ctx.readKernel(task + migrationOffset, word, 0, 2) ? (int) le(word, 2) : 0;
         return new LatencyFlags.State(ctx.irqsDisabled(), count, (tif >>> needReschedBit & 1) != 0,
                 lazyBit >= 0 && (tif >>> lazyBit & 1) != 0, preemptNeedResched, migration);

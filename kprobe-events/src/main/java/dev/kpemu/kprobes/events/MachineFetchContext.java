@@ -3,7 +3,6 @@ package dev.kpemu.kprobes.events;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
-import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.PageTableWalker;
 
 import java.util.Arrays;
@@ -213,8 +212,7 @@ public final class MachineFetchContext implements FetchContext {
         }
         if (t == null) return -1;
         if (user && arch == Arch.ARM64 && !t.user()) return -1;
-        MemoryRegion r = machine.memory().regionAt(t.physical());
-        if (r == null || r.kind() != MemoryRegion.Kind.RAM) return -1;
+        if (!machine.memory().isRam(t.physical())) return -1;
         int slot = pages < PAGES ? pages++ : PAGES - 1;
         pageVa[slot] = page;
         pagePa[slot] = t.physical() & ~0xfffL;
@@ -226,6 +224,16 @@ public final class MachineFetchContext implements FetchContext {
         if (len <= 0) return true;
         long lastByte = address + len - 1;
         if (Long.compareUnsigned(lastByte, address) < 0) return false;       // wraps around
+        if (((address ^ lastByte) & ~0xfffL) == 0) {                          // one page: one translation
+            long pa = physical(address, user);
+            if (pa < 0) return false;
+            try {
+                machine.memory().read(pa, dst, offset, len);
+            } catch (RuntimeException e) {
+                return false;
+            }
+            return true;
+        }
         // check every page first, so a failed read leaves dst untouched
         long first = address & ~0xfffL, last = lastByte & ~0xfffL;
         for (long p = first; ; p += 0x1000) {
@@ -293,6 +301,32 @@ public final class MachineFetchContext implements FetchContext {
         return -1;
     }
 
+    /** Whether the last {@link #kernelValue} read its bytes. */
+    private boolean valueRead;
+
+    /**
+     * {@code size} (4 or 8) bytes at {@code address} as a little-endian value, as
+     * {@link #readKernel} reads them (0 and {@link #valueRead} false when it would fail), without
+     * a copy when they lie in one page: the hit's small reads (current, pid, the latency column's
+     * counts) read RAM in place.
+     */
+    long kernelValue(long address, int size) {
+        valueRead = false;
+        if (!kernelAddress(address)) return 0;
+        if ((address & 0xfff) <= 0x1000 - size) {
+            long pa = physical(address, false);
+            if (pa < 0) return 0;
+            valueRead = true;
+            return size == 8 ? machine.memory().readLong(pa) : machine.memory().readInt(pa) & 0xffff_ffffL;
+        }
+        if (!read(address, word, 0, size, false)) return 0;
+        valueRead = true;
+        return size == 8 ? le64(word) : (word[0] & 0xff) | (word[1] & 0xff) << 8 | (word[2] & 0xff) << 16 | (word[3] & 0xffL) << 24;
+    }
+
+    /** Whether the last {@link #kernelValue} read its bytes. */
+    boolean valueRead() { return valueRead; }
+
     // ---- current task --------------------------------------------------------------------
 
     /** {@link #currentTask()} read afresh (outside a hit's {@code begin}). */
@@ -313,7 +347,8 @@ public final class MachineFetchContext implements FetchContext {
         try {
             if (arch == Arch.X86_64) {
                 long gs = task.gsRelative() ? gsBase() : 0;   // uniprocessor: a plain global
-                if (readKernel(gs + task.gsOffset(), word, 0, 8)) taskPointer = le64(word);
+                long v = kernelValue(gs + task.gsOffset(), 8);
+                if (valueRead) taskPointer = v;
             } else {
                 taskPointer = current.get("sp_el0");
             }
@@ -346,8 +381,7 @@ public final class MachineFetchContext implements FetchContext {
 
     private int field(long off) {
         long t = currentTask();
-        if (t == 0 || !readKernel(t + off, word, 0, 4)) return 0;
-        return (word[0] & 0xff) | (word[1] & 0xff) << 8 | (word[2] & 0xff) << 16 | (word[3] & 0xff) << 24;
+        return t == 0 ? 0 : (int) kernelValue(t + off, 4);
     }
 
     private static long le64(byte[] b) {
