@@ -49,15 +49,8 @@ public final class MachineFetchContext implements FetchContext {
         ARM64_SLOTS[33] = "pstate";
     }
 
-    /**
-     * The registers every hit reads (the argument registers, the interrupt flag and, on x86, the
-     * per-CPU base that finds the current task), read in one batch at a hit's first register
-     * read ({@link Regs#getAll}); each single read is an engine call of its own (measured with
-     * {@code kpemu bench unicorn}: x86 0.063 µs a read, 0.20 µs for a batch of 22).
-     */
-    private static final String[] X86_HIT = {"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rflags", "gs_base"};
-    private static final String[] ARM64_HIT = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "pstate"};
-    private static final int X86_HIT_GS_BASE = 7;
+    /** The slot of the flags register: x86 {@code rflags}, arm64 {@code pstate}. */
+    private static final int X86_FLAGS = 18, ARM64_FLAGS = 33;
 
     private final Machine machine;
     private final Regs regs;
@@ -66,11 +59,12 @@ public final class MachineFetchContext implements FetchContext {
     private final TaskLayout task;
     private final String[] slots;
     private final byte[] word = new byte[8];
-    private final String[] hitNames;
-    /** Per slot: its index in {@link #hitNames}, or -1 (read on its own). */
-    private final int[] hitIndex;
-    private final long[] hitValues;
-    private boolean hitRead;
+    /**
+     * The hit's registers by slot, each read at its first use (the guest does not run during a
+     * hit; in a hit the engine's {@link Regs} serve them from one batch, {@code LiveRegs}).
+     */
+    private final long[] slotValues;
+    private long slotsRead;
 
     private Regs current;
     private boolean taskKnown;
@@ -91,19 +85,17 @@ public final class MachineFetchContext implements FetchContext {
             throw new IllegalArgumentException("task layout for " + task.arch() + " on a " + arch + " machine");
         this.task = task;
         this.slots = arch == Arch.X86_64 ? X86_SLOTS : ARM64_SLOTS;
-        this.hitNames = arch == Arch.X86_64 ? X86_HIT : ARM64_HIT;
-        this.hitValues = new long[hitNames.length];
-        this.hitIndex = new int[slots.length];
-        for (int s = 0; s < slots.length; s++) hitIndex[s] = slots[s] == null ? -1 : java.util.Arrays.asList(hitNames).indexOf(slots[s]);
+        this.slotValues = new long[slots.length];
     }
 
-    /** The hit's batch of registers, read at the first use (the guest does not run during a hit). */
-    private long[] hitRegisters() {
-        if (!hitRead) {
-            current.getAll(hitNames, hitValues);
-            hitRead = true;
+    /** The register of {@code slot} (a named one), read once per hit. */
+    private long slotValue(int slot) {
+        long bit = 1L << slot;
+        if ((slotsRead & bit) == 0) {
+            slotValues[slot] = current.get(slots[slot]);
+            slotsRead |= bit;
         }
-        return hitValues;
+        return slotValues[slot];
     }
 
     /** Starts a new hit: the current task is read again when asked for. */
@@ -122,7 +114,7 @@ public final class MachineFetchContext implements FetchContext {
         current = hitRegs != null ? hitRegs : regs;
         pages = 0;
         walker = null;
-        hitRead = false;
+        slotsRead = 0;
     }
 
     /**
@@ -147,8 +139,7 @@ public final class MachineFetchContext implements FetchContext {
     public long register(int slot) {
         if (slot < 0 || slot >= slots.length) return 0;
         if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return current.origAx(); // the handler's frame: int3 -1, ftrace 0
-        int i = hitIndex[slot];
-        return i >= 0 ? hitRegisters()[i] : current.get(slots[slot]);
+        return slots[slot] == null ? 0 : slotValue(slot);
     }
 
     @Override
@@ -156,14 +147,14 @@ public final class MachineFetchContext implements FetchContext {
 
     /** Interrupts masked in the trapped context: x86 RFLAGS.IF clear, arm64 PSTATE.I set. */
     public boolean irqsDisabled() {
-        if (arch == Arch.X86_64) return (hitRegisters()[6] & 0x200) == 0;
-        return (hitRegisters()[8] & 0x80) != 0;
+        if (arch == Arch.X86_64) return (slotValue(X86_FLAGS) & 0x200) == 0;
+        return (slotValue(ARM64_FLAGS) & 0x80) != 0;
     }
 
     /** x86-64: GS_BASE at the hit, the per-CPU area's base in the kernel. */
     public long gsBase() {
         if (arch != Arch.X86_64) throw new IllegalStateException("GS_BASE is x86-64's");
-        return hitRegisters()[X86_HIT_GS_BASE];
+        return current.get("gs_base");
     }
 
     // ---- memory --------------------------------------------------------------------------
@@ -334,7 +325,7 @@ public final class MachineFetchContext implements FetchContext {
         taskKnown = false;
         pages = 0;
         walker = null;
-        hitRead = false;
+        slotsRead = 0;
         return currentTask();
     }
 
@@ -358,18 +349,24 @@ public final class MachineFetchContext implements FetchContext {
         return taskPointer;
     }
 
+    private final byte[] commBuffer = new byte[TaskLayout.COMM_LEN];
+    private byte[] lastComm;
+
     @Override
     public byte[] comm() {
         if (comm != null) return comm;
         long t = currentTask();
-        byte[] b = new byte[TaskLayout.COMM_LEN];
+        byte[] b = commBuffer;
         if (t == 0 || !readKernel(t + task.commOffset(), b, 0, b.length)) {
             comm = new byte[0];
             return comm;
         }
         int n = 0;
         while (n < b.length - 1 && b[n] != 0) n++;
-        comm = Arrays.copyOf(b, n);
+        // most hits come from the task of the hit before: its array again, no copy
+        byte[] last = lastComm;
+        if (last != null && last.length == n && Arrays.equals(last, 0, n, b, 0, n)) return comm = last;
+        comm = lastComm = Arrays.copyOf(b, n);
         return comm;
     }
 

@@ -35,13 +35,39 @@ public final class TraceFormatter {
     /** {@code trace_print_context}: {@code "%16s-%-7d [%03d] LLLLL %5lu.%06lu: "}. */
     public static String contextPrefix(TraceContext c) {
         StringBuilder sb = new StringBuilder(64);
-        sb.append(String.format("%16s-%-7d ", c.comm(), c.pid()));
-        if (c.tgid() != null) sb.append(c.tgid() == 0 ? "(-------) " : String.format("(%7d) ", c.tgid()));
-        sb.append(String.format("[%03d] ", c.cpu()));
-        sb.append(c.latency());
         long t = c.timestampNanos() / 1000;
-        sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
+        if (c.pid() < 0 || c.cpu() < 0 || (c.tgid() != null && c.tgid() < 0) || t < 0) {
+            // what the padding below does not cover: negative numbers, as %d prints them
+            sb.append(String.format("%16s-%-7d ", c.comm(), c.pid()));
+            if (c.tgid() != null) sb.append(c.tgid() == 0 ? "(-------) " : String.format("(%7d) ", c.tgid()));
+            sb.append(String.format("[%03d] ", c.cpu()));
+            sb.append(c.latency());
+            sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
+            return sb.toString();
+        }
+        // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter parses the pattern each time)
+        pad(sb, String.valueOf(c.comm()), 16, ' ', true);
+        sb.append('-');
+        pad(sb, Integer.toString(c.pid()), 7, ' ', false);
+        sb.append(' ');
+        if (c.tgid() != null) {
+            if (c.tgid() == 0) sb.append("(-------) ");
+            else pad(sb.append('('), Integer.toString(c.tgid()), 7, ' ', true).append(") ");
+        }
+        pad(sb.append('['), Integer.toString(c.cpu()), 3, '0', true).append("] ");
+        sb.append(c.latency());
+        pad(sb.append(' '), Long.toString(t / 1_000_000), 5, ' ', true).append('.');
+        pad(sb, Long.toString(t % 1_000_000), 6, '0', true).append(": ");
         return sb.toString();
+    }
+
+    /** {@code s} padded with {@code fill} to {@code width}: on the left ({@code right}-justified) or on the right. */
+    private static StringBuilder pad(StringBuilder sb, String s, int width, char fill, boolean rightJustified) {
+        int n = width - s.length();
+        if (!rightJustified) sb.append(s);
+        for (int i = 0; i < n; i++) sb.append(fill);
+        if (rightJustified) sb.append(s);
+        return sb;
     }
 
     /** A full {@code trace} line for a kprobe hit at {@code ip} (no trailing newline). */

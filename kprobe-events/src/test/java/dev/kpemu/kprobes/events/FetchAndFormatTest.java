@@ -138,6 +138,11 @@ class FetchAndFormatTest {
         assertEquals("          <idle>-0       (-------) [012] dNh2. 123456.654321: ",
                 TraceFormatter.contextPrefix(new TraceContext("<idle>", 0, 0, 12,
                         TraceContext.latency(true, false, true, true, false, true, false, 2, 0), 123_456_654_321_000L)));
+        // wider than the columns: nothing cut, nothing padded (%16s, %-7d, %7d, %03d, %5d as the kernel's seq_printf)
+        assertEquals("kworker/u2:1-events_unbound-12345678 (1234567) [1000] .....     0.000000: ",
+                TraceFormatter.contextPrefix(new TraceContext("kworker/u2:1-events_unbound", 12345678, 1234567, 1000, ".....", 999L)));
+        assertEquals("               a-7       (     42) [007] d.... 123456789.000042: ",
+                TraceFormatter.contextPrefix(new TraceContext("a", 7, 42, 7, "d....", 123_456_789_000_042_000L)));
         assertEquals("DNH1f", TraceContext.latency(true, true, true, true, false, true, true, 1, 15));
         assertEquals("bpz..", TraceContext.latency(false, true, false, true, true, false, false, 0, 0));
         assertEquals(".nZ..", TraceContext.latency(false, false, true, false, true, true, false, 0, 0));

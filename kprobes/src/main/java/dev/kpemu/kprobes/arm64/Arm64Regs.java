@@ -12,9 +12,9 @@ import dev.kpemu.unicorn.Arm64Reg;
 
 /**
  * arm64 {@code pt_regs} ({@code x0–x30}, {@code sp}, {@code pc}, {@code pstate}), read and written
- * straight through; during a hit the {@linkplain #HIT hit set} comes from one engine batch
- * ({@link LiveRegs}). {@link #get} also knows {@code sp_el0} (the kernel's {@code current}), which
- * is no {@code pt_regs} member and not among {@link #names()}.
+ * straight through; during a hit from one engine batch ({@link LiveRegs}). {@link #get} also
+ * knows {@code sp_el0} (the kernel's {@code current}), which is no {@code pt_regs} member and
+ * not among {@link #names()}.
  */
 public final class Arm64Regs extends LiveRegs {
     private static final List<String> NAMES;
@@ -29,12 +29,11 @@ public final class Arm64Regs extends LiveRegs {
     /** SCTLR_EL1 and TCR_EL1 by encoding (no plain engine id): the hit set's system registers 0 and 1. */
     private static final int[][] HIT_SYSTEM = {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}};
     /**
-     * What a hit reads: the argument registers, fp, lr, sp, PSTATE, SP_EL0 (the kernel's
-     * {@code current}) and, with {@link #HIT_SYSTEM}, the registers the page tables are walked from.
+     * What every hit reads ({@link LiveRegs}' core set): PSTATE (the interrupt mask), SP_EL0 (the
+     * kernel's {@code current}) and, with {@link #HIT_SYSTEM}, the registers the page tables are
+     * walked from; the registers handlers read besides join at their first read.
      */
-    private static final int[] HIT = {Arm64Reg.X0, Arm64Reg.X0 + 1, Arm64Reg.X0 + 2, Arm64Reg.X0 + 3, Arm64Reg.X0 + 4,
-        Arm64Reg.X0 + 5, Arm64Reg.X0 + 6, Arm64Reg.X0 + 7, Arm64Reg.X29, Arm64Reg.X30, Arm64Reg.SP, Arm64Reg.PSTATE,
-        Arm64Reg.SP_EL0, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1};
+    private static final int[] HIT = {Arm64Reg.PSTATE, Arm64Reg.SP_EL0, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1};
 
     private final Machine machine;
     private final dev.kpemu.kprobes.RegisterBatches batches;

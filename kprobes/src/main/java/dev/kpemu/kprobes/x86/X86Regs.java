@@ -12,8 +12,8 @@ import dev.kpemu.machine.x86.X86Machine;
 import dev.kpemu.unicorn.X86Reg;
 
 /**
- * x86-64 {@code pt_regs}, read and written straight through to the vCPU; during a hit the
- * {@linkplain #HIT hit set} comes from one engine batch ({@link LiveRegs}).
+ * x86-64 {@code pt_regs}, read and written straight through to the vCPU; during a hit from one
+ * engine batch ({@link LiveRegs}).
  */
 public final class X86Regs extends LiveRegs {
     /** System V / kernel argument registers. */
@@ -43,12 +43,11 @@ public final class X86Regs extends LiveRegs {
     }
 
     /**
-     * What a hit reads: the argument registers, rax, rsp, RFLAGS, GS_BASE (the per-CPU base that
-     * finds {@code current}) and the control registers the page tables are walked from; CR0, CR4
-     * and CR3 are the last three ({@link #hitTables}).
+     * What every hit reads ({@link LiveRegs}' core set): RFLAGS (the interrupt flag), GS_BASE (the
+     * per-CPU base that finds {@code current}) and the control registers the page tables are
+     * walked from ({@link #hitTables}); the registers handlers read besides join at their first read.
      */
-    private static final int[] HIT = {X86Reg.RDI, X86Reg.RSI, X86Reg.RDX, X86Reg.RCX, X86Reg.R8, X86Reg.R8 + 1, X86Reg.RAX,
-        X86Reg.RSP, X86Reg.RFLAGS, X86Reg.GS_BASE, X86Reg.CR0, X86Reg.CR4, X86Reg.CR3};
+    private static final int[] HIT = {X86Reg.RFLAGS, X86Reg.GS_BASE, X86Reg.CR0, X86Reg.CR4, X86Reg.CR3};
 
     private final Machine machine;
     private final dev.kpemu.kprobes.RegisterBatches batches;
