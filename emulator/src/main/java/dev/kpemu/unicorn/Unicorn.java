@@ -132,7 +132,13 @@ public final class Unicorn implements AutoCloseable {
     private static final MethodHandle UC_CTL_LONG_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
 
     // --- upcall descriptors ---
-    private static final FunctionDescriptor CB_INTR = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS);
+    /**
+     * The interrupt hook's {@code (uc_engine *, uint32_t, void *)} with the pointers as 64-bit
+     * integers (the same registers in both arches' calling conventions): a pointer parameter makes
+     * the upcall allocate a MemorySegment for each, on every guest exception and kprobe hit, and
+     * the hook reads neither.
+     */
+    private static final FunctionDescriptor CB_INTR = FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_INT, JAVA_LONG);
     private static final FunctionDescriptor CB_CODE = FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor CB_MEM = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
     private static final FunctionDescriptor CB_MEM_EVENT = FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS);
@@ -154,7 +160,7 @@ public final class Unicorn implements AutoCloseable {
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
-            ON_INTR = l.findVirtual(Unicorn.class, "onIntr", MethodType.methodType(void.class, IntrHook.class, MemorySegment.class, int.class, MemorySegment.class));
+            ON_INTR = l.findVirtual(Unicorn.class, "onIntr", MethodType.methodType(void.class, IntrHook.class, long.class, int.class, long.class));
             ON_CODE = l.findVirtual(Unicorn.class, "onCode", MethodType.methodType(void.class, CodeHook.class, MemorySegment.class, long.class, int.class, MemorySegment.class));
             ON_MEM = l.findVirtual(Unicorn.class, "onMem", MethodType.methodType(void.class, MemHook.class, MemorySegment.class, int.class, long.class, int.class, long.class, MemorySegment.class));
             ON_MEM_EVENT = l.findVirtual(Unicorn.class, "onMemEvent", MethodType.methodType(boolean.class, MemEventHook.class, MemorySegment.class, int.class, long.class, int.class, long.class, MemorySegment.class));
@@ -989,7 +995,7 @@ public final class Unicorn implements AutoCloseable {
 
     // --- upcall targets: every one catches everything ---
 
-    private void onIntr(IntrHook h, MemorySegment ucp, int intno, MemorySegment user) {
+    private void onIntr(IntrHook h, long ucp, int intno, long user) {
         try { h.onInterrupt(this, intno); } catch (Throwable t) { fail(t); }
     }
 
