@@ -87,7 +87,7 @@ final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
                         end = true;
                         break;
                     }
-                    sb.append(r.line()).append('\n');
+                    r.appendLine(sb).append('\n');
                 }
                 batch.clear();
                 out.print(sb);

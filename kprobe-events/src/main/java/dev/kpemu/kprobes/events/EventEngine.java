@@ -897,7 +897,7 @@ public final class EventEngine implements AutoCloseable {
         TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
         CompiledProbe cp = p.compiled;
         String head = p.head(isReturn, ip, retIp);
-        java.util.function.Supplier<String> body = () -> head + formatter.formatArgs(cp, data);
+        java.util.function.Supplier<String> body = () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString();
         if (cp.printsSymbols()) {       // symbol-typed values: resolved now, as the head
             String now = body.get();
             body = () -> now;

@@ -34,7 +34,11 @@ public final class TraceFormatter {
 
     /** {@code trace_print_context}: {@code "%16s-%-7d [%03d] LLLLL %5lu.%06lu: "}. */
     public static String contextPrefix(TraceContext c) {
-        StringBuilder sb = new StringBuilder(64);
+        return appendContextPrefix(new StringBuilder(64), c).toString();
+    }
+
+    /** {@link #contextPrefix} appended to {@code sb} (a writer of many lines builds no string per line). */
+    public static StringBuilder appendContextPrefix(StringBuilder sb, TraceContext c) {
         long t = c.timestampNanos() / 1000;
         if (c.pid() < 0 || c.cpu() < 0 || (c.tgid() != null && c.tgid() < 0) || t < 0) {
             // what the padding below does not cover: negative numbers, as %d prints them
@@ -43,7 +47,7 @@ public final class TraceFormatter {
             sb.append(String.format("[%03d] ", c.cpu()));
             sb.append(c.latency());
             sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
-            return sb.toString();
+            return sb;
         }
         // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter parses the pattern each time)
         pad(sb, String.valueOf(c.comm()), 16, ' ', true);
@@ -58,7 +62,7 @@ public final class TraceFormatter {
         sb.append(c.latency());
         pad(sb.append(' '), Long.toString(t / 1_000_000), 5, ' ', true).append('.');
         pad(sb, Long.toString(t % 1_000_000), 6, '0', true).append(": ");
-        return sb.toString();
+        return sb;
     }
 
     /** {@code s} padded with {@code fill} to {@code width}: on the left ({@code right}-justified) or on the right. */
@@ -102,7 +106,11 @@ public final class TraceFormatter {
 
     /** {@code trace_probe_print_args}: {@code " name=value"} for every argument. */
     public String formatArgs(CompiledProbe p, byte[] data) {
-        StringBuilder sb = new StringBuilder();
+        return appendArgs(new StringBuilder(), p, data).toString();
+    }
+
+    /** {@link #formatArgs} appended to {@code sb}. */
+    public StringBuilder appendArgs(StringBuilder sb, CompiledProbe p, byte[] data) {
         List<FetchArg> args = p.definition().args();
         for (int i = 0; i < args.size(); i++) {
             FetchArg a = args.get(i);
@@ -118,7 +126,7 @@ public final class TraceFormatter {
                 }
             }
         }
-        return sb.toString();
+        return sb;
     }
 
     /** The arguments of {@code data} typed ({@link EventArg}): what {@link #formatArgs} prints, as values. */

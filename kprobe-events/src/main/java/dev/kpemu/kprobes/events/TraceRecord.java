@@ -105,6 +105,9 @@ public final class TraceRecord {
     /** The full {@code trace} line (no newline). */
     public String line() { return TraceFormatter.contextPrefix(context) + body(); }
 
+    /** {@link #line()} appended to {@code sb}. */
+    public StringBuilder appendLine(StringBuilder sb) { return TraceFormatter.appendContextPrefix(sb, context).append(body()); }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof TraceRecord r && group.equals(r.group) && event.equals(r.event) && context.equals(r.context)
