@@ -53,6 +53,10 @@ import dev.kpemu.session.TracedBoot;
  *     with {@code $retval}: the boot's slowdown as a ratio, and (host time with the probes − without) /
  *     events, which moves by ±1–2 µs with the boot's own noise.</li>
  * </ul>
+ * Every probed boot hands its events to the trace writer {@code kpemu boot} uses
+ * ({@link TraceLineWriter}, into a stream that discards the text), so a row costs what a user's
+ * run pays on the emulating thread: the fetch, the record and its hand-over; the lines are
+ * formatted on the writer's own thread, whose CPU time is not in the rows.
  * Times are CPU time of the emulation thread (a loaded machine stretches wall time far more), the
  * least of {@code repeat} boots run round robin: read the ratios, not the seconds; guest
  * instructions show the runs are the same workload.
