@@ -111,8 +111,13 @@ public final class LatencyLayout {
 
     /** The kernel's path costs. */
     public LatencyPaths.Kernel kernel() {
-        return new LatencyPaths.Kernel(arch, preemption, fprobeOnFgraph, kretprobeBreakpoint);
+        LatencyPaths.Kernel k = kernel;
+        if (k == null) kernel = k = new LatencyPaths.Kernel(arch, preemption, fprobeOnFgraph, kretprobeBreakpoint);
+        return k;
     }
+
+    /** {@link #kernel()}, made once (every event's column asks for it). */
+    private LatencyPaths.Kernel kernel;
 
     /**
      * The probed code's state at the hit: interrupts from the trapped registers, the rest from
