@@ -1,8 +1,6 @@
 package dev.kpemu.kprobes;
 
 import java.util.Arrays;
-import java.util.IdentityHashMap;
-import java.util.Map;
 
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.unicorn.Unicorn;
@@ -39,7 +37,6 @@ public abstract class LiveRegs implements Regs {
     private final int[] slotOf = new int[MAX_ID];
     /** Registers read on their own in a hit, to join the batch before the next one. */
     private int[] joining = new int[0];
-    private final Map<String, Integer> idOfName = new IdentityHashMap<>();
     private boolean inHit, loaded;
     /** {@link Unicorn#stateChanges()} when the hit's copy was read or last written through. */
     private long loadedAt;
@@ -131,15 +128,23 @@ public abstract class LiveRegs implements Regs {
     /** The engine id of a register name, as {@link #get} knows it. */
     protected abstract int id(String name);
 
-    /** {@link #id}, remembered by the name's identity (handlers pass the same constant names at every hit). */
+    /**
+     * {@link #id}, remembered by the name's identity (handlers pass the same constant names at
+     * every hit) in a small table indexed by the name's hash (a String keeps its hash: no identity
+     * hash or boxing per read).
+     */
     private int idOf(String name) {
-        Integer id = idOfName.get(name);
-        if (id == null) {
-            id = id(name);
-            if (idOfName.size() < 256) idOfName.put(name, id);
-        }
+        int i = name.hashCode() & (ID_CACHE - 1);
+        if (cachedNames[i] == name) return cachedIds[i];
+        int id = id(name);
+        cachedNames[i] = name;
+        cachedIds[i] = id;
         return id;
     }
+
+    private static final int ID_CACHE = 64;
+    private final String[] cachedNames = new String[ID_CACHE];
+    private final int[] cachedIds = new int[ID_CACHE];
 
     @Override public long get(String name) { return read(idOf(name)); }
 
