@@ -181,11 +181,11 @@ public abstract class Machine implements AutoCloseable {
 
     /**
      * The machine's guarded text (created on first use): ranges the host patched, checked natively
-     * before each block that contains one (see {@link TextGuard}).
+     * when a block that contains one is translated (see {@link TextGuard}).
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory, icount.granules(), icount::forgetBlocks); // x86 caches the bitmap's answer per block
+            textGuard = new TextGuard(memory, icount.granules());
             memory.observeWrites(textGuard);
             icount.attachGuard(textGuard.nativeState());
         }
@@ -287,9 +287,10 @@ public abstract class Machine implements AutoCloseable {
 
     /**
      * A host breakpoint: {@link #run} returns {@link StopReason.Breakpoint} before executing
-     * {@code va}. Breakpoints are checked by the native block hook ({@link InstructionClock}),
-     * never by a Unicorn code hook (whose presence makes Unicorn mis-execute Linux), so
-     * {@code va} must start a translated block: a branch or call target such as a function entry.
+     * {@code va}. Breakpoints are checked natively when Unicorn translates the block there
+     * ({@link InstructionClock}), never by a Unicorn code hook (whose presence makes Unicorn
+     * mis-execute Linux), so {@code va} must start a translated block: a branch or call target
+     * such as a function entry.
      */
     public void addBreakpoint(long va) {
         addBreakpoint(va, null);
@@ -444,6 +445,7 @@ public abstract class Machine implements AutoCloseable {
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
+            boolean atBreak = icount.stopsBefore(pc());
             icount.arm(n);
             icount.setTimeStampCounter(clock.ticks());
             icount.setLiveTime(clock.instructions(), clock.idleNanos());
@@ -451,7 +453,7 @@ public abstract class Machine implements AutoCloseable {
             inSlice = true;
             ran = true;
             try {
-                uc.start(pc(), NEVER_EXECUTED, 0, 0);
+                if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
                 inSlice = false;
                 clock.advance(icount.executed() - before);
@@ -465,6 +467,7 @@ public abstract class Machine implements AutoCloseable {
                 continue;
             } finally {
                 inSlice = false;
+                icount.afterSlice(pc());
             }
             long ran = icount.executed() - before;
             clock.advance(ran);
