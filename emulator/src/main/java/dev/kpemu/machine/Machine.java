@@ -57,6 +57,26 @@ public abstract class Machine implements AutoCloseable {
         clock.setScheduleListener(due -> {
             if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
         });
+        skipTranslationTlbWalk(uc);
+    }
+
+    /**
+     * Unicorn 2.1.4's {@code tb_gen_code} walks every TLB entry of every MMU mode after each block it
+     * translates ({@code tlb_reset_dirty_by_vaddr}: it marks the block's page "not dirty" again in
+     * every entry that maps it, as its own dirty tracking, stubbed out, cannot), unless a memory
+     * hook's range holds the block's address: the largest single cost of an arm64 boot (9-11 % of
+     * its CPU time, 12 MMU modes of 256 entries and the victim TLBs, for each of ~65,000
+     * translations). A fetch-unmapped hook bounded to the upper half of the address space holds
+     * every kernel block's address and is never called: Unicorn bounds that hook by the
+     * *physical* address of an unmapped fetch, and guest-physical addresses never reach 2^63.
+     * Why the walk is not needed for kernel text: Unicorn sets a page "dirty" (fast, unchecked
+     * stores) only through a TLB entry that cannot execute, and Linux writes its text only through
+     * such an alias ({@code text_poke}'s) or, at boot, through the executable mapping itself;
+     * an alias's entry has another address, which the walk (by the block's address) never
+     * reached either. User-space blocks keep the walk.
+     */
+    private static void skipTranslationTlbWalk(Unicorn uc) {
+        uc.hookMemoryEvent(Unicorn.HOOK_MEM_FETCH_UNMAPPED, Long.MIN_VALUE, -1L, (u, type, address, size, value) -> false);
     }
 
     private boolean inSlice;
