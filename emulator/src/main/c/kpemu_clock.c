@@ -7,7 +7,7 @@
  *
  * x86 block instruction counts come from Unicorn's own translation (UC_CTL_TB_REQUEST_CACHE)
  * and are cached by (address, size) in a direct-mapped table of one 64-bit word per block
- * (address, size, count and the guard bit packed together, so a lookup is one load: the former
+ * (address, size and count packed together, so a lookup is one load: the former
  * separate key and count arrays cost two cache misses per block and were a fifth of an x86
  * page-fault loop's CPU time); arm64 blocks are size/4 instructions.
  *
@@ -23,39 +23,39 @@
  * waited for a slice boundary that fell where the guest had it unmasked, and a guest loop whose
  * length divided the slice met every boundary at the same masked point (docs/x86-boot-notes.md).
  *
- * Breakpoints: the host's stop addresses (up to KPEMU_BREAKS) are checked here at every block
- * start, because a Unicorn UC_HOOK_CODE must not exist while Linux runs: its mere presence (even
- * bounded to an address never executed) makes Unicorn 2.1.1 mis-execute kernel code (x86:
- * jump_label_cmp faults on a corrupted pointer; arm64: panic_bad_stack before the first
- * console line). A stop address therefore must be a block start (a branch or call target, e.g.
- * a function entry). `skip_once` lets the host resume from the address it stopped at. On x86 the
- * host keeps `break_filter` (one bit per (address >> 4) mod 64), so a block start that is no break
- * address rarely walks the list (a boot with a booted kernel's few host breakpoints walked it at
- * every block); on arm64 it marks each break address's granule in `guard_bits` (below) instead,
- * so one bitmap test per block covers breaks and guarded text.
+ * Breakpoints and the text guard are checked when Unicorn translates a block, not when a block
+ * runs: kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED hook) is called for every block Unicorn
+ * has just translated, before it runs, and stopping the engine there stops it before the block's
+ * first instruction (the block exits at its start: the block hook is not called and charges
+ * nothing). So a block runs the same hook whether 0 or 10,000 probes are armed (a test per block
+ * on arm64, a hashed bitmap and a page summary, was 2-5 % of a boot: about 0.6 ns of a 2 ns hook).
+ *
+ * Breakpoints: the host's stop addresses (up to KPEMU_BREAKS). A Unicorn UC_HOOK_CODE must not
+ * exist while Linux runs: its mere presence (even bounded to an address never executed) makes
+ * Unicorn mis-execute kernel code (x86: jump_label_cmp faults on a corrupted pointer; arm64:
+ * panic_bad_stack before the first console line; Unicorn then stops syncing the PC of a block that
+ * exits at its start). A stop address therefore must be a block start (a branch or call target,
+ * e.g. a function entry), and the block there must be translated again each time the guest may
+ * reach it: the host drops it from Unicorn's cache when it adds the break and after every stop
+ * there. `skip_once` lets the host resume from the address it stopped at: the block is translated
+ * once more and runs, the slice ends after it (the deadline is lowered to its end), and the host
+ * drops it again (`resumed_break` tells it which). Unicorn calls the hook for every block it
+ * translates except the very first of the engine's life: a break there is never seen.
  *
  * Text guard: the host's probes keep breakpoints (or jumps) in guest text, and the guest may
  * rewrite that text itself (Linux's jump labels, static calls, text_poke through an alias).
  * Instead of a Unicorn memory-write hook (whose mere presence sends every guest load and store
  * down Unicorn's slow path, and whose per-store cost grows with the number of hooks), the host
- * lists the guarded byte ranges here with the bytes it last left there. Before a block that
- * contains a guarded range runs, the hook compares guest memory with those bytes; on a
- * difference it stops the engine (exact, before the block) and reports the entry in `hit`.
- * Unicorn 2.1.4 re-translates any block whose bytes a store changed, so the block that would
- * run the rewritten text always starts here first. Cost per block: one word of `guard_bits`
- * tested under a mask (two words, or a loop, only for a block that crosses a 2 KiB line of the
- * hashed index or spans more than 64 granules), a bitmap of 32-byte granules of guest-virtual
- * addresses (hashed modulo KPEMU_GUARD_BITS granules) that the host sets for every granule a
- * guarded range (and, on arm64, a break address) touches, followed by a summary with one bit per
- * 4 KiB page holding any of them (arm64 tests the page's bit first, the granules only then);
- * only a block whose granules have a bit set walks the page's hash chain (measured with 10,000
- * probes on x86_64 Linux: the chain walk on every block was a fifth of the boot's CPU time,
- * since most text pages then hold a probe); a memory read only for blocks that contain a
- * guarded range, i.e. when a probe is about to be hit. On x86 the bitmap's answer is cached
- * with the block's instruction count (X86_GUARDED in its cache word), so a block costs nothing more than
- * without probes; the host clears that cache (kpemu_clock_forget) whenever the bitmap changes.
- * Without `guard_bits` (nothing marked yet: no probe, no break) an arm64 block has nothing to
- * test; an x86 block with a guard and no bitmap walks the chain.
+ * lists the guarded byte ranges here with the bytes it last left there. Unicorn 2.1.4 drops every
+ * translated block whose bytes a guest store changed (through any virtual alias: it tracks code by
+ * physical page) and translates it again before it next runs; a block the host rewrites it drops
+ * itself. So the bytes a block was translated from stay what guest memory holds until the block is
+ * translated again, and comparing guarded ranges with memory when a block that contains one is
+ * translated sees every guest rewrite before the rewritten text runs. On a difference the hook
+ * stops the engine (exact, before the block) and reports the entry in `hit`. Which blocks contain
+ * a guarded range: `guard_bits`, a bitmap of 32-byte granules of guest-virtual addresses (hashed
+ * modulo KPEMU_GUARD_BITS granules) the host sets for every granule a range touches; only a block
+ * whose granules have a bit set walks its page's hash chain and reads memory.
  *
  * Time stamp counter (x86): Unicorn's own rdtsc/rdtscp read the host's TSC, which would make
  * every run different. kpemu_rdtsc / kpemu_rdtscp (UC_HOOK_INSN, Unicorn >= 2.1.4) answer with
@@ -79,7 +79,6 @@
 #define KPEMU_GUARD_MAX 16      /* bytes per guarded range */
 #define KPEMU_GUARD_GRANULE_SHIFT 5  /* guard_bits: one bit per 32 bytes of guest-virtual address */
 #define KPEMU_GUARD_BITS (1u << 21)   /* bits in guard_bits (power of two): 256 KiB */
-#define KPEMU_GUARD_PAGE_BITS (1u << 15) /* the page summary after guard_bits' granule bits: one bit per 4 KiB page (hashed), 4 KiB */
 
 struct kpemu_guard_entry {
     uint64_t va;        /* guest-virtual start (the whole range lies in one page) */
@@ -117,7 +116,7 @@ struct kpemu_clock {
     uint64_t breaks[KPEMU_BREAKS];
     uint64_t cache[KPEMU_CLOCK_CACHE]; /* x86: packed block entries (see x86_tag), 0: empty */
     const uint64_t *guard_bits; /* KPEMU_GUARD_BITS bits, or NULL: granules a guarded range touches */
-    uint64_t break_filter; /* bit (address >> 4) & 63 set for every address in breaks[]; 0: no filter */
+    uint64_t resumed_break; /* the break address a slice resumed from (skip_once used), 0: none */
     uint64_t fills;     /* x86 cache entries filled since the last kpemu_clock_forget */
     /* Guest time inside a slice, as VirtualClock.liveNanos computes it: (long) ((executed +
        instr_offset) * nanos_per_instr) + idle_nanos; the host sets the offsets before each slice. */
@@ -128,26 +127,24 @@ struct kpemu_clock {
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock, guard_bits); }
-size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
+size_t kpemu_clock_resumed_break_offset(void) { return offsetof(struct kpemu_clock, resumed_break); }
 size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, instr_offset); }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
-uint32_t kpemu_guard_page_bits(void) { return KPEMU_GUARD_PAGE_BITS; }
 
 /* Feature bits of this build: 1 = interrupt-enable watch (fields watch_irq, watch_stops),
    2 = the arm64 system-register filter (kpemu_sysreg_filter), 4 = breakpoints,
    8 = the virtual time stamp counter (tsc_offset, kpemu_rdtsc, kpemu_rdtscp),
    16 = the text guard (guard), 32 = the guard's granule bitmap (guard_bits,
    kpemu_clock_guard_bits_offset, kpemu_guard_bitmap_bits, kpemu_guard_granule_shift),
-   64 = the break filter (break_filter, kpemu_clock_break_filter_offset), 128 = arm64 finds break
-   addresses through guard_bits only (the host marks their granules there; arm64 blocks skip the
-   break filter), 256 = guard_bits' granule bits are followed by a page summary
-   (KPEMU_GUARD_PAGE_BITS bits, kpemu_guard_page_bits), which arm64 blocks test first,
    512 = the x86 block cache refreshed by kpemu_clock_tb_generated (a UC_HOOK_EDGE_GENERATED
    hook), 1024 = the live guest time (instr_offset, idle_nanos, nanos_per_instr,
    kpemu_clock_live_time_offset) and the system-register filter's counter (counter_clock,
-   kpemu_sysreg_filter_counter_offset). */
-uint32_t kpemu_clock_features(void) { return 2047; }
+   kpemu_sysreg_filter_counter_offset), 2048 = breaks and the text guard checked when a block is
+   translated, on both arches (kpemu_clock_tb_generated; resumed_break,
+   kpemu_clock_resumed_break_offset). 64, 128 and 256 (a per-block break filter, arm64 breaks in
+   the granule bitmap, its page summary) are gone. */
+uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -169,9 +166,7 @@ void kpemu_clock_forget(struct kpemu_clock *c) {
 
 /* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. Nearly
    every block's granules lie in one word of the bitmap (a block of up to 64 granules that does not
-   cross a 2 KiB boundary of the hashed index), tested with one load and one mask, no loop (a loop
-   whose trip count changes from block to block mispredicts its exit; arm64 has no cached answer
-   per block, so this runs for every block there). */
+   cross a 2 KiB boundary of the hashed index), tested with one load and one mask. */
 static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
     uint64_t g = address >> KPEMU_GUARD_GRANULE_SHIFT;
     uint64_t span = ((end - 1) >> KPEMU_GUARD_GRANULE_SHIFT) - g;   /* granules after the first */
@@ -191,8 +186,7 @@ static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64
 /*
  * x86 block cache. The slot is (address ^ address >> 13) mod KPEMU_CLOCK_CACHE; the entry holds
  * address bits 13-47 (the slot gives back bits 0-12; bits 48-63 copy bit 47 in a canonical
- * address), the block's size in bytes, its instruction count and whether a guarded range may
- * touch it, plus a valid bit: a hit is exact. Blocks that do not fit (never seen: x86 blocks
+ * address), the block's size in bytes and its instruction count, plus a valid bit: a hit is exact. Blocks that do not fit (never seen: x86 blocks
  * have at most 512 instructions and span at most two pages) are looked up each time.
  */
 #define X86_ADDR_BITS 35          /* address bits 13..47 */
@@ -200,7 +194,6 @@ static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64
 #define X86_SIZE_MAX 0x1fffu      /* 13 bits */
 #define X86_COUNT_SHIFT 48
 #define X86_COUNT_MAX 0x3ffu      /* 10 bits */
-#define X86_GUARDED (1ull << 58)
 #define X86_VALID (1ull << 63)
 
 static inline uint32_t x86_slot(uint64_t address) {
@@ -213,56 +206,19 @@ static inline uint64_t x86_tag(uint64_t address, uint32_t size) {
 
 #define X86_TAG_MASK (X86_VALID | ((uint64_t)X86_SIZE_MAX << X86_SIZE_SHIFT) | ((1ull << X86_ADDR_BITS) - 1))
 
-/* The miss path: Unicorn's translation block for `address`, and the bitmap's answer. */
-static __attribute__((noinline)) uint32_t x86_block_fill(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
+/* The miss path: Unicorn's translation block for `address`. */
+static __attribute__((noinline)) uint32_t x86_block_fill(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
     uc_tb tb;
     memset(&tb, 0, sizeof tb);
     uint32_t n = 0;
     if (uc_ctl_request_cache(uc, address, &tb) == UC_ERR_OK && tb.icount != 0) n = tb.icount;
     if (n == 0) n = size ? (size + 3) / 4 : 1; /* cannot happen for a block that runs; keep it deterministic */
-    *guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
     int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
     if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
-        c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT) | (*guarded ? X86_GUARDED : 0);
+        c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
         c->fills++;
     }
     return n;
-}
-
-/*
- * UC_HOOK_EDGE_GENERATED hook (uc_hook_edge_gen_t): Unicorn calls it for every block it has just
- * translated, before that block runs, so the cache holds the new block's count. Without it an
- * entry outlived its block: when the guest rewrites its text (alternatives, jump labels, static
- * calls) Unicorn re-translates the block, often with the same address and size but another
- * instruction count, and the cache kept charging the old count (2,412 wrong counts in one x86
- * page-fault run). (Unicorn calls it for every generated block except the very first of the
- * engine's life, which the miss path fills.)
- */
-void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user_data) {
-    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
-    (void)uc; (void)prev;
-    if (c->arm64 || cur == NULL || cur->icount == 0) return;
-    uint64_t address = cur->pc;
-    uint32_t size = cur->size, n = cur->icount;
-    int guarded = c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1));
-    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
-    uint32_t slot = x86_slot(address);
-    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
-        c->cache[slot] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT) | (guarded ? X86_GUARDED : 0);
-        c->fills++;
-    } else if ((c->cache[slot] & X86_TAG_MASK) == x86_tag(address, size)) {
-        c->cache[slot] = 0;
-    }
-}
-
-static inline uint32_t x86_block_icount(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size, int *guarded) {
-    uint64_t e = c->cache[x86_slot(address)];
-    if (__builtin_expect((e & X86_TAG_MASK) == x86_tag(address, size), 1)
-            && __builtin_expect((uint64_t)((int64_t)(address << 16) >> 16) == address, 1)) {
-        *guarded = (e & X86_GUARDED) != 0;
-        return (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
-    }
-    return x86_block_fill(uc, c, address, size, guarded);
 }
 
 static uint32_t guard_bucket(uint64_t page) {
@@ -289,12 +245,18 @@ static __attribute__((noinline)) int guard_differs(uc_engine *uc, struct kpemu_g
     return 0;
 }
 
-/* 1 when `address` is a break address to stop at (the engine is stopped and break_hit set). */
-static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
+/*
+ * 1 when the block just translated at `address` starts at a break address to stop at (the engine
+ * is stopped and break_hit set). Resuming from it (skip_once) lets the block run and ends the slice
+ * after it: the host then drops the block so the guest's next arrival is translated, and seen, again.
+ */
+static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t n) {
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
         if (c->skip_once == address) {
             c->skip_once = 0;
+            c->resumed_break = address;
+            if (c->executed + n < c->deadline) c->deadline = c->executed + n;
             return 0;
         }
         c->break_hit = i + 1;
@@ -304,13 +266,42 @@ static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_c
     return 0;
 }
 
-/* The block's checks after its count: guarded text, the deadline, the interrupt-enable watch. */
-static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size,
-                                                    uint32_t n, int guarded) {
-    if (guarded && c->guard && c->guard->live && guard_differs(uc, c->guard, address, size)) {
+/*
+ * UC_HOOK_EDGE_GENERATED hook (uc_hook_edge_gen_t): Unicorn calls it for every block it has just
+ * translated, before that block runs (see the top of this file), except the very first block of
+ * the engine's life. Here: the break addresses, the text guard, and on x86 the block cache, which
+ * must hold the new block's count: when the guest rewrites its text (alternatives, jump labels,
+ * static calls) Unicorn re-translates the block, often with the same address and size but another
+ * instruction count, and a cache entry that outlived its block kept charging the old count (2,412
+ * wrong counts in one x86 page-fault run).
+ */
+void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user_data) {
+    struct kpemu_clock *c = (struct kpemu_clock *)user_data;
+    (void)prev;
+    if (cur == NULL) return;
+    uint64_t address = cur->pc;
+    uint32_t size = cur->size;
+    uint32_t n = c->arm64 ? (size + 3) / 4 : cur->icount;
+    if (c->nbreaks != 0 && break_reached(uc, c, address, n)) return;
+    if (c->guard != NULL && c->guard->live && c->guard_bits != NULL
+            && guard_may_touch(c->guard_bits, address, address + (size ? size : 1))
+            && guard_differs(uc, c->guard, address, size)) {
         uc_emu_stop(uc);
         return;
     }
+    if (c->arm64 || n == 0) return;
+    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
+    uint32_t slot = x86_slot(address);
+    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
+        c->cache[slot] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
+        c->fills++;
+    } else if ((c->cache[slot] & X86_TAG_MASK) == x86_tag(address, size)) {
+        c->cache[slot] = 0;
+    }
+}
+
+/* The block's checks after its count: the deadline, the interrupt-enable watch. */
+static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_clock *c, uint32_t n) {
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;
         uc_emu_stop(uc);
@@ -326,76 +317,28 @@ static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_
     c->executed += n;
 }
 
-static inline int arm64_block_guarded(const struct kpemu_clock *c, uint64_t address, uint32_t size) {
-    return c->guard != NULL && (c->guard_bits == NULL || guard_may_touch(c->guard_bits, address, address + (size ? size : 1)));
-}
-
-/* The whole hook, for the blocks the common path below hands over. */
-static __attribute__((noinline)) void block_slow(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
-    /* a block start that is no break address (nearly all) costs one bit test, not a list walk */
-    if (c->nbreaks != 0 && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))
-            && break_reached(uc, c, address)) {
-        return;
-    }
-    uint32_t n;
-    int guarded;
-    if (c->arm64) {
-        n = (size + 3) / 4;
-        guarded = arm64_block_guarded(c, address, size);
-    } else {
-        n = x86_block_icount(uc, c, address, size, &guarded); /* the bitmap's answer is cached with the count */
-    }
-    block_checked(uc, c, address, size, n, guarded);
-}
-
 /*
- * Called for every block the guest runs. The common path — no break address or guarded text in
- * the block, a cached x86 count, not the slice's first block nor past its deadline, no
- * interrupt-enable watch — is a leaf that needs no stack frame; everything rarer goes to
- * block_slow / block_checked. On arm64 the host marks each break address's granule in guard_bits
- * too, so one test of the bitmap covers both, and a block tests the bitmap's page summary first:
- * one bit for its page, and the granules only on a page where something is marked (arm64 has no
- * per-block cache to hold the answer,
- * and the break filter's test plus the bitmap's on every block made a boot with one unhit probe,
- * which brings the host's few breaks and one guarded range, measurably slower than one without);
- * without guard_bits (nothing marked yet) an arm64 block has nothing to look at.
+ * Called for every block the guest runs. The common path — a cached x86 count, not the slice's
+ * first block nor past its deadline, no interrupt-enable watch — is a leaf that needs no stack
+ * frame; everything rarer goes to x86_block_fill / block_checked. Breaks and guarded text cost
+ * nothing here (they are checked when a block is translated).
  */
 void kpemu_clock_block(uc_engine *uc, uint64_t address, uint32_t size, void *user_data) {
     struct kpemu_clock *c = (struct kpemu_clock *)user_data;
     uint32_t n;
-    int guarded = 0;
     if (c->arm64) {
-        const uint64_t *bits = c->guard_bits;
-        if (__builtin_expect(bits != NULL, 0)) {
-            /* the page summary first (an arm64 block never crosses a page: QEMU bounds a
-               translation to its page; one that did would be tested in full) */
-            uint64_t last = address + (size ? size : 1) - 1;
-            uint64_t p = (address >> 12) & (KPEMU_GUARD_PAGE_BITS - 1);
-            const uint64_t *pages = bits + KPEMU_GUARD_BITS / 64;
-            if (__builtin_expect((((address ^ last) >> 12) != 0) | ((pages[p >> 6] >> (p & 63)) & 1), 0)
-                    && guard_may_touch(bits, address, last + 1)) {
-                block_slow(uc, c, address, size);
-                return;
-            }
-        }
         n = (size + 3) / 4;
     } else {
-        if (__builtin_expect(c->nbreaks != 0, 0)
-                && (c->break_filter == 0 || ((c->break_filter >> ((address >> 4) & 63)) & 1))) {
-            block_slow(uc, c, address, size);
-            return;
-        }
         uint64_t e = c->cache[x86_slot(address)];
-        if (__builtin_expect((e & X86_TAG_MASK) != x86_tag(address, size)
-                || (uint64_t)((int64_t)(address << 16) >> 16) != address, 0)) {
-            block_slow(uc, c, address, size);
-            return;
+        if (__builtin_expect((e & X86_TAG_MASK) == x86_tag(address, size)
+                && (uint64_t)((int64_t)(address << 16) >> 16) == address, 1)) {
+            n = (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
+        } else {
+            n = x86_block_fill(uc, c, address, size);
         }
-        guarded = (e & X86_GUARDED) != 0;
-        n = (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
     }
-    if (__builtin_expect(guarded | (c->blocks == 0) | (c->executed + n > c->deadline) | (c->watch_irq != 0), 0)) {
-        block_checked(uc, c, address, size, n, guarded);
+    if (__builtin_expect((c->blocks == 0) | (c->executed + n > c->deadline) | (c->watch_irq != 0), 0)) {
+        block_checked(uc, c, n);
         return;
     }
     c->blocks++;

@@ -81,8 +81,7 @@ final class BenchCommand implements Callable<Integer> {
         out.printf("%-8s %-62s %7s %14s %9s %7s %9s %12s%n", "arch", "boot", "probes", "instructions", "cpu s", "ratio", "events", "us/event");
         for (BootBench.Result r : results) {
             for (BootBench.Boot b : r.boots()) {
-                BootBench.Boot base = r.baselineOf(b);
-                double ratio = (double) b.runNanos() / base.runNanos();
+                double ratio = r.ratio(b);
                 String perEvent = b.events() == 0 || !b.perEvent() ? "-" : String.format("%.2f", r.microsPerEvent(b));
                 out.printf("%-8s %-62s %7d %14d %9.2f %7.3f %9d %12s%s%n", r.arch().linuxName(), b.label(), b.probes(), b.instructions(),
                         b.runNanos() / 1e9, ratio, b.events(), perEvent, b.exitCode() == 0 ? "" : "  (exit " + b.exitCode() + ")");
@@ -92,9 +91,11 @@ final class BenchCommand implements Callable<Integer> {
         }
         out.println("(cpu s: CPU time of the emulation thread from the first guest instruction to power-off, the set-up at the");
         out.println(" registration point excluded (BTF and tables read, probes registered);");
-        out.println(" ratio: to the boot without probes (getppid rows: to the getppid boot without probes); us/event: (cpu s - that boot's");
-        out.println(" cpu s) / events (getppid rows: the median over rounds of each round's pair, the steady figure); cpu s: least of");
-        out.println(" --repeat boots per row (round robin; the getppid rows first, after a warm-up boot), in one process;");
+        out.println(" ratio: to the boot without probes, the median over rounds of the row's boot / that round's boot without probes,");
+        out.println(" the rows' order rotated each round (getppid rows: least cpu s / the getppid boot without probes');");
+        out.println(" us/event: (cpu s - that boot's cpu s) / events (getppid rows: the median over rounds of each round's pair,");
+        out.println(" the steady figure); cpu s: least of --repeat boots per row (round robin; the getppid rows first, after a");
+        out.println(" warm-up boot), in one process;");
         out.println(" targets: 1,000 unhit <= 1.02, 10,000 <= 1.05,");
         out.println(" registration of 10,000 <= 1 s, <= 1 us per three-fetcharg event)");
         out.flush();

@@ -59,7 +59,10 @@ import dev.kpemu.session.TracedBoot;
  * formatted on the writer's own thread, whose CPU time is not in the rows.
  * Times are CPU time of the emulation thread (a loaded machine stretches wall time far more), the
  * least of {@code repeat} boots run round robin: read the ratios, not the seconds; guest
- * instructions show the runs are the same workload.
+ * instructions show the runs are the same workload. A row's ratio is the median over rounds of
+ * its boot against the same round's boot without probes, the rows' order rotated each round: the
+ * least times of rows that do the same work (1, 1,000 and 10,000 unhit probes) differed by 3-7 %
+ * in one run, as a boot's CPU time depends on which boots ran before it in the process.
  */
 public final class BootBench {
     /** Cold-probe counts measured by default. */
@@ -99,7 +102,20 @@ public final class BootBench {
      * All boots of one arch, in order: none, the cold counts, the hot kprobes, the hot kretprobes;
      * then the workload's boots: none, the kprobe event, the kretprobe event.
      */
-    record Result(Arch arch, List<String> hotFunctions, List<Boot> boots, java.util.Map<Boot, Double> pairedMicrosPerEvent) {
+    record Result(Arch arch, List<String> hotFunctions, List<Boot> boots, java.util.Map<Boot, Double> pairedMicrosPerEvent,
+                  java.util.Map<Boot, Double> pairedRatio) {
+        /**
+         * A row's ratio to its baseline: for the boots without the workload the median over rounds
+         * of (the row's boot / the same round's boot without probes), the rows' order rotated from
+         * round to round (a boot's CPU time depends on the boots just before it in the process: the
+         * JIT recompiles what the previous row's hooks made megamorphic); for the workload's rows
+         * the least times' ratio.
+         */
+        double ratio(Boot b) {
+            Double paired = pairedRatio.get(b);
+            return paired != null ? paired : (double) b.runNanos() / baselineOf(b).runNanos();
+        }
+
         /**
          * µs per event of a row: for the workload's rows the median over rounds of (the row's boot −
          * the same round's boot without probes) / events, pairs run back to back so the machine's
@@ -218,17 +234,25 @@ public final class BootBench {
         defs.add(exit);
         int firstHot = labels.size() - 2;
         Boot[] best = new Boot[labels.size()];
+        List<List<Double>> ratios = new ArrayList<>();
+        for (int i = 0; i < labels.size(); i++) ratios.add(new ArrayList<>());
         for (int rep = 0; rep < repeat; rep++) {
-            for (int i = 0; i < labels.size(); i++) {
+            Boot[] round = new Boot[labels.size()];
+            for (int k = 0; k < labels.size(); k++) {
+                int i = (k + rep) % labels.size();      // each round starts one row later
                 Boot b = boot(arch, labels.get(i), defs.get(i), i >= firstHot, null, 0, progress);
+                round[i] = b;
                 if (best[i] == null || b.runNanos() < best[i].runNanos()) best[i] = b;
             }
+            for (int i = 1; i < labels.size(); i++) ratios.get(i).add((double) round[i].runNanos() / round[0].runNanos());
         }
         List<Boot> all = new ArrayList<>(List.of(best));
         all.addAll(List.of(workloadBest));
         java.util.Map<Boot, Double> perEvent = new java.util.IdentityHashMap<>();
         for (int i = 1; i < workloadBest.length; i++) if (!paired.get(i - 1).isEmpty()) perEvent.put(workloadBest[i], median(paired.get(i - 1)));
-        return new Result(arch, hot, all, perEvent);
+        java.util.Map<Boot, Double> ratio = new java.util.IdentityHashMap<>();
+        for (int i = 1; i < best.length; i++) ratio.put(best[i], median(ratios.get(i)));
+        return new Result(arch, hot, all, perEvent, ratio);
     }
 
     private static double median(List<Double> values) {

@@ -37,26 +37,22 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD = 16;
     /** Feature bit of {@code kpemu_clock_features}: the text guard's granule bitmap. */
     private static final int FEATURE_GUARD_BITS = 32;
-    /** Feature bit of {@code kpemu_clock_features}: the break filter. */
-    private static final int FEATURE_BREAK_FILTER = 64;
-    /**
-     * Feature bit of {@code kpemu_clock_features}: on arm64 the block hook finds break addresses
-     * through the granule bitmap (the host marks each one's granule), not the break filter.
-     */
-    private static final int FEATURE_ARM64_BREAKS_IN_BITMAP = 128;
-    /** Feature bit of {@code kpemu_clock_features}: the granule bitmap is followed by a page summary. */
-    private static final int FEATURE_PAGE_SUMMARY = 256;
     /** Feature bit of {@code kpemu_clock_features}: the x86 block cache refreshed on translation. */
     private static final int FEATURE_BLOCK_GENERATED = 512;
     /** Feature bit of {@code kpemu_clock_features}: the live guest time and the filter's counter. */
     private static final int FEATURE_LIVE_TIME = 1024;
+    /**
+     * Feature bit of {@code kpemu_clock_features}: breaks and the text guard checked when a block is
+     * translated (kpemu_clock_tb_generated, on both arches), with {@code resumed_break}.
+     */
+    private static final int FEATURE_CHECKS_AT_TRANSLATION = 2048;
     private static final MemorySegment BLOCK_HOOK, GENERATED_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
     private static final MethodHandle SIZE, FORGET;
     private static final int FEATURES;
     /** Offset of {@code guard_bits} in {@code struct kpemu_clock}, or -1 (a library without the bitmap). */
     private static final long GUARD_BITS;
-    /** Offset of {@code break_filter} in {@code struct kpemu_clock}, or -1 (a library without it). */
-    private static final long BREAK_FILTER;
+    /** Offset of {@code resumed_break} in {@code struct kpemu_clock}. */
+    private static final long RESUMED_BREAK;
     /** Offset of {@code instr_offset} (then {@code idle_nanos}, {@code nanos_per_instr}), or -1. */
     private static final long LIVE_TIME;
 
@@ -86,12 +82,6 @@ final class InstructionClock implements AutoCloseable {
                 bitsAt = (long) linker.downcallHandle(lib.find("kpemu_clock_guard_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 int bits = (int) linker.downcallHandle(lib.find("kpemu_guard_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
                 int shift = (int) linker.downcallHandle(lib.find("kpemu_guard_granule_shift").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
-                int pages = (f & FEATURE_PAGE_SUMMARY) == 0 ? -1
-                        : (int) linker.downcallHandle(lib.find("kpemu_guard_page_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
-                if (pages != GranuleBitmap.PAGE_BITS) {
-                    throw new IllegalStateException("libkpemu_clock.so has no page summary of GranuleBitmap's size (" + pages
-                            + " bits); rebuild it with scripts/fetch-natives.sh");
-                }
                 if (bits != GranuleBitmap.BITS || shift != GranuleBitmap.GRANULE_SHIFT) {
                     throw new IllegalStateException("libkpemu_clock.so's guard bitmap (" + bits + " bits, granule 2^" + shift
                             + ") is not GranuleBitmap's; rebuild it with scripts/fetch-natives.sh");
@@ -103,15 +93,14 @@ final class InstructionClock implements AutoCloseable {
             }
         }
         GUARD_BITS = bitsAt;
-        long filterAt = -1;
-        if ((f & FEATURE_BREAK_FILTER) != 0) {
-            try {
-                filterAt = (long) linker.downcallHandle(lib.find("kpemu_clock_break_filter_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                throw new IllegalStateException("kpemu_clock_break_filter_offset: " + t, t);
-            }
+        if ((f & FEATURE_CHECKS_AT_TRANSLATION) == 0 || GENERATED_HOOK.equals(MemorySegment.NULL)) {
+            throw new IllegalStateException("libkpemu_clock.so predates breaks checked at translation; rebuild it with scripts/fetch-natives.sh");
         }
-        BREAK_FILTER = filterAt;
+        try {
+            RESUMED_BREAK = (long) linker.downcallHandle(lib.find("kpemu_clock_resumed_break_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+        } catch (Throwable t) {
+            throw new IllegalStateException("kpemu_clock_resumed_break_offset: " + t, t);
+        }
         long liveAt = -1;
         if ((f & FEATURE_LIVE_TIME) != 0) {
             try {
@@ -124,22 +113,13 @@ final class InstructionClock implements AutoCloseable {
     }
 
 
-    /** Rewrites {@code break_filter} from the break list: bit (address >> 4) mod 64 of each break address. */
-    private void updateBreakFilter() {
-        if (BREAK_FILTER < 0) return;
-        long filter = 0;
-        int n = state.get(JAVA_INT, NBREAKS);
-        for (int i = 0; i < n; i++) filter |= 1L << ((state.get(JAVA_LONG, BREAKS + 8L * i) >>> 4) & 63);
-        state.set(JAVA_LONG, BREAK_FILTER, filter);
-    }
-
     private final Arena arena = Arena.ofShared();
     private final MemorySegment state;
     private final Unicorn uc;
     private final Unicorn.Hook hook;
-    private final Unicorn.Hook generatedHook;   // x86 only
+    private final Unicorn.Hook generatedHook;
     private final boolean arm64;
-    /** Created at the first mark: until then the hook has no bitmap to test (a boot with no probe and no break). */
+    /** Created with the text guard: until then translation has no bitmap to test. */
     private GranuleBitmap granules;
 
     InstructionClock(Unicorn uc, boolean arm64) {
@@ -153,16 +133,10 @@ final class InstructionClock implements AutoCloseable {
         state.fill((byte) 0);
         state.set(JAVA_INT, ARM64, arm64 ? 1 : 0);
         hook = uc.hookBlockNative(BLOCK_HOOK, state, 1, 0);
-        // x86 block counts are cached by address and size; a re-translated block (the guest
-        // rewrote its text) must replace its entry before it runs (kpemu_clock_tb_generated).
-        if (!arm64) {
-            if ((FEATURES & FEATURE_BLOCK_GENERATED) == 0 || GENERATED_HOOK.equals(MemorySegment.NULL)) {
-                throw new IllegalStateException("libkpemu_clock.so predates the refreshed x86 block cache; rebuild it with scripts/fetch-natives.sh");
-            }
-            generatedHook = uc.hookBlockGeneratedNative(GENERATED_HOOK, state);
-        } else {
-            generatedHook = null;
-        }
+        // Breaks and guarded text are checked when a block is translated; x86 block counts are
+        // cached by address and size, and a re-translated block (the guest rewrote its text) must
+        // replace its entry before it runs.
+        generatedHook = uc.hookBlockGeneratedNative(GENERATED_HOOK, state);
     }
 
     /** Instructions charged so far. */
@@ -170,7 +144,11 @@ final class InstructionClock implements AutoCloseable {
 
     static boolean supportsBreaks() { return (FEATURES & FEATURE_BREAKS) != 0; }
 
-    /** Adds a stop address (a block start): the engine stops before the block there runs. */
+    /**
+     * Adds a stop address (a block start): the engine stops before the block there runs. The check
+     * is made when Unicorn translates that block, so the block is dropped from Unicorn's cache now
+     * and after every stop there ({@link #takeBreakHit}, {@link #afterSlice}).
+     */
     void addBreak(long address) {
         if (!supportsBreaks()) {
             throw new IllegalStateException("libkpemu_clock.so predates native breakpoints; rebuild it with scripts/fetch-natives.sh");
@@ -180,22 +158,32 @@ final class InstructionClock implements AutoCloseable {
         if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
         state.set(JAVA_INT, NBREAKS, n + 1);
-        updateBreakFilter();
-        if (breaksInBitmap()) granules().mark(address, 4, 1);
-    }
-
-    /** arm64: break addresses are marked in the granule bitmap, the hook's one test per block. */
-    private boolean breaksInBitmap() {
-        if (!arm64) return false;
-        if ((FEATURES & FEATURE_ARM64_BREAKS_IN_BITMAP) == 0) {
-            throw new IllegalStateException("libkpemu_clock.so predates arm64 breaks in the granule bitmap; rebuild it with scripts/fetch-natives.sh");
-        }
-        return true;
+        dropBlockAt(address);
     }
 
     /**
-     * The granule bitmap the block hook tests once per block (created, and given to the hook, on
-     * first use): {@link TextGuard}'s ranges and, on arm64, the break addresses.
+     * Drops Unicorn's translations of the block at {@code address}, so the guest's next arrival is
+     * translated, and checked, again. Unicorn finds the block through the current address space
+     * (a kernel address is mapped the same in every process); from user mode a kernel address
+     * does not translate and Unicorn silently drops nothing, so then every translation goes.
+     */
+    private void dropBlockAt(long address) {
+        if (address < 0 && userModePc()) {
+            uc.flushTranslationCache();
+            forgetBlocks();
+            return;
+        }
+        uc.removeTranslationCache(address, address + 1);
+    }
+
+    private long currentPc;
+
+    /** True when the last slice ended at a user-space (lower-half) address. */
+    private boolean userModePc() { return currentPc >= 0; }
+
+    /**
+     * The granule bitmap of the text guard's ranges (created, and given to the translation hook, on
+     * first use).
      */
     GranuleBitmap granules() {
         if (granules == null) {
@@ -214,25 +202,74 @@ final class InstructionClock implements AutoCloseable {
             if (state.get(JAVA_LONG, BREAKS + 8L * i) != address) continue;
             state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
             state.set(JAVA_INT, NBREAKS, n - 1);
-            updateBreakFilter();
-            if (breaksInBitmap()) granules().mark(address, 4, -1);
+            if (state.get(JAVA_LONG, SKIP_ONCE) == address) state.set(JAVA_LONG, SKIP_ONCE, 0);
             return;
         }
     }
 
-    /** The break address that stopped the last slice, or -1 (and clears it). */
+    /**
+     * The break address that stopped the last slice, or -1 (and clears it). The block there is
+     * dropped: Unicorn translated it when the engine stopped, and only a new translation stops again.
+     */
     long takeBreakHit() {
         int hit = state.get(JAVA_INT, BREAK_HIT);
         if (hit == 0) return -1;
         state.set(JAVA_INT, BREAK_HIT, 0);
-        return state.get(JAVA_LONG, BREAKS + 8L * (hit - 1));
+        long address = state.get(JAVA_LONG, BREAKS + 8L * (hit - 1));
+        dropBlockAt(address);
+        return address;
     }
 
-    /** The next time the block at {@code address} starts, do not stop there. */
+    /** A slice that starts at the break address it resumes from (0: none): it runs that one block. */
+    private long resumingAt;
+
+    /**
+     * Before a slice that starts at {@code pc}: true when a break there stops it before anything
+     * runs (as {@link #takeBreakHit} then reports). The translation hook cannot be relied on for the
+     * slice's first block: Unicorn may still hold it translated, and never reports the first block
+     * of the engine's life. A slice that resumes from the break (skip-once) runs just that block.
+     */
+    boolean stopsBefore(long pc) {
+        int n = state.get(JAVA_INT, NBREAKS);
+        for (int i = 0; i < n; i++) {
+            if (state.get(JAVA_LONG, BREAKS + 8L * i) != pc) continue;
+            if (state.get(JAVA_LONG, SKIP_ONCE) == pc) {
+                resumingAt = pc;
+                return false;
+            }
+            state.set(JAVA_INT, BREAK_HIT, i + 1);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * After every slice, with the PC it ended at: when the slice resumed from a break address (the
+     * block there ran once, translated without stopping, and the slice ended after it), that block
+     * is dropped so the guest's next arrival stops again.
+     */
+    void afterSlice(long pc) {
+        currentPc = pc;
+        long resumed = state.get(JAVA_LONG, RESUMED_BREAK);
+        if (resumingAt != 0) {
+            if (state.get(JAVA_LONG, SKIP_ONCE) == resumingAt) state.set(JAVA_LONG, SKIP_ONCE, 0);
+            resumed = resumingAt;
+            resumingAt = 0;
+        }
+        if (resumed == 0) return;
+        state.set(JAVA_LONG, RESUMED_BREAK, 0);
+        dropBlockAt(resumed);
+    }
+
+    /** The next time the block at {@code address} is translated, do not stop there. */
     void skipBreakOnce(long address) { state.set(JAVA_LONG, SKIP_ONCE, address); }
 
-    /** Arms a slice: stop before a block that would pass {@code executed() + n}. */
+    /**
+     * Arms a slice: stop before a block that would pass {@code executed() + n} (after the first
+     * block when the slice resumes from a break: {@link #stopsBefore}).
+     */
     void arm(long n) {
+        if (resumingAt != 0) n = 1;     // the first block always runs: just the one at the break
         state.set(JAVA_LONG, DEADLINE, executed() + n);
         state.set(JAVA_LONG, BLOCKS, 0);
         state.set(JAVA_INT, STOPPED, 0);
@@ -269,8 +306,9 @@ final class InstructionClock implements AutoCloseable {
     }
 
     /**
-     * From now on the block hook checks {@code guardState} (a {@link TextGuard}'s native table),
-     * looking up a block's page only when the {@link #granules} bitmap has a bit set for one of its granules.
+     * From now on the translation hook checks {@code guardState} (a {@link TextGuard}'s native
+     * table), looking up a block's page only when the {@link #granules} bitmap has a bit set for
+     * one of its granules.
      */
     void attachGuard(MemorySegment guardState) {
         if ((FEATURES & FEATURE_GUARD) == 0) {

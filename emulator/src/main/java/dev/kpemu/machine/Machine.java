@@ -57,6 +57,26 @@ public abstract class Machine implements AutoCloseable {
         clock.setScheduleListener(due -> {
             if (inSlice) icount.lowerDeadline(icount.executed() + clock.instructionsUntil(due));
         });
+        skipTranslationTlbWalk(uc);
+    }
+
+    /**
+     * Unicorn 2.1.4's {@code tb_gen_code} walks every TLB entry of every MMU mode after each block it
+     * translates ({@code tlb_reset_dirty_by_vaddr}: it marks the block's page "not dirty" again in
+     * every entry that maps it, as its own dirty tracking, stubbed out, cannot), unless a memory
+     * hook's range holds the block's address: the largest single cost of an arm64 boot (9-11 % of
+     * its CPU time, 12 MMU modes of 256 entries and the victim TLBs, for each of ~65,000
+     * translations). A fetch-unmapped hook bounded to the upper half of the address space holds
+     * every kernel block's address and is never called: Unicorn bounds that hook by the
+     * *physical* address of an unmapped fetch, and guest-physical addresses never reach 2^63.
+     * Why the walk is not needed for kernel text: Unicorn sets a page "dirty" (fast, unchecked
+     * stores) only through a TLB entry that cannot execute, and Linux writes its text only through
+     * such an alias ({@code text_poke}'s) or, at boot, through the executable mapping itself;
+     * an alias's entry has another address, which the walk (by the block's address) never
+     * reached either. User-space blocks keep the walk.
+     */
+    private static void skipTranslationTlbWalk(Unicorn uc) {
+        uc.hookMemoryEvent(Unicorn.HOOK_MEM_FETCH_UNMAPPED, Long.MIN_VALUE, -1L, (u, type, address, size, value) -> false);
     }
 
     private boolean inSlice;
@@ -181,11 +201,11 @@ public abstract class Machine implements AutoCloseable {
 
     /**
      * The machine's guarded text (created on first use): ranges the host patched, checked natively
-     * before each block that contains one (see {@link TextGuard}).
+     * when a block that contains one is translated (see {@link TextGuard}).
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory, icount.granules(), icount::forgetBlocks); // x86 caches the bitmap's answer per block
+            textGuard = new TextGuard(memory, icount.granules());
             memory.observeWrites(textGuard);
             icount.attachGuard(textGuard.nativeState());
         }
@@ -287,9 +307,10 @@ public abstract class Machine implements AutoCloseable {
 
     /**
      * A host breakpoint: {@link #run} returns {@link StopReason.Breakpoint} before executing
-     * {@code va}. Breakpoints are checked by the native block hook ({@link InstructionClock}),
-     * never by a Unicorn code hook (whose presence makes Unicorn mis-execute Linux), so
-     * {@code va} must start a translated block: a branch or call target such as a function entry.
+     * {@code va}. Breakpoints are checked natively when Unicorn translates the block there
+     * ({@link InstructionClock}), never by a Unicorn code hook (whose presence makes Unicorn
+     * mis-execute Linux), so {@code va} must start a translated block: a branch or call target
+     * such as a function entry.
      */
     public void addBreakpoint(long va) {
         addBreakpoint(va, null);
@@ -444,6 +465,7 @@ public abstract class Machine implements AutoCloseable {
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
+            boolean atBreak = icount.stopsBefore(pc());
             icount.arm(n);
             icount.setTimeStampCounter(clock.ticks());
             icount.setLiveTime(clock.instructions(), clock.idleNanos());
@@ -451,7 +473,7 @@ public abstract class Machine implements AutoCloseable {
             inSlice = true;
             ran = true;
             try {
-                uc.start(pc(), NEVER_EXECUTED, 0, 0);
+                if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
             } catch (HookFailedException e) {
                 inSlice = false;
                 clock.advance(icount.executed() - before);
@@ -465,6 +487,7 @@ public abstract class Machine implements AutoCloseable {
                 continue;
             } finally {
                 inSlice = false;
+                icount.afterSlice(pc());
             }
             long ran = icount.executed() - before;
             clock.advance(ran);

@@ -15,18 +15,19 @@ import java.util.Map;
 /**
  * Guest text the host has patched (breakpoints, jumps) and must notice the guest rewriting:
  * short byte ranges, each with the bytes the host last left there. The check is native, in the
- * instruction clock's block hook ({@code kpemu_clock.c}): before a block that contains a guarded
- * range runs, guest memory is compared with those bytes, and on a difference the engine stops
- * before the block and {@link Machine#run} hands the range to the {@link Listener}. No Unicorn
- * memory hook exists, so guest loads and stores keep Unicorn's fast path, and the cost per block
- * does not grow with the number of ranges: one test of the clock's {@link GranuleBitmap}, whose
- * bits this guard sets for the 32-byte granules a range touches; only a block whose granules have
- * a bit set looks its page up in the hash table.
+ * instruction clock's translation hook ({@code kpemu_clock.c}): Unicorn translates a block again
+ * before it runs whenever a guest store changed its bytes (through any alias), and when it
+ * translates a block that contains a guarded range, guest memory is compared with those bytes; on
+ * a difference the engine stops before the block and {@link Machine#run} hands the range to the
+ * {@link Listener}. No Unicorn memory hook exists, so guest loads and stores keep Unicorn's fast
+ * path, and running a block costs the same with 0 or 10,000 ranges: only translation looks, one
+ * test of the {@link GranuleBitmap}, whose bits this guard sets for the 32-byte granules a range
+ * touches; only a block whose granules have a bit set looks its page up in the hash table.
  *
  * <p>Host writes through {@link GuestMemory} update the expected bytes of the ranges they touch,
- * so only the guest's own stores show up as differences. A guest store to guarded text is seen
- * when the rewritten text is about to run (Unicorn re-translates a block whose bytes changed), or
- * when the host asks with {@link #settle}.
+ * so only the guest's own stores show up as differences (a host that rewrites text drops its
+ * translations itself: {@link Machine#invalidateCode}). A guest store to guarded text is seen
+ * when the rewritten text is about to run, or when the host asks with {@link #settle}.
  */
 public final class TextGuard implements AutoCloseable {
     /** Bytes one range can hold (KPEMU_GUARD_MAX in kpemu_clock.c). */
@@ -55,13 +56,9 @@ public final class TextGuard implements AutoCloseable {
     /** The clock's granule bitmap: the ranges mark their granules there. */
     private final GranuleBitmap bitmap;
 
-    /** Told when a bit of the bitmap changes (the instruction clock caches its answer per block). */
-    private final Runnable bitmapChanged;
-
-    TextGuard(GuestMemory memory, GranuleBitmap bitmap, Runnable bitmapChanged) {
+    TextGuard(GuestMemory memory, GranuleBitmap bitmap) {
         this.memory = memory;
         this.bitmap = bitmap;
-        this.bitmapChanged = bitmapChanged;
         this.state = arena.allocate(BUCKET0 + 4L * BUCKETS, 16);
         state.fill((byte) 0);
         for (int b = 0; b < BUCKETS; b++) state.set(JAVA_INT, BUCKET0 + 4L * b, -1);
@@ -72,7 +69,7 @@ public final class TextGuard implements AutoCloseable {
 
     /** Counts the range [va, va + len) in (delta 1) or out of (delta -1) the bits of its granules. */
     private void mark(long va, int len, int delta) {
-        if (bitmap.mark(va, len, delta)) bitmapChanged.run();
+        bitmap.mark(va, len, delta);
     }
 
     private void grow(int newCapacity) {

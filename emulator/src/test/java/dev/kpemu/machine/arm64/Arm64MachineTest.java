@@ -352,13 +352,14 @@ class Arm64MachineTest {
     }
 
     /**
-     * Host breakpoints on arm64 are found through the instruction clock's granule bitmap (the
-     * host marks each break address's granule; kpemu_clock.c): the run stops before the block at
-     * the address, resumes from it, and runs through once the break is removed. A guarded text
-     * range in the same granule counts separately: removing it leaves the break working.
+     * Host breakpoints are checked when Unicorn translates the block at the address
+     * (kpemu_clock.c): the run stops before that block at every arrival, also the ones right after
+     * resuming from it (the loop comes back within a few instructions, in the same slice), and
+     * runs through once the break is removed. A guarded text range at the same address is checked
+     * there too, and removing it leaves the break working.
      */
     @Test
-    void hostBreakpointStopsBeforeItsBlockAndSharesItsGranuleWithGuardedText() {
+    void hostBreakpointStopsAtEveryArrivalBeforeItsBlock() {
         String body = """
                 mov x1, #0
                 loop:
@@ -377,6 +378,8 @@ class Arm64MachineTest {
             m.textGuard().remove(guarded);
             assertEquals(new StopReason.Breakpoint(bump), m.run(10_000), "the break outlives the guarded range in its granule");
             assertEquals(1, m.engine().regRead(Arm64Reg.X1), "resumed from the break: the block ran once");
+            assertEquals(new StopReason.Breakpoint(bump), m.run(10_000));
+            assertEquals(2, m.engine().regRead(Arm64Reg.X1), "the third arrival stops too");
             m.removeBreakpoint(bump);
             assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
             assertEquals(3, m.engine().regRead(Arm64Reg.X1));

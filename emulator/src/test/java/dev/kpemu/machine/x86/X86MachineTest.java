@@ -172,6 +172,57 @@ class X86MachineTest {
         }
     }
 
+    /**
+     * Host breakpoints and guarded text are checked when Unicorn translates a block
+     * (kpemu_clock.c): a break stops before its block at every arrival, also right after resuming
+     * from it (the loop comes back within a few instructions, in the same slice); a guest store to
+     * guarded text is seen when the rewritten block is translated, before it runs.
+     */
+    @Test
+    void breakAtEveryArrivalAndGuardedTextRewriteSeenBeforeItRuns() {
+        String program = """
+                _start:
+                  xor %ebx, %ebx
+                loop:
+                  call f1
+                  inc %ebx
+                  cmp $3, %ebx
+                  jne loop
+                  call f2
+                  movl $7, f2+1(%rip)
+                  call f2
+                  mov %rax, 0x200000
+                  hlt
+                  .org 0x1000
+                f1: add $1, %ecx
+                  ret
+                  .org 0x2000
+                f2: mov $1, %eax
+                  ret
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(program, CODE));
+            m.setPc(CODE);
+            long f1 = CODE + 0x1000, f2 = CODE + 0x2000;
+            List<String> seen = new ArrayList<>();
+            m.textGuard().add(f2, f2, 5, (id, va, pa, was, now) ->
+                    seen.add(String.format("pc 0x%x: %s -> %s", m.pc(), java.util.HexFormat.of().formatHex(was), java.util.HexFormat.of().formatHex(now))));
+            m.addBreakpoint(f1);
+            for (int arrival = 0; arrival < 3; arrival++) {
+                assertEquals(new StopReason.Breakpoint(f1), m.run(1_000_000), "arrival " + arrival);
+                assertEquals(f1, m.pc());
+                assertEquals(arrival, m.engine().regRead(X86Reg.RBX), "stopped before the block ran, arrival " + arrival);
+            }
+            m.removeBreakpoint(f1);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(3, m.engine().regRead(X86Reg.RCX), "f1 ran once per arrival");
+            assertEquals(7, m.memory().readLong(RESULTS), "the rewritten routine ran");
+            assertEquals(List.of(String.format("pc 0x%x: b801000000 -> b807000000", f2)), seen,
+                    "the guest's rewrite, seen once, before the rewritten block ran");
+        }
+    }
+
     @Test
     void int3AndUd2NotOursReachGuestHandlers() {
         String src = SETUP_GATES + """
