@@ -206,6 +206,14 @@ static inline uint64_t x86_tag(uint64_t address, uint32_t size) {
 
 #define X86_TAG_MASK (X86_VALID | ((uint64_t)X86_SIZE_MAX << X86_SIZE_SHIFT) | ((1ull << X86_ADDR_BITS) - 1))
 
+/* Caches a block's count; 0 when the block does not fit an entry (it is then looked up each time). */
+static inline int x86_cache_store(struct kpemu_clock *c, uint64_t address, uint32_t size, uint32_t n) {
+    if ((uint64_t)((int64_t)(address << 16) >> 16) != address || size > X86_SIZE_MAX || n > X86_COUNT_MAX) return 0;
+    c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
+    c->fills++;
+    return 1;
+}
+
 /* The miss path: Unicorn's translation block for `address`. */
 static __attribute__((noinline)) uint32_t x86_block_fill(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
     uc_tb tb;
@@ -213,11 +221,7 @@ static __attribute__((noinline)) uint32_t x86_block_fill(uc_engine *uc, struct k
     uint32_t n = 0;
     if (uc_ctl_request_cache(uc, address, &tb) == UC_ERR_OK && tb.icount != 0) n = tb.icount;
     if (n == 0) n = size ? (size + 3) / 4 : 1; /* cannot happen for a block that runs; keep it deterministic */
-    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
-    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
-        c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
-        c->fills++;
-    }
+    x86_cache_store(c, address, size, n);
     return n;
 }
 
@@ -290,13 +294,8 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
         return;
     }
     if (c->arm64 || n == 0) return;
-    int canonical = (uint64_t)((int64_t)(address << 16) >> 16) == address;
-    uint32_t slot = x86_slot(address);
-    if (canonical && size <= X86_SIZE_MAX && n <= X86_COUNT_MAX) {
-        c->cache[slot] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
-        c->fills++;
-    } else if ((c->cache[slot] & X86_TAG_MASK) == x86_tag(address, size)) {
-        c->cache[slot] = 0;
+    if (!x86_cache_store(c, address, size, n) && (c->cache[x86_slot(address)] & X86_TAG_MASK) == x86_tag(address, size)) {
+        c->cache[x86_slot(address)] = 0;
     }
 }
 

@@ -37,13 +37,12 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_GUARD = 16;
     /** Feature bit of {@code kpemu_clock_features}: the text guard's granule bitmap. */
     private static final int FEATURE_GUARD_BITS = 32;
-    /** Feature bit of {@code kpemu_clock_features}: the x86 block cache refreshed on translation. */
-    private static final int FEATURE_BLOCK_GENERATED = 512;
     /** Feature bit of {@code kpemu_clock_features}: the live guest time and the filter's counter. */
     private static final int FEATURE_LIVE_TIME = 1024;
     /**
      * Feature bit of {@code kpemu_clock_features}: breaks and the text guard checked when a block is
-     * translated (kpemu_clock_tb_generated, on both arches), with {@code resumed_break}.
+     * translated (kpemu_clock_tb_generated, on both arches, which also refreshes the x86 block
+     * cache), with {@code resumed_break}.
      */
     private static final int FEATURE_CHECKS_AT_TRANSLATION = 2048;
     private static final MemorySegment BLOCK_HOOK, GENERATED_HOOK, RDTSC_HOOK, RDTSCP_HOOK;
@@ -118,13 +117,11 @@ final class InstructionClock implements AutoCloseable {
     private final Unicorn uc;
     private final Unicorn.Hook hook;
     private final Unicorn.Hook generatedHook;
-    private final boolean arm64;
     /** Created with the text guard: until then translation has no bitmap to test. */
     private GranuleBitmap granules;
 
     InstructionClock(Unicorn uc, boolean arm64) {
         this.uc = uc;
-        this.arm64 = arm64;
         try {
             state = arena.allocate((long) SIZE.invokeExact(), 16);
         } catch (Throwable t) {
