@@ -3,7 +3,8 @@
  * interrupt hook and never enters the guest's vector; the host takes it as the architecture does
  * (ARM ARM D1.10): ELR_EL1 = the preferred return address (Unicorn leaves PC after the SVC),
  * SPSR_EL1 = PSTATE, PSTATE = EL1h with DAIF masked, SP_EL0 banked and SP_EL1 live, ESR_EL1 = the
- * syndrome QEMU computed (read from a saved context at the host's calibrated offset), PC =
+ * syndrome QEMU computed (made from the SVC's imm16 as QEMU makes it, or read from a saved context
+ * at the host's calibrated offset when the instruction cannot be read), PC =
  * VBAR_EL1 + 0x400 (lower EL, AArch64, synchronous). Done by a Java upcall, every system call of
  * the guest cost an upcall and about fifteen FFM calls.
  *
@@ -20,6 +21,11 @@
 #define EXCP_SWI 2
 #define FROM_LOWER_A64 0x400
 #define PSTATE_EL1H_MASKED 0x3c5
+#define PSTATE_NRW 0x10          /* PSTATE.nRW (M[4]): the exception came from AArch32 */
+#define SVC_MASK 0xffe0001fu     /* SVC #imm16: 1101 0100 000 imm16 000 01 */
+#define SVC_BITS 0xd4000001u
+#define EC_AA64_SVC 0x15u
+#define ESR_IL (1u << 25)
 
 typedef void (*kpemu_intr_cb)(uc_engine *uc, uint32_t intno, void *user_data);
 
@@ -31,6 +37,7 @@ struct kpemu_arm64_svc {
     void *forward_data;
     uint64_t taken;           /* SVCs taken here */
     uint64_t forwarded;       /* exceptions passed to `forward` */
+    uint64_t from_context;    /* SVCs whose syndrome was read from a saved context */
 };
 
 size_t kpemu_arm64_svc_size(void) { return sizeof(struct kpemu_arm64_svc); }
@@ -40,6 +47,20 @@ static void write_cp(uc_engine *uc, uint32_t op0, uint32_t op1, uint32_t crn, ui
     uc_reg_write(uc, UC_ARM64_REG_CP_REG, &r);
 }
 
+/*
+ * The syndrome QEMU gives an AArch64 SVC (translate-a64.c, syn_aa64_svc): EC 0x15, IL set, the
+ * instruction's imm16. Read from the SVC itself (the 4 bytes before the preferred return address,
+ * through the CPU's own TLB: it was fetched just now), which costs a TLB lookup where saving the
+ * whole context to read QEMU's copy copied 12.6 KB. 0 when the bytes cannot be read or are not an
+ * SVC; the caller then reads QEMU's copy.
+ */
+static uint32_t svc_syndrome(uc_engine *uc, uint64_t pc) {
+    uint32_t insn = 0;
+    if (uc_vmem_read(uc, pc - 4, UC_PROT_EXEC, &insn, 4) != UC_ERR_OK) return 0;
+    if ((insn & SVC_MASK) != SVC_BITS) return 0;
+    return (EC_AA64_SVC << 26) | ESR_IL | ((insn >> 5) & 0xffffu);
+}
+
 void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
     struct kpemu_arm64_svc *s = (struct kpemu_arm64_svc *)user_data;
     uint64_t pstate = 0, vbar = 0;
@@ -47,17 +68,20 @@ void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
         uc_reg_read(uc, UC_ARM64_REG_PSTATE, &pstate);
         uc_reg_read(uc, UC_ARM64_REG_VBAR_EL1, &vbar);
     }
-    if (intno != EXCP_SWI || ((pstate >> 2) & 3) != 0 || vbar == 0 || vbar != s->vbar_ok) {
+    if (intno != EXCP_SWI || ((pstate >> 2) & 3) != 0 || (pstate & PSTATE_NRW) != 0 || vbar == 0 || vbar != s->vbar_ok) {
         s->forwarded++;
         s->forward(uc, intno, s->forward_data);
         return;
     }
     s->taken++;
-    uc_context_save(uc, s->ctx);
-    uint32_t syndrome;
-    memcpy(&syndrome, (uint8_t *)s->ctx + s->syndrome, 4);
     uint64_t pc = 0, sp = 0, sp1 = 0;
     uc_reg_read(uc, UC_ARM64_REG_PC, &pc);
+    uint32_t syndrome = svc_syndrome(uc, pc);
+    if (syndrome == 0) {
+        s->from_context++;
+        uc_context_save(uc, s->ctx);
+        memcpy(&syndrome, (uint8_t *)s->ctx + s->syndrome, 4);
+    }
     uc_reg_read(uc, UC_ARM64_REG_SP, &sp);
     uc_reg_write(uc, UC_ARM64_REG_SP_EL0, &sp);
     uc_reg_read(uc, UC_ARM64_REG_SP_EL1, &sp1);

@@ -37,6 +37,7 @@ struct kpemu_syscall {
     void *forward_data;
     uint64_t calls;           /* syscalls done here */
     uint64_t forwarded;       /* syscalls passed to `forward` */
+    int64_t eip;              /* offset of RIP in the context */
 };
 
 size_t kpemu_syscall_size(void) { return sizeof(struct kpemu_syscall); }
@@ -80,9 +81,12 @@ void kpemu_syscall(uc_engine *uc, void *user_data) {
     memcpy(&hf, ctx + s->hflags, 4);
     hf &= ~s->hf_cpl_mask;
     memcpy(ctx + s->hflags, &hf, 4);
+    /* RIP through the context too: Unicorn's RIP write would make the engine leave its execution
+       loop and enter it again, and after this hook the block ends and the next one is looked up
+       from RIP anyway. Unicorn adds the instruction's length after the hook. */
+    uint64_t target = lstar - 2;
+    memcpy(ctx + s->eip, &target, 8);
     uc_context_restore(uc, s->ctx);
     uint64_t flags = rflags & ~fmask & ~RFLAGS_RF;
-    uint64_t target = lstar - 2; /* Unicorn adds the instruction's length after the hook */
-    uc_reg_write(uc, UC_X86_REG_RFLAGS, &flags);
-    uc_reg_write(uc, UC_X86_REG_RIP, &target);
+    uc_reg_write(uc, UC_X86_REG_RFLAGS, &flags);   /* after the restore, which rewrites the saved flags */
 }

@@ -745,6 +745,37 @@ public final class Unicorn implements AutoCloseable {
         }
     }
 
+    /** {@code sizeof(struct uc_context)}, the header before the saved CPU state, on LP64 hosts. */
+    private static final long CONTEXT_HEADER = 40;
+
+    /**
+     * A context whose save and restore copy only the first {@code end} bytes of the blob (header
+     * included) instead of the whole CPU state: for hot paths that edit a few fields near the start
+     * of x86's {@code CPUX86State} (hflags, the segment caches) between a save and a restore.
+     * Unicorn 2.1.4's x86 save and restore are one {@code memcpy} of the context's own
+     * {@code context_size} (its header's first field, set by {@code uc_context_alloc} to the whole
+     * state: 5,568 bytes), so a smaller size copies a prefix; a restore then writes back exactly the
+     * prefix the save read, the rest of the CPU state untouched. Only where that layout is found
+     * (the first field equal to the state's size, the header's arch and mode this engine's) and
+     * only on x86 (arm64's save copies the whole state whatever the field says) is the size
+     * lowered; otherwise the context is a whole one, which is correct, only slower.
+     */
+    public Context contextAllocPrefix(long end) {
+        Context c = contextAlloc();
+        MemorySegment header = c.ptr.reinterpret(CONTEXT_HEADER);
+        long state = contextSize() - CONTEXT_HEADER;
+        if (arch == ARCH_X86 && end > CONTEXT_HEADER && end - CONTEXT_HEADER < state
+                && header.get(JAVA_LONG, 0) == state && header.get(JAVA_INT, 8) == MODE_64 && header.get(JAVA_INT, 12) == ARCH_X86) {
+            header.set(JAVA_LONG, 0, end - CONTEXT_HEADER);
+        }
+        return c;
+    }
+
+    /** How many bytes of CPU state {@code c}'s save and restore copy. */
+    public long contextCopied(Context c) {
+        return c.ptr.reinterpret(CONTEXT_HEADER).get(JAVA_LONG, 0);
+    }
+
     public long contextSize() {
         try {
             return (long) UC_CONTEXT_SIZE.invokeExact(uc);

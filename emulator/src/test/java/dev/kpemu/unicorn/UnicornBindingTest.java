@@ -34,6 +34,35 @@ class UnicornBindingTest {
         }
     }
 
+    /**
+     * A context narrowed to a prefix of x86's CPU state saves and restores that prefix only: RAX (in
+     * it) comes back, FS_BASE (the fifth segment cache, past the CS and SS caches the prefix ends
+     * with in kpemu's use) keeps the value written after the save; a whole context restores both.
+     */
+    @Test
+    void x86PrefixContextRestoresOnlyItsPrefix() {
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
+            long whole = uc.contextSize() - 40;
+            dev.kpemu.machine.x86.X86ContextLayout layout = dev.kpemu.machine.x86.X86ContextLayout.get();
+            try (Unicorn.Context prefix = uc.contextAllocPrefix(layout.privilegeEnd()); Unicorn.Context all = uc.contextAlloc()) {
+                assertEquals(layout.privilegeEnd() - 40, uc.contextCopied(prefix));
+                assertEquals(whole, uc.contextCopied(all));
+                assertTrue(uc.contextCopied(prefix) < whole / 8, "a few hundred bytes instead of the whole state");
+                uc.regWrite(X86Reg.RAX, 1);
+                uc.regWrite(X86Reg.FS_BASE, 0x1000);
+                uc.contextSave(prefix);
+                uc.contextSave(all);
+                uc.regWrite(X86Reg.RAX, 2);
+                uc.regWrite(X86Reg.FS_BASE, 0x2000);
+                uc.contextRestore(prefix);
+                assertEquals(1, uc.regRead(X86Reg.RAX));
+                assertEquals(0x2000, uc.regRead(X86Reg.FS_BASE));
+                uc.contextRestore(all);
+                assertEquals(0x1000, uc.regRead(X86Reg.FS_BASE));
+            }
+        }
+    }
+
     /** A batch gives what the single reads give, zero-extended (a selector is written as 2 bytes). */
     @Test
     void x86RegisterBatchEqualsSingleReads() {

@@ -18,10 +18,10 @@ import dev.kpemu.unicorn.Unicorn;
  * the Java path has verified that VBAR_EL1's lower-EL vector is mapped in RAM ({@link #verified}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final long SIZE = 56;
+    private static final long SIZE = 64;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
-    private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48;
+    private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -57,6 +57,9 @@ final class NativeSvc implements AutoCloseable {
     long taken() { return state.get(JAVA_LONG, TAKEN); }
 
     /** Starts the native count again (a restored machine's count is the Java side's). */
+    /** SVCs taken natively whose syndrome could not be made from the instruction (read from a saved context instead). */
+    long syndromesFromContext() { return state.get(JAVA_LONG, FROM_CONTEXT); }
+
     void resetTaken() { state.set(JAVA_LONG, TAKEN, 0); }
 
     @Override public void close() {

@@ -19,12 +19,12 @@ import dev.kpemu.unicorn.Unicorn;
  * calibrated offsets, as the Java path does.
  */
 final class NativeSyscall implements AutoCloseable {
-    private static final long SIZE = 96;
+    private static final long SIZE = 104;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_syscall", SIZE);
     // struct kpemu_syscall's fields
     private static final long CTX = 0, HFLAGS = 8, CS_CACHE = 16, SS_CACHE = 24, SEG_SELECTOR = 32, SEG_BASE = 36,
             SEG_LIMIT = 40, SEG_FLAGS = 44, HF_CPL_MASK = 48, CODE64_FLAGS = 52, DATA_FLAGS = 56, FORWARD = 64,
-            FORWARD_DATA = 72, CALLS = 80, FORWARDED = 88;
+            FORWARD_DATA = 72, CALLS = 80, FORWARDED = 88, EIP = 96;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -40,7 +40,7 @@ final class NativeSyscall implements AutoCloseable {
 
     /** Hooks {@code syscall} on {@code uc}; {@code onUndefined} runs when EFER.SCE is clear. */
     NativeSyscall(Unicorn uc, X86ContextLayout layout, Unicorn.SyscallHook onUndefined) {
-        context = uc.contextAlloc();
+        context = uc.contextAllocPrefix(layout.privilegeEnd());   // the hook edits only the CPL's fields
         state = arena.allocate(SIZE, 8);
         state.set(ADDRESS, CTX, context.blob());
         state.set(JAVA_LONG, HFLAGS, layout.hflags());
@@ -51,6 +51,7 @@ final class NativeSyscall implements AutoCloseable {
         state.set(JAVA_INT, SEG_LIMIT, X86ContextLayout.SEG_LIMIT);
         state.set(JAVA_INT, SEG_FLAGS, X86ContextLayout.SEG_FLAGS);
         state.set(JAVA_INT, HF_CPL_MASK, X86ContextLayout.HF_CPL_MASK);
+        state.set(JAVA_LONG, EIP, layout.eip());
         state.set(JAVA_INT, CODE64_FLAGS, X86Machine.SEG_FLAGS_CODE64);
         state.set(JAVA_INT, DATA_FLAGS, X86Machine.SEG_FLAGS_DATA);
         state.set(ADDRESS, FORWARD, uc.syscallUpcallStub(onUndefined, arena));

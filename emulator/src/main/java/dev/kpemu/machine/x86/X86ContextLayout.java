@@ -21,13 +21,26 @@ import dev.kpemu.unicorn.X86Reg;
  * The calibration runs a tiny paged guest on a throwaway engine: a write to a not-present page
  * (error code 2), then a write to a present read-only page (error code 3).
  */
-public record X86ContextLayout(long errorCode, long oldException, long hflags, long csCache, long ssCache) {
+public record X86ContextLayout(long errorCode, long oldException, long hflags, long csCache, long ssCache, long eip) {
     /** Offsets inside a QEMU SegmentCache {u32 selector; u64 base; u32 limit; u32 flags}. */
     public static final int SEG_SELECTOR = 0, SEG_BASE = 8, SEG_LIMIT = 16, SEG_FLAGS = 20;
     /** hflags bits 0-1 hold the CPL. */
     public static final int HF_CPL_MASK = 3;
     /** hflags bit 3 (QEMU's HF_INHIBIT_IRQ_MASK): the instruction at RIP is in the interrupt shadow of sti or mov/pop ss. */
     public static final int HF_INHIBIT_IRQ_MASK = 1 << 3;
+
+    /** A QEMU SegmentCache's size. */
+    public static final int SEG_CACHE_SIZE = 24;
+
+    /**
+     * Where the fields the CPL lives in (hflags, the CS and SS caches) and RIP end: a context saving
+     * that much ({@link Unicorn#contextAllocPrefix}) is enough to read or change the privilege level
+     * and to set RIP without Unicorn's register write (which makes the engine leave its execution
+     * loop and enter it again).
+     */
+    public long privilegeEnd() {
+        return Math.max(Math.max(hflags + 4, eip + 8), Math.max(csCache, ssCache) + SEG_CACHE_SIZE);
+    }
 
     private static volatile X86ContextLayout cached;
 
@@ -56,7 +69,31 @@ public record X86ContextLayout(long errorCode, long oldException, long hflags, l
         if (cs < 0 || ss < 0 || hf < 0) {
             throw new IllegalStateException("cannot locate hflags/CS/SS in the Unicorn context (offsets " + hf + ", " + cs + ", " + ss + ")");
         }
-        return new X86ContextLayout(err, old, hf, cs, ss);
+        long eip = findEip();
+        if (eip < 0) throw new IllegalStateException("cannot locate RIP in the Unicorn context");
+        return new X86ContextLayout(err, old, hf, cs, ss, eip);
+    }
+
+    /** The one 8-byte offset holding RIP: two values written through the register API, each found in a saved context. */
+    private static long findEip() {
+        long[] values = {0x5a5a_1234_5678_9abcL, 0x0123_4567_89ab_cdefL};
+        try (Unicorn uc = X86Machine.openEngine(); Unicorn.Context ctx = uc.contextAlloc()) {
+            byte[][] blobs = new byte[2][];
+            for (int i = 0; i < 2; i++) {
+                uc.regWrite(X86Reg.RIP, values[i]);
+                uc.contextSave(ctx);
+                blobs[i] = copy(ctx.blob());
+            }
+            MemorySegment a = MemorySegment.ofArray(blobs[0]), b = MemorySegment.ofArray(blobs[1]);
+            long found = -1;
+            for (long off = 0; off + 8 <= blobs[0].length; off++) {
+                if (a.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == values[0] && b.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == values[1]) {
+                    if (found >= 0) return -1;
+                    found = off;
+                }
+            }
+            return found;
+        }
     }
 
     private static final int KCS = 0x10, KDS = 0x18, UDS = 0x23, UCS = 0x2b;

@@ -32,6 +32,11 @@ public final class X86Machine extends Machine {
     private final X86ContextLayout layout = X86ContextLayout.get();
     private final Unicorn.Context scratchContext;
     private final MemorySegment contextBlob;
+    /** A context that saves and restores only the CPU state up to hflags and the segment caches (the CPL's fields). */
+    private final Unicorn.Context privilegeContext;
+    private final MemorySegment privilegeBlob;
+    /** True while Unicorn runs the interrupt or invalid-instruction hook ({@link #setPc}). */
+    private boolean inExceptionHook;
     private int pendingVector = -1;
     private long exceptionsDelivered;
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
@@ -44,16 +49,30 @@ public final class X86Machine extends Machine {
         this.walker = new X86PageWalker(uc, memory);
         this.scratchContext = uc.contextAlloc();
         this.contextBlob = scratchContext.blob();
+        this.privilegeContext = uc.contextAllocPrefix(layout.privilegeEnd());
+        this.privilegeBlob = privilegeContext.blob();
         // uc_emu_start's `until` is ignored from now on (see Unicorn.useExits): with guest paging,
         // 2.1.1's invalidation of the block at until-1 on every return walks an address the guest
         // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
         uc.useExits(true);
-        uc.hookInterrupt((u, intno) -> onException(intno));
+        uc.hookInterrupt((u, intno) -> {
+            inExceptionHook = true;
+            try {
+                onException(intno);
+            } finally {
+                inExceptionHook = false;
+            }
+        });
         uc.hookInvalidInstruction(u -> {
             // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
             // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.
-            long rip = pc();
-            if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
+            inExceptionHook = true;
+            try {
+                long rip = pc();
+                if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
+            } finally {
+                inExceptionHook = false;
+            }
             return true;
         });
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
@@ -111,7 +130,24 @@ public final class X86Machine extends Machine {
 
     @Override public long pc() { return uc.regRead(X86Reg.RIP); }
 
-    @Override public void setPc(long pc) { uc.regWrite(X86Reg.RIP, pc); }
+    /**
+     * Sets RIP. Inside the interrupt and invalid-instruction hooks (a probe's int3, every exception
+     * kpemu delivers) RIP is written through a saved prefix of the CPU state rather than Unicorn's
+     * register write: after those hooks Unicorn 2.1.4 looks the next block up from RIP anyway
+     * ({@code cpu_handle_exception} returns into {@code cpu_exec}'s loop with no block to chain
+     * from), while a RIP write also makes the engine leave that loop and enter it again (a second
+     * {@code cpu_exec} per probe hit or exception, counted with uprobes). Anywhere else (between
+     * runs, or in a hook that runs inside a block) the register write, whose exit is needed there.
+     */
+    @Override public void setPc(long pc) {
+        if (inExceptionHook) {
+            uc.contextSave(privilegeContext);
+            privilegeBlob.set(ValueLayout.JAVA_LONG_UNALIGNED, layout.eip(), pc);
+            uc.contextRestore(privilegeContext);
+        } else {
+            uc.regWrite(X86Reg.RIP, pc);
+        }
+    }
 
     @Override public long sp() { return uc.regRead(X86Reg.RSP); }
 
@@ -267,7 +303,7 @@ public final class X86Machine extends Machine {
         }
         uc.regWrite(X86Reg.RSP, newRsp);
         uc.regWrite(X86Reg.RFLAGS, newFlags);
-        uc.regWrite(X86Reg.RIP, target);
+        setPc(target);
         exceptionsDelivered++;
     }
 
@@ -284,8 +320,8 @@ public final class X86Machine extends Machine {
      * edited through a saved context at the calibrated offsets.
      */
     private void switchPrivilege(int csSel, int csDpl, int csFlags, int ssSel, int ssFlags, int cpl) {
-        uc.contextSave(scratchContext);
-        MemorySegment b = contextBlob;
+        uc.contextSave(privilegeContext);
+        MemorySegment b = privilegeBlob;
         long cs = layout.csCache(), ss = layout.ssCache();
         b.set(ValueLayout.JAVA_INT_UNALIGNED, cs + X86ContextLayout.SEG_SELECTOR, csSel);
         b.set(ValueLayout.JAVA_LONG_UNALIGNED, cs + X86ContextLayout.SEG_BASE, 0);
@@ -297,13 +333,13 @@ public final class X86Machine extends Machine {
         b.set(ValueLayout.JAVA_INT_UNALIGNED, ss + X86ContextLayout.SEG_FLAGS, ssFlags | (cpl << DESC_DPL_SHIFT));
         int hf = b.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags());
         b.set(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags(), (hf & ~X86ContextLayout.HF_CPL_MASK) | cpl);
-        uc.contextRestore(scratchContext);
+        uc.contextRestore(privilegeContext);
     }
 
     /** The current privilege level (QEMU's hflags CPL, read through the saved context). */
     public int cpl() {
-        uc.contextSave(scratchContext);
-        return contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_CPL_MASK;
+        uc.contextSave(privilegeContext);
+        return privilegeBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_CPL_MASK;
     }
 
     private int codeSegmentDpl(int selector) {
@@ -376,8 +412,8 @@ public final class X86Machine extends Machine {
 
     /** True when the next instruction runs in the interrupt shadow of sti or mov/pop ss. */
     private boolean inInterruptShadow() {
-        uc.contextSave(scratchContext);
-        return (contextBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_INHIBIT_IRQ_MASK) != 0;
+        uc.contextSave(privilegeContext);
+        return (privilegeBlob.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags()) & X86ContextLayout.HF_INHIBIT_IRQ_MASK) != 0;
     }
 
     /**
@@ -420,6 +456,7 @@ public final class X86Machine extends Machine {
     @Override
     public void close() {
         scratchContext.close();
+        privilegeContext.close();
         if (nativeSyscall != null) nativeSyscall.close();
         super.close();
     }

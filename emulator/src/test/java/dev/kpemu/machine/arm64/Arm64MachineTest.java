@@ -156,6 +156,49 @@ class Arm64MachineTest {
         }
     }
 
+    /**
+     * The SVCs after the first are taken by the native hook, which makes ESR_EL1 from the SVC's own
+     * imm16 (EC 0x15, IL) instead of copying the whole saved CPU state to read QEMU's: each handler
+     * run sees its own SVC's syndrome.
+     */
+    @Test
+    void svcTakenNativelyHasItsOwnSyndrome() {
+        String body = """
+                adr x0, user
+                msr elr_el1, x0
+                msr spsr_el1, xzr
+                msr sp_el0, x19
+                isb
+                eret
+            user:
+                svc #0x1234
+                svc #0xbeef
+                svc #0
+                svc #0x42
+                b .
+            """;
+        String handlers = """
+            el0sync:
+                mrs x9, esr_el1
+                str x9, [x24], #8
+                and x13, x9, #0xffff
+                cmp x13, #0x42
+                b.eq finish
+                eret
+            finish:
+            """ + POWER_OFF;
+        try (Arm64Machine m = boot(program(body, Map.of(SYNC_LOWER, "el0sync"), handlers))) {
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            assertEquals(0x5600_1234L, m.memory().readLong(RESULTS), "the first SVC (the host's path)");
+            assertEquals(0x5600_beefL, m.memory().readLong(RESULTS + 8));
+            assertEquals(0x5600_0000L, m.memory().readLong(RESULTS + 16));
+            assertEquals(0x5600_0042L, m.memory().readLong(RESULTS + 24));
+            assertEquals(4, m.exceptionsTaken());
+            assertEquals(3, m.nativeSvcsTaken(), "the SVCs after the vector was verified");
+            assertEquals(0, m.svcSyndromesFromContext(), "every native SVC's syndrome made from its instruction");
+        }
+    }
+
     @Test
     void hostPstateChangeTakesEffect() {
         // The host drops to EL0 with setPstate; an EL0 read of CurrentEL must then UNDEF (EC 0) to VBAR+0x400.
