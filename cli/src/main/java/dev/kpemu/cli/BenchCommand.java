@@ -48,7 +48,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cold", split = ",", paramLabel = "N", description = "boot: the numbers of unhit probes measured (default 100,1000,10000)")
     List<Integer> cold;
 
-    @Option(names = "--events", paramLabel = "N", description = "boot: getppid() calls of the per-event workload (default ${DEFAULT-VALUE})", defaultValue = "1000000")
+    @Option(names = "--events", paramLabel = "N", description = "boot: getppid() calls of the per-event workload (default ${DEFAULT-VALUE})", defaultValue = "3000000")
     long events;
 
     @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept; guest: rounds, medians kept (default ${DEFAULT-VALUE})", defaultValue = "3")

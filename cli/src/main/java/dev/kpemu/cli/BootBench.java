@@ -41,9 +41,10 @@ import dev.kpemu.session.TracedBoot;
  *     {@code getppid()} calls, has three fetchargs, one a string (the task's {@code comm}:
  *     {@code +OFF(%di):string}, the offset of {@code task_struct.comm} from the kernel's BTF); a
  *     kretprobe event on it has {@code $retval}. Each is measured against the same guest without
- *     probes, in back-to-back pairs: with a million events the events are a sixth (x86-64) to a third
- *     (arm64) of the run, so one boot's CPU-time noise (2–5 % of the boot) moves the figure by
- *     0.1–0.3 µs instead of the ±1–2 µs it moves the slab rows by.</li>
+ *     probes, in back-to-back pairs: with three million events the events are a third (x86-64) to
+ *     half (arm64) of the run, so one boot's CPU-time noise (2–5 % of the boot) moves the figure by
+ *     about 0.1 µs instead of the ±1–2 µs it moves the slab rows by (a million events: pairs of one
+ *     x86-64 run spread over 0.95–1.34 µs, three million: 1.08–1.29, 2026-11-25).</li>
  * <li><b>A hot function probed</b>: the slab allocator's hot functions that take the cache as their
  *     first argument ({@link #HOT}: {@code kmem_cache_alloc}, {@code kmem_cache_alloc_lru} and
  *     {@code should_failslab}, which every allocation calls; about 85,000 calls in the x86 boot, so
@@ -75,7 +76,7 @@ public final class BootBench {
     static final List<String> HOT = List.of("kmem_cache_alloc", "kmem_cache_alloc_lru", "should_failslab");
 
     /** {@code getppid()} calls the workload makes by default ({@code --events}). */
-    static final long WORKLOAD_CALLS = 1_000_000;
+    static final long WORKLOAD_CALLS = 3_000_000;
 
     /**
      * The function of the workload rows: {@code getppid()} returns {@code task_tgid_vnr(parent)}, i.e.
