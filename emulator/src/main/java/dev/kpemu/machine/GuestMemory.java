@@ -147,6 +147,25 @@ public final class GuestMemory {
         if (guard != null) guard.afterHostWrite(pa, 8);
     }
 
+    /**
+     * Writes a long the guest uses as data only — a kernel stack slot below the stack pointer, where
+     * the call at a probed ftrace site pushes its return address — in host RAM in place, without
+     * Unicorn's write path (an engine call that also looks for translated code of the bytes written
+     * to drop). A live kernel stack holds no code to drop: stacks are mapped non-executable, and
+     * code later placed in the page is written there by the guest, whose stores drop translated code
+     * of every byte they change. Outside RAM: {@link #writeLong}.
+     */
+    public void writeStackLong(long pa, long v) {
+        int i = ramIndex(pa, 8);
+        if (i < 0) {
+            writeLong(pa, v);
+            return;
+        }
+        ramSegment[i].set(ValueLayout.JAVA_LONG_UNALIGNED, pa - ramBase[i], v);
+        markWritten(pa, 8);
+        if (guard != null) guard.afterHostWrite(pa, 8);
+    }
+
     public void writeInt(long pa, int v) {
         uc.memWriteInt(pa, v);
         markWritten(pa, 4);

@@ -116,7 +116,7 @@ final class HitPath {
         try {
             PageTableWalker.Translation t = regs.pageTables().translate(va);   // in a hit: the hit's registers, no engine call
             if (t == null) return;   // no stack page below: the real call would have faulted the kernel; nothing to show
-            if ((va & (t.pageSize() - 1)) <= t.pageSize() - 8) machine.memory().writeLong(t.physical(), value);
+            if ((va & (t.pageSize() - 1)) <= t.pageSize() - 8) machine.memory().writeStackLong(t.physical(), value);
             else machine.writeVirtualLong(va, value);
         } catch (Machine.GuestMemoryException e) {
             // as above

@@ -102,6 +102,24 @@ class X86MachineTest {
         }
     }
 
+    /** A stack slot written in place by the host (a probed ftrace site's pushed return address) is what the guest then loads. */
+    @Test
+    void stackSlotWrittenInPlaceIsWhatTheGuestLoads() {
+        String src = "_start:\n mov $0x300000, %rsp\n hlt\n mov -8(%rsp), %rax\n mov %rax, 0x200000\n hlt\n";
+        try (X86Machine m = paged()) {
+            byte[] code = Asm.x86(src, CODE);
+            m.memory().write(CODE, code);
+            m.setPc(CODE);
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            m.memory().writeStackLong(0x300000 - 8, 0x0badc0de_12345678L);
+            assertEquals(0x0badc0de_12345678L, m.engine().memReadLong(0x300000 - 8), "the engine sees the bytes");
+            assertTrue(m.memory().hostWrote(0x300000 - 8), "a host write, for the snapshot's dirty pages");
+            m.setPc(m.pc());
+            assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+            assertEquals(0x0badc0de_12345678L, m.memory().readLong(RESULTS));
+        }
+    }
+
     @Test
     void guestPageFaultHandlerMapsThousandPages() {
         String src = SETUP_GATES + """
