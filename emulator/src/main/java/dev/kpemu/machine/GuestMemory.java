@@ -121,14 +121,12 @@ public final class GuestMemory {
 
     public void write(long pa, byte[] src) {
         uc.memWrite(pa, src);
-        markWritten(pa, src.length);
-        if (guard != null) guard.afterHostWrite(pa, src.length);
+        afterHostWrite(pa, src.length);
     }
 
     public void write(long pa, byte[] src, int off, int len) {
         uc.memWrite(pa, src, off, len);
-        markWritten(pa, len);
-        if (guard != null) guard.afterHostWrite(pa, len);
+        afterHostWrite(pa, len);
     }
 
     public long readLong(long pa) {
@@ -143,8 +141,7 @@ public final class GuestMemory {
 
     public void writeLong(long pa, long v) {
         uc.memWriteLong(pa, v);
-        markWritten(pa, 8);
-        if (guard != null) guard.afterHostWrite(pa, 8);
+        afterHostWrite(pa, 8);
     }
 
     /**
@@ -162,14 +159,12 @@ public final class GuestMemory {
             return;
         }
         ramSegment[i].set(ValueLayout.JAVA_LONG_UNALIGNED, pa - ramBase[i], v);
-        markWritten(pa, 8);
-        if (guard != null) guard.afterHostWrite(pa, 8);
+        afterHostWrite(pa, 8);
     }
 
     public void writeInt(long pa, int v) {
         uc.memWriteInt(pa, v);
-        markWritten(pa, 4);
-        if (guard != null) guard.afterHostWrite(pa, 4);
+        afterHostWrite(pa, 4);
     }
 
     /**
@@ -189,6 +184,12 @@ public final class GuestMemory {
         ram.get(i).discard(pa - ramBase[i], len);
         hostWritten.clear((int) (pa >>> 12), (int) ((pa + len - 1) >>> 12) + 1);
         if (guard != null) guard.afterHostWrite(pa, (int) Math.min(len, Integer.MAX_VALUE));
+    }
+
+    /** What follows every host write: the page marked host-written (snapshots), the text guard told. */
+    private void afterHostWrite(long pa, int len) {
+        markWritten(pa, len);
+        if (guard != null) guard.afterHostWrite(pa, len);
     }
 
     private void markWritten(long pa, int len) {

@@ -200,13 +200,13 @@ public final class Arm64Machine extends Machine {
     /** Replaces the HVC/SMC handler (default: {@link Psci}). */
     public void setHypercallHandler(HypercallHandler h) { this.hypercalls = h == null ? new Psci() : h; }
 
-    /** Exceptions and interrupts delivered to the guest so far. */
     /** SVCs taken by the native hook since the last reset. */
     long nativeSvcsTaken() { return nativeSvc != null ? nativeSvc.taken() : 0; }
 
     /** Native SVCs whose syndrome was read from a saved context (the SVC's bytes unreadable). */
     long svcSyndromesFromContext() { return nativeSvc != null ? nativeSvc.syndromesFromContext() : 0; }
 
+    /** Exceptions and interrupts delivered to the guest so far. */
     public long exceptionsTaken() { return exceptionsTaken + (nativeSvc != null ? nativeSvc.taken() : 0); }
 
     // ------------------------------------------------------------------ interrupts

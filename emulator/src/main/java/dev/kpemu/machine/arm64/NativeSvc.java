@@ -56,10 +56,10 @@ final class NativeSvc implements AutoCloseable {
     /** SVCs taken natively so far. */
     long taken() { return state.get(JAVA_LONG, TAKEN); }
 
-    /** Starts the native count again (a restored machine's count is the Java side's). */
     /** SVCs taken natively whose syndrome could not be made from the instruction (read from a saved context instead). */
     long syndromesFromContext() { return state.get(JAVA_LONG, FROM_CONTEXT); }
 
+    /** Starts the native count again (a restored machine's count is the Java side's). */
     void resetTaken() { state.set(JAVA_LONG, TAKEN, 0); }
 
     @Override public void close() {

@@ -40,7 +40,7 @@ final class NativeSyscall implements AutoCloseable {
 
     /** Hooks {@code syscall} on {@code uc}; {@code onUndefined} runs when EFER.SCE is clear. */
     NativeSyscall(Unicorn uc, X86ContextLayout layout, Unicorn.SyscallHook onUndefined) {
-        context = uc.contextAllocPrefix(layout.privilegeEnd());   // the hook edits only the CPL's fields
+        context = uc.contextAllocPrefix(layout.privilegeEnd());   // the hook edits only the CPL's fields and RIP
         state = arena.allocate(SIZE, 8);
         state.set(ADDRESS, CTX, context.blob());
         state.set(JAVA_LONG, HFLAGS, layout.hflags());

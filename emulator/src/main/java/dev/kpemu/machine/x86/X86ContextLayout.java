@@ -19,7 +19,9 @@ import dev.kpemu.unicorn.X86Reg;
  * ends emulation. The host resets it to -1 after each delivered exception.</li>
  * </ul>
  * The calibration runs a tiny paged guest on a throwaway engine: a write to a not-present page
- * (error code 2), then a write to a present read-only page (error code 3).
+ * (error code 2), then a write to a present read-only page (error code 3). Also found: hflags and
+ * the CS/SS segment caches (an {@code iretq} to CPL 3) and RIP (values written through the register
+ * API), which the host edits in a prefix context ({@link #privilegeEnd}).
  */
 public record X86ContextLayout(long errorCode, long oldException, long hflags, long csCache, long ssCache, long eip) {
     /** Offsets inside a QEMU SegmentCache {u32 selector; u64 base; u32 limit; u32 flags}. */
@@ -74,25 +76,17 @@ public record X86ContextLayout(long errorCode, long oldException, long hflags, l
         return new X86ContextLayout(err, old, hf, cs, ss, eip);
     }
 
-    /** The one 8-byte offset holding RIP: two values written through the register API, each found in a saved context. */
+    /** RIP's offset: two values written through the register API, the one place holding each in a saved context. */
     private static long findEip() {
-        long[] values = {0x5a5a_1234_5678_9abcL, 0x0123_4567_89ab_cdefL};
+        int[] values = {0x5678_9abc, 0x89ab_cdef};   // RIP's low half (little-endian: at RIP's offset)
         try (Unicorn uc = X86Machine.openEngine(); Unicorn.Context ctx = uc.contextAlloc()) {
             byte[][] blobs = new byte[2][];
             for (int i = 0; i < 2; i++) {
-                uc.regWrite(X86Reg.RIP, values[i]);
+                uc.regWrite(X86Reg.RIP, values[i] & 0xffff_ffffL);
                 uc.contextSave(ctx);
                 blobs[i] = copy(ctx.blob());
             }
-            MemorySegment a = MemorySegment.ofArray(blobs[0]), b = MemorySegment.ofArray(blobs[1]);
-            long found = -1;
-            for (long off = 0; off + 8 <= blobs[0].length; off++) {
-                if (a.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == values[0] && b.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == values[1]) {
-                    if (found >= 0) return -1;
-                    found = off;
-                }
-            }
-            return found;
+            return find(blobs[0], values[0], blobs[1], values[1], null, 0);
         }
     }
 

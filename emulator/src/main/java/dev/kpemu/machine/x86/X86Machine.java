@@ -32,7 +32,7 @@ public final class X86Machine extends Machine {
     private final X86ContextLayout layout = X86ContextLayout.get();
     private final Unicorn.Context scratchContext;
     private final MemorySegment contextBlob;
-    /** A context that saves and restores only the CPU state up to hflags and the segment caches (the CPL's fields). */
+    /** A context that saves and restores only the CPU state up to RIP, hflags and the CS/SS caches ({@link X86ContextLayout#privilegeEnd}). */
     private final Unicorn.Context privilegeContext;
     private final MemorySegment privilegeBlob;
     /** True while Unicorn runs the interrupt or invalid-instruction hook ({@link #setPc}). */
@@ -55,24 +55,14 @@ public final class X86Machine extends Machine {
         // 2.1.1's invalidation of the block at until-1 on every return walks an address the guest
         // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
         uc.useExits(true);
-        uc.hookInterrupt((u, intno) -> {
-            inExceptionHook = true;
-            try {
-                onException(intno);
-            } finally {
-                inExceptionHook = false;
-            }
-        });
+        uc.hookInterrupt((u, intno) -> inExceptionHook(() -> onException(intno)));
         uc.hookInvalidInstruction(u -> {
             // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
             // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.
-            inExceptionHook = true;
-            try {
+            inExceptionHook(() -> {
                 long rip = pc();
                 if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
-            } finally {
-                inExceptionHook = false;
-            }
+            });
             return true;
         });
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
@@ -126,6 +116,16 @@ public final class X86Machine extends Machine {
         pendingVector = in.readInt();
         exceptionsDelivered = in.readLong();
         externalInterrupts = in.readLong();
+    }
+
+    /** Runs an exception hook's work with {@link #inExceptionHook} set ({@link #setPc}). */
+    private void inExceptionHook(Runnable work) {
+        inExceptionHook = true;
+        try {
+            work.run();
+        } finally {
+            inExceptionHook = false;
+        }
     }
 
     @Override public long pc() { return uc.regRead(X86Reg.RIP); }

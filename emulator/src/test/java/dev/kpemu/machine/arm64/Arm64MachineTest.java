@@ -21,6 +21,16 @@ class Arm64MachineTest {
     static final long RESULTS = RAM + 0x1_0000;
     static final long STACK_EL1 = RAM + 0x8000, STACK_EL0 = RAM + 0x9000;
     static final String POWER_OFF = Arm64MmuTest.POWER_OFF;
+    /** Drops to EL0 (EL0t, SP_EL0 = x19) at the label {@code user}, which the rest of the body defines. */
+    static final String TO_EL0_AT_USER = """
+            adr x0, user
+            msr elr_el1, x0
+            msr spsr_el1, xzr
+            msr sp_el0, x19
+            isb
+            eret
+        user:
+        """;
 
     /** Guest at RAM_BASE: VBAR_EL1 = vectors, {@code body}, power off; vector slots (index → label) branch to handlers. */
     static String program(String body, Map<Integer, String> slots, String handlers) {
@@ -105,14 +115,7 @@ class Arm64MachineTest {
 
     @Test
     void svcFromEl0ReachesTheEl1HandlerAndErets() {
-        String body = """
-                adr x0, user
-                msr elr_el1, x0
-                msr spsr_el1, xzr
-                msr sp_el0, x19
-                isb
-                eret
-            user:
+        String body = TO_EL0_AT_USER + """
                 mov x0, #5
                 svc #0x1234
                 add x1, x0, #1
@@ -163,14 +166,7 @@ class Arm64MachineTest {
      */
     @Test
     void svcTakenNativelyHasItsOwnSyndrome() {
-        String body = """
-                adr x0, user
-                msr elr_el1, x0
-                msr spsr_el1, xzr
-                msr sp_el0, x19
-                isb
-                eret
-            user:
+        String body = TO_EL0_AT_USER + """
                 svc #0x1234
                 svc #0xbeef
                 svc #0
@@ -306,14 +302,7 @@ class Arm64MachineTest {
 
     @Test
     void irqRaisedByTheHostInterruptsEl0ThroughTheLowerElVector() {
-        String body = """
-                adr x0, user
-                msr elr_el1, x0
-                msr spsr_el1, xzr
-                msr sp_el0, x19
-                isb
-                eret
-            user:
+        String body = TO_EL0_AT_USER + """
                 add x8, x8, #1
                 b user
             """;
