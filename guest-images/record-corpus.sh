@@ -48,7 +48,7 @@ kpemu() { kpemu_cli "$@"; }   # the launcher, or $KPEMU_CLI (qemu-reference.sh)
 if [ "$survey" = 1 ] || [ ! -f "$dir/corpus.survey" ]; then
   echo "record-corpus: surveying the workload's functions under QEMU ($arch)" >&2
   kpemu corpus initramfs --arch "$arch" --mode survey -o "$work/survey.cpio" >/dev/null
-  qemu_boot "$work/survey.cpio" "$append" "$work/survey.log"
+  qemu_boot "$work/survey.cpio" "$append" "$work/survey.log" KPEMU-CORPUS-TRACE-END
   grep -q 'KPEMU-CORPUS-TRACE-END' "$work/survey.log" || { tail -n 20 "$work/survey.log" >&2; die "the survey boot did not finish"; }
   {
     echo "# Functions ftrace's function tracer saw over the corpus workload, recorded by guest-images/record-corpus.sh under QEMU."
@@ -63,7 +63,7 @@ fi
 events="$dir/corpus.events"
 kpemu corpus generate --arch "$arch" --kernel "$kernel" --seed "$seed" --survey "$dir/corpus.survey" -o "$events" >/dev/null
 kpemu corpus initramfs --arch "$arch" --mode linux --events "$events" -o "$work/linux.cpio" >/dev/null
-qemu_boot "$work/linux.cpio" "$append" "$work/linux.log"
+qemu_boot "$work/linux.cpio" "$append" "$work/linux.log" KPEMU-CORPUS-TRACE-END
 tr -d '\r' < "$work/linux.log" > "$work/console.log"
 [ -z "${CORPUS_CONSOLE:-}" ] || cp "$work/console.log" "$CORPUS_CONSOLE"   # the guest's console, for reading
 grep -aq 'KPEMU-CORPUS-TRACE-END' "$work/console.log" || { tail -n 20 "$work/console.log" >&2; die "the corpus boot did not finish"; }

@@ -58,7 +58,7 @@ poweroff -f
 INIT
 initramfs=$(kpemu_cli initramfs --arch "$arch" --init "$work/init" --add "$work/defs.txt:/defs.txt" -o "$work/initramfs.cpio")
 log="$work/console.log"
-qemu_boot "$initramfs" "nokaslr panic=-1" "$log"
+qemu_boot "$initramfs" "nokaslr panic=-1" "$log" KPEMU-ERRLOG-END
 grep -q 'KPEMU-ERRLOG-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-ERRLOG-END"; }
 
 out="$here/reference/$arch/$(kernel_series)/$name.error_log"

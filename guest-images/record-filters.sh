@@ -39,7 +39,7 @@ renice -n 19 $$ >/dev/null 2>&1 || true
 boot() {   # NAME [corpus initramfs options]
   local n=$1; shift
   kpemu_cli corpus initramfs --arch "$arch" --mode linux --events "$defs" --setup "$setup" "$@" -o "$work/$n.cpio" >/dev/null
-  qemu_boot "$work/$n.cpio" "$append" "$work/$n.raw"
+  qemu_boot "$work/$n.cpio" "$append" "$work/$n.raw" KPEMU-CORPUS-TRACE-END
   tr -d '\r' < "$work/$n.raw" > "$work/$n.log"
   grep -q 'KPEMU-CORPUS-TRACE-END' "$work/$n.log" || { tail -n 20 "$work/$n.log" >&2; die "the $n boot did not finish"; }
   if grep -q '^KPEMU-CORPUS-REFUSED' "$work/$n.log"; then

@@ -36,6 +36,7 @@ cat > "$work/init" <<'EOF'
 #!/bin/sh
 mount -t proc proc /proc
 echo 0 > /proc/sys/kernel/kptr_restrict
+echo 1 > /proc/sys/kernel/printk   # no kernel message (a slow host's RCU stall report) inside the dump
 echo KPEMU-KALLSYMS-BEGIN
 gzip -c /proc/kallsyms | base64
 echo KPEMU-KALLSYMS-END
@@ -43,13 +44,10 @@ poweroff -f
 EOF
 kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio" >/dev/null
 
-append="nokaslr panic=-1 quiet"
-if [ "$arch" = x86_64 ]; then
-  cmd=("$qemu" -M pc -m 1024 -nographic -no-reboot -kernel "$kernel" -initrd "$work/initramfs.cpio" -append "console=ttyS0 $append")
-else
-  cmd=("$qemu" -M virt -cpu max,pauth-impdef=on -m 1024 -nographic -no-reboot -kernel "$kernel" -initrd "$work/initramfs.cpio" -append "console=ttyAMA0 $append")
-fi
-timeout 1200 "${cmd[@]}" > "$work/console" 2>&1 || true
+# the kernel file is the reference machine's kernel (qemu-reference.sh); 1 GiB and arm64's "max" CPU
+# (pointer authentication with QEMU's cheap algorithm) for the largest images
+kernel_file=$kernel qemu_mem=1024 qemu_cpu=max,pauth-impdef=on qemu_limit=1200 \
+  qemu_boot "$work/initramfs.cpio" "nokaslr panic=-1 quiet" "$work/console" KPEMU-KALLSYMS-END
 grep -q KPEMU-KALLSYMS-END "$work/console" || { tail -n 20 "$work/console" >&2; die "the boot did not print /proc/kallsyms"; }
 sed -n '/KPEMU-KALLSYMS-BEGIN/,/KPEMU-KALLSYMS-END/p' "$work/console" | tr -d '\r' | sed '1d;$d' \
   | base64 -d | gunzip > "$work/kallsyms"

@@ -37,7 +37,7 @@ poweroff -f
 INIT
 initramfs=$("$root/kpemu" initramfs --arch "$arch" --init "$work/init" -o "$work/initramfs.cpio")
 log="$work/console.log"
-qemu_boot "$initramfs" "nokaslr panic=-1 loglevel=1" "$log"
+qemu_boot "$initramfs" "nokaslr panic=-1 loglevel=1" "$log" KPEMU-LISTS-END
 grep -q 'KPEMU-LISTS-END' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-LISTS-END"; }
 
 series=$(kernel_series)

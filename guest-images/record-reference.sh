@@ -57,7 +57,7 @@ append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te tp_printk"
 
 log=$(mktemp)
 trap 'rm -f "$log"; case "$initramfs" in /tmp/*) rm -f "$initramfs" ;; esac' EXIT
-qemu_boot "$initramfs" "$append" "$log"
+qemu_boot "$initramfs" "$append" "$log" KPEMU-INIT-DONE
 grep -q 'KPEMU-INIT-DONE' "$log" || { tail -n 20 "$log" >&2; die "the reference boot did not reach KPEMU-INIT-DONE"; }
 
 out=${out:-$here/reference/$arch/$series/$name.trace}

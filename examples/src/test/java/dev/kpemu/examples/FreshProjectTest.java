@@ -112,7 +112,11 @@ class FreshProjectTest {
         Path log = tmp.resolve("build.log");
         pb.redirectOutput(log.toFile());
         Process p = pb.start();
-        assertTrue(p.waitFor(LIMIT_MINUTES, TimeUnit.MINUTES), "the nested build hung");
+        if (!p.waitFor(LIMIT_MINUTES, TimeUnit.MINUTES)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+            throw new AssertionError("the nested build hung; its log: " + log);
+        }
         String out = Files.readString(log, StandardCharsets.UTF_8);
         assertEquals(0, p.exitValue(), out);
         Matcher m = Pattern.compile("fresh-project: cat opened .*").matcher(out);
