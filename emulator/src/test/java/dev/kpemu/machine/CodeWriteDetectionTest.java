@@ -72,8 +72,8 @@ class CodeWriteDetectionTest {
 
     /**
      * arm64: Linux makes new code visible with DC CVAU + IC IVAU (by virtual address) and IC
-     * IALLUIS; these are SYS instructions, and a UC_HOOK_INSN on ARM64_INS_SYS sees each with the
-     * operand register.
+     * IALLUIS (the A57 model's CTR_EL0 has DIC clear, so Linux cannot skip the IC); these are SYS
+     * instructions, and a UC_HOOK_INSN on ARM64_INS_SYS sees each with the operand register.
      */
     @Test
     void arm64CacheMaintenanceReachesTheSysHook() {
@@ -89,6 +89,8 @@ class CodeWriteDetectionTest {
                             reg == Arm64Reg.X9 ? Long.toHexString(u.regRead(reg)) : "-"));
                     return false;
                 });
+                long ctr = a.sysRegRead(3, 3, 0, 0, 1);
+                assertEquals(0, ctr & (1L << 29), "CTR_EL0.DIC clear: Linux must and does issue IC IVAU for new code (CTR_EL0 0x" + Long.toHexString(ctr) + ")");
                 a.regWrite(Arm64Reg.X9, FUNC + 0x40);
                 a.start(SmpGuest.SCRATCH, SmpGuest.SCRATCH + code.length - 4, 0, 0);
                 assertEquals(SEEN, seen);

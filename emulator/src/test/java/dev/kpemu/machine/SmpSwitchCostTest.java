@@ -24,12 +24,12 @@ import dev.kpemu.unicorn.X86Reg;
  * one engine running the same quanta alone; and what the coherence remedies cost per call. The
  * figures are printed (lines starting {@code SMP-FACT}), never asserted: the tests assert that every
  * quantum ran exactly N instructions (the loop counters). Size with
- * {@code -Dkpemu.smp.instructions=} (per measurement, default 2,000,000) and
+ * {@code -Dkpemu.smp.instructions=} (per measurement, default 1,000,000) and
  * {@code -Dkpemu.smp.repeats=} (median of, default 1); times are the thread's CPU time;
  * docs/smp-notes.md has the figures.
  */
 class SmpSwitchCostTest {
-    private static final long TOTAL = Long.getLong("kpemu.smp.instructions", 2_000_000);
+    private static final long TOTAL = Long.getLong("kpemu.smp.instructions", 1_000_000);
     private static final int REPEATS = Integer.getInteger("kpemu.smp.repeats", 1);
     private static final long[] QUANTA = {1_000, 10_000, 100_000};
 
