@@ -10,8 +10,9 @@ import dev.kpemu.machine.x86.devices.AcpiPm;
 /**
  * A minimal ACPI table set generated for this machine, written into the reserved BIOS area:
  * RSDP (ACPI 2.0) → XSDT → FADT (revision 6, not hardware-reduced) → FACS and a DSDT whose only
- * content is the \_S5 sleep package. There is no MADT (the machine has no local APIC or
- * IOAPIC; Linux keeps the 8259), no HPET, no MCFG (no PCI). The FADT points at the PM1a event
+ * content is the \_S5 sleep package. The tables written have no MADT (the machine has no local
+ * APIC or IOAPIC yet; Linux keeps the 8259): {@link #madt} builds one for the APIC devices, not
+ * yet linked. No HPET, no MCFG (no PCI). The FADT points at the PM1a event
  * and control blocks and the PM timer of {@link AcpiPm}, and at the 0xcf9 reset register.
  */
 public final class AcpiTables {
@@ -29,7 +30,60 @@ public final class AcpiTables {
     static final int IAPC_VGA_NOT_PRESENT = 1 << 2, IAPC_MSI_NOT_SUPPORTED = 1 << 3;
     static final int GAS_SYSTEM_IO = 1, GAS_ACCESS_BYTE = 1, GAS_ACCESS_WORD = 2, GAS_ACCESS_DWORD = 3;
 
+    // MADT (ACPI 6.x, 5.2.12): revision 3, as QEMU's pc machine builds it
+    public static final int MADT_REVISION = 3, MADT_PCAT_COMPAT = 1;
+    public static final int MADT_LOCAL_APIC = 0, MADT_IO_APIC = 1, MADT_INTERRUPT_OVERRIDE = 2, MADT_LOCAL_APIC_NMI = 4;
+    public static final int MADT_LOCAL_APIC_LENGTH = 8, MADT_IO_APIC_LENGTH = 12, MADT_OVERRIDE_LENGTH = 10, MADT_NMI_LENGTH = 6;
+    public static final int MADT_ENABLED = 1;
+    /** MPS INTI flags: polarity active high (bits 1:0 = 01), trigger level (bits 3:2 = 11). */
+    public static final int MPS_ACTIVE_HIGH = 0x1, MPS_LEVEL = 0xc;
+    /** The I/O APIC's ID in the MADT (QEMU's ACPI_BUILD_IOAPIC_ID). */
+    public static final int IO_APIC_ID = 0;
+    /** ISA IRQs QEMU's pc machine shares with PCI (PCI_ISA_IRQ_MASK): level, active high, identity-mapped. */
+    public static final int[] PCI_ISA_IRQS = {5, 9, 10, 11};
+
     private AcpiTables() {}
+
+    /**
+     * The MADT ("APIC") of a PC with {@code cpus} CPUs, as QEMU's {@code pc} machine describes
+     * its own: the local APIC address ({@code localApicBase}) and PCAT_COMPAT (an 8259 pair is
+     * present); one Processor Local APIC entry per CPU (processor UID = APIC ID = CPU index,
+     * enabled); the I/O APIC (ID {@link #IO_APIC_ID}, {@code ioApicBase}, GSI base 0); interrupt
+     * source overrides ISA IRQ 0 → GSI 2 (flags 0: conforming to the bus) and IRQ 5, 9, 10, 11 →
+     * the same GSI, level and active high; and the local APIC NMI entry, LINT1 on all processors
+     * (UID 0xff). Not yet linked into the XSDT: today's board has no APIC.
+     */
+    public static byte[] madt(int cpus, long localApicBase, long ioApicBase) {
+        if (cpus < 1 || cpus > 0xfe) throw new IllegalArgumentException("MADT for " + cpus + " CPUs");
+        int length = 8 + cpus * MADT_LOCAL_APIC_LENGTH + MADT_IO_APIC_LENGTH
+                + (1 + PCI_ISA_IRQS.length) * MADT_OVERRIDE_LENGTH + MADT_NMI_LENGTH;
+        ByteBuffer b = le(length);
+        b.putInt((int) localApicBase);
+        b.putInt(MADT_PCAT_COMPAT);
+        for (int cpu = 0; cpu < cpus; cpu++) {
+            b.put((byte) MADT_LOCAL_APIC).put((byte) MADT_LOCAL_APIC_LENGTH);
+            b.put((byte) cpu).put((byte) cpu);          // ACPI processor UID, APIC ID
+            b.putInt(MADT_ENABLED);
+        }
+        b.put((byte) MADT_IO_APIC).put((byte) MADT_IO_APIC_LENGTH);
+        b.put((byte) IO_APIC_ID).put((byte) 0);
+        b.putInt((int) ioApicBase);
+        b.putInt(0);                                     // global system interrupt base
+        override(b, 0, 2, 0);
+        for (int irq : PCI_ISA_IRQS) override(b, irq, irq, MPS_ACTIVE_HIGH | MPS_LEVEL);
+        b.put((byte) MADT_LOCAL_APIC_NMI).put((byte) MADT_NMI_LENGTH);
+        b.put((byte) 0xff);                              // all processors
+        b.putShort((short) 0);                           // flags: conforming
+        b.put((byte) 1);                                 // LINT1
+        return table("APIC", MADT_REVISION, b.array());
+    }
+
+    private static void override(ByteBuffer b, int source, int gsi, int flags) {
+        b.put((byte) MADT_INTERRUPT_OVERRIDE).put((byte) MADT_OVERRIDE_LENGTH);
+        b.put((byte) 0).put((byte) source);              // bus 0 (ISA), source IRQ
+        b.putInt(gsi);
+        b.putShort((short) flags);
+    }
 
     /** Writes the tables at {@code base} (16-byte aligned, in the BIOS area); returns the RSDP address. */
     public static long write(GuestMemory mem, long base, int pmBase, int sciIrq, int resetPort) {
