@@ -44,6 +44,9 @@ public abstract class Machine implements AutoCloseable {
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
+    private static final Unicorn[] NO_ENGINES = {};
+    /** Engines opened by {@link #openSecondaryEngine}, sharing memory, devices and code coherence; usually none. */
+    private Unicorn[] secondaryEngines = NO_ENGINES;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -97,6 +100,45 @@ public abstract class Machine implements AutoCloseable {
 
     /** The engine itself, for backends and the kprobes engine; prefer the typed methods. */
     public Unicorn engine() { return uc; }
+
+    /**
+     * Opens another engine of this machine's kind ({@link #openEngineOfSameKind}) joined to this
+     * machine: it maps the same guest RAM (every region, also those added later: {@link GuestMemory}),
+     * reaches the same devices through the same MMIO windows and, on x86, port I/O hooks
+     * ({@link DeviceBus}). The machine owns it: it is closed with the machine, and must not be
+     * closed by the caller.
+     *
+     * <p>The seed of one engine per vCPU (docs/smp-notes.md, step 1), and no more than that yet: the
+     * engine is not a CPU of the machine. The run loop never runs it; it has no instruction clock
+     * (no deadline, block cache, host breakpoints, text guard check, virtual TSC or live time), no
+     * interrupt, exception, invalid-instruction, {@code syscall}/SVC or hypercall hooks, and none of
+     * the board's CPU set-up (x86 CPUID policy, long mode, arm64 system-register filters). Whoever
+     * runs it ({@link Unicorn#start}) sets its registers and handles what it reports.
+     */
+    public Unicorn openSecondaryEngine() {
+        if (closed) throw new IllegalStateException("machine closed");
+        Unicorn e = openEngineOfSameKind();
+        try {
+            skipTranslationTlbWalk(e);
+            memory.join(e);
+            try {
+                bus.join(e);
+            } catch (RuntimeException ex) {
+                memory.leave(e);
+                throw ex;
+            }
+        } catch (RuntimeException ex) {
+            e.close();
+            throw ex;
+        }
+        Unicorn[] more = java.util.Arrays.copyOf(secondaryEngines, secondaryEngines.length + 1);
+        more[more.length - 1] = e;
+        secondaryEngines = more;
+        return e;
+    }
+
+    /** The engines {@link #openSecondaryEngine} opened, in order (without {@link #engine()}). */
+    public java.util.List<Unicorn> secondaryEngines() { return java.util.List.of(secondaryEngines); }
 
     public GuestMemory memory() { return memory; }
 
@@ -543,6 +585,7 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         uc.close();
+        for (Unicorn e : secondaryEngines) e.close();
         memory.close();
         if (textGuard != null) textGuard.close();
         icount.closeGranules();
