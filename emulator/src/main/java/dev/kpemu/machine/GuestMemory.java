@@ -9,12 +9,22 @@ import java.util.List;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
- * Guest-physical memory: named RAM regions mapped into the engine, plus the MMIO windows the
- * device bus maps. All addresses here are physical; virtual access goes through
+ * Guest-physical memory: named RAM regions mapped into the engines it serves, plus the MMIO windows
+ * the device bus maps. All addresses here are physical; virtual access goes through
  * {@link Machine#readVirtual}/{@link Machine#writeVirtual}.
+ *
+ * <p>It serves the machine's engine and every engine that joined it ({@link Machine#openSecondaryEngine}):
+ * each RAM region is the same host memory ({@link HostRam}) mapped into each of them with
+ * {@code uc_mem_map_ptr}, a region added later is mapped into every engine and an engine that
+ * joins later gets every region; the regions' list, MMIO windows included, is the one memory map
+ * of them all. The host's own reads and writes go through the first engine (or host memory in
+ * place), which every engine sees: they share the bytes. Translated code is per engine:
+ * {@link Machine#invalidateCode} drops it in each.
  */
 public final class GuestMemory {
     private final Unicorn uc;
+    /** The engines this memory is mapped into: {@link #uc} first, then those that joined. */
+    private final List<Unicorn> engines = new ArrayList<>();
     private final List<MemoryRegion> regions = new ArrayList<>();
     private TextGuard guard;
     /** Pages (physical address / 4096) the host has written through this object. */
@@ -24,23 +34,50 @@ public final class GuestMemory {
     private long[] ramBase = new long[0], ramEnd = new long[0];
     private MemorySegment[] ramSegment = new MemorySegment[0];
 
-    GuestMemory(Unicorn uc) { this.uc = uc; }
+    GuestMemory(Unicorn uc) {
+        this.uc = uc;
+        engines.add(uc);
+    }
+
+    /** The engines this memory is mapped into, the machine's first. */
+    List<Unicorn> engines() { return Collections.unmodifiableList(engines); }
+
+    /**
+     * Maps every RAM region into {@code engine}, which from then on is served as the first one:
+     * regions added later are mapped into it too. On failure nothing is recorded (the caller
+     * closes the engine, which drops what was mapped).
+     */
+    void join(Unicorn engine) {
+        if (engines.contains(engine)) throw new IllegalArgumentException("engine already joined");
+        for (int i = 0; i < ramBase.length; i++) engine.memMapPtr(ramBase[i], ramEnd[i] - ramBase[i], Unicorn.PROT_ALL, ramSegment[i]);
+        engines.add(engine);
+    }
+
+    /** Stops serving {@code engine} (a join the caller undoes; the engine is closed next). */
+    void leave(Unicorn engine) {
+        if (engine != uc) engines.remove(engine);
+    }
 
     /** Host writes from now on update {@code g}'s expected bytes. */
     void observeWrites(TextGuard g) { this.guard = g; }
 
     /**
      * Maps {@code size} bytes of zeroed RAM at {@code base} (both page-aligned): host memory
-     * ({@link HostRam}) the engine runs on and the host reads in place; the host's writes still go
-     * through the engine's memory API (translated code they change is dropped by
+     * ({@link HostRam}) every engine served runs on and the host reads in place; the host's writes
+     * still go through the engine's memory API (translated code they change is dropped by
      * {@link Machine#invalidateCode}, as before).
      */
     public MemoryRegion addRam(String name, long base, long size) {
         checkFree(name, base, size);
         HostRam host = HostRam.allocate(size);
+        int mapped = 0;
         try {
-            uc.memMapPtr(base, size, Unicorn.PROT_ALL, host.segment());
+            for (Unicorn e : engines) {
+                e.memMapPtr(base, size, Unicorn.PROT_ALL, host.segment());
+                mapped++;
+            }
         } catch (RuntimeException e) {
+            for (int k = 0; k < mapped; k++) engines.get(k).memUnmap(base, size);
             host.close();
             throw e;
         }
@@ -66,7 +103,7 @@ public final class GuestMemory {
         return -1;
     }
 
-    /** Releases the host memory; only after the engine is closed ({@link Machine#close}). */
+    /** Releases the host memory; only after every engine served is closed ({@link Machine#close}). */
     void close() {
         for (HostRam h : ram) h.close();
         ram.clear();
@@ -75,6 +112,7 @@ public final class GuestMemory {
         ramSegment = new MemorySegment[0];
     }
 
+    /** Records an MMIO window in the memory map; the {@link DeviceBus} maps it into every engine served. */
     void addMmio(String name, long base, long size) {
         checkFree(name, base, size);
         regions.add(new MemoryRegion(name, base, size, MemoryRegion.Kind.MMIO));

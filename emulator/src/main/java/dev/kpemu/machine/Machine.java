@@ -44,6 +44,9 @@ public abstract class Machine implements AutoCloseable {
     private long slice = DEFAULT_SLICE;
     private boolean interruptsHeld;
     private boolean closed;
+    private static final Unicorn[] NO_ENGINES = {};
+    /** Engines opened by {@link #openSecondaryEngine}, sharing memory, devices and code coherence; usually none. */
+    private Unicorn[] secondaryEngines = NO_ENGINES;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
@@ -97,6 +100,46 @@ public abstract class Machine implements AutoCloseable {
 
     /** The engine itself, for backends and the kprobes engine; prefer the typed methods. */
     public Unicorn engine() { return uc; }
+
+    /**
+     * Opens another engine of this machine's kind ({@link #openEngineOfSameKind}) joined to this
+     * machine: it maps the same guest RAM (every region, also those added later: {@link GuestMemory}),
+     * reaches the same devices through the same MMIO windows and, on x86, port I/O hooks
+     * ({@link DeviceBus}), and every drop of translated code the host makes
+     * ({@link #invalidateCode}, {@link #flushTranslations}) is made in it too. The machine owns it:
+     * it is closed with the machine, and must not be closed by the caller.
+     *
+     * <p>The seed of one engine per vCPU (docs/smp-notes.md, step 1), and no more than that yet: the
+     * engine is not a CPU of the machine. The run loop never runs it; it has no instruction clock
+     * (no deadline, block cache, host breakpoints, text guard check, virtual TSC or live time), no
+     * interrupt, exception, invalid-instruction, {@code syscall}/SVC or hypercall hooks, and none of
+     * the board's CPU set-up (x86 CPUID policy, long mode, arm64 system-register filters). Whoever
+     * runs it ({@link Unicorn#start}) sets its registers and handles what it reports.
+     */
+    public Unicorn openSecondaryEngine() {
+        if (closed) throw new IllegalStateException("machine closed");
+        Unicorn e = openEngineOfSameKind();
+        try {
+            skipTranslationTlbWalk(e);
+            memory.join(e);
+            try {
+                bus.join(e);
+            } catch (RuntimeException ex) {
+                memory.leave(e);
+                throw ex;
+            }
+        } catch (RuntimeException ex) {
+            e.close();
+            throw ex;
+        }
+        Unicorn[] more = java.util.Arrays.copyOf(secondaryEngines, secondaryEngines.length + 1);
+        more[more.length - 1] = e;
+        secondaryEngines = more;
+        return e;
+    }
+
+    /** The engines {@link #openSecondaryEngine} opened, in order (without {@link #engine()}). */
+    public java.util.List<Unicorn> secondaryEngines() { return java.util.List.of(secondaryEngines); }
 
     public GuestMemory memory() { return memory; }
 
@@ -296,11 +339,24 @@ public abstract class Machine implements AutoCloseable {
 
     /**
      * Drops translated code for a range after the host patched guest text there (Unicorn does not
-     * notice writes made through its memory API).
+     * notice writes made through its memory API), in every engine of the machine: a host write
+     * drops nothing in any engine by itself, and each engine keeps its own translations
+     * (docs/smp-notes.md, facts b and c). Each engine finds the blocks by translating {@code va}
+     * through its own current page tables.
      */
     public void invalidateCode(long va, long len) {
-        uc.removeTranslationCache(va, va + len);
+        dropTranslations(uc, va, len);
         icount.forgetBlocks();
+        Unicorn[] others = secondaryEngines;
+        for (int i = 0; i < others.length; i++) dropTranslations(others[i], va, len);
+    }
+
+    /**
+     * Drops {@code engine}'s translated code for [va, va + len) ({@code TB_REMOVE_CACHE}); an arch
+     * machine guards what the engine's translation of {@code va} may do to its CPU state.
+     */
+    protected void dropTranslations(Unicorn engine, long va, long len) {
+        engine.removeTranslationCache(va, va + len);
     }
 
     // ------------------------------------------------------------------ breakpoints and stops
@@ -416,7 +472,7 @@ public abstract class Machine implements AutoCloseable {
     }
 
     /**
-     * Empties the engine's TLB and translated code (between runs): done at a snapshot point in the
+     * Empties the TLB and translated code of every engine (between runs): done at a snapshot point in the
      * saved machine as in the restored one, which starts with none, and by whoever wants a run
      * that passes that point without a snapshot to continue as they do (probes registered at
      * {@code run_init_process}). The TLB is a cache the guest can see: an entry
@@ -431,6 +487,10 @@ public abstract class Machine implements AutoCloseable {
         uc.flushTlb();
         uc.flushTranslationCache();
         icount.forgetBlocks();
+        for (Unicorn e : secondaryEngines) {
+            e.flushTlb();
+            e.flushTranslationCache();
+        }
     }
 
     /** Reads what {@link #saveState} wrote (before the parts restore: they schedule on the clock). */
@@ -543,6 +603,7 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         uc.close();
+        for (Unicorn e : secondaryEngines) e.close();
         memory.close();
         if (textGuard != null) textGuard.close();
         icount.closeGranules();

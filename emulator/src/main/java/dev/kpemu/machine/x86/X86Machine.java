@@ -417,17 +417,25 @@ public final class X86Machine extends Machine {
     }
 
     /**
-     * Drops translated code for a guest-virtual range. Unicorn 2.1.1 translates {@code va} through
-     * the current page tables to find the blocks; when that walk fails it sets CR2 and the
-     * exception-in-flight state as if the guest had faulted. The CPU state is saved and restored
-     * around the call so the guest never sees that.
+     * Drops an engine's translated code for a guest-virtual range. Unicorn 2.1.1 translates
+     * {@code va} through the engine's current page tables to find the blocks; when that walk fails
+     * it sets CR2 and the exception-in-flight state as if the guest had faulted. The engine's CPU
+     * state is saved and restored around the call so the guest never sees that (a secondary engine
+     * gets a context of its own on first use).
      */
     @Override
-    public void invalidateCode(long va, long len) {
-        uc.contextSave(scratchContext);
-        super.invalidateCode(va, len);
-        uc.contextRestore(scratchContext);
+    protected void dropTranslations(Unicorn engine, long va, long len) {
+        Unicorn.Context saved = engine == uc ? scratchContext : secondaryContexts.computeIfAbsent(engine, Unicorn::contextAlloc);
+        engine.contextSave(saved);
+        try {
+            super.dropTranslations(engine, va, len);
+        } finally {
+            engine.contextRestore(saved);
+        }
     }
+
+    /** The scratch contexts of the secondary engines ({@link #dropTranslations}), freed with the machine. */
+    private final java.util.Map<Unicorn, Unicorn.Context> secondaryContexts = new java.util.IdentityHashMap<>();
 
     @Override
     protected StopReason afterIdleExit() {
@@ -457,6 +465,8 @@ public final class X86Machine extends Machine {
     public void close() {
         scratchContext.close();
         privilegeContext.close();
+        for (Unicorn.Context c : secondaryContexts.values()) c.close();
+        secondaryContexts.clear();
         if (nativeSyscall != null) nativeSyscall.close();
         super.close();
     }
