@@ -1,13 +1,18 @@
 package dev.kpemu.boot;
 
 import dev.kpemu.machine.arm64.Arm64Layout;
+import dev.kpemu.machine.arm64.Psci;
 import dev.kpemu.machine.arm64.devices.GenericTimer;
+import dev.kpemu.machine.arm64.devices.GicV2;
 
 /**
  * The device tree of kpemu's arm64 machine, describing exactly what it has: RAM, one
- * Cortex-A57 started through PSCI (over HVC), a GICv2, the generic timer, one PL011 with its
- * 24 MHz APB clock, and {@code /chosen} (command line, console, initrd). Node names, addresses
- * and interrupt numbers follow QEMU's {@code virt} board ({@link Arm64Layout}).
+ * Cortex-A57 (or N, {@link #build(long, long, String, Initrd, boolean, int)}) started through PSCI
+ * (over HVC), a GICv2, the generic timer, one PL011 with its 24 MHz APB clock, and
+ * {@code /chosen} (command line, console, initrd). Node names, addresses and interrupt numbers
+ * follow QEMU's {@code virt} board ({@link Arm64Layout}); with N CPUs, as {@code virt -smp N}:
+ * {@code cpu@0} to {@code cpu@N-1}, each {@code reg} the PE's MPIDR affinity
+ * ({@link Psci#mpidr}), and the timer's PPIs name all N CPUs in their CPU mask (GICv2 binding).
  */
 public final class Arm64DeviceTree {
     /** phandles. */
@@ -62,6 +67,15 @@ public final class Arm64DeviceTree {
      * terminal {@code ttyAMA1}.
      */
     public static byte[] build(long ramSize, long hostBytes, String bootargs, Initrd initrd, boolean terminalUart) {
+        return build(ramSize, hostBytes, bootargs, initrd, terminalUart, 1);
+    }
+
+    /**
+     * As {@link #build(long, long, String, Initrd, boolean)} for a machine of {@code cpus} PEs
+     * (1 to {@link GicV2#MAX_CPUS}); with one, the same bytes.
+     */
+    public static byte[] build(long ramSize, long hostBytes, String bootargs, Initrd initrd, boolean terminalUart, int cpus) {
+        if (cpus < 1 || cpus > GicV2.MAX_CPUS) throw new IllegalArgumentException("CPUs: " + cpus);
         FdtWriter w = new FdtWriter();
         w.beginNode("")
                 .property("compatible", "linux,dummy-virt")
@@ -78,12 +92,14 @@ public final class Arm64DeviceTree {
         w.beginNode("cpus")
                 .propertyU32("#address-cells", 1)
                 .propertyU32("#size-cells", 0);
-        w.beginNode("cpu@0")
-                .property("device_type", "cpu")
-                .property("compatible", "arm,cortex-a57")
-                .propertyU32("reg", 0)
-                .property("enable-method", "psci")
-                .endNode();
+        for (int i = 0; i < cpus; i++) {
+            w.beginNode("cpu@" + i)
+                    .property("device_type", "cpu")
+                    .property("compatible", "arm,cortex-a57")
+                    .propertyU32("reg", (int) Psci.mpidr(i))       // Aff3 is 0: one cell
+                    .property("enable-method", "psci")
+                    .endNode();
+        }
         w.endNode();
 
         w.beginNode("memory@" + Long.toHexString(Arm64Layout.RAM_BASE))
@@ -110,7 +126,7 @@ public final class Arm64DeviceTree {
                 .propertyU32("phandle", PHANDLE_GIC)
                 .endNode();
 
-        int ppiFlags = PPI_CPU0 | IRQ_LEVEL_HIGH;
+        int ppiFlags = PPI_CPU0 * ((1 << cpus) - 1) | IRQ_LEVEL_HIGH;
         w.beginNode("timer")
                 .property("compatible", "arm,armv8-timer")
                 .propertyU32("interrupts",

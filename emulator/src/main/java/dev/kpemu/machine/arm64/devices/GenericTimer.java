@@ -3,6 +3,7 @@ package dev.kpemu.machine.arm64.devices;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
+import java.util.function.IntSupplier;
 
 import dev.kpemu.machine.Device;
 import dev.kpemu.machine.IrqLine;
@@ -14,8 +15,9 @@ import dev.kpemu.unicorn.SysRegs;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
- * The ARMv8 generic timer of one CPU (ARM ARM D11): the system counter and the EL1 physical
- * and virtual timers, driven by the machine's {@link VirtualClock} instead of host time.
+ * The ARMv8 generic timer (ARM ARM D11) of 1 to {@link GicV2#MAX_CPUS} PEs: the one system
+ * counter all PEs share and each PE's own EL1 physical and virtual timers, driven by the
+ * machine's {@link VirtualClock} instead of host time.
  * Unicorn's own counter reads the host clock and its timer outputs go nowhere, so every
  * access to the CNT* registers is intercepted with the MRS/MSR instruction hooks and answered
  * here.
@@ -25,6 +27,13 @@ import dev.kpemu.unicorn.Unicorn;
  * reaches CNTx_CVAL: ISTATUS reads 1 from then on and, unless IMASK is set, its PPI is high
  * (level-sensitive): 30 for the physical timer, 27 for the virtual one. The expiry is a
  * virtual-clock event, so WFI idles straight to it.
+ *
+ * <p>Several PEs: one instance holds every PE's pair of timers ({@link #physical(int)},
+ * {@link #virtual(int)}), each wired to its own PE's PPIs ({@link PpiLines}, on kpemu's board the
+ * PE's own GIC CPU interface: {@link GicV2#privateLine}); the CNT* registers an MRS/MSR names are
+ * the current PE's, asked of a supplier the machine sets ({@link #setCurrentPe}; with one PE never
+ * asked). The counter needs no per-PE state (CNTVOFF is 0 on every PE). The MRS/MSR hooks are
+ * installed in the machine's engine.
  */
 public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
     /** Counter frequency; must divide 1e9 (nanoseconds per tick is an integer). */
@@ -35,7 +44,13 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
     /** CNTx_CTL bits. */
     public static final long CTL_ENABLE = 1, CTL_IMASK = 2, CTL_ISTATUS = 4;
 
-    /** One EL1 timer (physical or virtual). */
+    /** Where each PE's timer outputs go: the line of PE {@code pe}'s PPI {@code intid} ({@link #PPI_PHYS}, {@link #PPI_VIRT}). */
+    @FunctionalInterface
+    public interface PpiLines {
+        IrqLine line(int pe, int intid);
+    }
+
+    /** One EL1 timer (physical or virtual) of one PE. */
     public final class Timer {
         private final IrqLine irq;
         private long ctl, cval;
@@ -103,8 +118,10 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     private final Arm64Machine machine;
     private final VirtualClock clock;
-    private final Timer phys, virt;
+    /** Per PE. */
+    private final Timer[] phys, virt;
     private final SysRegHooks.Installed mrsHook, msrHook;
+    private IntSupplier currentPe = () -> 0;
     private long accesses;
 
     /**
@@ -113,10 +130,24 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
      * (on kpemu's board: GIC PPIs {@link #PPI_PHYS} and {@link #PPI_VIRT}).
      */
     public GenericTimer(Arm64Machine machine, IrqLine physIrq, IrqLine virtIrq) {
+        this(machine, 1, (pe, intid) -> intid == PPI_PHYS ? physIrq : virtIrq);
+    }
+
+    /**
+     * Attaches the timers of {@code pes} PEs to {@code machine} (installs the MRS/MSR hooks); PE
+     * {@code i}'s physical and virtual timers drive {@code lines.line(i, PPI_PHYS)} and
+     * {@code lines.line(i, PPI_VIRT)}.
+     */
+    public GenericTimer(Arm64Machine machine, int pes, PpiLines lines) {
+        if (pes < 1 || pes > GicV2.MAX_CPUS) throw new IllegalArgumentException("PEs: " + pes);
         this.machine = machine;
         this.clock = machine.clock();
-        this.phys = new Timer(physIrq);
-        this.virt = new Timer(virtIrq);
+        this.phys = new Timer[pes];
+        this.virt = new Timer[pes];
+        for (int i = 0; i < pes; i++) {
+            phys[i] = new Timer(lines.line(i, PPI_PHYS));
+            virt[i] = new Timer(lines.line(i, PPI_VIRT));
+        }
         Unicorn uc = machine.engine();
         // Only op0=3, op1=3, CRn=14 (CNTFRQ, CNTPCT, CNTVCT, CNTP_*, CNTV_*) reach Java.
         // CNTPCT/CNTVCT reads are answered natively from the machine's clock (counter()'s value).
@@ -129,22 +160,47 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     @Override
     public void reset() {
-        phys.reset();
-        virt.reset();
+        for (int i = 0; i < phys.length; i++) {
+            phys[i].reset();
+            virt[i].reset();
+        }
+    }
+
+    /** The number of PEs. */
+    public int pes() { return phys.length; }
+
+    /** Tells the timer which PE an MRS/MSR comes from (the vCPU whose engine runs). Default: PE 0. */
+    public void setCurrentPe(IntSupplier current) { this.currentPe = current == null ? () -> 0 : current; }
+
+    private int current() {
+        if (phys.length == 1) return 0;
+        int pe = currentPe.getAsInt();
+        if (pe < 0 || pe >= phys.length) throw new IllegalStateException("timer accessed by PE " + pe + " of " + phys.length);
+        return pe;
     }
 
     /** The system counter now (CNTPCT_EL0 = CNTVCT_EL0). */
     public long counter() { return clock.liveNanos() / NANOS_PER_TICK; }
 
-    public Timer physical() { return phys; }
+    /** The current PE's physical timer. */
+    public Timer physical() { return phys[current()]; }
 
-    public Timer virtual() { return virt; }
+    /** The current PE's virtual timer. */
+    public Timer virtual() { return virt[current()]; }
+
+    public Timer physical(int pe) { return phys[pe]; }
+
+    public Timer virtual(int pe) { return virt[pe]; }
 
     /** CNT* register accesses answered so far. */
     public long accesses() { return accesses + mrsHook.counterReads(); }
 
-    /** The value an MRS of {@code key} reads, or null when the register is not the timer's. */
-    Long read(int key) {
+    /** The value an MRS of {@code key} on the current PE reads, or null when the register is not the timer's. */
+    Long read(int key) { return read(current(), key); }
+
+    /** The value an MRS of {@code key} on PE {@code pe} reads, or null when the register is not the timer's. */
+    public Long read(int pe, int key) {
+        Timer phys = this.phys[pe], virt = this.virt[pe];
         if (key == SysRegs.CNTFRQ_EL0) return FREQUENCY_HZ;
         if (key == SysRegs.CNTVCT_EL0 || key == SysRegs.CNTPCT_EL0) return counter();
         if (key == SysRegs.CNTV_CTL_EL0) return virt.ctl();
@@ -156,8 +212,12 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
         return null;
     }
 
-    /** Applies an MSR to {@code key}; false when the register is not the timer's. */
-    boolean write(int key, long v) {
+    /** Applies an MSR to {@code key} on the current PE; false when the register is not the timer's. */
+    boolean write(int key, long v) { return write(current(), key, v); }
+
+    /** Applies an MSR to {@code key} on PE {@code pe}; false when the register is not the timer's. */
+    public boolean write(int pe, int key, long v) {
+        Timer phys = this.phys[pe], virt = this.virt[pe];
         if (key == SysRegs.CNTV_CTL_EL0) virt.writeCtl(v);
         else if (key == SysRegs.CNTV_CVAL_EL0) virt.writeCval(v);
         else if (key == SysRegs.CNTV_TVAL_EL0) virt.writeTval(v);
@@ -195,9 +255,10 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     // ------------------------------------------------------------------ snapshot state
 
+    /** Each PE's physical then virtual timer, in PE order (with one PE, the one-PE layout), then the access count. */
     @Override
     public void saveState(DataOutput out) throws IOException {
-        for (Timer t : new Timer[] {phys, virt}) {
+        for (Timer t : timers()) {
             out.writeLong(t.ctl);
             out.writeLong(t.cval);
             out.writeBoolean(t.line);
@@ -208,12 +269,21 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
 
     @Override
     public void restoreState(DataInput in) throws IOException {
-        for (Timer t : new Timer[] {phys, virt}) {
+        for (Timer t : timers()) {
             t.ctl = in.readLong();
             t.cval = in.readLong();
             t.line = in.readBoolean();
             t.event = clock.readEvent(in, t::expired);
         }
         accesses = in.readLong() - mrsHook.counterReads();
+    }
+
+    private Timer[] timers() {
+        Timer[] all = new Timer[2 * phys.length];
+        for (int i = 0; i < phys.length; i++) {
+            all[2 * i] = phys[i];
+            all[2 * i + 1] = virt[i];
+        }
+        return all;
     }
 }
