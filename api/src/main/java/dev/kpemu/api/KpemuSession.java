@@ -235,7 +235,7 @@ public final class KpemuSession implements AutoCloseable {
         BootRunner.Result r;
         try {
             BootRunner.Options options = new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
-                    b.console, null, terminal, null);
+                    b.console, null, terminal, null, b.x86Apic);
             r = b.snapshot == null ? BootRunner.boot(options, hooks)
                     : BootRunner.boot(options, hooks, b.snapshotAtNanos < 0 ? BootSnapshot.file(b.snapshot, b.snapshotNotices)
                             : BootSnapshot.file(b.snapshot, b.snapshotNotices).atGuestTime(b.snapshotAtNanos));
@@ -319,6 +319,7 @@ public final class KpemuSession implements AutoCloseable {
         private List<String> command;
         private String append;
         private int memoryMiB = 256;
+        private boolean x86Apic;
         private double timeoutSeconds = 60;
         private OutputStream console = OutputStream.nullOutputStream();
         private OutputStream commandOutput;
@@ -372,6 +373,13 @@ public final class KpemuSession implements AutoCloseable {
 
         /** The kernel command line (default: kpemu's, with the console on the first UART). */
         public Builder append(String cmdline) { this.append = cmdline; return this; }
+
+        /**
+         * x86-64: the PC with a local APIC and an I/O APIC (the MADT, CPUID's APIC bit), the
+         * interrupt controllers of QEMU's {@code pc}, one CPU (default false: the 8259 pair alone).
+         * Refused at boot on arm64.
+         */
+        public Builder x86Apic(boolean on) { this.x86Apic = on; return this; }
 
         /** Guest RAM in MiB (default 256, at least 64). */
         public Builder memoryMiB(int mib) {

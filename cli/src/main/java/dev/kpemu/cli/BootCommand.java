@@ -69,6 +69,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM (default ${DEFAULT-VALUE})")
     int memoryMiB;
 
+    @Option(names = "--x86-apic", hidden = true,
+            description = "x86_64: the PC with a local APIC and an I/O APIC (the MADT, CPUID's APIC bit), as QEMU's pc; default: the 8259 pair alone")
+    boolean x86Apic;
+
     @Option(names = "--timeout", paramLabel = "SECONDS",
             description = "limit in guest seconds, held also while the guest idles (default 60; none with -i)")
     Double timeoutSeconds;
@@ -326,7 +330,7 @@ final class BootCommand implements Callable<Integer> {
                         r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile,
                                         gc.commandGuest() ? dev.kpemu.image.CommandGuest.commandLine(a, append) : append, memoryMiB, timeout, con,
                                         gc.commandGuest() ? null : messages,
-                                        terminal, hostStop),
+                                        terminal, hostStop, x86Apic),
                                 traced == null ? BootHooks.NONE : traced, snap);
                     }
                 } catch (TracedBoot.DefinitionRejected e) {

@@ -45,10 +45,25 @@ public final class BootRunner {
      * another thread stop the boot at the next safe point.
      */
     public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
-                          OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop) {
+                          OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop, boolean x86Apic) {
         public Options {
             if (memoryMiB < 64) throw new IllegalArgumentException("--memory must be at least 64 MiB");
             if (!(timeoutSeconds > 0)) throw new IllegalArgumentException("--timeout must be positive");
+            if (x86Apic && arch != Arch.X86_64) throw new IllegalArgumentException("--x86-apic is an x86-64 machine option");
+        }
+
+        /** Without {@code x86Apic}: the x86-64 PC keeps only the 8259 pair (the default machine). */
+        public Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
+                       OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop) {
+            this(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, false);
+        }
+
+        /**
+         * These options on the x86-64 PC with a local APIC and an I/O APIC ({@code X86Pc.Interrupts.APIC},
+         * the reference machine's controllers) when {@code on}.
+         */
+        public Options withX86Apic(boolean on) {
+            return new Options(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, on);
         }
 
         public Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,

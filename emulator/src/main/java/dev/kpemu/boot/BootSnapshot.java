@@ -115,6 +115,7 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
         id.put("command line", o.append() == null ? "(default)" : o.append());
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
+        if (o.x86Apic()) id.put("interrupt controllers", "local APIC + I/O APIC");
         id.put("point", point);
         id.put("kpemu build", build());
         id.put("unicorn", Unicorn.version());

@@ -47,7 +47,8 @@ final class X86LinuxGuest implements LinuxGuest {
         long guestRam = ram - HOST_AREA_BYTES;
         X86Pc[] ref = new X86Pc[1];
         ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].machine().clock().liveNanos());
-        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output());
+        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output(),
+                o.x86Apic() ? X86Pc.Interrupts.APIC : X86Pc.Interrupts.PIC);
         ref[0] = pc;
         try {
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);

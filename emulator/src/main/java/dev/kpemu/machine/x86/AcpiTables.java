@@ -10,9 +10,8 @@ import dev.kpemu.machine.x86.devices.AcpiPm;
 /**
  * A minimal ACPI table set generated for this machine, written into the reserved BIOS area:
  * RSDP (ACPI 2.0) → XSDT → FADT (revision 6, not hardware-reduced) → FACS and a DSDT whose only
- * content is the \_S5 sleep package. The tables written have no MADT (the machine has no local
- * APIC or IOAPIC yet; Linux keeps the 8259): {@link #madt} builds one for the APIC devices, not
- * yet linked. No HPET, no MCFG (no PCI). The FADT points at the PM1a event
+ * content is the \_S5 sleep package; the APIC board's XSDT also links the MADT ({@link #madt}),
+ * the PIC-only board has none (Linux keeps the 8259). No HPET, no MCFG (no PCI). The FADT points at the PM1a event
  * and control blocks and the PM timer of {@link AcpiPm}, and at the 0xcf9 reset register.
  */
 public final class AcpiTables {
@@ -51,7 +50,7 @@ public final class AcpiTables {
      * enabled); the I/O APIC (ID {@link #IO_APIC_ID}, {@code ioApicBase}, GSI base 0); interrupt
      * source overrides ISA IRQ 0 → GSI 2 (flags 0: conforming to the bus) and IRQ 5, 9, 10, 11 →
      * the same GSI, level and active high; and the local APIC NMI entry, LINT1 on all processors
-     * (UID 0xff). Not yet linked into the XSDT: today's board has no APIC.
+     * (UID 0xff). Linked into the XSDT by the APIC board ({@code X86Pc.Interrupts.APIC}).
      */
     public static byte[] madt(int cpus, long localApicBase, long ioApicBase) {
         if (cpus < 1 || cpus > 0xfe) throw new IllegalArgumentException("MADT for " + cpus + " CPUs");
@@ -87,7 +86,16 @@ public final class AcpiTables {
 
     /** Writes the tables at {@code base} (16-byte aligned, in the BIOS area); returns the RSDP address. */
     public static long write(GuestMemory mem, long base, int pmBase, int sciIrq, int resetPort) {
-        long rsdp = base, xsdt = base + 0x40, fadt = base + 0x100, facs = base + 0x240, dsdt = base + 0x300;
+        return write(mem, base, pmBase, sciIrq, resetPort, null);
+    }
+
+    /**
+     * As above, with {@code madt} (a whole table, {@link #madt}; null: none) written after the DSDT
+     * and linked into the XSDT after the FADT, as the APIC board's tables are.
+     */
+    public static long write(GuestMemory mem, long base, int pmBase, int sciIrq, int resetPort, byte[] madt) {
+        long rsdp = base, xsdt = base + 0x40, fadt = base + 0x100, facs = base + 0x240, dsdt = base + 0x300, madtAt = base + 0x400;
+        if (madt != null) mem.write(madtAt, madt);
         byte[] dsdtAml = dsdtAml();
         mem.write(dsdt, table("DSDT", 2, dsdtAml));
 
@@ -122,8 +130,9 @@ public final class AcpiTables {
         gas(b, FADT_X_PM_TMR_BLK + o, 32, GAS_ACCESS_DWORD, pmBase + AcpiPm.PM_TMR);
         mem.write(fadt, table("FACP", 6, b.array()));
 
-        ByteBuffer x = le(8);
+        ByteBuffer x = le(madt == null ? 8 : 16);
         x.putLong(0, fadt);
+        if (madt != null) x.putLong(8, madtAt);
         mem.write(xsdt, table("XSDT", 1, x.array()));
 
         ByteBuffer r = le(36);

@@ -43,6 +43,7 @@ public final class X86Machine extends Machine {
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
     private long externalInterrupts;
     private final NativeSyscall nativeSyscall;
+    private NmiSource nmiSource;
 
     private X86Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
@@ -181,6 +182,21 @@ public final class X86Machine extends Machine {
         if (level) pendingVector = irq;
         else if (pendingVector == irq) pendingVector = -1;
     }
+
+    /**
+     * Connects the CPU's NMI input (the APIC board's local APIC); without one nothing raises an
+     * NMI. A pending NMI is taken at the next slice boundary, IF or not, and wakes HLT. Not
+     * modelled: the CPU's blocking of further NMIs until the handler's IRET (one vCPU with nothing
+     * driving LINT1 and no NMI watchdog never sees a second NMI during the first).
+     */
+    public void setNmiSource(NmiSource s) { this.nmiSource = s; }
+
+    /** External NMIs delivered so far. */
+    public long nmisDelivered() { return nmisDelivered; }
+
+    private long nmisDelivered;
+
+    private boolean nmiPending() { return nmiSource != null && nmiSource.nmiPending(); }
 
     private boolean interruptPending() {
         InterruptController ic = interruptController();
@@ -393,6 +409,10 @@ public final class X86Machine extends Machine {
      */
     @Override
     protected void beforeSlice() {
+        if (nmiPending() && !inInterruptShadow() && nmiSource.takeNmi()) {
+            nmisDelivered++;
+            deliver(VEC_NMI, pc(), null);
+        }
         boolean pending = interruptPending();
         if (pending && (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0 && !inInterruptShadow()) {
             int v;
@@ -440,6 +460,7 @@ public final class X86Machine extends Machine {
     @Override
     protected StopReason afterIdleExit() {
         if (!haltedAtHlt()) return null;
+        if (nmiPending()) return null;
         boolean canWake = (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0;
         if (canWake && interruptPending()) return null;
         if (canWake && clock.idleToNextEvent()) return null;

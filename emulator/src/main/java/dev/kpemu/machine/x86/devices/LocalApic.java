@@ -52,7 +52,7 @@ import dev.kpemu.machine.VirtualClock;
  * until reset (as QEMU). The CPU-control calls come from MMIO callbacks: the implementation
  * records them and the machine acts at its next safe point.
  */
-public final class LocalApic implements Device.Mmio, InterruptController, Stateful {
+public final class LocalApic implements Device.Mmio, InterruptController, dev.kpemu.machine.x86.NmiSource, Stateful {
     public static final long DEFAULT_BASE = 0xfee0_0000L;
     public static final int MSR_APIC_BASE = 0x1b;
     public static final long BASE_BSP = 1L << 8, BASE_EXTD = 1L << 10, BASE_ENABLE = 1L << 11, BASE_ADDRESS = 0xffff_f000L;
@@ -283,9 +283,11 @@ public final class LocalApic implements Device.Mmio, InterruptController, Statef
     }
 
     /** True while an NMI waits for the CPU (LINT1 in NMI mode, an NMI message). */
+    @Override
     public boolean nmiPending() { return nmiPending; }
 
     /** The CPU takes the pending NMI; returns whether there was one. */
+    @Override
     public boolean takeNmi() {
         boolean p = nmiPending;
         nmiPending = false;
