@@ -100,7 +100,7 @@ class SourceKernelTest {
         Path ref = WORK.resolve("kallsyms-" + arch.linuxName() + ".txt");
         Files.deleteIfExists(ref);
         Path log = WORK.resolve("record-kallsyms-" + arch.linuxName() + ".log");
-        Run r = run(List.of("nice", "-n", "19", "bash", ROOT.resolve("guest-images/record-kallsyms.sh").toString(),
+        Run r = run(List.of("bash", ROOT.resolve("guest-images/record-kallsyms.sh").toString(),
                 "--out", ref.toString(), arch.linuxName(), k.image().toString()), log, Map.of(), 3600);
         assertEquals(0, r.exit, () -> "record-kallsyms.sh failed:\n" + tail(log));
         KallsymsReferenceTest.compare(k.image(), ref);     // what a boot reads: bzImage payload / raw Image
@@ -132,7 +132,7 @@ class SourceKernelTest {
         Path ref = WORK.resolve(script + tag + "." + arch.linuxName() + ".trace");
         Files.deleteIfExists(ref);
         Path log = WORK.resolve("record-reference-" + script + tag + "-" + arch.linuxName() + ".log");
-        Run rec = run(List.of("nice", "-n", "19", "bash", ROOT.resolve("guest-images/record-reference.sh").toString(),
+        Run rec = run(List.of("bash", ROOT.resolve("guest-images/record-reference.sh").toString(),
                 "--kernel", k.image().toString(), "--out", ref.toString(), arch.linuxName(), script), log, env, 3600);
         assertEquals(0, rec.exit, () -> "record-reference.sh failed:\n" + tail(log));
         ReferenceTrace reference = ReferenceTrace.read(ref, arch);
