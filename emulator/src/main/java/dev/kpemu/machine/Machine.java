@@ -834,14 +834,15 @@ public abstract class Machine implements AutoCloseable {
             clock.fireDue();
             if (trapHandler != null) trapHandler.onSafePoint(this);
             wakeHaltedCpus();
+            if (pendingStop == null && stopFromOtherThread != null) pendingStop = stopFromOtherThread;
+            if (pendingStop != null) return takeStop();
+            if (remaining <= 0) return new StopReason.BudgetExhausted();
             if (quantumLeft <= 0 || vcpus[current].state != CpuState.RUNNING) {
                 if (runnable.length != vcpus.length) runnable = new boolean[vcpus.length];
                 for (int i = 0; i < vcpus.length; i++) runnable[i] = vcpus[i].state == CpuState.RUNNING;
-                int next = schedule.next(runnable, lastRan < 0 ? current : lastRan);
+                int next = schedule.next(runnable, lastRan);
                 if (next < 0) {
-                    // nothing can run: a stop first, else idle to the next event if that can wake anyone
-                    if (pendingStop == null && stopFromOtherThread != null) pendingStop = stopFromOtherThread;
-                    if (pendingStop != null) return takeStop();
+                    // nothing can run: idle to the next event if that can wake anyone
                     if (!anyHaltedMayWake() || !clock.idleToNextEvent()) return new StopReason.Halted(pc());
                     continue;
                 }
@@ -853,9 +854,11 @@ public abstract class Machine implements AutoCloseable {
                 lastRan = next;
             }
             if (!interruptsHeld) beforeSlice();
-            if (pendingStop == null && stopFromOtherThread != null) pendingStop = stopFromOtherThread;
             if (pendingStop != null) return takeStop();
-            if (remaining <= 0) return new StopReason.BudgetExhausted();
+            // A quantum ends at the first block boundary at or after its length: a slice stops before
+            // the block that would pass it, and the next slice of the same quantum runs that block
+            // (a slice's first block always runs). So the quantum ends at the same instruction however
+            // its slices were cut (budget, events, stops): a run in chunks interleaves as one run does.
             long n = Math.min(Math.min(Math.min(remaining, quantumLeft), nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
             long before = icount.executed();
             boolean atBreak = icount.stopsBefore(pc());
