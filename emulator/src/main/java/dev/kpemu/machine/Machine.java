@@ -183,6 +183,15 @@ public abstract class Machine implements AutoCloseable {
      * {@link CpuState#STOPPED}: {@link #startCpu} sets its PC and lets it run. Its other registers
      * are the engine's reset state plus the arch's ({@code X86Machine}: none, long mode is the
      * caller's; {@code Arm64Machine}: EL1h with DAIF masked, as vCPU 0).
+     *
+     * <p>Exception and interrupt entry on vCPUs above 0 is vCPU 0's code on their own engine and
+     * registers; what {@code SmpScheduleTest} exercises there: x86 external-interrupt delivery
+     * through the vCPU's own IDT from its own latch and its wake from HLT; arm64 the end of WFI on
+     * its own latch; host breakpoints and the text guard on both. Not exercised on vCPUs above 0:
+     * faults, {@code syscall}/SVC, int3/BRK to the trap handler (kprobes keeps one control block
+     * per machine until step 5), hypercalls (PSCI answers for one PE until step 4), NMIs. Not per
+     * vCPU yet: {@link #holdInterrupts} (machine-wide), the boards' interrupt controllers and
+     * timers (vCPU 0's; the others have a latch unless given a controller).
      */
     public int addCpu() {
         if (closed) throw new IllegalStateException("machine closed");

@@ -68,7 +68,7 @@ public final class Schedule {
 
     /**
      * The vCPU to run next: {@code runnable[i]} tells which can run, {@code last} is the one that
-     * ran last; -1 when none can.
+     * ran last (-1: none yet, a round-robin starts at vCPU 0); -1 when none can.
      */
     int next(boolean[] runnable, int last) {
         int n = runnable.length, count = 0;

@@ -368,6 +368,38 @@ class SmpScheduleTest {
         }
     }
 
+    /**
+     * The text guard holds on every vCPU, whether it was made before the vCPUs were added or after:
+     * vCPU 1 rewrites a guarded function (a guest store) and calls it; the new block's translation
+     * on vCPU 1's engine stops the slice, the guard's owner hears of the write with vCPU 1 current,
+     * and the new code runs.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void theTextGuardHoldsOnEveryVcpu(Guest g) throws Exception {
+        for (boolean guardFirst : new boolean[] {true, false}) {
+            long f = g.functionAddress();
+            try (Rig r = g.rig(2, m -> { if (guardFirst) m.textGuard(); })) {
+                byte[] old = g.asm(g.function(), f);
+                r.m.memory().write(f, old);
+                List<String> heard = new ArrayList<>();
+                r.m.textGuard().add(f, f, old.length, (id, va, pa, was, now) -> heard.add("vCPU " + r.m.cpu() + " wrote " + Long.toHexString(va)));
+                String rewrite;
+                if (g == Guest.X86) {
+                    rewrite = "movb $2, " + (f + 3) + "\n";                       // add $1, %r13 -> add $2, %r13
+                } else {
+                    int word = java.nio.ByteBuffer.wrap(g.asm("add x20, x20, #2", f)).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt();
+                    rewrite = Guest.imm("x11", f) + "movz w12, #" + (word & 0xffff) + "\n movk w12, #" + (word >>> 16) + ", lsl #16\n str w12, [x11]\n";
+                }
+                r.load(0, g.idleForever());
+                r.load(1, rewrite + g.call(f) + g.idleForever());
+                assertInstanceOf(StopReason.Halted.class, r.m.run(BUDGET));
+                assertEquals(List.of("vCPU 1 wrote " + Long.toHexString(f)), heard, "guard made " + (guardFirst ? "before" : "after") + " vCPU 1");
+                assertEquals(2, r.m.engine(1).regRead(g.counterReg()), "the new code ran");
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ (4) halted vCPUs
 
     /**
