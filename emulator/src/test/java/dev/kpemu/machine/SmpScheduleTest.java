@@ -489,6 +489,45 @@ class SmpScheduleTest {
         }
     }
 
+    // ------------------------------------------------------------------ cost
+
+    /**
+     * What the machine's loop costs with N vCPUs: each vCPU runs a register loop (4 instructions, one
+     * block) for {@code -Dkpemu.smp.instructions=} (default 2,000,000) instructions in all, round-robin
+     * with quanta of 1,000 / 10,000 / 100,000; N = 1 is the one-vCPU loop with its default slice.
+     * Printed (lines {@code SMP-FACT machine}, the second of two passes), never asserted beyond the
+     * instruction count; the thread's CPU time.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void machineLoopCost(Guest g) throws Exception {
+        long total = Long.getLong("kpemu.smp.instructions", 2_000_000);
+        String loop = g == Guest.X86
+                ? "mov $0x7fffffff, %ecx\n top: add $1, %rax\n mov %rax, %rdx\n dec %rcx\n jnz top\n hlt\n"
+                : "movz x2, #0xffff, lsl #16\n top: add x0, x0, #1\n mov x3, x0\n subs x2, x2, #1\n b.ne top\n" + g.idleForever();
+        var bean = java.lang.management.ManagementFactory.getThreadMXBean();
+        StringBuilder line = new StringBuilder();
+        for (int pass = 0; pass < 2; pass++) {                              // the first pass warms the JIT up
+          line.setLength(0);
+          line.append("SMP-FACT machine " + g + " M instructions/s (thread CPU):");
+          for (int n : new int[] {1, 2, 4}) {
+            for (long q : n == 1 ? new long[] {Machine.DEFAULT_SLICE} : new long[] {1_000, 10_000, 100_000}) {
+                try (Rig r = g.rig(n)) {
+                    r.m.setSchedule(Schedule.roundRobin(q));
+                    for (int cpu = 0; cpu < n; cpu++) r.load(cpu, loop);
+                    r.m.run(total / 10);                                       // warm-up: translation, JIT
+                    long t0 = bean.getCurrentThreadCpuTime(), i0 = r.m.clock().instructions();
+                    assertInstanceOf(StopReason.BudgetExhausted.class, r.m.run(total));
+                    long ns = bean.getCurrentThreadCpuTime() - t0, ran = r.m.clock().instructions() - i0;
+                    assertTrue(ran >= total && ran < total + 8, "ran " + ran);
+                    line.append(String.format(java.util.Locale.ROOT, " N=%d q=%d %.0f (%d switches);", n, q, ran * 1e3 / ns, r.m.cpuSwitches()));
+                }
+            }
+          }
+        }
+        System.out.println(line);
+    }
+
     // ------------------------------------------------------------------ what is refused
 
     @ParameterizedTest
