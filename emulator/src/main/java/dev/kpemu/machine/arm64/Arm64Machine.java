@@ -1,5 +1,6 @@
 package dev.kpemu.machine.arm64;
 
+import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 
 import dev.kpemu.machine.Arch;
@@ -71,6 +72,7 @@ public final class Arm64Machine extends Machine {
         Unicorn.RegisterBatch translationRegisters;
         /** A context for clearing the exclusive monitor at a switch ({@link ExclusiveMonitor}), made on first use. */
         Unicorn.Context monitorContext;
+        MemorySegment monitorBlob;
 
         Cpu(Unicorn engine, Unicorn.Context scratch, NativeSvc nativeSvc) {
             this.engine = engine;
@@ -139,12 +141,16 @@ public final class Arm64Machine extends Machine {
      * The outgoing vCPU's exclusive monitor is cleared (docs/smp-notes.md fact d): QEMU's STXR
      * compares values, so another vCPU's store of the value LDXR read would let it succeed. The
      * monitor's address word is set to -1 in a saved context of its engine, which is restored
-     * ({@link ExclusiveMonitor}: the word's offset is calibrated, ~0.16 µs per switch).
+     * ({@link ExclusiveMonitor}: the word's offset is calibrated; a save per switch, and a restore
+     * when the monitor was armed).
      */
     @Override protected void descheduled(int cpu) {
         Cpu c = cpus[cpu];
-        if (c.monitorContext == null) c.monitorContext = c.engine.contextAlloc();
-        ExclusiveMonitor.clear(c.engine, c.monitorContext);
+        if (c.monitorContext == null) {
+            c.monitorContext = c.engine.contextAlloc();
+            c.monitorBlob = c.monitorContext.blob();
+        }
+        ExclusiveMonitor.clear(c.engine, c.monitorContext, c.monitorBlob);
     }
 
     @Override protected boolean stoppedAtIdleInstruction() { return isWfiAt(pc() - 4); }

@@ -10,7 +10,8 @@ import dev.kpemu.unicorn.Unicorn;
  * Clears an arm64 engine's exclusive monitor from the host, without running guest code: the
  * monitor is QEMU's {@code exclusive_addr} (-1: open), a word of the CPU state Unicorn's context
  * holds; a saved context with -1 written there and restored leaves the engine with an open
- * monitor, so its next STXR fails whatever happened to the memory (docs/smp-notes.md, fact d;
+ * monitor, so its next STXR fails whatever happened to the memory (an open monitor is left as it
+ * is: the save alone, no restore) (docs/smp-notes.md, fact d;
  * {@code ExclusivesAcrossEnginesTest.contextWordPatchClearsTheMonitor}). A machine with several
  * vCPUs does this to the outgoing vCPU at every switch ({@code Arm64Machine.descheduled}).
  *
@@ -43,11 +44,21 @@ public final class ExclusiveMonitor {
      * Clears {@code engine}'s monitor (between its runs) through {@code scratch}, a context of that
      * engine.
      */
-    public static void clear(Unicorn engine, Unicorn.Context scratch) {
+    public static void clear(Unicorn engine, Unicorn.Context scratch) { clear(engine, scratch, scratch.blob()); }
+
+    /** As above, with {@code scratch}'s {@link Unicorn.Context#blob()} kept by the caller (each call of which asks the engine its size). */
+    public static void clear(Unicorn engine, Unicorn.Context scratch, MemorySegment blob) {
         long o = offset();
         engine.contextSave(scratch);
-        scratch.blob().set(ValueLayout.JAVA_LONG_UNALIGNED, o, -1L);
+        if (blob.get(ValueLayout.JAVA_LONG_UNALIGNED, o) == -1L) return;    // open already: no restore needed
+        blob.set(ValueLayout.JAVA_LONG_UNALIGNED, o, -1L);
         engine.contextRestore(scratch);
+    }
+
+    /** True when {@code engine}'s monitor holds an address (an LDXR's, not yet cleared), read through {@code scratch}. */
+    public static boolean armed(Unicorn engine, Unicorn.Context scratch) {
+        engine.contextSave(scratch);
+        return scratch.blob().get(ValueLayout.JAVA_LONG_UNALIGNED, offset()) != -1L;
     }
 
     private static long calibrate() {

@@ -54,6 +54,8 @@ public final class X86Machine extends Machine {
     private static final class Cpu {
         final X86PageWalker walker;
         final Unicorn.Context scratch, privilege;
+        /** Their blobs (each {@code blob()} call asks the engine its context size). */
+        final MemorySegment scratchBlob, privilegeBlob;
         final NativeSyscall nativeSyscall;
         int pendingVector = -1;
         NmiSource nmiSource;
@@ -62,6 +64,8 @@ public final class X86Machine extends Machine {
             this.walker = walker;
             this.scratch = scratch;
             this.privilege = privilege;
+            this.scratchBlob = scratch.blob();
+            this.privilegeBlob = privilege.blob();
             this.nativeSyscall = nativeSyscall;
         }
 
@@ -109,9 +113,9 @@ public final class X86Machine extends Machine {
         cpuState = c;
         walker = c.walker;
         scratchContext = c.scratch;
-        contextBlob = c.scratch.blob();
+        contextBlob = c.scratchBlob;
         privilegeContext = c.privilege;
-        privilegeBlob = c.privilege.blob();
+        privilegeBlob = c.privilegeBlob;
         nativeSyscall = c.nativeSyscall;
     }
 
