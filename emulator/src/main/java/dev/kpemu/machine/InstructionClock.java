@@ -316,6 +316,18 @@ final class InstructionClock implements AutoCloseable {
     }
 
     /**
+     * Another vCPU's clock: its translation hook checks the same guarded text ({@code guardState})
+     * through the same granule bitmap, which {@code owner} (the first vCPU's clock) keeps and frees.
+     */
+    void shareGuard(InstructionClock owner, MemorySegment guardState) {
+        if ((FEATURES & FEATURE_GUARD) == 0) {
+            throw new IllegalStateException("libkpemu_clock.so predates the text guard; rebuild it with scripts/fetch-natives.sh");
+        }
+        state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD_BITS, owner.granules().nativeBits());
+        state.set(java.lang.foreign.ValueLayout.ADDRESS, GUARD, guardState);
+    }
+
+    /**
      * The guest time now is {@code chargedInstructions} (the virtual clock's, without the slice
      * about to run) and {@code idleNanos}: native readers (the arm64 system counter) compute
      * {@link VirtualClock#liveNanos()} from it and the instructions the slice has executed.

@@ -13,8 +13,9 @@ import dev.kpemu.unicorn.Unicorn;
 import dev.kpemu.unicorn.UnicornException;
 
 /**
- * An arch-neutral machine: one vCPU on a Unicorn engine, guest-physical memory with named
- * regions, a device bus, a virtual clock and a run loop. The per-arch subclasses
+ * An arch-neutral machine: vCPUs, each on a Unicorn engine of its own (one unless
+ * {@link #addCpu} added more), guest-physical memory with named regions, a device bus, a virtual
+ * clock and a run loop. The per-arch subclasses
  * ({@code X86Machine}, {@code Arm64Machine}) do what the CPU does and Unicorn does not:
  * exception and interrupt entry, page-table walks, idle instructions.
  *
@@ -23,6 +24,19 @@ import dev.kpemu.unicorn.UnicornException;
  * thread. Between slices it fires due clock events and injects pending interrupts. The engine
  * never runs with Unicorn's own {@code count}: code translated while counting and code
  * translated without it do not mix (unicorn-facts.md).
+ *
+ * <p><b>Several vCPUs</b> (issue 26, docs/smp-notes.md step 2; bare metal only so far). A vCPU is
+ * an engine joined to the machine as {@link #openSecondaryEngine}'s are (RAM, devices, code
+ * invalidation shared), its own {@link InstructionClock} (deadline, x86 block cache, break list,
+ * text-guard check, virtual TSC and live time), a run state ({@link CpuState}), its own interrupt
+ * latch or controller and the arch's and board's CPU set-up ({@link #onCpuAdded}). They run in
+ * turn on the calling thread, each for a quantum of guest instructions ended by its own clock, in
+ * the order and with the lengths of the machine's {@link Schedule}; the {@link VirtualClock}
+ * advances with each one's instructions in turn; device events fire between slices; a vCPU halted
+ * on HLT/WFI is skipped until it can wake, and when all are halted the clock idles to the next
+ * event. {@link #engine()}, {@link #pc()}, the registers and {@link #pageTables()} answer for the
+ * <i>current</i> vCPU ({@link #cpu()}): the one whose hook runs, else the one that ran last. With
+ * one vCPU {@link #run} is today's loop, unchanged.
  */
 public abstract class Machine implements AutoCloseable {
     /** Slice length in instructions: bounds interrupt latency and the cost of a slice restart. */
@@ -30,11 +44,15 @@ public abstract class Machine implements AutoCloseable {
     /** An address no guest executes: where uc_emu_start's {@code until} points (see docs). */
     static final long NEVER_EXECUTED = 0x7fff_dead_beef_0000L;
 
-    protected final Unicorn uc;
+    /** The current vCPU's engine ({@link #cpu()}): vCPU 0's unless the machine has several. */
+    protected Unicorn uc;
     protected final GuestMemory memory;
     protected final DeviceBus bus;
     protected final VirtualClock clock;
-    private final InstructionClock icount;
+    /** The current vCPU's instruction clock. */
+    private InstructionClock icount;
+    /** vCPU 0's clock: it owns the text guard's granule bitmap. */
+    private final InstructionClock primaryClock;
     private final Map<Long, BreakpointAction> breakpoints = new HashMap<>();
     private StopReason pendingStop;
     /** A stop asked for by another host thread (a signal handler, a terminal reader), taken at the next slice boundary. */
@@ -54,6 +72,8 @@ public abstract class Machine implements AutoCloseable {
         this.bus = new DeviceBus(uc, memory);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
+        this.primaryClock = icount;
+        this.vcpus = new Vcpu[] {new Vcpu(uc, icount, CpuState.RUNNING)};
         clock.setPendingInstructions(() -> inSlice ? icount.executed() - sliceStart : 0);
         // A device that schedules an event while a slice runs (from a port or MMIO callback)
         // pulls the slice's deadline in, so the event fires on time at the next block boundary.
@@ -98,8 +118,200 @@ public abstract class Machine implements AutoCloseable {
      */
     public abstract Unicorn openEngineOfSameKind();
 
-    /** The engine itself, for backends and the kprobes engine; prefer the typed methods. */
+    /** The current vCPU's engine, for backends and the kprobes engine; prefer the typed methods. */
     public Unicorn engine() { return uc; }
+
+    // ------------------------------------------------------------------ vCPUs
+
+    /** The most vCPUs a machine has. */
+    public static final int MAX_CPUS = 64;
+
+    /** A vCPU's run state. */
+    public enum CpuState {
+        /** Runs when the schedule gives it a quantum. */
+        RUNNING,
+        /** Executed HLT/WFI: skipped until an interrupt (or, x86, an NMI) lets it go on. */
+        HALTED,
+        /** Waits for a start ({@link #startCpu}): every vCPU but 0 starts so, as a CPU before INIT/SIPI or PSCI CPU_ON. */
+        STOPPED
+    }
+
+    /** One vCPU: its engine, its clock, its run state and its interrupt controller. */
+    private static final class Vcpu {
+        final Unicorn engine;
+        final InstructionClock clock;
+        CpuState state;
+        InterruptController controller;
+
+        Vcpu(Unicorn engine, InstructionClock clock, CpuState state) {
+            this.engine = engine;
+            this.clock = clock;
+            this.state = state;
+        }
+    }
+
+    private Vcpu[] vcpus;
+    private int current;
+    private final java.util.List<java.util.function.IntConsumer> cpuSetUps = new java.util.ArrayList<>();
+    private Schedule schedule = Schedule.of(Schedule.DEFAULT_SEED);
+    /** Instructions left in the current vCPU's quantum (several vCPUs only; kept across runs). */
+    private long quantumLeft;
+    /** The vCPU that ran the last slice, or -1. */
+    private int lastRan = -1;
+    private SwitchObserver switchObserver;
+    private boolean timeStampCounterHooked;
+    private long switches;
+
+    /** The current vCPU's index: the one whose hook runs, else the one that ran last (0 with one vCPU). */
+    public int cpu() { return current; }
+
+    /** The number of vCPUs. */
+    public int cpuCount() { return vcpus.length; }
+
+    /** vCPU {@code cpu}'s engine (set its registers between runs; while it runs, {@link #engine()} is it). */
+    public Unicorn engine(int cpu) { return vcpus[cpu].engine; }
+
+    /** vCPU {@code cpu}'s run state. */
+    public CpuState cpuState(int cpu) { return vcpus[cpu].state; }
+
+    /**
+     * Adds a vCPU (between runs) and returns its index: an engine of the machine's kind joined as
+     * {@link #openSecondaryEngine}'s (RAM, MMIO windows and port hooks, code invalidation), with an
+     * instruction clock of its own holding every host breakpoint and the text guard, the arch's
+     * exception, interrupt, system-call/SVC and hypercall hooks, the virtual TSC when vCPU 0 has
+     * it, then every board set-up registered with {@link #onCpuAdded}. It starts
+     * {@link CpuState#STOPPED}: {@link #startCpu} sets its PC and lets it run. Its other registers
+     * are the engine's reset state plus the arch's ({@code X86Machine}: none, long mode is the
+     * caller's; {@code Arm64Machine}: EL1h with DAIF masked, as vCPU 0).
+     *
+     * <p>Exception and interrupt entry on vCPUs above 0 is vCPU 0's code on their own engine and
+     * registers; what {@code SmpScheduleTest} exercises there: x86 external-interrupt delivery
+     * through the vCPU's own IDT from its own latch and its wake from HLT; arm64 the end of WFI on
+     * its own latch; host breakpoints and the text guard on both. Not exercised on vCPUs above 0:
+     * faults, {@code syscall}/SVC, int3/BRK to the trap handler (kprobes keeps one control block
+     * per machine until step 5), hypercalls (PSCI answers for one PE until step 4), NMIs. Not per
+     * vCPU yet: {@link #holdInterrupts} (machine-wide), the boards' interrupt controllers and
+     * timers (vCPU 0's; the others have a latch unless given a controller).
+     */
+    public int addCpu() {
+        if (closed) throw new IllegalStateException("machine closed");
+        if (inSlice) throw new IllegalStateException("vCPUs are added between runs");
+        if (vcpus.length >= MAX_CPUS) throw new IllegalStateException("at most " + MAX_CPUS + " vCPUs");
+        int index = vcpus.length;
+        Unicorn e = openEngineOfSameKind();
+        InstructionClock c;
+        try {
+            skipTranslationTlbWalk(e);
+            memory.join(e);
+            try {
+                bus.join(e);
+                c = new InstructionClock(e, e.arch() == Unicorn.ARCH_ARM64);
+                if (timeStampCounterHooked) c.hookTimeStampCounter();
+                for (long va : breakpoints.keySet()) c.addBreak(va);
+                if (textGuard != null) c.shareGuard(primaryClock, textGuard.nativeState());
+            } catch (RuntimeException ex) {
+                memory.leave(e);
+                throw ex;
+            }
+        } catch (RuntimeException ex) {
+            e.close();
+            throw ex;
+        }
+        Vcpu[] more = java.util.Arrays.copyOf(vcpus, index + 1);
+        more[index] = new Vcpu(e, c, CpuState.STOPPED);
+        vcpus = more;
+        addArchCpu(index, e);
+        for (var setUp : cpuSetUps) setUp.accept(index);
+        return index;
+    }
+
+    /**
+     * Registers a board's per-vCPU set-up (x86: the CPUID policy; arm64: the generic timer's
+     * system-register hooks), run for every vCPU {@link #addCpu} adds from now on with its index;
+     * the board does vCPU 0's itself.
+     */
+    public void onCpuAdded(java.util.function.IntConsumer setUp) { cpuSetUps.add(setUp); }
+
+    /**
+     * Starts vCPU {@code cpu} at {@code pc} (between runs, or from a hook of another vCPU): its PC
+     * is set and it runs from the next time the schedule picks it. What INIT/SIPI and PSCI CPU_ON
+     * will call (step 4); the rest of its state is the caller's.
+     */
+    public void startCpu(int cpu, long pc) {
+        Vcpu v = vcpus[cpu];
+        if (cpu == current && inSlice) throw new IllegalStateException("vCPU " + cpu + " is running");
+        int was = current;
+        select(cpu);
+        try {
+            setPc(pc);
+        } finally {
+            select(was);
+        }
+        v.state = CpuState.RUNNING;
+    }
+
+    /** Stops vCPU {@code cpu} until the next {@link #startCpu} (CPU_OFF); the running one stops at its next block. */
+    public void stopCpu(int cpu) {
+        vcpus[cpu].state = CpuState.STOPPED;
+        if (cpu == current) endSliceSoon();
+    }
+
+    /**
+     * Sets the schedule (between runs): the machine runs a copy from its start, whatever the given
+     * one has drawn. The default is {@link Schedule#of}({@link Schedule#DEFAULT_SEED}). No effect
+     * with one vCPU.
+     */
+    public void setSchedule(Schedule s) {
+        if (inSlice) throw new IllegalStateException("the schedule is set between runs");
+        schedule = s.fresh();
+        quantumLeft = 0;
+    }
+
+    public Schedule schedule() { return schedule; }
+
+    /** Switches from one vCPU to another so far (several vCPUs only). */
+    public long cpuSwitches() { return switches; }
+
+    /** Sees every switch to another vCPU (several vCPUs only), e.g. to record an interleaving. */
+    @FunctionalInterface
+    public interface SwitchObserver {
+        /** vCPU {@code cpu} is about to run from {@code pc}, for a quantum of {@code quantum} instructions. */
+        void switchedTo(int cpu, long pc, long quantum);
+    }
+
+    public void setSwitchObserver(SwitchObserver o) { this.switchObserver = o; }
+
+    /** Makes {@code cpu} the current vCPU: the machine's and the arch's per-vCPU views follow. */
+    private void select(int cpu) {
+        if (cpu == current) return;
+        Vcpu v = vcpus[cpu];
+        current = cpu;
+        uc = v.engine;
+        icount = v.clock;
+        interruptController = v.controller;
+        selectArchCpu(cpu);
+    }
+
+    /** The arch's per-vCPU set-up of a vCPU {@link #addCpu} added (its hooks, its contexts); vCPU 0's is the constructor's. */
+    protected abstract void addArchCpu(int cpu, Unicorn engine);
+
+    /** The current vCPU is now {@code cpu}: the arch's per-vCPU fields follow. */
+    protected abstract void selectArchCpu(int cpu);
+
+    /**
+     * vCPU {@code cpu} stops running and another runs next (several vCPUs only): what a switch must
+     * do to the outgoing CPU (arm64: clear its exclusive monitor). {@code cpu} is not the current one.
+     */
+    protected void descheduled(int cpu) {}
+
+    /** The current vCPU's engine returned by itself: true when it executed an idle instruction (HLT, WFI). */
+    protected abstract boolean stoppedAtIdleInstruction();
+
+    /** The current vCPU, halted on its idle instruction, would go on now (an interrupt or NMI it takes or that ends WFI). */
+    protected abstract boolean idleEnds();
+
+    /** The current vCPU, halted, can still be woken by an interrupt to come (x86: IF set; arm64 WFI: always). */
+    protected abstract boolean mayWakeLater();
 
     /**
      * Opens another engine of this machine's kind ({@link #openEngineOfSameKind}) joined to this
@@ -170,17 +382,33 @@ public abstract class Machine implements AutoCloseable {
     public abstract void mapKernelPages(long va, long pa, long size, java.util.function.IntToLongFunction tablePages);
 
     /**
-     * Connects the interrupt controller in front of the CPU (the 8259 pair, the GIC): from then
+     * Connects the interrupt controller in front of vCPU 0 (the 8259 pair, the GIC): from then
      * on {@link #setInterruptLine} drives its inputs and the backend takes an interrupt when its
      * output is asserted. Without one, each backend latches raised lines itself (bare-metal tests).
      */
-    public void setInterruptController(InterruptController c) { this.interruptController = c; }
+    public void setInterruptController(InterruptController c) { setInterruptController(0, c); }
 
-    /** The connected interrupt controller, or null. */
+    /** Connects the interrupt controller in front of vCPU {@code cpu}. */
+    public void setInterruptController(int cpu, InterruptController c) {
+        vcpus[cpu].controller = c;
+        if (cpu == current) this.interruptController = c;
+    }
+
+    /** The current vCPU's interrupt controller, or null. */
     public InterruptController interruptController() { return interruptController; }
 
-    /** Raises (or lowers) the external interrupt line {@code irq} of the interrupt controller. */
-    public abstract void setInterruptLine(int irq, boolean level);
+    /** vCPU {@code cpu}'s interrupt controller, or null. */
+    public InterruptController interruptController(int cpu) { return vcpus[cpu].controller; }
+
+    /** Raises (or lowers) the external interrupt line {@code irq} of vCPU 0's interrupt controller (or latch). */
+    public void setInterruptLine(int irq, boolean level) { setInterruptLine(0, irq, level); }
+
+    /**
+     * Raises (or lowers) line {@code irq} of vCPU {@code cpu}'s interrupt controller, or without
+     * one its own latch (see the arch machine); a halted vCPU it lets go on is woken at the next
+     * slice boundary.
+     */
+    public abstract void setInterruptLine(int cpu, int irq, boolean level);
 
     /** Installs the host's first look at breakpoint traps (the kprobes engine). */
     public void setTrapHandler(TrapHandler h) { this.trapHandler = h; }
@@ -248,21 +476,28 @@ public abstract class Machine implements AutoCloseable {
      */
     public TextGuard textGuard() {
         if (textGuard == null) {
-            textGuard = new TextGuard(memory, icount.granules());
+            textGuard = new TextGuard(memory, primaryClock.granules());
             memory.observeWrites(textGuard);
-            icount.attachGuard(textGuard.nativeState());
+            primaryClock.attachGuard(textGuard.nativeState());
+            for (int i = 1; i < vcpus.length; i++) vcpus[i].clock.shareGuard(primaryClock, textGuard.nativeState());
         }
         return textGuard;
     }
 
     /** x86: the guest's {@code rdtsc}/{@code rdtscp} read the virtual clock (in instruction periods), never the host. */
-    protected void useVirtualTimeStampCounter() { icount.hookTimeStampCounter(); }
+    protected void useVirtualTimeStampCounter() {
+        for (Vcpu v : vcpus) v.clock.hookTimeStampCounter();
+        timeStampCounterHooked = true;
+    }
 
     /**
      * The instruction clock's native state for a native hook that reads the live guest time
      * ({@code kpemu_sysreg_filter}'s system counter), or null when the library cannot.
      */
-    public java.lang.foreign.MemorySegment nativeLiveTime() { return icount.liveTimeState(clock.nanosPerInstruction()); }
+    public java.lang.foreign.MemorySegment nativeLiveTime() { return nativeLiveTime(current); }
+
+    /** As {@link #nativeLiveTime()}, for vCPU {@code cpu}'s clock (a native hook of its engine). */
+    public java.lang.foreign.MemorySegment nativeLiveTime(int cpu) { return vcpus[cpu].clock.liveTimeState(clock.nanosPerInstruction()); }
 
     /** The x86 time stamp counter the guest reads now (guest time in instruction periods). */
     public long timeStampCounter() { return icount.timeStampCounter(); }
@@ -345,8 +580,11 @@ public abstract class Machine implements AutoCloseable {
      * through its own current page tables.
      */
     public void invalidateCode(long va, long len) {
-        dropTranslations(uc, va, len);
-        icount.forgetBlocks();
+        Vcpu[] cpus = vcpus;
+        for (int i = 0; i < cpus.length; i++) {
+            dropTranslations(cpus[i].engine, va, len);
+            cpus[i].clock.forgetBlocks();
+        }
         Unicorn[] others = secondaryEngines;
         for (int i = 0; i < others.length; i++) dropTranslations(others[i], va, len);
     }
@@ -377,7 +615,7 @@ public abstract class Machine implements AutoCloseable {
      * running (the action may also move the PC); false stops as {@link #addBreakpoint(long)}.
      */
     public void addBreakpoint(long va, BreakpointAction action) {
-        icount.addBreak(va);
+        for (Vcpu v : vcpus) v.clock.addBreak(va);
         breakpoints.put(va, action);
     }
 
@@ -400,7 +638,7 @@ public abstract class Machine implements AutoCloseable {
     public void removeBreakpoint(long va) {
         if (!breakpoints.containsKey(va)) return;
         breakpoints.remove(va);
-        icount.removeBreak(va);
+        for (Vcpu v : vcpus) v.clock.removeBreak(va);
     }
 
     /**
@@ -453,6 +691,7 @@ public abstract class Machine implements AutoCloseable {
      */
     public void checkSnapshotPoint() {
         if (closed) throw new IllegalStateException("machine closed");
+        if (vcpus.length > 1) throw new IllegalStateException("a snapshot of a machine with " + vcpus.length + " vCPUs is not supported yet (issue 26)");
         if (inSlice) throw new IllegalStateException("a snapshot cannot be taken while the guest runs");
         if (interruptsHeld) throw new IllegalStateException("a snapshot cannot be taken while the host holds interrupts");
         if (trapHandler != null) throw new IllegalStateException("a snapshot cannot be taken with probes attached (take it before attaching them)");
@@ -484,9 +723,11 @@ public abstract class Machine implements AutoCloseable {
      * 893,299,508), the same events a few microseconds earlier; with it, both runs are equal.
      */
     public void flushTranslations() {
-        uc.flushTlb();
-        uc.flushTranslationCache();
-        icount.forgetBlocks();
+        for (Vcpu v : vcpus) {
+            v.engine.flushTlb();
+            v.engine.flushTranslationCache();
+            v.clock.forgetBlocks();
+        }
         for (Unicorn e : secondaryEngines) {
             e.flushTlb();
             e.flushTranslationCache();
@@ -513,6 +754,7 @@ public abstract class Machine implements AutoCloseable {
     /** Runs until a stop reason or {@code maxInstructions} executed instructions. */
     public StopReason run(long maxInstructions) {
         if (closed) throw new IllegalStateException("machine closed");
+        if (vcpus.length > 1) return runCpus(maxInstructions);
         long remaining = maxInstructions;
         if (pendingStop instanceof StopReason.Breakpoint b && b.address() == pc()) icount.skipBreakOnce(b.address());
         pendingStop = null;
@@ -568,7 +810,7 @@ public abstract class Machine implements AutoCloseable {
                     if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
                     continue;
                 }
-                pendingStop = new StopReason.Breakpoint(hit);
+                pendingStop = new StopReason.Breakpoint(hit, current);
             }
             if (pendingStop != null) return takeStop();
             if (!icount.reachedDeadline()) {
@@ -576,6 +818,136 @@ public abstract class Machine implements AutoCloseable {
                 StopReason idle = afterIdleExit();
                 if (idle != null) return idle;
             }
+        }
+    }
+
+    /**
+     * {@link #run} with several vCPUs: each slice runs the current vCPU up to the end of its quantum
+     * (or the budget, the slice length, the next clock event), then the {@link Schedule} picks the
+     * next vCPU among those {@link CpuState#RUNNING} and its quantum. Between slices, as with one
+     * vCPU: due events fire, the trap handler's safe point, the current vCPU's pending interrupts
+     * ({@link #beforeSlice}); then every halted vCPU that can go on is made running again. A vCPU
+     * whose engine returned on HLT/WFI and cannot go on at once is halted for the rest of its
+     * quantum; when none can run the clock idles to the next event, or the run ends
+     * {@link StopReason.Halted} (the current vCPU's PC) when no event is left or no halted vCPU can
+     * be woken. A switch to another vCPU first lets the outgoing one be {@link #descheduled}. The
+     * current vCPU and what is left of its quantum carry over to the next {@link #run}, so a stop
+     * (a breakpoint: the current vCPU is the one that reached it) changes no interleaving.
+     */
+    private StopReason runCpus(long maxInstructions) {
+        long remaining = maxInstructions;
+        if (pendingStop instanceof StopReason.Breakpoint b && b.address() == pc()) icount.skipBreakOnce(b.address());
+        pendingStop = null;
+        boolean[] runnable = new boolean[vcpus.length];
+        while (true) {
+            clock.fireDue();
+            if (trapHandler != null) trapHandler.onSafePoint(this);
+            wakeHaltedCpus();
+            if (pendingStop == null && stopFromOtherThread != null) pendingStop = stopFromOtherThread;
+            if (pendingStop != null) return takeStop();
+            if (remaining <= 0) return new StopReason.BudgetExhausted();
+            if (quantumLeft <= 0 || vcpus[current].state != CpuState.RUNNING) {
+                if (runnable.length != vcpus.length) runnable = new boolean[vcpus.length];
+                for (int i = 0; i < vcpus.length; i++) runnable[i] = vcpus[i].state == CpuState.RUNNING;
+                int next = schedule.next(runnable, lastRan);
+                if (next < 0) {
+                    // nothing can run: idle to the next event if that can wake anyone
+                    if (!anyHaltedMayWake() || !clock.idleToNextEvent()) return new StopReason.Halted(pc());
+                    continue;
+                }
+                if (lastRan >= 0 && next != lastRan) descheduled(lastRan);
+                if (next != lastRan) switches++;
+                select(next);
+                quantumLeft = schedule.nextQuantum();
+                if (switchObserver != null && next != lastRan) switchObserver.switchedTo(next, pc(), quantumLeft);
+                lastRan = next;
+            }
+            if (!interruptsHeld) beforeSlice();
+            if (pendingStop != null) return takeStop();
+            // A quantum ends at the first block boundary at or after its length: a slice stops before
+            // the block that would pass it, and the next slice of the same quantum runs that block
+            // (a slice's first block always runs). So the quantum ends at the same instruction however
+            // its slices were cut (budget, events, stops): a run in chunks interleaves as one run does.
+            long n = Math.min(Math.min(Math.min(remaining, quantumLeft), nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
+            long before = icount.executed();
+            boolean atBreak = icount.stopsBefore(pc());
+            icount.arm(n);
+            icount.setTimeStampCounter(clock.ticks());
+            icount.setLiveTime(clock.instructions(), clock.idleNanos());
+            sliceStart = before;
+            inSlice = true;
+            ran = true;
+            try {
+                if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
+            } catch (HookFailedException e) {
+                inSlice = false;
+                clock.advance(icount.executed() - before);
+                throw e;
+            } catch (UnicornException e) {
+                inSlice = false;
+                long done = icount.executed() - before;
+                clock.advance(done);
+                quantumLeft -= done;
+                StopReason r = onEngineError(e);
+                if (r != null) return r;
+                remaining -= done;
+                continue;
+            } finally {
+                inSlice = false;
+                icount.afterSlice(pc());
+            }
+            long ran = icount.executed() - before;
+            clock.advance(ran);
+            remaining -= ran;
+            quantumLeft -= ran;
+            if (textGuard != null) {
+                int g = textGuard.takeHit();
+                if (g >= 0) {
+                    textGuard.settle(g);
+                    if (pendingStop != null) return takeStop();
+                    continue;
+                }
+            }
+            long hit = icount.takeBreakHit();
+            if (hit != -1 && pendingStop == null) {
+                BreakpointAction action = breakpoints.get(hit);
+                if (action != null && action.hit(this, hit)) {
+                    if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
+                    continue;
+                }
+                pendingStop = new StopReason.Breakpoint(hit, current);
+            }
+            if (pendingStop != null) return takeStop();
+            if (!icount.reachedDeadline() && vcpus[current].state == CpuState.RUNNING && stoppedAtIdleInstruction() && !idleEnds()) {
+                vcpus[current].state = CpuState.HALTED;
+                quantumLeft = 0;
+            }
+        }
+    }
+
+    /** Makes every halted vCPU that can go on ({@link #idleEnds}) running again; the current vCPU stays current. */
+    private void wakeHaltedCpus() {
+        int was = current;
+        for (int i = 0; i < vcpus.length; i++) {
+            if (vcpus[i].state != CpuState.HALTED) continue;
+            select(i);
+            if (idleEnds()) vcpus[i].state = CpuState.RUNNING;
+        }
+        select(was);
+    }
+
+    /** True when a halted vCPU can still be woken by an interrupt to come. */
+    private boolean anyHaltedMayWake() {
+        int was = current;
+        try {
+            for (int i = 0; i < vcpus.length; i++) {
+                if (vcpus[i].state != CpuState.HALTED) continue;
+                select(i);
+                if (mayWakeLater()) return true;
+            }
+            return false;
+        } finally {
+            select(was);
         }
     }
 
@@ -602,10 +974,10 @@ public abstract class Machine implements AutoCloseable {
     public void close() {
         if (closed) return;
         closed = true;
-        uc.close();
+        for (Vcpu v : vcpus) v.engine.close();
         for (Unicorn e : secondaryEngines) e.close();
         memory.close();
         if (textGuard != null) textGuard.close();
-        icount.closeGranules();
+        primaryClock.closeGranules();
     }
 }

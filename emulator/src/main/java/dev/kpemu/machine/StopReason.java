@@ -14,8 +14,14 @@ public sealed interface StopReason {
     /** The host asked the machine to stop (e.g. from a handler). */
     record HostRequest(String why) implements StopReason {}
 
-    /** A host breakpoint ({@link Machine#addBreakpoint}) was reached; the instruction there has not run. */
-    record Breakpoint(long address) implements StopReason {}
+    /**
+     * A host breakpoint ({@link Machine#addBreakpoint}) was reached by vCPU {@code cpu} (the
+     * machine's current vCPU when the run returns); the instruction there has not run.
+     */
+    record Breakpoint(long address, int cpu) implements StopReason {
+        /** Reached by vCPU 0 (the only one of a one-vCPU machine). */
+        public Breakpoint(long address) { this(address, 0); }
+    }
 
     /** Guest time reached the limit the host set ({@code nanos}: the guest time at the stop). */
     record GuestTimeLimit(long nanos) implements StopReason {}

@@ -1,5 +1,6 @@
 package dev.kpemu.machine.arm64;
 
+import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 
 import dev.kpemu.machine.Arch;
@@ -52,29 +53,112 @@ public final class Arm64Machine extends Machine {
     }
 
     private final ExceptionStateLayout layout;
-    private final Unicorn.Context scratchContext;
-    private final BitSet irqLines = new BitSet();
+    // The current vCPU's (Machine#cpu) per-engine objects, switched with it (selectArchCpu).
+    private Unicorn.Context scratchContext;
+    private BitSet irqLines;
     private HypercallHandler hypercalls = new Psci();
-    private final Unicorn.Hook intrHook, invalidHook;
-    private final NativeSvc nativeSvc;
+    private NativeSvc nativeSvc;
+    private Cpu cpuState;
+    private Cpu[] cpus;
     private long exceptionsTaken;
     private long irqsTaken;
+
+    /** One vCPU's engine objects: its context, its native SVC hook, its interrupt latch, its translation registers' batch. */
+    private static final class Cpu {
+        final Unicorn engine;
+        final Unicorn.Context scratch;
+        final NativeSvc nativeSvc;
+        final BitSet irqLines = new BitSet();
+        Unicorn.RegisterBatch translationRegisters;
+        /** A context for clearing the exclusive monitor at a switch ({@link ExclusiveMonitor}), made on first use. */
+        Unicorn.Context monitorContext;
+        MemorySegment monitorBlob;
+
+        Cpu(Unicorn engine, Unicorn.Context scratch, NativeSvc nativeSvc) {
+            this.engine = engine;
+            this.scratch = scratch;
+            this.nativeSvc = nativeSvc;
+        }
+
+        void close() {
+            scratch.close();
+            if (monitorContext != null) monitorContext.close();
+            if (nativeSvc != null) nativeSvc.close();
+        }
+    }
 
     private Arm64Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
         this.layout = ExceptionStateLayout.get();
-        if (uc.contextSize() != layout.contextSize()) {
-            throw new IllegalStateException("context size " + uc.contextSize() + " differs from the calibrated " + layout.contextSize());
+        this.cpus = new Cpu[] {hookCpu(uc)};
+        useCpu(cpus[0]);
+    }
+
+    /** A vCPU's engine set up as the machine needs: its context, the exception (native SVC) and undefined-instruction hooks. */
+    private Cpu hookCpu(Unicorn e) {
+        if (e.contextSize() != layout.contextSize()) {
+            throw new IllegalStateException("context size " + e.contextSize() + " differs from the calibrated " + layout.contextSize());
         }
-        this.scratchContext = uc.contextAlloc();
+        Unicorn.Context scratch = e.contextAlloc();
         // svc from EL0: native (NativeSvc), which passes every other exception to onInterrupt
-        this.nativeSvc = NativeSvc.available() ? new NativeSvc(uc, layout, (u, intno) -> onInterrupt(intno)) : null;
-        this.intrHook = nativeSvc != null ? nativeSvc.hook() : uc.hookInterrupt((u, intno) -> onInterrupt(intno));
-        this.invalidHook = uc.hookInvalidInstruction(u -> {
+        NativeSvc svc = NativeSvc.available() ? new NativeSvc(e, layout, (u, intno) -> onInterrupt(intno)) : null;
+        if (svc == null) e.hookInterrupt((u, intno) -> onInterrupt(intno));
+        e.hookInvalidInstruction(u -> {
             onInterrupt(EXCP_UDEF);
             return true;
         });
+        return new Cpu(e, scratch, svc);
     }
+
+    private void useCpu(Cpu c) {
+        cpuState = c;
+        scratchContext = c.scratch;
+        nativeSvc = c.nativeSvc;
+        irqLines = c.irqLines;
+        translationRegisters = c.translationRegisters;
+    }
+
+    /**
+     * vCPU {@code cpu}'s engine gets what vCPU 0's has: exception entry to its own VBAR_EL1 (every
+     * synchronous exception, IRQs from its own latch ({@link #setInterruptLine(int, int, boolean)})
+     * or controller), SVC from EL0 natively, BRK to the trap handler, HVC/SMC to the machine's
+     * hypercall handler, WFI; the engine is made as vCPU 0's ({@link #openEngine}: EL1 in AArch64)
+     * and starts at EL1h with DAIF masked. Not set: the generic timer's system-register hooks (the
+     * board's, {@link #onCpuAdded}); PSCI still answers for one PE (step 4).
+     */
+    @Override protected void addArchCpu(int cpu, Unicorn engine) {
+        Cpu c = hookCpu(engine);
+        Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
+        more[cpu] = c;
+        cpus = more;
+        engine.regWrite(Arm64Reg.PSTATE, PSTATE_EL1H_MASKED);
+        engine.sysRegWrite(3, 0, 4, 0, 0, engine.sysRegRead(3, 0, 4, 0, 0));     // rebuild hflags (setPstate)
+    }
+
+    @Override protected void selectArchCpu(int cpu) { useCpu(cpus[cpu]); }
+
+    /**
+     * The outgoing vCPU's exclusive monitor is cleared (docs/smp-notes.md fact d): QEMU's STXR
+     * compares values, so another vCPU's store of the value LDXR read would let it succeed. The
+     * monitor's address word is set to -1 in a saved context of its engine, which is restored
+     * ({@link ExclusiveMonitor}: the word's offset is calibrated; a save per switch, and a restore
+     * when the monitor was armed).
+     */
+    @Override protected void descheduled(int cpu) {
+        Cpu c = cpus[cpu];
+        if (c.monitorContext == null) {
+            c.monitorContext = c.engine.contextAlloc();
+            c.monitorBlob = c.monitorContext.blob();
+        }
+        ExclusiveMonitor.clear(c.engine, c.monitorContext, c.monitorBlob);
+    }
+
+    @Override protected boolean stoppedAtIdleInstruction() { return isWfiAt(pc() - 4); }
+
+    /** WFI ends on a pending interrupt even when PSTATE masks it. */
+    @Override protected boolean idleEnds() { return irqPending(); }
+
+    @Override protected boolean mayWakeLater() { return true; }
 
     /** Opens an arm64 engine the way this machine needs it: A57, EL1 tables in AArch64 format, HVC to the host. */
     static Unicorn openEngine() {
@@ -124,7 +208,7 @@ public final class Arm64Machine extends Machine {
     @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
 
     @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
-        long[] lines = irqLines.toLongArray();
+        long[] lines = cpus[0].irqLines.toLongArray();
         out.writeInt(lines.length);
         for (long l : lines) out.writeLong(l);
         out.writeLong(exceptionsTaken());
@@ -136,10 +220,10 @@ public final class Arm64Machine extends Machine {
         if (n < 0 || n > 64) throw new java.io.IOException("interrupt line state out of range");
         long[] lines = new long[n];
         for (int i = 0; i < n; i++) lines[i] = in.readLong();
-        irqLines.clear();
-        irqLines.or(BitSet.valueOf(lines));
+        cpus[0].irqLines.clear();
+        cpus[0].irqLines.or(BitSet.valueOf(lines));
         exceptionsTaken = in.readLong();
-        if (nativeSvc != null) nativeSvc.resetTaken();
+        for (Cpu c : cpus) if (c.nativeSvc != null) c.nativeSvc.resetTaken();
         irqsTaken = in.readLong();
     }
 
@@ -187,7 +271,7 @@ public final class Arm64Machine extends Machine {
     public Arm64PageWalker pageTables() {
         if (translationRegisters == null) {
             // SCTLR_EL1, TCR_EL1, TTBR0_EL1, TTBR1_EL1 in one engine call (four, one at a time)
-            translationRegisters = uc.registerBatch(new int[][] {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}}, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1);
+            translationRegisters = cpuState.translationRegisters = uc.registerBatch(new int[][] {{3, 0, 1, 0, 0}, {3, 0, 2, 0, 2}}, Arm64Reg.TTBR0_EL1, Arm64Reg.TTBR1_EL1);
         }
         long[] r = translationValues;
         translationRegisters.read(r);
@@ -207,7 +291,11 @@ public final class Arm64Machine extends Machine {
     long svcSyndromesFromContext() { return nativeSvc != null ? nativeSvc.syndromesFromContext() : 0; }
 
     /** Exceptions and interrupts delivered to the guest so far. */
-    public long exceptionsTaken() { return exceptionsTaken + (nativeSvc != null ? nativeSvc.taken() : 0); }
+    public long exceptionsTaken() {
+        long n = exceptionsTaken;
+        for (Cpu c : cpus) if (c.nativeSvc != null) n += c.nativeSvc.taken();
+        return n;
+    }
 
     // ------------------------------------------------------------------ interrupts
 
@@ -231,10 +319,10 @@ public final class Arm64Machine extends Machine {
      * events.
      */
     @Override
-    public void setInterruptLine(int irq, boolean level) {
-        InterruptController ic = interruptController();
+    public void setInterruptLine(int cpu, int irq, boolean level) {
+        InterruptController ic = interruptController(cpu);
         if (ic != null) ic.setLine(irq, level);
-        else irqLines.set(irq, level);
+        else cpus[cpu].irqLines.set(irq, level);
     }
 
     /** True when an IRQ is signalled to the CPU (PSTATE.I not considered). */
@@ -385,8 +473,7 @@ public final class Arm64Machine extends Machine {
 
     @Override
     public void close() {
-        scratchContext.close();
-        if (nativeSvc != null) nativeSvc.close();
+        for (Cpu c : cpus) c.close();
         super.close();
     }
 }

@@ -34,6 +34,9 @@ public record Arm64Board(Arm64Machine machine, GicV2 gic, GenericTimer timer, Pl
             Pl011 uart = m.bus().attach(Arm64Layout.UART_BASE, new Pl011(console, gic.line(Arm64Layout.UART_INTID)));
             Pl011 term = terminal == null ? null : m.bus().attach(Arm64Layout.TERMINAL_UART_BASE,
                     new Pl011(terminal, gic.line(Arm64Layout.TERMINAL_UART_INTID)));
+            // every vCPU added later reads and writes the timer's registers as vCPU 0 does (the
+            // GIC and the timer still serve one PE: each vCPU's accesses reach PE 0's, step 4)
+            m.onCpuAdded(cpu -> timer.hookEngine(m.engine(cpu), m.nativeLiveTime(cpu)));
             m.registerState("gicv2", gic);
             m.registerState("generic-timer", timer);
             m.registerState("uart0", uart);

@@ -126,6 +126,8 @@ public final class X86Pc implements AutoCloseable {
             machine.registerState("acpi-pm", acpiPm);
             cpuid = cpuPolicy(X86Cpuid.probe(), tsc, interrupts == Interrupts.APIC);
             cpuid.install(machine.engine());
+            // every vCPU added later answers CPUID as vCPU 0 does (the same APIC ID too, for now)
+            machine.onCpuAdded(cpu -> cpuid.install(machine.engine(cpu)));
         } catch (RuntimeException e) {
             machine.close();
             throw e;

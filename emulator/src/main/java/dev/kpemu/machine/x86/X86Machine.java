@@ -28,36 +28,73 @@ public final class X86Machine extends Machine {
 
     static final long RFLAGS_TF = 1 << 8, RFLAGS_IF = 1 << 9, RFLAGS_NT = 1 << 14, RFLAGS_RF = 1 << 16, RFLAGS_VM = 1 << 17;
 
-    private final X86PageWalker walker;
+    // The current vCPU's (Machine#cpu) per-engine objects, switched with it (selectArchCpu).
+    private X86PageWalker walker;
     private final X86ContextLayout layout = X86ContextLayout.get();
-    private final Unicorn.Context scratchContext;
-    private final MemorySegment contextBlob;
+    private Unicorn.Context scratchContext;
+    private MemorySegment contextBlob;
     /** A context that saves and restores only the CPU state up to RIP, hflags and the CS/SS caches ({@link X86ContextLayout#privilegeEnd}). */
-    private final Unicorn.Context privilegeContext;
-    private final MemorySegment privilegeBlob;
+    private Unicorn.Context privilegeContext;
+    private MemorySegment privilegeBlob;
+    /** The current vCPU's own state. */
+    private Cpu cpuState;
+    private Cpu[] cpus;
     /** True while Unicorn runs the interrupt or invalid-instruction hook ({@link #setPc}). */
     private boolean inExceptionHook;
-    private int pendingVector = -1;
     private long exceptionsDelivered;
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
     private long externalInterrupts;
-    private final NativeSyscall nativeSyscall;
-    private NmiSource nmiSource;
+    private NativeSyscall nativeSyscall;
+
+    /**
+     * One vCPU's engine objects and state: page walker, contexts, the native {@code syscall} hook,
+     * its interrupt latch (no controller) and its NMI input.
+     */
+    private static final class Cpu {
+        final X86PageWalker walker;
+        final Unicorn.Context scratch, privilege;
+        /** Their blobs (each {@code blob()} call asks the engine its context size). */
+        final MemorySegment scratchBlob, privilegeBlob;
+        final NativeSyscall nativeSyscall;
+        int pendingVector = -1;
+        NmiSource nmiSource;
+
+        Cpu(X86PageWalker walker, Unicorn.Context scratch, Unicorn.Context privilege, NativeSyscall nativeSyscall) {
+            this.walker = walker;
+            this.scratch = scratch;
+            this.privilege = privilege;
+            this.scratchBlob = scratch.blob();
+            this.privilegeBlob = privilege.blob();
+            this.nativeSyscall = nativeSyscall;
+        }
+
+        void close() {
+            scratch.close();
+            privilege.close();
+            if (nativeSyscall != null) nativeSyscall.close();
+        }
+    }
 
     private X86Machine(Unicorn uc, long instructionsPerSecond) {
         super(uc, instructionsPerSecond);
-        this.walker = new X86PageWalker(uc, memory);
-        this.scratchContext = uc.contextAlloc();
-        this.contextBlob = scratchContext.blob();
-        this.privilegeContext = uc.contextAllocPrefix(layout.privilegeEnd());
-        this.privilegeBlob = privilegeContext.blob();
+        this.cpus = new Cpu[] {hookCpu(uc)};
+        useCpu(cpus[0]);
+        // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
+        // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
+        useVirtualTimeStampCounter();
+    }
+
+    /** A vCPU's engine set up as the machine needs: its contexts, exits, exception, #UD and syscall hooks. */
+    private Cpu hookCpu(Unicorn e) {
+        Unicorn.Context scratch = e.contextAlloc();
+        Unicorn.Context privilege = e.contextAllocPrefix(layout.privilegeEnd());
         // uc_emu_start's `until` is ignored from now on (see Unicorn.useExits): with guest paging,
         // 2.1.1's invalidation of the block at until-1 on every return walks an address the guest
         // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
-        uc.useExits(true);
-        uc.hookInterrupt((u, intno) -> inExceptionHook(() -> onException(intno)));
-        uc.hookInvalidInstruction(u -> {
+        e.useExits(true);
+        e.hookInterrupt((u, intno) -> inExceptionHook(() -> onException(intno)));
+        e.hookInvalidInstruction(u -> {
             // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
             // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.
             inExceptionHook(() -> {
@@ -67,12 +104,43 @@ public final class X86Machine extends Machine {
             return true;
         });
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
-        this.nativeSyscall = NativeSyscall.available() ? new NativeSyscall(uc, layout, u -> onSyscall()) : null;
-        if (nativeSyscall == null) uc.hookSyscall(u -> onSyscall());
-        // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
-        // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
-        useVirtualTimeStampCounter();
+        NativeSyscall ns = NativeSyscall.available() ? new NativeSyscall(e, layout, u -> onSyscall()) : null;
+        if (ns == null) e.hookSyscall(u -> onSyscall());
+        return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns);
     }
+
+    private void useCpu(Cpu c) {
+        cpuState = c;
+        walker = c.walker;
+        scratchContext = c.scratch;
+        contextBlob = c.scratchBlob;
+        privilegeContext = c.privilege;
+        privilegeBlob = c.privilegeBlob;
+        nativeSyscall = c.nativeSyscall;
+    }
+
+    /**
+     * vCPU {@code cpu}'s engine gets what vCPU 0's has: exception and interrupt delivery through
+     * its own IDT, #UD, {@code syscall}, HLT, its own interrupt latch ({@link #setInterruptLine(int, int, boolean)})
+     * or controller and NMI input, the virtual TSC (the machine's). Not set: the CPU's mode (real
+     * mode at reset: {@link X86LongMode#enter} on {@code engine(cpu)} before {@link #startCpu}),
+     * CPUID (the board's, {@link #onCpuAdded}), INIT/SIPI (step 4).
+     */
+    @Override protected void addArchCpu(int cpu, Unicorn engine) {
+        Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
+        more[cpu] = hookCpu(engine);
+        cpus = more;
+    }
+
+    @Override protected void selectArchCpu(int cpu) { useCpu(cpus[cpu]); }
+
+    @Override protected boolean stoppedAtIdleInstruction() { return haltedAtHlt(); }
+
+    @Override protected boolean idleEnds() {
+        return nmiPending() || ((uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0 && interruptPending());
+    }
+
+    @Override protected boolean mayWakeLater() { return (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0; }
 
     /**
      * A 64-bit x86 engine with the machine's CPU model, qemu64 (QEMU's default CPU, which the
@@ -108,13 +176,13 @@ public final class X86Machine extends Machine {
     @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
 
     @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
-        out.writeInt(pendingVector);
+        out.writeInt(cpus[0].pendingVector);
         out.writeLong(exceptionsDelivered);
         out.writeLong(externalInterrupts);
     }
 
     @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
-        pendingVector = in.readInt();
+        cpus[0].pendingVector = in.readInt();
         exceptionsDelivered = in.readLong();
         externalInterrupts = in.readLong();
     }
@@ -169,18 +237,20 @@ public final class X86Machine extends Machine {
     public long externalInterrupts() { return externalInterrupts; }
 
     /**
-     * With an interrupt controller: drives its line {@code irq}. Without one: a latch for vector
-     * {@code irq}, delivered at the next slice boundary where RFLAGS.IF is set.
+     * With an interrupt controller in front of vCPU {@code cpu}: drives its line {@code irq}.
+     * Without one: the vCPU's latch for vector {@code irq}, delivered at the next slice boundary
+     * where its RFLAGS.IF is set.
      */
     @Override
-    public void setInterruptLine(int irq, boolean level) {
-        InterruptController ic = interruptController();
+    public void setInterruptLine(int cpu, int irq, boolean level) {
+        InterruptController ic = interruptController(cpu);
         if (ic != null) {
             ic.setLine(irq, level);
             return;
         }
-        if (level) pendingVector = irq;
-        else if (pendingVector == irq) pendingVector = -1;
+        Cpu c = cpus[cpu];
+        if (level) c.pendingVector = irq;
+        else if (c.pendingVector == irq) c.pendingVector = -1;
     }
 
     /**
@@ -189,18 +259,21 @@ public final class X86Machine extends Machine {
      * modelled: the CPU's blocking of further NMIs until the handler's IRET (one vCPU with nothing
      * driving LINT1 and no NMI watchdog never sees a second NMI during the first).
      */
-    public void setNmiSource(NmiSource s) { this.nmiSource = s; }
+    public void setNmiSource(NmiSource s) { cpus[0].nmiSource = s; }
+
+    /** Connects vCPU {@code cpu}'s NMI input. */
+    public void setNmiSource(int cpu, NmiSource s) { cpus[cpu].nmiSource = s; }
 
     /** External NMIs delivered so far. */
     public long nmisDelivered() { return nmisDelivered; }
 
     private long nmisDelivered;
 
-    private boolean nmiPending() { return nmiSource != null && nmiSource.nmiPending(); }
+    private boolean nmiPending() { return cpuState.nmiSource != null && cpuState.nmiSource.nmiPending(); }
 
     private boolean interruptPending() {
         InterruptController ic = interruptController();
-        return ic != null ? ic.interruptAsserted() : pendingVector >= 0;
+        return ic != null ? ic.interruptAsserted() : cpuState.pendingVector >= 0;
     }
 
     // ------------------------------------------------------------------ exceptions
@@ -409,7 +482,7 @@ public final class X86Machine extends Machine {
      */
     @Override
     protected void beforeSlice() {
-        if (nmiPending() && !inInterruptShadow() && nmiSource.takeNmi()) {
+        if (nmiPending() && !inInterruptShadow() && cpuState.nmiSource.takeNmi()) {
             nmisDelivered++;
             deliver(VEC_NMI, pc(), null);
         }
@@ -420,8 +493,8 @@ public final class X86Machine extends Machine {
             if (ic != null) {
                 v = ic.acknowledge();   // the INTA cycle: the controller gives the vector
             } else {
-                v = pendingVector;
-                pendingVector = -1;
+                v = cpuState.pendingVector;
+                cpuState.pendingVector = -1;
             }
             externalInterrupts++;
             deliver(v, pc(), null);
@@ -484,11 +557,9 @@ public final class X86Machine extends Machine {
 
     @Override
     public void close() {
-        scratchContext.close();
-        privilegeContext.close();
+        for (Cpu c : cpus) c.close();
         for (Unicorn.Context c : secondaryContexts.values()) c.close();
         secondaryContexts.clear();
-        if (nativeSyscall != null) nativeSyscall.close();
         super.close();
     }
 }

@@ -156,6 +156,27 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
         this.msrHook = SysRegHooks.install(uc, Unicorn.ARM64_INS_MSR, 3, 3, 14, (u, reg, acc) -> onMsr(u, reg, acc.key()));
     }
 
+    /** The hooks installed on the machine's other vCPUs' engines ({@link #hookEngine}). */
+    private final java.util.List<SysRegHooks.Installed> moreHooks = new java.util.ArrayList<>();
+
+    /**
+     * Installs the MRS/MSR hooks on another vCPU's engine (a board's per-vCPU set-up,
+     * {@code Machine.onCpuAdded}); its system-counter reads are answered from that vCPU's own
+     * instruction clock ({@code liveTime}: {@code Machine.nativeLiveTime(cpu)}). Which PE's timer an
+     * access reaches is {@link #setCurrentPe}'s answer.
+     */
+    public void hookEngine(Unicorn uc, java.lang.foreign.MemorySegment liveTime) {
+        moreHooks.add(SysRegHooks.installWithCounter(uc, Unicorn.ARM64_INS_MRS, 3, 3, 14, (u, reg, acc) -> onMrs(u, reg, acc.key()),
+                liveTime, NANOS_PER_TICK));
+        moreHooks.add(SysRegHooks.install(uc, Unicorn.ARM64_INS_MSR, 3, 3, 14, (u, reg, acc) -> onMsr(u, reg, acc.key())));
+    }
+
+    private long moreCounterReads() {
+        long n = 0;
+        for (SysRegHooks.Installed h : moreHooks) n += h.counterReads();
+        return n;
+    }
+
     @Override public String name() { return "generic-timer"; }
 
     @Override
@@ -193,7 +214,7 @@ public final class GenericTimer implements Device, dev.kpemu.machine.Stateful {
     public Timer virtual(int pe) { return virt[pe]; }
 
     /** CNT* register accesses answered so far. */
-    public long accesses() { return accesses + mrsHook.counterReads(); }
+    public long accesses() { return accesses + mrsHook.counterReads() + moreCounterReads(); }
 
     /** The value an MRS of {@code key} on the current PE reads, or null when the register is not the timer's. */
     Long read(int key) { return read(current(), key); }

@@ -1,0 +1,101 @@
+package dev.kpemu.machine;
+
+import java.util.SplittableRandom;
+
+/**
+ * The order and the quantum lengths in which a machine with several vCPUs runs them on its one
+ * host thread (issue 26, docs/smp-notes.md step 2), counted in guest instructions: a function of a
+ * seed alone, so a seed names one interleaving and the same seed gives it again, byte for byte
+ * (QEMU's single-threaded round-robin TCG with icount is the model).
+ *
+ * <p>{@link #DEFAULT_SEED} is a fixed round-robin: vCPUs in index order, each for
+ * {@link #DEFAULT_QUANTUM} instructions. Any other seed draws, through a {@link SplittableRandom}
+ * seeded with it, at every switch the next vCPU (uniformly among those that can run, the one that
+ * just ran included) and its quantum: {@code 1 + r} with {@code r} uniform below {@code 2^b} and
+ * {@code b} uniform in 1..14, so quanta of a few instructions (which make races show) are as
+ * likely as quanta of thousands. Only integer draws: no floating point, the same on every JVM.
+ *
+ * <p>A schedule is stateful (its generator advances with every switch); the machine keeps it
+ * across {@link Machine#run} calls, so a run in chunks interleaves as one long run does.
+ */
+public final class Schedule {
+    /** The seed of the default schedule: round-robin, {@link #DEFAULT_QUANTUM}. */
+    public static final long DEFAULT_SEED = 0;
+    /**
+     * The default quantum: 10,000 instructions, 10 µs of guest time at the nominal speed. Switching
+     * engines is free at this length and a slice costs ~0.14 µs (docs/smp-notes.md, "Costs": under
+     * 2 % with the arm64 monitor clear of ~0.16 µs per switch); an IPI or a spinning waiter waits at
+     * most (N - 1) quanta, 30 µs with 4 vCPUs, well under a Linux tick; QEMU's round-robin TCG
+     * kicks a vCPU out after at most 100 ms of host time, far coarser.
+     */
+    public static final long DEFAULT_QUANTUM = 10_000;
+    /** Seeded schedules draw quanta up to 2^14 instructions (16,384), about the default's scale. */
+    static final int MAX_QUANTUM_BITS = 14;
+
+    private final long seed;
+    private final long quantum;
+    private final SplittableRandom random;
+
+    private Schedule(long seed, long quantum, SplittableRandom random) {
+        this.seed = seed;
+        this.quantum = quantum;
+        this.random = random;
+    }
+
+    /** A fixed round-robin with quanta of {@code quantum} instructions (at least 1). */
+    public static Schedule roundRobin(long quantum) {
+        if (quantum <= 0) throw new IllegalArgumentException("quantum must be positive");
+        return new Schedule(DEFAULT_SEED, quantum, null);
+    }
+
+    /** The schedule a seed names: {@link #DEFAULT_SEED} the default round-robin, any other a seeded draw. */
+    public static Schedule of(long seed) {
+        return seed == DEFAULT_SEED ? roundRobin(DEFAULT_QUANTUM) : new Schedule(seed, 0, new SplittableRandom(seed));
+    }
+
+    /** The same schedule from its start (a machine gets a copy: {@link Machine#setSchedule}). */
+    Schedule fresh() {
+        return random == null ? new Schedule(seed, quantum, null) : new Schedule(seed, 0, new SplittableRandom(seed));
+    }
+
+    public long seed() { return seed; }
+
+    /** True for a round-robin schedule (fixed order and quantum). */
+    public boolean roundRobin() { return random == null; }
+
+    /** The round-robin quantum, or 0 for a seeded schedule. */
+    public long quantum() { return quantum; }
+
+    /**
+     * The vCPU to run next: {@code runnable[i]} tells which can run, {@code last} is the one that
+     * ran last (-1: none yet, a round-robin starts at vCPU 0); -1 when none can.
+     */
+    int next(boolean[] runnable, int last) {
+        int n = runnable.length, count = 0;
+        for (boolean r : runnable) if (r) count++;
+        if (count == 0) return -1;
+        if (random == null) {
+            for (int k = 1; k <= n; k++) {
+                int i = (last + k) % n;
+                if (runnable[i]) return i;
+            }
+            return -1;
+        }
+        int pick = random.nextInt(count);
+        for (int i = 0; i < n; i++) {
+            if (runnable[i] && pick-- == 0) return i;
+        }
+        throw new AssertionError();
+    }
+
+    /** The quantum of the vCPU just chosen. */
+    long nextQuantum() {
+        if (random == null) return quantum;
+        int bits = 1 + random.nextInt(MAX_QUANTUM_BITS);
+        return 1 + random.nextLong(1L << bits);
+    }
+
+    @Override public String toString() {
+        return random == null ? "round-robin, quantum " + quantum : "seed " + seed;
+    }
+}
