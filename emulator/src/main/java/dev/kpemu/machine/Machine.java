@@ -590,6 +590,35 @@ public abstract class Machine implements AutoCloseable {
     }
 
     /**
+     * A guest's own instruction-cache maintenance on vCPU {@code cpu} for [va, va + len) (arm64 IC
+     * IVAU): drops the range in every other vCPU's engine (each translating {@code va} through its
+     * own current page tables) and forgets their clocks' block caches, and in the secondary
+     * engines. The issuing engine needs nothing: its own guest stores dropped its blocks (fact b of
+     * docs/smp-notes.md).
+     */
+    protected void dropCodeInOtherCpus(int cpu, long va, long len) {
+        Vcpu[] cpus = vcpus;
+        for (int i = 0; i < cpus.length; i++) {
+            if (i == cpu) continue;
+            dropTranslations(cpus[i].engine, va, len);
+            cpus[i].clock.forgetBlocks();
+        }
+        Unicorn[] others = secondaryEngines;
+        for (int i = 0; i < others.length; i++) dropTranslations(others[i], va, len);
+    }
+
+    /** As {@link #dropCodeInOtherCpus}, for all code (arm64 IC IALLU, IC IALLUIS): every other engine's translations flushed. */
+    protected void flushCodeInOtherCpus(int cpu) {
+        Vcpu[] cpus = vcpus;
+        for (int i = 0; i < cpus.length; i++) {
+            if (i == cpu) continue;
+            cpus[i].engine.flushTranslationCache();
+            cpus[i].clock.forgetBlocks();
+        }
+        for (Unicorn e : secondaryEngines) e.flushTranslationCache();
+    }
+
+    /**
      * Drops {@code engine}'s translated code for [va, va + len) ({@code TB_REMOVE_CACHE}); an arch
      * machine guards what the engine's translation of {@code va} may do to its CPU state.
      */

@@ -70,6 +70,8 @@ public final class Arm64Machine extends Machine {
         final NativeSvc nativeSvc;
         final BitSet irqLines = new BitSet();
         Unicorn.RegisterBatch translationRegisters;
+        /** The IC IVAU / IC IALLU(IS) hook, with more than one vCPU only ({@link #hookCacheMaintenance}). */
+        SysRegHooks.Installed cacheMaintenance;
         /** A context for clearing the exclusive monitor at a switch ({@link ExclusiveMonitor}), made on first use. */
         Unicorn.Context monitorContext;
         MemorySegment monitorBlob;
@@ -133,7 +135,67 @@ public final class Arm64Machine extends Machine {
         cpus = more;
         engine.regWrite(Arm64Reg.PSTATE, PSTATE_EL1H_MASKED);
         engine.sysRegWrite(3, 0, 4, 0, 0, engine.sysRegRead(3, 0, 4, 0, 0));     // rebuild hflags (setPstate)
+        if (cpu == 1) hookCacheMaintenance(0);
+        hookCacheMaintenance(cpu);
     }
+
+    // ------------------------------------------------------------------ code written by one vCPU, seen by all
+
+    /** Instruction-cache maintenance forwarded to the other vCPUs so far: IC IVAU, then IC IALLU(IS). */
+    private long lineInvalidations, allInvalidations;
+
+    /**
+     * With more than one vCPU, vCPU {@code cpu}'s engine reports its SYS instructions of CRn 7
+     * (cache maintenance) to {@link #onCacheMaintenance}: code one vCPU writes reaches the others'
+     * engines the way Linux makes it visible (docs/smp-notes.md, step 3). Each engine keeps its own
+     * translations (fact b), and the A57 model's CTR_EL0 has DIC clear, so Linux follows every code
+     * change with DC CVAU + DSB + IC IVAU by address, or IC IALLUIS. With one vCPU nothing is hooked.
+     * Other CRn 7 SYS instructions (DC ZVA, DC CVAC/CIVAC, AT) reach the Java hook too and go on
+     * untouched; the native filter cannot narrow by CRm.
+     */
+    private void hookCacheMaintenance(int cpu) {
+        Cpu c = cpus[cpu];
+        if (c.cacheMaintenance != null) return;
+        long ctr = c.engine.sysRegRead(3, 3, 0, 0, 1);
+        long line = 4L << (ctr & 0xf);                                   // CTR_EL0.IminLine: log2 of words
+        c.cacheMaintenance = SysRegHooks.install(c.engine, Unicorn.ARM64_INS_SYS, -1, -1, 7,
+                (u, reg, acc) -> onCacheMaintenance(cpu, line, u, reg, acc));
+    }
+
+    /**
+     * IC IVAU (op1 3, CRm 5, op2 1): the line holding the address is dropped in every other vCPU's
+     * engine and clock ({@link Machine#dropCodeInOtherCpus}); a user (lower-half) address with the
+     * MMU on is dropped everywhere else by a flush, since the other engines may be in another address
+     * space. IC IALLUIS (op1 0, CRm 1, op2 0) and IC IALLU (op1 0, CRm 5, op2 0): every other
+     * engine's translations flushed. Always false: the instruction then completes as usual (a no-op
+     * in the engine, whose own blocks its own stores dropped).
+     */
+    private boolean onCacheMaintenance(int cpu, long line, Unicorn u, int reg, Unicorn.SysRegAccess acc) {
+        if (acc.crn() != 7) return false;
+        if (acc.op1() == 3 && acc.crm() == 5 && acc.op2() == 1) {
+            long va = u.regRead(reg) & -line;
+            lineInvalidations++;
+            if (va >= 0 && (u.sysRegRead(3, 0, 1, 0, 0) & 1) != 0) flushCodeInOtherCpus(cpu);
+            else dropCodeInOtherCpus(cpu, va, line);
+        } else if (acc.op1() == 0 && acc.op2() == 0 && (acc.crm() == 1 || acc.crm() == 5)) {
+            allInvalidations++;
+            flushCodeInOtherCpus(cpu);
+        }
+        return false;
+    }
+
+    /** How many vCPU engines have the cache-maintenance hook: 0 with one vCPU, else every vCPU's. */
+    public int cacheMaintenanceHooks() {
+        int n = 0;
+        for (Cpu c : cpus) if (c.cacheMaintenance != null) n++;
+        return n;
+    }
+
+    /** IC IVAU instructions forwarded to the other vCPUs so far. */
+    public long lineInvalidations() { return lineInvalidations; }
+
+    /** IC IALLU / IC IALLUIS instructions forwarded to the other vCPUs so far. */
+    public long allInvalidations() { return allInvalidations; }
 
     @Override protected void selectArchCpu(int cpu) { useCpu(cpus[cpu]); }
 

@@ -1,0 +1,79 @@
+package dev.kpemu.machine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+
+import dev.kpemu.machine.SmpScheduleTest.Guest;
+import dev.kpemu.machine.SmpScheduleTest.Rig;
+import dev.kpemu.machine.arm64.Arm64Machine;
+
+/**
+ * arm64, bare metal: code one vCPU writes is run by the others once the writer has made it visible
+ * the way Linux does (docs/smp-notes.md, step 3). Without the machine's help each engine would keep
+ * running its own old translation (fact b).
+ */
+class SmpCodeCoherenceTest {
+    static final Guest G = Guest.ARM64;
+
+    /** The result register of f after the flag was seen (vCPU 1's last call), and a "has run f" word. */
+    static long after() { return G.data() + 0x100; }
+    static long seen() { return G.marker(); }
+
+    static int word(String insn, long at) {
+        return ByteBuffer.wrap(G.asm(insn, at)).order(ByteOrder.LITTLE_ENDIAN).getInt();
+    }
+
+    /**
+     * vCPU 1 calls f (returns 1) in a loop, reading the flag before each call and recording f's value;
+     * vCPU 0 waits until vCPU 1 has run f, rewrites f's first instruction with a guest store
+     * ({@code mov x0, #2}), makes it visible with {@code maintenance}, then sets the flag. vCPU 1's
+     * call after it saw the flag returns 2.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"dc cvau, x11\n dsb ish\n ic ivau, x11\n dsb ish\n isb\n", "dc cvau, x11\n dsb ish\n ic ialluis\n dsb ish\n isb\n"})
+    void codeRewrittenByOneVcpuRunsNewOnTheOther(String maintenance) throws Exception {
+        long f = G.functionAddress();
+        try (Rig r = G.rig(2)) {
+            Arm64Machine m = (Arm64Machine) r.m();
+            assertEquals(2, m.cacheMaintenanceHooks(), "every vCPU's engine is hooked");
+            r.m().memory().write(f, G.asm("mov x0, #1\n ret\n", f));
+            int newWord = word("mov x0, #2", f);
+            r.load(0, Guest.imm("x13", seen()) + "wait0:\n ldr x12, [x13]\n cbz x12, wait0\n"
+                    + Guest.imm("x11", f) + "movz w12, #" + (newWord & 0xffff) + "\n movk w12, #" + (newWord >>> 16) + ", lsl #16\n str w12, [x11]\n"
+                    + maintenance + G.store1(G.flag()) + G.idleForever());
+            r.load(1, Guest.imm("x21", G.flag()) + Guest.imm("x22", seen()) + Guest.imm("x8", f)
+                    + "loop:\n ldr x23, [x21]\n blr x8\n str x0, [x22]\n cbz x23, loop\n"
+                    + Guest.imm("x24", after()) + "str x0, [x24]\n" + G.idleForever());
+            StopReason s = r.m().run(SmpScheduleTest.BUDGET);
+            assertInstanceOf(StopReason.Halted.class, s, s.toString());
+            assertEquals(newWord & 0xffff_ffffL, r.m().memory().readLong(f) & 0xffff_ffffL, "vCPU 0 rewrote f");
+            assertTrue(r.m().cpuSwitches() >= 3, "vCPU 1 ran f before the rewrite and after: " + r.m().cpuSwitches());
+            assertEquals(2, r.m().memory().readLong(after()), "vCPU 1's call after the flag ran the new f");
+            if (maintenance.contains("ivau")) assertEquals(1, m.lineInvalidations());
+            else assertEquals(1, m.allInvalidations());
+        }
+    }
+
+    /** One vCPU: no hook is installed, so single-CPU runs are untouched; a second vCPU hooks both. */
+    @Test
+    void oneVcpuInstallsNoHook() throws Exception {
+        try (Rig r = G.rig(1)) {
+            Arm64Machine m = (Arm64Machine) r.m();
+            assertEquals(0, m.cacheMaintenanceHooks());
+            r.load(0, Guest.imm("x11", G.functionAddress()) + "ic ivau, x11\n ic ialluis\n" + G.idleForever());
+            assertInstanceOf(StopReason.Halted.class, r.m().run(SmpScheduleTest.BUDGET));
+            assertEquals(0, m.lineInvalidations());
+            assertEquals(0, m.allInvalidations());
+            r.m().addCpu();
+            assertEquals(2, m.cacheMaintenanceHooks());
+        }
+    }
+}
