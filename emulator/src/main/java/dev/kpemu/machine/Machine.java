@@ -795,53 +795,10 @@ public abstract class Machine implements AutoCloseable {
             if (pendingStop != null) return takeStop();
             if (remaining <= 0) return new StopReason.BudgetExhausted();
             long n = Math.min(Math.min(remaining, nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
-            long before = icount.executed();
-            boolean atBreak = icount.stopsBefore(pc());
-            icount.arm(n);
-            icount.setTimeStampCounter(clock.ticks());
-            icount.setLiveTime(clock.instructions(), clock.idleNanos());
-            sliceStart = before;
-            inSlice = true;
-            ran = true;
-            try {
-                if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
-            } catch (HookFailedException e) {
-                inSlice = false;
-                clock.advance(icount.executed() - before);
-                throw e;
-            } catch (UnicornException e) {
-                inSlice = false;
-                clock.advance(icount.executed() - before);
-                StopReason r = onEngineError(e);
-                if (r != null) return r;
-                remaining -= icount.executed() - before;
-                continue;
-            } finally {
-                inSlice = false;
-                icount.afterSlice(pc());
-            }
-            long ran = icount.executed() - before;
-            clock.advance(ran);
-            remaining -= ran;
-            if (textGuard != null) {
-                int g = textGuard.takeHit();
-                if (g >= 0) {
-                    // the guest rewrote guarded text that is about to run: the owner adopts it
-                    textGuard.settle(g);
-                    if (pendingStop != null) return takeStop();
-                    continue;
-                }
-            }
-            long hit = icount.takeBreakHit();
-            if (hit != -1 && pendingStop == null) {
-                BreakpointAction action = breakpoints.get(hit);
-                if (action != null && action.hit(this, hit)) {
-                    if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
-                    continue;
-                }
-                pendingStop = new StopReason.Breakpoint(hit, current);
-            }
-            if (pendingStop != null) return takeStop();
+            StopReason end = runSlice(n);
+            remaining -= sliceRan;
+            if (end == NEXT_SLICE) continue;
+            if (end != null) return end;
             if (!icount.reachedDeadline()) {
                 // The engine returned on its own: an idle instruction (HLT/WFI) ended the run.
                 StopReason idle = afterIdleExit();
@@ -898,60 +855,77 @@ public abstract class Machine implements AutoCloseable {
             // (a slice's first block always runs). So the quantum ends at the same instruction however
             // its slices were cut (budget, events, stops): a run in chunks interleaves as one run does.
             long n = Math.min(Math.min(Math.min(remaining, quantumLeft), nextSliceLength()), Math.max(1, clock.instructionsUntilNextEvent()));
-            long before = icount.executed();
-            boolean atBreak = icount.stopsBefore(pc());
-            icount.arm(n);
-            icount.setTimeStampCounter(clock.ticks());
-            icount.setLiveTime(clock.instructions(), clock.idleNanos());
-            sliceStart = before;
-            inSlice = true;
-            ran = true;
-            try {
-                if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
-            } catch (HookFailedException e) {
-                inSlice = false;
-                clock.advance(icount.executed() - before);
-                throw e;
-            } catch (UnicornException e) {
-                inSlice = false;
-                long done = icount.executed() - before;
-                clock.advance(done);
-                quantumLeft -= done;
-                StopReason r = onEngineError(e);
-                if (r != null) return r;
-                remaining -= done;
-                continue;
-            } finally {
-                inSlice = false;
-                icount.afterSlice(pc());
-            }
-            long ran = icount.executed() - before;
-            clock.advance(ran);
-            remaining -= ran;
-            quantumLeft -= ran;
-            if (textGuard != null) {
-                int g = textGuard.takeHit();
-                if (g >= 0) {
-                    textGuard.settle(g);
-                    if (pendingStop != null) return takeStop();
-                    continue;
-                }
-            }
-            long hit = icount.takeBreakHit();
-            if (hit != -1 && pendingStop == null) {
-                BreakpointAction action = breakpoints.get(hit);
-                if (action != null && action.hit(this, hit)) {
-                    if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
-                    continue;
-                }
-                pendingStop = new StopReason.Breakpoint(hit, current);
-            }
-            if (pendingStop != null) return takeStop();
+            StopReason end = runSlice(n);
+            remaining -= sliceRan;
+            quantumLeft -= sliceRan;
+            if (end == NEXT_SLICE) continue;
+            if (end != null) return end;
             if (!icount.reachedDeadline() && vcpus[current].state == CpuState.RUNNING && stoppedAtIdleInstruction() && !idleEnds()) {
                 vcpus[current].state = CpuState.HALTED;
                 quantumLeft = 0;
             }
         }
+    }
+
+    /** {@link #runSlice}'s answer "start the next iteration of the loop at once". */
+    private static final StopReason NEXT_SLICE = new StopReason.BudgetExhausted();
+    /** The instructions the last {@link #runSlice} ran (the clock has advanced by them). */
+    private long sliceRan;
+
+    /**
+     * One slice of the current vCPU, both run loops' common part: runs at most {@code n}
+     * instructions (fewer at a host breakpoint it stands on), advances the clock by what ran
+     * ({@link #sliceRan}), then takes a rewrite of guarded text and a host breakpoint reached.
+     * Returns null when the loop goes on to its own end-of-slice checks (an idle instruction),
+     * {@link #NEXT_SLICE} when it goes on to its next iteration at once (an engine error the arch
+     * took, guarded text adopted, a breakpoint action that goes on), or the reason to return.
+     */
+    private StopReason runSlice(long n) {
+        long before = icount.executed();
+        boolean atBreak = icount.stopsBefore(pc());
+        icount.arm(n);
+        icount.setTimeStampCounter(clock.ticks());
+        icount.setLiveTime(clock.instructions(), clock.idleNanos());
+        sliceStart = before;
+        inSlice = true;
+        ran = true;
+        try {
+            if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
+        } catch (HookFailedException e) {
+            inSlice = false;
+            sliceRan = icount.executed() - before;
+            clock.advance(sliceRan);
+            throw e;
+        } catch (UnicornException e) {
+            inSlice = false;
+            sliceRan = icount.executed() - before;
+            clock.advance(sliceRan);
+            StopReason r = onEngineError(e);
+            return r != null ? r : NEXT_SLICE;
+        } finally {
+            inSlice = false;
+            icount.afterSlice(pc());
+        }
+        sliceRan = icount.executed() - before;
+        clock.advance(sliceRan);
+        if (textGuard != null) {
+            int g = textGuard.takeHit();
+            if (g >= 0) {
+                // the guest rewrote guarded text that is about to run: the owner adopts it
+                textGuard.settle(g);
+                return pendingStop != null ? takeStop() : NEXT_SLICE;
+            }
+        }
+        long hit = icount.takeBreakHit();
+        if (hit != -1 && pendingStop == null) {
+            BreakpointAction action = breakpoints.get(hit);
+            if (action != null && action.hit(this, hit)) {
+                if (pc() == hit && breakpoints.containsKey(hit)) icount.skipBreakOnce(hit);
+                return NEXT_SLICE;
+            }
+            pendingStop = new StopReason.Breakpoint(hit, current);
+        }
+        return pendingStop != null ? takeStop() : null;
     }
 
     /** Makes every halted vCPU that can go on ({@link #idleEnds}) running again; the current vCPU stays current. */
