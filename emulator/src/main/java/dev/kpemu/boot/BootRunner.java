@@ -45,11 +45,23 @@ public final class BootRunner {
      * another thread stop the boot at the next safe point.
      */
     public record Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
-                          OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop, boolean x86Apic) {
+                          OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop, boolean x86Apic,
+                          int cpus, long schedSeed) {
+        /** The most virtual CPUs {@code --cpus} takes (the GICv2's limit; the x86 board follows it). */
+        public static final int MAX_CPUS = 8;
+
         public Options {
             if (memoryMiB < 64) throw new IllegalArgumentException("--memory must be at least 64 MiB");
             if (!(timeoutSeconds > 0)) throw new IllegalArgumentException("--timeout must be positive");
             if (x86Apic && arch != Arch.X86_64) throw new IllegalArgumentException("--x86-apic is an x86-64 machine option");
+            if (cpus < 1 || cpus > MAX_CPUS) throw new IllegalArgumentException("--cpus must be 1 to " + MAX_CPUS + ", not " + cpus);
+        }
+
+        /** One CPU on the default schedule. */
+        public Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
+                       OutputStream console, PrintStream trace, GuestTerminal terminal, HostStop hostStop, boolean x86Apic) {
+            this(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, x86Apic,
+                    1, dev.kpemu.machine.Schedule.DEFAULT_SEED);
         }
 
         /** Without {@code x86Apic}: the x86-64 PC keeps only the 8259 pair (the default machine). */
@@ -63,7 +75,17 @@ public final class BootRunner {
          * the reference machine's controllers) when {@code on}.
          */
         public Options withX86Apic(boolean on) {
-            return new Options(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, on);
+            return new Options(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, on,
+                    cpus, schedSeed);
+        }
+
+        /**
+         * These options with {@code cpus} virtual CPUs run in turn on the schedule {@code schedSeed} names
+         * ({@link dev.kpemu.machine.Schedule}: {@code DEFAULT_SEED} is the round-robin of fixed quanta).
+         */
+        public Options withCpus(int cpus, long schedSeed) {
+            return new Options(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, x86Apic,
+                    cpus, schedSeed);
         }
 
         public Options(Arch arch, Path kernel, Path initrd, String append, int memoryMiB, double timeoutSeconds,
