@@ -37,7 +37,7 @@ import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
  * Issue 26 on arm64: Debian 12's 6.1 (the build the references were recorded on) boots on
- * N = 2 and 4 virtual CPUs ({@code BootRunner.Options.withCpus}): PSCI CPU_ON brings the
+ * N = 2, 4 and 8 virtual CPUs ({@code BootRunner.Options.withCpus}): PSCI CPU_ON brings the
  * secondaries up as under QEMU {@code virt -smp N} (its console's lines), every CPU's own timer
  * ticks, the default workload and a user command run to power-off and the guest counts N CPUs;
  * the same boot twice is the same run, other schedule seeds boot too and interleave otherwise; a
@@ -105,7 +105,7 @@ class Arm64SmpBootTest {
      * ticking on that CPU, function-call IPIs taken (QEMU's: 186 / 200 / 75 / 72).
      */
     @ParameterizedTest(name = "{0} CPUs")
-    @ValueSource(ints = {2, 4})
+    @ValueSource(ints = {2, 4, 8})
     void linuxBringsUpEveryCpuAndRunsTheWorkloadToPowerOff(int cpus) throws Exception {
         Run r = boot(cpus, Schedule.DEFAULT_SEED);
         r.assertPoweredOff();
