@@ -150,7 +150,8 @@ class Arm64SmpBootTest {
 
     /**
      * Every kernel of the matrix (Debian 12's 6.1, 13's 6.12, unstable's 7.x, the recorded builds):
-     * the secondaries come up, the default workload runs to power-off, and a command counts the CPUs.
+     * the secondaries come up, the default workload runs to power-off, and a command counts the CPUs,
+     * takes CPU 1 offline and brings it back.
      */
     @ParameterizedTest(name = "{0} {1} CPUs")
     @org.junit.jupiter.params.provider.MethodSource("matrix")
@@ -161,10 +162,10 @@ class Arm64SmpBootTest {
         assertTrue(r.console().contains("smp: Brought up 1 node, " + cpus + " CPUs"), r.console());
         assertTrue(r.console().contains(Initramfs.MARK_DONE), r.console());
         assertClean(r.console());
-        Run c = command(suite, cpus, "nproc", tmp);
+        Run c = command(suite, cpus, "nproc; c=/sys/devices/system/cpu; echo 0 > $c/cpu1/online && nproc && echo 1 > $c/cpu1/online && nproc", tmp);
         c.assertPoweredOff();
         assertEquals(0, c.result().commandExit(), c.console());
-        assertEquals(cpus + "\n", c.command());
+        assertEquals(cpus + "\n" + (cpus - 1) + "\n" + cpus + "\n", c.command(), "CPU 1 offline and online again");
         assertClean(c.console());
     }
 
