@@ -13,10 +13,16 @@ import dev.kpemu.image.btf.BtfLocator;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.Schedule;
 import dev.kpemu.machine.arm64.Arm64Machine;
 import dev.kpemu.machine.board.Arm64Board;
 
-/** An arm64 Linux guest on kpemu's board ({@link Arm64Board}), loaded by the arm64 boot protocol. */
+/**
+ * An arm64 Linux guest on kpemu's board ({@link Arm64Board}), loaded by the arm64 boot protocol:
+ * a board of {@code Options.cpus()} PEs (Linux starts the others through PSCI CPU_ON), run on the
+ * schedule {@code Options.schedSeed()} names ({@link Schedule#of}); with one CPU the machine is the
+ * one kpemu always booted.
+ */
 final class Arm64LinuxGuest implements LinuxGuest {
     private final Arm64Board board;
     private final ConsoleMonitor console;
@@ -79,8 +85,9 @@ final class Arm64LinuxGuest implements LinuxGuest {
             } catch (IOException e) {
                 // the terminal's sink went away; the guest goes on
             }
-        });
+        }, o.cpus());
         ref[0] = board.machine();
+        board.machine().setSchedule(Schedule.of(o.schedSeed()));     // no effect with one vCPU
         try {
             long guestRam = ram - HOST_AREA_BYTES;
             Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null, !fromSnapshot);
@@ -140,7 +147,9 @@ final class Arm64LinuxGuest implements LinuxGuest {
 
     @Override public String stats() {
         Arm64Machine m = board.machine();
-        return String.format("irqs=%d exceptions=%d gicAcks=%d watchStops=%d sysregInsns=%d sysregJava=%d timerAccesses=%d uartBytes=%d",
+        String cpus = m.cpuCount() == 1 ? "" : String.format("cpus=%d switches=%d icIvau=%d icIallu=%d ", m.cpuCount(), m.cpuSwitches(),
+                m.lineInvalidations(), m.allInvalidations());
+        return cpus + String.format("irqs=%d exceptions=%d gicAcks=%d watchStops=%d sysregInsns=%d sysregJava=%d timerAccesses=%d uartBytes=%d",
                 m.irqsTaken(), m.exceptionsTaken(), board.gic().acknowledged(), m.interruptWatchStops(),
                 board.timer().sysRegInstructions(), board.timer().javaHookCalls(), board.timer().accesses(), board.uart().transmitted());
     }

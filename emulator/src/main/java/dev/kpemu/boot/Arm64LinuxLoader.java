@@ -22,6 +22,10 @@ import dev.kpemu.unicorn.Arm64Reg;
  * <p>Placement in RAM (base {@link Arm64Layout#RAM_BASE}): the device tree at the start of RAM,
  * the kernel at the first 2 MiB boundary above it, the initrd at the first 2 MiB boundary past
  * the kernel's image_size (its BSS and early page tables).
+ *
+ * <p>The device tree lists one {@code cpu@i} node per vCPU of the machine ({@code m.cpuCount()}:
+ * an {@link Arm64Board} of N PEs has them all before the load); the boot registers are vCPU 0's,
+ * the others wait for PSCI CPU_ON.
  */
 public final class Arm64LinuxLoader {
     public static final long ALIGN_2M = 2L << 20;
@@ -101,7 +105,7 @@ public final class Arm64LinuxLoader {
             rd = new Arm64DeviceTree.Initrd(start, end);
         }
 
-        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, ram.size() - guestRamBytes, cmdline, rd, terminalUart);
+        byte[] dtb = Arm64DeviceTree.build(guestRamBytes, ram.size() - guestRamBytes, cmdline, rd, terminalUart, m.cpuCount());
         if (dtb.length > DTB_MAX) throw new IllegalStateException("device tree larger than 2 MiB");
         long dtbAddr = ram.base();
         m.memory().write(dtbAddr, dtb);

@@ -125,8 +125,9 @@ public final class Arm64Machine extends Machine {
      * synchronous exception, IRQs from its own latch ({@link #setInterruptLine(int, int, boolean)})
      * or controller), SVC from EL0 natively, BRK to the trap handler, HVC/SMC to the machine's
      * hypercall handler, WFI; the engine is made as vCPU 0's ({@link #openEngine}: EL1 in AArch64)
-     * and starts at EL1h with DAIF masked. Not set: the generic timer's system-register hooks (the
-     * board's, {@link #onCpuAdded}); PSCI still answers for one PE (step 4).
+     * and starts at EL1h with DAIF masked. Not set: the generic timer's system-register hooks, the
+     * interrupt controller, the MPIDR and PSCI's power control (the board's: {@code Arm64Board} of N
+     * PEs, through {@link #onCpuAdded} and {@link #setHypercallHandler}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
         Cpu c = hookCpu(engine);

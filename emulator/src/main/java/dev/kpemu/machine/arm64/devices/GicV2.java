@@ -298,6 +298,21 @@ public final class GicV2 implements InterruptController, dev.kpemu.machine.State
     /** {@code c}'s IRQ output. */
     public boolean interruptAsserted(int c) { return highestPending(c) != SPURIOUS; }
 
+    /**
+     * CPU {@code c}'s view of the GIC as the controller in front of that CPU (a machine's per-vCPU
+     * {@code setInterruptController}): its IRQ output is {@code c}'s, its acknowledge is a GICC_IAR
+     * read by {@code c}, and its input lines are {@code c}'s PPIs (16-31) and the shared SPIs, so
+     * {@code Machine.setInterruptLine(c, id, level)} reaches {@code c}'s own PPI.
+     */
+    public InterruptController cpuController(int c) {
+        checkCpu(c);
+        return new InterruptController() {
+            @Override public void setLine(int intid, boolean high) { setPrivateLine(c, intid, high); }
+            @Override public boolean interruptAsserted() { return GicV2.this.interruptAsserted(c); }
+            @Override public int acknowledge() { return GicV2.this.acknowledge(c); }
+        };
+    }
+
     private void changed() {
         boolean any = false;
         for (int c = 0; c < cpus; c++) {
