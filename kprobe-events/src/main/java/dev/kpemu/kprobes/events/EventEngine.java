@@ -381,7 +381,8 @@ public final class EventEngine implements AutoCloseable {
     public String listing() {
         StringBuilder sb = new StringBuilder();
         java.util.Set<TraceProbe> listed = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def)).append('\n');   // a glob fprobe: one line
+        int defaultMaxactive = kprobes.defaultMaxactive();        // max(10, 2 x the machine's vCPUs)
+        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def, defaultMaxactive)).append('\n');   // a glob fprobe: one line
         return sb.toString();
     }
 

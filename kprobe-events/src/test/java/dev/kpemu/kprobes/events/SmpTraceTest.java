@@ -100,6 +100,18 @@ class SmpTraceTest {
         }
     }
 
+    /** {@code kprobe_events} lists a return probe's default maxactive as Linux fills it in: max(10, 2 x CPUs). */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aReturnProbesListedMaxactiveFollowsTheCpus(Arch arch) throws Exception {
+        try (GuestKernel k = new GuestKernel(arch)) {
+            k.guest.startAll(6, k.guest.writeLoopCalling(k.sym("kprobe_target"), 1));
+            k.write("r:rr kprobe_target");
+            k.write("r3:r3 kprobe_target");
+            assertEquals("r12:kprobes/rr kprobe_target\nr3:kprobes/r3 kprobe_target\n", k.engine.listing());
+        }
+    }
+
     static String lineCpu(String line) {
         Matcher m = CPU_COLUMN.matcher(line);
         assertTrue(m.find(), line);
