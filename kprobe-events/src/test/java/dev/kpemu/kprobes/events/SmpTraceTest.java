@@ -31,8 +31,10 @@ class SmpTraceTest {
     static final Pattern CPU_COLUMN = Pattern.compile("\\[(\\d{3})\\] ");
 
     /** The guest with its vCPUs, all running the loop; every vCPU shares vCPU 0's current task. */
-    static GuestKernel withCpus(Arch arch) {
-        GuestKernel k = new GuestKernel(arch);
+    static GuestKernel withCpus(Arch arch) { return withCpus(arch, Dialect.LINUX_6_1); }
+
+    static GuestKernel withCpus(Arch arch, Dialect dialect) {
+        GuestKernel k = new GuestKernel(arch, dialect);
         long driver = k.guest.writeLoopCalling(k.sym("kprobe_target"), K);
         k.guest.startAll(N, driver);
         int taskReg = arch == Arch.X86_64 ? X86Reg.GS_BASE : Arm64Reg.SP_EL0;
@@ -80,6 +82,19 @@ class SmpTraceTest {
             k.engine.enable("e");
             run(k);
             assertEquals(Map.of(1, K, 2, K), perCpu(k.lines()));
+        }
+    }
+
+    /** 6.12's filters take a cpulist ({@code CPUS{}}, Linux 6.6+). */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aCpulistFilterOnLinux612(Arch arch) throws Exception {
+        try (GuestKernel k = withCpus(arch, Dialect.LINUX_6_12)) {
+            k.write("p:e kprobe_target");
+            k.engine.setFilter("e", "cpu & CPUS{0,2}");
+            k.engine.enable("e");
+            run(k);
+            assertEquals(Map.of(0, K, 2, K), perCpu(k.lines()));
         }
     }
 
