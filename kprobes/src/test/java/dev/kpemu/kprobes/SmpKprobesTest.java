@@ -82,6 +82,46 @@ class SmpKprobesTest {
         }
     }
 
+    /**
+     * Reentry stays per CPU: vCPU 1's pre handler calls the probed function again (as Linux's KUnit
+     * {@code test_kprobe_missed}), so that nested hit, on the same vCPU, is missed and runs no
+     * handler; vCPU 0's hits, also while vCPU 1 is in its step, are not. The default schedule only:
+     * the fixture's nested run ({@link GuestFunctionCall}) stops at the vCPU's quantum deadline, so
+     * a quantum of a few instructions ends it before it returns.
+     */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(Arch.class)
+    void reentryOnTheSameVcpuIsMissedAndOnAnotherIsNot(Arch arch) {
+        int k = 100;
+        for (Schedule schedule : List.of(Schedule.of(Schedule.DEFAULT_SEED))) {
+            try (Guest g = Guest.create(arch)) {
+                Machine m = g.machine;
+                long fn = g.sym("kprobe_target");
+                long driver = g.writeLoopCalling(fn, k);
+                g.startAll(2, driver);
+                Kprobes kp = g.kprobes().boosting(false);
+                GuestFunctionCall call = GuestFunctionCall.on(kp);
+                long[] pre = new long[2], nested = {0};
+                Kprobe probe = Kprobe.at(g.find("kprobe_target", arch == Arch.X86_64 ? "div" : "udiv")).pre((p, r) -> {
+                    pre[m.cpu()]++;
+                    if (m.cpu() == 1) nested[0] += call.call(fn, 9);          // 9 / 3 = 3, its own hit missed
+                    return 0;
+                });
+                kp.register(probe);
+                m.setSchedule(schedule);
+
+                StopReason s = m.run(BUDGET);
+
+                String what = arch + ", schedule " + describe(schedule);
+                assertInstanceOf(StopReason.Halted.class, s, what + ": " + s);
+                assertEquals(k, pre[0], what + ": vCPU 0's hits");
+                assertEquals(k, pre[1], what + ": vCPU 1's outer hits (its nested ones run no handler)");
+                assertEquals(3L * k, nested[0], what + ": the nested calls ran the stepped divide");
+                assertEquals(k, probe.nmissed(), what + ": one miss per nested call, all on vCPU 1");
+            }
+        }
+    }
+
     static Stream<Arguments> kretprobeCases() {
         List<Arguments> out = new ArrayList<>();
         for (Arch a : Arch.values()) {
