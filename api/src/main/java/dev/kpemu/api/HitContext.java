@@ -178,6 +178,8 @@ final class HitContext implements ProbeContext {
 
     @Override public int tgid() { return fetch.tgid(); }
 
+    @Override public int cpu() { return machine.cpu(); }
+
     @Override public long currentTask() { return fetch.currentTask(); }
 
     @Override public long nanos() { return machine.clock().liveNanos(); }

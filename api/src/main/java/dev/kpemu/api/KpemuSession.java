@@ -78,6 +78,12 @@ public final class KpemuSession implements AutoCloseable {
     /** The architecture booted. */
     public Arch arch() { return b.arch; }
 
+    /** The virtual CPUs asked for ({@link Builder#cpus}). */
+    public int cpus() { return b.cpus; }
+
+    /** The schedule's seed ({@link Builder#schedSeed}). */
+    public long schedSeed() { return b.schedSeed; }
+
     /** The kernel as chosen: {@code debian:SUITE[@RELEASE]}, a file, or {@code debian} (the default). */
     public String kernel() {
         return b.kernelFile != null ? b.kernelFile.toString() : b.kernelChoice != null ? b.kernelChoice.toString() : KernelChoice.DEFAULT.toString();
@@ -234,8 +240,7 @@ public final class KpemuSession implements AutoCloseable {
         };
         BootRunner.Result r;
         try {
-            BootRunner.Options options = new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
-                    b.console, null, terminal, null, b.x86Apic);
+            BootRunner.Options options = bootOptions(b, arch, kernel, initrd, append, terminal);
             r = b.snapshot == null ? BootRunner.boot(options, hooks)
                     : BootRunner.boot(options, hooks, b.snapshotAtNanos < 0 ? BootSnapshot.file(b.snapshot, b.snapshotNotices)
                             : BootSnapshot.file(b.snapshot, b.snapshotNotices).atGuestTime(b.snapshotAtNanos));
@@ -312,6 +317,12 @@ public final class KpemuSession implements AutoCloseable {
     @Override public void close() {}
 
     /** How to boot: the builder of a {@link KpemuSession}. */
+    /** What {@link #run} boots with: the builder's machine choices on the resolved kernel and initramfs. */
+    static BootRunner.Options bootOptions(Builder b, Arch arch, Path kernel, Path initrd, String append, GuestTerminal terminal) {
+        return new BootRunner.Options(arch, kernel, initrd, append, b.memoryMiB, b.timeoutSeconds,
+                b.console, null, terminal, null, b.x86Apic).withCpus(b.cpus, b.schedSeed);
+    }
+
     public static final class Builder {
         private Arch arch = Arch.X86_64;
         private KernelChoice kernelChoice;
@@ -320,6 +331,8 @@ public final class KpemuSession implements AutoCloseable {
         private String append;
         private int memoryMiB = 256;
         private boolean x86Apic;
+        private int cpus = 1;
+        private long schedSeed = dev.kpemu.machine.Schedule.DEFAULT_SEED;
         private double timeoutSeconds = 60;
         private OutputStream console = OutputStream.nullOutputStream();
         private OutputStream commandOutput;
@@ -380,6 +393,25 @@ public final class KpemuSession implements AutoCloseable {
          * Refused at boot on arm64.
          */
         public Builder x86Apic(boolean on) { this.x86Apic = on; return this; }
+
+        /**
+         * The guest's virtual CPUs ({@code kpemu boot --cpus}), 1 to {@link BootRunner.Options#MAX_CPUS}
+         * (default 1), run in turn on one host thread. The boards do not read it yet (issue 26): a
+         * session still boots one CPU.
+         */
+        public Builder cpus(int n) {
+            if (n < 1 || n > BootRunner.Options.MAX_CPUS)
+                throw new IllegalArgumentException("cpus must be 1 to " + BootRunner.Options.MAX_CPUS + ", not " + n);
+            this.cpus = n;
+            return this;
+        }
+
+        /**
+         * The seed naming the vCPUs' interleaving ({@code kpemu boot --sched-seed}; default
+         * {@link dev.kpemu.machine.Schedule#DEFAULT_SEED}, a round-robin of fixed quanta): the same
+         * seed repeats a run.
+         */
+        public Builder schedSeed(long seed) { this.schedSeed = seed; return this; }
 
         /** Guest RAM in MiB (default 256, at least 64). */
         public Builder memoryMiB(int mib) {

@@ -97,6 +97,12 @@ public interface ProbeContext {
     /** {@code current->tgid} (the process id), 0 when unknown. */
     int tgid();
 
+    /**
+     * {@code smp_processor_id()}: the CPU that hit (the vCPU whose engine trapped, 0 to N - 1), as
+     * the trace's cpu column shows it; 0 on a machine with one vCPU.
+     */
+    int cpu();
+
     /** {@code current} ({@code struct task_struct *}), 0 when unknown. */
     long currentTask();
 

@@ -24,6 +24,18 @@ class BuilderTest {
         assertThrows(IllegalArgumentException.class, () -> KpemuSession.builder().memoryMiB(32));
         assertThrows(IllegalArgumentException.class, () -> KpemuSession.builder().timeout(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> KpemuSession.builder().command());
+        assertThrows(IllegalArgumentException.class, () -> KpemuSession.builder().cpus(0));
+        assertThrows(IllegalArgumentException.class, () -> KpemuSession.builder().cpus(dev.kpemu.boot.BootRunner.Options.MAX_CPUS + 1));
+    }
+
+    @Test
+    void cpusAndTheScheduleSeedReachTheBootOptions() {
+        var o = KpemuSession.bootOptions(KpemuSession.builder().cpus(4).schedSeed(9), dev.kpemu.machine.Arch.ARM64, null, null, null, null);
+        assertEquals(4, o.cpus());
+        assertEquals(9, o.schedSeed());
+        var d = KpemuSession.bootOptions(KpemuSession.builder(), dev.kpemu.machine.Arch.X86_64, null, null, null, null);
+        assertEquals(1, d.cpus());
+        assertEquals(dev.kpemu.machine.Schedule.DEFAULT_SEED, d.schedSeed());
     }
 
     @Test

@@ -44,7 +44,7 @@ class SessionTest {
             long filename = ctx.arg("filename"), how = ctx.arg("how");
             seen.addAll(List.of(ctx.argTypes(), ctx.userString(filename), ctx.kernelString(filename),
                     ctx.readUser(filename, 5).map(String::new), ctx.readKernel(filename, 5).isPresent(),
-                    ctx.readLong(how), ctx.field("how", "flags"), ctx.pid() == ctx.tgid(), ctx.registers().get("rdi") == ctx.arg(0)));
+                    ctx.readLong(how), ctx.field("how", "flags"), ctx.pid() == ctx.tgid(), ctx.registers().get("rdi") == ctx.arg(0), ctx.cpu()));
         }));
         s.onReady(ready -> listing.add(ready.kprobes().list()));
         SessionResult r = s.run();
@@ -61,6 +61,8 @@ class SessionTest {
         assertEquals(((java.util.OptionalLong) seen.get(6)).getAsLong(), ((java.util.OptionalLong) seen.get(5)).getAsLong());
         assertEquals(true, seen.get(7));
         assertEquals(true, seen.get(8), "x86-64 passes the first argument in rdi");
+        assertEquals(0, seen.get(9), "one CPU: smp_processor_id() is 0");
+        assertTrue(lines.stream().filter(l -> l.contains(" myopen: ")).allMatch(l -> l.contains(" [000] ")), "the cpu column of one CPU");
         assertEquals(lines, r.traceLines());
         long events = lines.stream().filter(l -> l.contains(" myopen: (do_sys_openat2+0x")).count();
         assertTrue(events > 0, String.join("\n", lines));

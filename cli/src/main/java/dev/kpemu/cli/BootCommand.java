@@ -69,6 +69,8 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM (default ${DEFAULT-VALUE})")
     int memoryMiB;
 
+    @CommandLine.Mixin CpuOptions cpuOptions = new CpuOptions();
+
     @Option(names = "--x86-apic", hidden = true,
             description = "x86_64: the PC with a local APIC and an I/O APIC (the MADT, CPUID's APIC bit), as QEMU's pc; default: the 8259 pair alone")
     boolean x86Apic;
@@ -184,6 +186,7 @@ final class BootCommand implements Callable<Integer> {
 
     @Override public Integer call() throws IOException {
         dev.kpemu.boot.PhaseLog.mark("command line parsed");
+        cpuOptions.check(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Arch a = ArchOption.one(spec, arch);
@@ -327,10 +330,10 @@ final class BootCommand implements Callable<Integer> {
                     try (Progress p = Progress.start("kpemu", gc.commandGuest() || "-".equals(consoleTo),
                             () -> traced == null ? -1 : traced.guestNanos(), () -> traced == null ? 0 : traced.eventCount())) {
                         // with a command, stderr carries its output: kpemu's start-up lines stay out of it
-                        r = BootRunner.boot(new BootRunner.Options(a, kernelFile, initrdFile,
+                        r = BootRunner.boot(cpuOptions.apply(new BootRunner.Options(a, kernelFile, initrdFile,
                                         gc.commandGuest() ? dev.kpemu.image.CommandGuest.commandLine(a, append) : append, memoryMiB, timeout, con,
                                         gc.commandGuest() ? null : messages,
-                                        terminal, hostStop, x86Apic),
+                                        terminal, hostStop, x86Apic), spec),
                                 traced == null ? BootHooks.NONE : traced, snap);
                     }
                 } catch (TracedBoot.DefinitionRejected e) {

@@ -43,9 +43,12 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = "kernel to boot: an image file (needs --arch), or " + KernelOption.HELP)
     String kernel;
 
+    @CommandLine.Mixin CpuOptions cpuOptions = new CpuOptions();
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() throws IOException, KernelImageException {
+        cpuOptions.check(spec);
         List<Arch> arches = ArchOption.orBoth(spec, arch);
         KernelChoice choice = KernelOption.parse(spec, kernel);
         if (choice instanceof KernelChoice.File && arches.size() != 1) {
@@ -67,7 +70,7 @@ final class DemoCommand implements Callable<Integer> {
             TracedBoot traced = new TracedBoot(script(a), trace);
             BootRunner.Result r;
             try (OutputStream con = Files.newOutputStream(consoleLog)) {
-                r = BootRunner.boot(new BootRunner.Options(a, kernelFile, null, null, 256, 60, con, null), traced);
+                r = BootRunner.boot(cpuOptions.apply(new BootRunner.Options(a, kernelFile, null, null, 256, 60, con, null), spec), traced);
             }
             trace.flush();
             if (traced.events() != null) {

@@ -36,12 +36,14 @@ import dev.kpemu.machine.Arch;
  *     task's pid), named {@code comm-pid} by a {@code thread_name} metadata event (comms a task had
  *     over its life, e.g. {@code sh} then {@code cat} after exec, are joined with {@code /}).</li>
  * <li>Every kprobe event is an instant ({@code "ph":"i"}, thread scope) named after the event, its
- *     fields as {@code args} ({@code probe}: the probe point; each argument as printed).</li>
+ *     fields as {@code args} ({@code probe}: the probe point; {@code cpu}: the trace line's cpu
+ *     column, the vCPU that hit; each argument as printed).</li>
  * <li>Every kretprobe event is paired with the newest unpaired entry event of the same task and
  *     the same probed function (a kprobe defined on the function's symbol with offset 0): LIFO, so
  *     recursion nests. The pair is a complete slice ({@code "ph":"X"}) named after the function,
  *     from the entry's timestamp, {@code dur} the return's minus the entry's; its args are both
- *     events' fields. A return with no entry is an instant.</li>
+ *     events' fields and cpus ({@code entry cpu}, {@code return cpu}: a task may return on
+ *     another CPU). A return with no entry is an instant.</li>
  * <li>Process {@value #KPEMU_PID} is kpemu: its phases ({@code boot}: power-on to /init,
  *     {@code init}: /init to power-off) are slices on one thread.</li>
  * </ul>
@@ -141,9 +143,11 @@ final class PerfettoTrace {
                     ObjectNode args = x.putObject("args");
                     args.put("entry", entry.name());
                     args.put("entry probe", entry.probePoint());
+                    args.put("entry cpu", entry.context().cpu());
                     for (ReferenceTrace.Arg a : entry.args()) args.put(entry.name() + "." + a.name(), a.value());
                     args.put("return", e.name());
                     args.put("return site", e.probePoint());
+                    args.put("return cpu", e.context().cpu());
                     for (ReferenceTrace.Arg a : e.args()) args.put(e.name() + "." + a.name(), a.value());
                     mapper.writeTree(out, x);
                     slices++;
@@ -217,6 +221,7 @@ final class PerfettoTrace {
             o.put("s", "t");
             ObjectNode args = o.putObject("args");
             args.put("probe", e.isReturn() ? e.probePoint() + " <- " + e.function() : e.probePoint());
+            args.put("cpu", e.context().cpu());
             for (ReferenceTrace.Arg a : e.args()) args.put(a.name(), a.value());
             return o;
         }

@@ -28,13 +28,13 @@ class PerfettoTraceTest {
             "r:rdret ksys_read ret=$retval",
             "p:mid ksys_read+5");
 
-    // sh-80 opens twice, nested as recursion would (LIFO); cat-82 opens once; rd has a return with no entry seen
+    // sh-80 opens twice, nested as recursion would (LIFO); cat-82 opens once on cpu 1 and returns on cpu 2; rd has a return with no entry seen
     static final List<String> LINES = List.of(
             "              sh-80      [000] .....     1.000100: myopen: (do_sys_openat2+0x0/0x170) dfd=0xffffff9c fn=\"/a\"",
             "              sh-80      [000] .....     1.000150: myopen: (do_sys_openat2+0x0/0x170) dfd=0xffffff9c fn=\"/b\"",
-            "             cat-82      [000] .....     1.000160: myopen: (do_sys_openat2+0x0/0x170) dfd=0xffffff9c fn=\"/c\"",
+            "             cat-82      [001] .....     1.000160: myopen: (do_sys_openat2+0x0/0x170) dfd=0xffffff9c fn=\"/c\"",
             "              sh-80      [000] .....     1.000170: myret: (__x64_sys_openat+0x6a/0xa0 <- do_sys_openat2) ret=0x4",
-            "             cat-82      [000] .....     1.000200: myret: (__x64_sys_openat+0x6a/0xa0 <- do_sys_openat2) ret=0x3",
+            "             cat-82      [002] .....     1.000200: myret: (__x64_sys_openat+0x6a/0xa0 <- do_sys_openat2) ret=0x3",
             "              sh-80      [000] .....     1.000400: myret: (__x64_sys_openat+0x6a/0xa0 <- do_sys_openat2) ret=0x3",
             "             cat-82      [000] .....     1.000500: mid: (ksys_read+0x5/0xe0)",
             "             cat-82      [000] .....     1.000510: rdret: (vfs_read+0x10/0x30 <- ksys_read) ret=0x0");
@@ -85,6 +85,10 @@ class PerfettoTraceTest {
                 "82 myopen 1000160 do_sys_openat2+0x0/0x170", "82 mid 1000500 ksys_read+0x5/0xe0",
                 "82 rdret 1000510 vfs_read+0x10/0x30 <- ksys_read"), instants);
         assertEquals("\"/a\"", ev.stream().filter(e -> e.get("ph").asText().equals("i")).findFirst().orElseThrow().get("args").get("fn").asText());
+        // the cpu column: an instant's cpu, a slice's entry and return cpus
+        assertEquals(List.of(0, 0, 1, 0, 0), ev.stream().filter(e -> e.get("ph").asText().equals("i")).map(e -> e.get("args").get("cpu").asInt()).toList());
+        assertEquals(List.of("0>0", "1>2", "0>0"), ev.stream().filter(e -> e.get("ph").asText().equals("X") && e.get("pid").asInt() == 1)
+                .map(e -> e.get("args").get("entry cpu").asInt() + ">" + e.get("args").get("return cpu").asInt()).toList());
         // kpemu's phases on their own process
         List<String> phases = ev.stream().filter(e -> e.get("ph").asText().equals("X") && e.get("pid").asInt() == 2)
                 .map(e -> e.get("name").asText() + " " + e.get("ts").asLong() + "+" + e.get("dur").asLong()).toList();

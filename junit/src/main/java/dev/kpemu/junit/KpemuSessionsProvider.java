@@ -24,7 +24,7 @@ final class KpemuSessionsProvider implements ArgumentsProvider, AnnotationConsum
         for (Arch arch : source.arch()) {
             for (String kernel : source.kernel()) {
                 all.add(Arguments.of(Named.of(arch.linuxName() + " " + kernel, Sessions.build(arch, kernel, source.command(),
-                        source.timeoutSeconds(), source.memoryMiB(), source.events()))));
+                        source.timeoutSeconds(), source.memoryMiB(), source.cpus(), source.schedSeed(), source.events()))));
             }
         }
         return all.stream();

@@ -30,5 +30,11 @@ public @interface KpemuSource {
 
     int memoryMiB() default 256;
 
+    /** Virtual CPUs, as {@link KpemuTest#cpus()}. */
+    int cpus() default 1;
+
+    /** The schedule's seed, as {@link KpemuTest#schedSeed()}. */
+    long schedSeed() default dev.kpemu.machine.Schedule.DEFAULT_SEED;
+
     String[] events() default {};
 }

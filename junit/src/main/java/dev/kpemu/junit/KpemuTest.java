@@ -38,6 +38,15 @@ public @interface KpemuTest {
 
     int memoryMiB() default 256;
 
+    /**
+     * Virtual CPUs, 1 to 8 ({@code kpemu boot --cpus}; {@link dev.kpemu.api.KpemuSession.Builder#cpus}).
+     * The boards do not read it yet (issue 26): the guest still boots one CPU.
+     */
+    int cpus() default 1;
+
+    /** The seed naming the vCPUs' interleaving ({@code --sched-seed}; 0: the default round-robin). */
+    long schedSeed() default dev.kpemu.machine.Schedule.DEFAULT_SEED;
+
     /** kprobe_events definitions to register with the Java probes. */
     String[] events() default {};
 }

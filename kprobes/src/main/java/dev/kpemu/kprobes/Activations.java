@@ -5,9 +5,16 @@ import java.util.ArrayDeque;
 import dev.kpemu.machine.Machine;
 
 /**
- * The kernel's per-CPU {@code current_kprobe} and {@code kprobe_status} (current plus the saved
- * previous level on reentry): which probe's handlers or step are running, and whether the
- * machine holds interrupts because a step from a slot is in flight.
+ * The kernel's per-CPU kprobe control block: {@code current_kprobe} and {@code kprobe_status}
+ * (current plus the saved previous level on reentry) — which probe's handlers or step are
+ * running on a CPU — one per vCPU, indexed by {@link Machine#cpu()}, the vCPU whose hook is
+ * running. So a hit on one vCPU while another is between the start and the end of its
+ * out-of-line step (a quantum can end there: the step's slot is a block of its own) is an
+ * ordinary hit, and only a hit on the same vCPU is reentry ({@code kprobe_running()}).
+ *
+ * <p>Interrupts are held while any vCPU has a step in flight: the machine's hold is machine-wide
+ * ({@link Machine#holdInterrupts}), so one vCPU's finished step must not release another's.
+ * With one vCPU everything is as before: one block, the same hold.
  */
 final class Activations {
     /** The kernel's per-CPU kprobe status values. */
@@ -25,32 +32,56 @@ final class Activations {
     }
 
     private final Machine machine;
-    private final ArrayDeque<Activation> active = new ArrayDeque<>();
+    /** vCPU i's levels, innermost first; grown when a vCPU added later first hits. */
+    private ArrayDeque<Activation>[] perCpu;
 
+    @SuppressWarnings("unchecked")
     Activations(Machine machine) {
         this.machine = machine;
+        this.perCpu = new ArrayDeque[] {new ArrayDeque<Activation>()};
     }
 
-    /** {@code kprobe_running()}: false when no handler or step is active. */
-    boolean isEmpty() { return active.isEmpty(); }
+    /** The hitting vCPU's levels. */
+    private ArrayDeque<Activation> mine() {
+        int cpu = machine.cpu();
+        if (cpu >= perCpu.length) grow(cpu);
+        return perCpu[cpu];
+    }
 
-    /** The innermost level, or null. */
-    Activation peek() { return active.peek(); }
+    private void grow(int cpu) {
+        int old = perCpu.length;
+        perCpu = java.util.Arrays.copyOf(perCpu, Math.max(cpu + 1, machine.cpuCount()));
+        for (int i = old; i < perCpu.length; i++) perCpu[i] = new ArrayDeque<>();
+    }
 
-    void push(Activation a) { active.push(a); }
+    /** {@code kprobe_running()} on the hitting vCPU: false when no handler or step is active there. */
+    boolean isEmpty() { return mine().isEmpty(); }
 
-    /** Ends level {@code a}; interrupts stay held while a step is still in flight. */
+    /** True when no vCPU runs a handler or has a step in flight (a safe point for every vCPU). */
+    boolean noneActive() {
+        for (ArrayDeque<Activation> a : perCpu) if (!a.isEmpty()) return false;
+        return true;
+    }
+
+    /** The hitting vCPU's innermost level, or null. */
+    Activation peek() { return mine().peek(); }
+
+    /** A new innermost level on the hitting vCPU. */
+    void push(Activation a) { mine().push(a); }
+
+    /** Ends level {@code a} of the hitting vCPU; interrupts stay held while any vCPU's step is still in flight. */
     void pop(Activation a) {
-        active.remove(a);
+        mine().remove(a);
         boolean stepping = false;
-        for (Activation x : active) stepping |= x.status == Status.HIT_SS || x.status == Status.REENTER;
+        for (ArrayDeque<Activation> levels : perCpu)
+            for (Activation x : levels) stepping |= x.status == Status.HIT_SS || x.status == Status.REENTER;
         machine.holdInterrupts(stepping);
     }
 
-    /** True when some level is {@code p}'s (its slot may still be executing). */
+    /** True when some level of some vCPU is {@code p}'s (its slot may still be executing there). */
     boolean involves(ProbePoint p) {
-        boolean stepping = false;
-        for (Activation a : active) stepping |= a.point == p;
-        return stepping;
+        for (ArrayDeque<Activation> levels : perCpu)
+            for (Activation a : levels) if (a.point == p) return true;
+        return false;
     }
 }

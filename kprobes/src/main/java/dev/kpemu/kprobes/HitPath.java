@@ -15,6 +15,10 @@ import dev.kpemu.machine.PageTableWalker;
  * it, takes the boosted copy or the optimizer's detour, then runs the post handlers; reentry
  * counts a miss; faults while stepping go to the fault handlers; an optimized probe's hand-off
  * runs the pre handlers on the live registers ({@code optimized_callback}).
+ *
+ * <p>Reentry and {@code nmissed} are judged on the hitting vCPU's own control block
+ * ({@link Activations}, Linux's per-CPU {@code current_kprobe}): a hit on another vCPU while one
+ * is stepping is an ordinary hit.
  */
 final class HitPath {
     private static final System.Logger LOG = System.getLogger("dev.kpemu.kprobes");
@@ -271,8 +275,12 @@ final class HitPath {
         return false;
     }
 
+    /**
+     * Between slices: the optimizer may write jumps only when no vCPU runs a handler or has a step
+     * in flight (a step ends at the probed instruction's successor, which a jump may displace).
+     */
     void onSafePoint() {
         arming.syncText();
-        if (active.isEmpty()) optimizers.onSafePoint();
+        if (active.noneActive()) optimizers.onSafePoint();
     }
 }

@@ -25,7 +25,7 @@ import dev.kpemu.machine.TrapHandler;
  * {@link HandlerFailures}.
  */
 public final class Kprobes implements TrapHandler, AutoCloseable {
-    /** Default {@code maxactive}: max(10, 2 × NR_CPUS) with one vCPU. */
+    /** Default {@code maxactive} with one vCPU: max(10, 2 × 1); see {@link #defaultMaxactive()}. */
     public static final int DEFAULT_MAXACTIVE = ReturnProbes.DEFAULT_MAXACTIVE;
 
     private final Machine machine;
@@ -260,6 +260,12 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     public void onSafePoint(Machine m) { hits.onSafePoint(); }
 
     // ------------------------------------------------------------------ kretprobe instances
+
+    /**
+     * The {@code maxactive} a kretprobe registered with 0 gets on this machine: Linux's
+     * {@code max(10, 2 * num_possible_cpus())}, the machine's vCPUs being the possible CPUs.
+     */
+    public int defaultMaxactive() { return returns.defaultMaxactive(); }
 
     /** Outstanding kretprobe instances (functions entered and not yet returned). */
     public int outstandingInstances() { return returns.outstandingInstances(); }

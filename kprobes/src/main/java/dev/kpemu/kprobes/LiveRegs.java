@@ -2,6 +2,7 @@ package dev.kpemu.kprobes;
 
 import java.util.Arrays;
 
+import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.unicorn.Unicorn;
 
@@ -22,16 +23,25 @@ import dev.kpemu.unicorn.Unicorn;
  * simulation, the machine's pc) happen outside the hit's scope, where every read goes to the
  * engine; a nested guest run or a context restore inside a hit (a test's guest call) makes the
  * copy be read again ({@link Unicorn#stateChanges()}).
+ *
+ * <p>The registers are the <em>current</em> vCPU's ({@link Machine#engine()}: the one whose hook
+ * runs): every read and write goes to its engine, and the batch is one per vCPU (a batch is bound
+ * to an engine), built on the vCPU's first hit and again when registers join.
  */
 public abstract class LiveRegs implements Regs {
     /** Plain engine ids below this may join the batch (Unicorn's x86 and arm64 ids are below it). */
     private static final int MAX_ID = 512;
 
-    protected final Unicorn uc;
+    private final Machine machine;
     private final int[][] systemRegs;
     /** The batch's plain ids, in order after the system registers. */
     private int[] ids;
-    private Unicorn.RegisterBatch batch;
+    /** Bumped when {@link #ids} changes: a vCPU's batch of an older generation is built again. */
+    private int generation;
+    /** By vCPU: its batch, the generation and engine it was built for. */
+    private Unicorn.RegisterBatch[] batches = new Unicorn.RegisterBatch[1];
+    private int[] batchGeneration = new int[1];
+    private Unicorn[] batchEngine = new Unicorn[1];
     private long[] values;
     /** By plain engine id: the register's slot in {@link #values}, or -1 (not in the batch). */
     private final int[] slotOf = new int[MAX_ID];
@@ -47,16 +57,19 @@ public abstract class LiveRegs implements Regs {
      *                   op1, CRn, CRm, op2}}), read by {@link #hitSystemRegister}; none on x86
      * @param core       plain engine ids always in the batch
      */
-    protected LiveRegs(Unicorn uc, int[][] systemRegs, int[] core) {
-        this.uc = uc;
+    protected LiveRegs(Machine machine, int[][] systemRegs, int[] core) {
+        this.machine = machine;
         this.systemRegs = systemRegs.clone();
         Arrays.fill(slotOf, -1);
         build(core.clone());
     }
 
+    /** The current vCPU's engine. */
+    protected final Unicorn uc() { return machine.engine(); }
+
     private void build(int[] plain) {
         ids = plain;
-        batch = uc.registerBatch(systemRegs, plain);
+        generation++;
         values = new long[systemRegs.length + plain.length];
         Arrays.fill(slotOf, -1);
         for (int i = 0; i < plain.length; i++) slotOf[plain[i]] = systemRegs.length + i;
@@ -84,8 +97,9 @@ public abstract class LiveRegs implements Regs {
 
     /** The hit's copy, read again when the CPU state changed around this object (a nested guest run, a context restore). */
     private long[] hitValues() {
+        Unicorn uc = uc();
         if (!loaded || loadedAt != uc.stateChanges()) {
-            batch.read(values);
+            batch(uc).read(values);
             loaded = true;
             loadedAt = uc.stateChanges();
             hitTables = null;
@@ -93,12 +107,31 @@ public abstract class LiveRegs implements Regs {
         return values;
     }
 
+    /** The current vCPU's batch of the current ids, built when missing or stale. */
+    private Unicorn.RegisterBatch batch(Unicorn uc) {
+        int cpu = machine.cpu();
+        if (cpu >= batches.length) {
+            int n = Math.max(cpu + 1, machine.cpuCount());
+            batches = Arrays.copyOf(batches, n);
+            batchGeneration = Arrays.copyOf(batchGeneration, n);
+            batchEngine = Arrays.copyOf(batchEngine, n);
+        }
+        Unicorn.RegisterBatch b = batches[cpu];
+        if (b == null || batchGeneration[cpu] != generation || batchEngine[cpu] != uc) {
+            b = uc.registerBatch(systemRegs, ids);
+            batches[cpu] = b;
+            batchGeneration[cpu] = generation;
+            batchEngine[cpu] = uc;
+        }
+        return b;
+    }
+
     /** The register {@code id} (a plain engine id). */
     protected final long read(int id) {
-        if (!inHit || id < 0 || id >= MAX_ID) return uc.regRead(id);
+        if (!inHit || id < 0 || id >= MAX_ID) return uc().regRead(id);
         int s = slotOf[id];
         if (s >= 0) return hitValues()[s];
-        long v = uc.regRead(id);
+        long v = uc().regRead(id);
         for (int j : joining) if (j == id) return v;
         joining = Arrays.copyOf(joining, joining.length + 1);
         joining[joining.length - 1] = id;
@@ -107,6 +140,7 @@ public abstract class LiveRegs implements Regs {
 
     /** Writes the register {@code id} to the engine (and to the hit's copy). */
     protected final void write(int id, long value) {
+        Unicorn uc = uc();
         boolean current = inHit && loaded && loadedAt == uc.stateChanges();
         uc.regWrite(id, value);
         if (!current) return;

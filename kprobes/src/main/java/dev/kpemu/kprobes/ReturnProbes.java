@@ -17,11 +17,25 @@ import dev.kpemu.machine.StopReason;
  * per-kretprobe free lists, the entry handler that swaps the return address for the trampoline,
  * the trampoline's return path, task flushing and stack traces with trampoline addresses
  * replaced by the real ones.
+ *
+ * <p>Instances belong to tasks, not CPUs: one pool per kretprobe for the whole machine, an entry
+ * on any vCPU takes an instance ({@code nmissed} when none is free), and the return is matched by
+ * frame on whichever vCPU the task returns on. The return handlers run as an active level of the
+ * returning vCPU's control block only.
  */
 final class ReturnProbes {
     private static final System.Logger LOG = System.getLogger("dev.kpemu.kprobes");
-    /** Default {@code maxactive}: max(10, 2 × NR_CPUS) with one vCPU. */
+    /** Default {@code maxactive} with one vCPU: {@link #defaultMaxactive}(1, true) = 10. */
     static final int DEFAULT_MAXACTIVE = 10;
+    /**
+     * Whether the kernels kpemu boots take {@code register_kretprobe}'s preemptible branch. Linux up
+     * to 6.1 chose the default by {@code CONFIG_PREEMPTION}; 6.2 (commit "kprobes: kretprobe events
+     * missing on 2-core KVM guest") made the preemptible rule unconditional. Debian 12's 6.1 takes it:
+     * recorded on both arches with one CPU, {@code r:e f} lists as {@code r10:}, where the other
+     * branch gives {@code r1:} ({@code guest-images/reference/ARCH/6.1/dialect.error_log}); 6.12 and
+     * 7.x have no other rule (Debian's arm64 6.12 is built {@code PREEMPT_NONE} and lists {@code r10:}).
+     */
+    static final boolean PREEMPTIBLE_DEFAULT = true;
 
     private final Machine machine;
     private final ArchKprobes arch;
@@ -76,10 +90,24 @@ final class ReturnProbes {
         kernelTrampolineText = null;
     }
 
+    /**
+     * {@code register_kretprobe}'s default {@code maxactive} (a kretprobe registered with
+     * {@code maxactive <= 0}): {@code max(10, 2 * num_possible_cpus())} on a kernel with
+     * {@code CONFIG_PREEMPTION} (and on every kernel from 6.2), else {@code num_possible_cpus()}
+     * ({@code kernel/kprobes.c} up to 6.1). The pool is shared by every CPU: an entry on any CPU
+     * takes an instance, a return on any CPU gives it back.
+     */
+    static int defaultMaxactive(int possibleCpus, boolean preemptible) {
+        return preemptible ? Math.max(10, 2 * possibleCpus) : possibleCpus;
+    }
+
+    /** The default {@code maxactive} on this machine: its vCPUs are the guest's possible CPUs. */
+    int defaultMaxactive() { return defaultMaxactive(machine.cpuCount(), PREEMPTIBLE_DEFAULT); }
+
     /** Checks {@code register_kretprobe}'s limits and gives {@code rp} its free list of instances. */
     void createPool(Kretprobe rp) {
         if (rp.dataSize() > Kretprobe.MAX_DATA_SIZE) throw new KprobeException(Errno.E2BIG, "data size " + rp.dataSize() + " > " + Kretprobe.MAX_DATA_SIZE);
-        if (rp.maxactive() <= 0) rp.setMaxactive(DEFAULT_MAXACTIVE);
+        if (rp.maxactive() <= 0) rp.setMaxactive(defaultMaxactive());
         ArrayDeque<KretprobeInstance> pool = new ArrayDeque<>(rp.maxactive());
         for (int i = 0; i < rp.maxactive(); i++) pool.push(new KretprobeInstance(rp));
         pools.put(rp, pool);

@@ -8,6 +8,7 @@ import dev.kpemu.machine.arm64.Arm64Layout;
 import dev.kpemu.machine.arm64.Arm64Machine;
 import dev.kpemu.testing.Asm;
 import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
 
 /**
  * arm64 guest: the first 32 MiB of RAM mapped at the kernel VA {@code 0xffff000000000000} with
@@ -202,4 +203,26 @@ final class Arm64Guest extends Guest {
 
     @Override
     long returnValue() { return ((Arm64Machine) machine).reg(Arm64Reg.X0); }
+
+    @Override long stackTop() { return STACK_TOP; }
+
+    @Override long physical(long va) { return va - KVA + RAM; }
+
+    @Override byte[] asm(String src, long at) { return Asm.arm64(src, at); }
+
+    @Override
+    int startCpu(long pc, long sp) {
+        int cpu = machine.addCpu();
+        Unicorn uc = machine.engine(cpu);
+        uc.sysRegWrite(3, 0, 10, 2, 0, MAIR);
+        uc.sysRegWrite(3, 0, 2, 0, 2, TCR);
+        uc.regWrite(Arm64Reg.TTBR0_EL1, TABLES_PA);
+        uc.regWrite(Arm64Reg.TTBR1_EL1, TABLES_PA + 0x1000);
+        uc.sysRegWrite(3, 0, 1, 0, 0, SCTLR_MMU_ON);
+        uc.regWrite(Arm64Reg.VBAR_EL1, VBAR);
+        uc.flushTlb();
+        uc.regWrite(Arm64Reg.SP, sp);
+        machine.startCpu(cpu, pc);
+        return cpu;
+    }
 }

@@ -70,6 +70,52 @@ abstract class Guest implements AutoCloseable {
 
     abstract void prepareCall(long fn, long returnTo, long[] args);
 
+    /**
+     * Adds a vCPU ({@link Machine#addCpu}) set up as vCPU 0 (the same page tables, descriptor or
+     * vector tables, kernel mode), with stack pointer {@code sp}, and starts it at {@code pc}.
+     */
+    abstract int startCpu(long pc, long sp);
+
+    /** The stack top of vCPU 0 ({@link #call}'s); vCPU i's is 16 KiB below per index ({@link #startAll}). */
+    abstract long stackTop();
+
+    /** The physical address of kernel-virtual {@code va} in the guest's linear maps. */
+    abstract long physical(long va);
+
+    /** Assembles {@code src} at {@code at} for the guest's arch. */
+    abstract byte[] asm(String src, long at);
+
+    /** Where loops of {@link #writeLoopCalling} go: past the guest's functions, in the same text mapping. */
+    long loopCode() { return sym("kprobe_target") + 0x4000; }
+
+    /**
+     * Writes at {@link #loopCode()} a program that calls {@code fn(i)} for i = k..1, summing the
+     * results (x86-64 r13, arm64 x21), then halts for good (interrupts off); returns its address.
+     */
+    long writeLoopCalling(long fn, int k) {
+        long at = loopCode();
+        String src = switch (machine.arch()) {
+            case X86_64 -> "mov $" + k + ", %r12\n xor %r13d, %r13d\n"
+                    + "1: mov %r12, %rdi\n movabs $" + fn + ", %rax\n call *%rax\n add %rax, %r13\n dec %r12\n jnz 1b\n"
+                    + "2: cli\n hlt\n jmp 2b\n";
+            case ARM64 -> "mov x29, sp\n" + Arm64Guest.mov64("x19", k) + "mov x21, #0\n" + Arm64Guest.mov64("x20", fn)
+                    + "again:\n mov x0, x19\n blr x20\n add x21, x21, x0\n subs x19, x19, #1\n b.ne again\n"
+                    + "idle:\n wfi\n b idle\n";
+        };
+        machine.memory().write(physical(at), asm(src, at));
+        return at;
+    }
+
+    /** vCPU 0 and {@code n - 1} added vCPUs ({@link #startCpu}) start at {@code pc}, each on its own stack. */
+    void startAll(int n, long pc) {
+        machine.engine().regWrite(machine.arch() == dev.kpemu.machine.Arch.X86_64 ? dev.kpemu.unicorn.X86Reg.RSP : dev.kpemu.unicorn.Arm64Reg.SP, stackTop());
+        machine.setPc(pc);
+        for (int cpu = 1; cpu < n; cpu++) {
+            int added = startCpu(pc, stackTop() - 0x4000L * cpu);
+            if (added != cpu) throw new IllegalStateException("vCPU " + added + " added, " + cpu + " expected");
+        }
+    }
+
     abstract long returnValue();
 
     /** Address of the instruction at byte offset {@code off} of function {@code fn}. */

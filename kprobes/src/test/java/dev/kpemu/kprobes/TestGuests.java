@@ -44,6 +44,18 @@ public final class TestGuests {
         /** Address of the {@code nth} instruction with this mnemonic in {@code fn}. */
         public long find(String fn, String mnemonic, int nth) { return g.find(fn, mnemonic, nth); }
 
+        /**
+         * Writes a loop calling {@code fn(i)} for i = k..1 and halting after (see
+         * {@code Guest.writeLoopCalling}); its address.
+         */
+        public long writeLoopCalling(long fn, int k) { return g.writeLoopCalling(fn, k); }
+
+        /**
+         * vCPU 0 and {@code n - 1} vCPUs added now (set up as vCPU 0: page tables, kernel mode; each
+         * its own stack) start at {@code pc}; registers beyond those are the caller's.
+         */
+        public void startAll(int n, long pc) { g.startAll(n, pc); }
+
         @Override public void close() { g.close(); }
     }
 }

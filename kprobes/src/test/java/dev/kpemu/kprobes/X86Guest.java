@@ -203,4 +203,22 @@ final class X86Guest extends Guest {
 
     @Override
     long returnValue() { return machine.engine().regRead(X86Reg.RAX); }
+
+    @Override long stackTop() { return STACK_TOP; }
+
+    @Override long physical(long va) { return va - KBASE; }
+
+    @Override byte[] asm(String src, long at) { return Asm.x86(src, at); }
+
+    @Override
+    int startCpu(long pc, long sp) {
+        int cpu = machine.addCpu();
+        Unicorn uc = machine.engine(cpu);
+        int limit = X86LongMode.writeGdt(machine.memory(), 0x5000);   // the same bytes again: its limit
+        X86LongMode.enter(uc, KBASE + 0x5000, limit, 0x1000);
+        uc.mmrWrite(X86Reg.IDTR, new Unicorn.X86Mmr(0, IDT, 0xfff, 0));
+        uc.regWrite(X86Reg.RSP, sp);
+        machine.startCpu(cpu, pc);
+        return cpu;
+    }
 }

@@ -38,6 +38,12 @@ public interface ArchOptimizer {
     /** True when the vCPU runs user code (x86 CPL 3, arm64 EL0): the current task has no interrupted kernel context. */
     boolean inUserMode(Machine machine);
 
+    /** {@link #inUserMode(Machine)} of a vCPU that is not running: from its engine's registers. */
+    boolean inUserMode(dev.kpemu.unicorn.Unicorn engine);
+
+    /** The pc of a vCPU that is not running, from its engine ({@link Machine#engine(int)}). */
+    long pc(dev.kpemu.unicorn.Unicorn engine);
+
     /** The kernel's tables this arch's optimizer needs, read from the kernel file ({@link KernelOptimizationInputs#read}). */
     KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file);
 

@@ -33,6 +33,11 @@ final class Arm64Optimizer implements ArchOptimizer {
 
     @Override public boolean inUserMode(Machine machine) { return ((Arm64Machine) machine).currentEl() == 0; }
 
+    /** PSTATE.EL (bits 3:2, SPSR layout) of a vCPU's engine. */
+    @Override public boolean inUserMode(dev.kpemu.unicorn.Unicorn engine) { return ((engine.regRead(dev.kpemu.unicorn.Arm64Reg.PSTATE) >>> 2) & 3) == 0; }
+
+    @Override public long pc(dev.kpemu.unicorn.Unicorn engine) { return engine.regRead(dev.kpemu.unicorn.Arm64Reg.PC); }
+
     @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) {
         return Arm64KernelInputsReader.read(syms, file.bytes());   // it reads every function's entry
     }

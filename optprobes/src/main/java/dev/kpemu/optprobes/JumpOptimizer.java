@@ -41,8 +41,9 @@ import java.util.Set;
  *     Linux does from this point.</li>
  * <li><b>Optimized.</b> At the first safe point (run-loop slice boundary) after the delay
  *     ({@link #DEFAULT_DELAY}, Linux's {@code OPTIMIZE_DELAY} of 5 jiffies, taken as 20 ms of guest
- *     time = 5 jiffies at Debian's HZ=250), when the inputs' patch window is open and the vCPU's pc
- *     is not in the interior of the displaced region ({@link DisplacedRegion#interior}), the jump is
+ *     time = 5 jiffies at Debian's HZ=250), when no vCPU runs a kprobes handler or has a step in
+ *     flight, the inputs' patch window is open (on every vCPU) and no vCPU's pc is in the interior
+ *     of the displaced region ({@link DisplacedRegion#interior}; {@link Vcpus}), the jump is
  *     written ({@link SitePatch#optimized()}) and the translated code of the site dropped. A pc in
  *     the interior postpones the write to a later safe point.</li>
  * <li><b>Unoptimized.</b> Before the engine writes text overlapping an optimized site (another
@@ -50,8 +51,8 @@ import java.util.Set;
  *     ({@link SitePatch#breakpoint()}: x86 {@code int3} + the original bytes, arm64 {@code BRK}), as
  *     Linux's forced unoptimization; a post handler or the switch turned off unoptimizes at once
  *     too. When the condition clears, the probe is queued again (and waits the delay again).</li>
- * <li><b>Removed.</b> The buffer and its hooks are freed at a later safe point where the pc is not
- *     inside it.</li>
+ * <li><b>Removed.</b> The buffer and its hooks are freed at a later safe point where no vCPU's pc
+ *     is inside it.</li>
  * </ol>
  *
  * <h2>Hit path</h2>
@@ -93,7 +94,10 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private final java.util.NavigableMap<Long, Site> sitesByAddress = new java.util.TreeMap<>(Long::compareUnsigned);
     private final List<Site> retired = new ArrayList<>();
     /** Hooks of released buffers, inert, deleted only by {@link #close()} (see {@link #release}). */
-    private final List<Unicorn.Hook> inertHooks = new ArrayList<>();
+    private final List<Placed> inertHooks = new ArrayList<>();
+
+    /** A block hook and the vCPU engine it was added to (a hook belongs to one engine). */
+    private record Placed(Unicorn engine, Unicorn.Hook hook) {}
     private long delayNanos = DEFAULT_DELAY.toNanos();
     private int queued;
     private long jumpsWritten, postponedByPc;
@@ -107,7 +111,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
         DetourBuffer buffer;
         int bufferBytes;
         SitePatch patch;
-        Unicorn.Hook handOffHook, simulateHook;
+        /** The buffer's block hooks, in every vCPU's engine; null when none. */
+        List<Placed> hooks;
         /** Cleared when the buffer is released: its hooks then do nothing (see {@link #release}). */
         java.util.concurrent.atomic.AtomicBoolean hooksLive;
         long queuedAt;
@@ -342,7 +347,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
         sitesByAddress.clear();
         for (Site s : retired) release(s);
         retired.clear();
-        for (Unicorn.Hook h : inertHooks) machine.engine().delete(h);
+        for (Placed h : inertHooks) h.engine().delete(h.hook());
         inertHooks.clear();
         decoder.close();
     }
@@ -464,7 +469,6 @@ public final class JumpOptimizer implements ProbeOptimizer {
             // when a translated block starts at the address: the hand-off is the buffer's first
             // instruction, the target of the site's jump, so every jump through it starts a block
             // there; the int3 path enters at the displaced code and runs no handler.
-            Unicorn uc = machine.engine();
             final long probe = s.address;
             final long handOff = b.handOffAddress();
             final java.util.concurrent.atomic.AtomicBoolean live = new java.util.concurrent.atomic.AtomicBoolean(true);
@@ -474,21 +478,21 @@ public final class JumpOptimizer implements ProbeOptimizer {
                 // arm64 PC-relative instruction: simulated on the host right after the handlers (the
                 // pc write leaves the buffer); a breakpoint hit enters at the simulate address itself
                 long sim = b.simulateAddress().getAsLong();
-                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                s.hooks = inEveryEngine(uc -> uc.hookBlock(handOff, handOff, (u, a, n) -> {
                     if (!live.get()) return;
                     s.detourHits++;
                     engine.optimizedHit(probe);
                     engine.simulate(probe);
-                });
-                s.simulateHook = uc.hookBlock(sim, sim, (u, a, n) -> {
+                }));
+                s.hooks.addAll(inEveryEngine(uc -> uc.hookBlock(sim, sim, (u, a, n) -> {
                     if (live.get()) engine.simulate(probe);
-                });
+                })));
             } else {
-                s.handOffHook = uc.hookBlock(handOff, handOff, (u, a, n) -> {
+                s.hooks = inEveryEngine(uc -> uc.hookBlock(handOff, handOff, (u, a, n) -> {
                     if (!live.get()) return;
                     s.detourHits++;
                     engine.optimizedHit(probe);
-                });
+                }));
             }
             // hooks added after a translation may not fire in it: translate the buffer afresh
             machine.invalidateCode(va, b.size());
@@ -497,9 +501,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
             s.patch = patch;
         } catch (RuntimeException e) {
             if (s.hooksLive != null) s.hooksLive.set(false);
-            if (s.handOffHook != null) machine.engine().delete(s.handOffHook);
-            if (s.simulateHook != null) machine.engine().delete(s.simulateHook);
-            s.handOffHook = s.simulateHook = null;
+            if (s.hooks != null) for (Placed h : s.hooks) h.engine().delete(h.hook());
+            s.hooks = null;
             engine.freeDetour(va, size);
             throw e;
         }
@@ -508,12 +511,12 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private void writeDueJumps(boolean ignoreDelay) {
         if (queued == 0 || !inputs.patchWindowOpen(machine)) return;
         long now = machine.clock().nanos();
-        long pc = machine.pc();
+        long[] pcs = Vcpus.pcs(machine, ArchOptimizer.of(machine.arch()));
         for (Site s : sites.values()) {
             if (s.state != State.QUEUED || (!ignoreDelay && now - s.queuedAt < delayNanos)) continue;
-            if (s.region().interior(pc)) {
+            if (anyInterior(s.region(), pcs)) {
                 postponedByPc++;
-                continue; // a thread inside the displaced region would resume in the middle of the jump
+                continue; // a vCPU inside the displaced region would resume in the middle of the jump
             }
             machine.writeVirtual(s.address, s.patch.optimized());
             machine.invalidateCode(s.address, s.patch.length());
@@ -545,24 +548,31 @@ public final class JumpOptimizer implements ProbeOptimizer {
         Site old = new Site(s.address);
         old.buffer = s.buffer;
         old.bufferBytes = s.bufferBytes;
-        old.handOffHook = s.handOffHook;
-        old.simulateHook = s.simulateHook;
+        old.hooks = s.hooks;
         old.hooksLive = s.hooksLive;
         retired.add(old);
         s.buffer = null;
         s.patch = null;
-        s.handOffHook = s.simulateHook = null;
+        s.hooks = null;
     }
 
     private void freeRetired() {
         if (!inputs.patchWindowOpen(machine)) return;
-        long pc = machine.pc();
+        long[] pcs = Vcpus.pcs(machine, ArchOptimizer.of(machine.arch()));
         retired.removeIf(s -> {
-            long d = pc - s.buffer.address();
-            if (d >= 0 && d < s.bufferBytes) return false;
+            for (long pc : pcs) {
+                long d = pc - s.buffer.address();
+                if (d >= 0 && d < s.bufferBytes) return false;
+            }
             release(s);
             return true;
         });
+    }
+
+    /** True when one of {@code pcs} (every vCPU's) is inside {@code r} but not at its first byte. */
+    private static boolean anyInterior(DisplacedRegion r, long[] pcs) {
+        for (long pc : pcs) if (r.interior(pc)) return true;
+        return false;
     }
 
     /**
@@ -574,13 +584,26 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private void release(Site s) {
         if (s.buffer == null) return;
         if (s.hooksLive != null) s.hooksLive.set(false);
-        if (s.handOffHook != null) inertHooks.add(s.handOffHook);
-        if (s.simulateHook != null) inertHooks.add(s.simulateHook);
-        s.handOffHook = s.simulateHook = null;
+        if (s.hooks != null) inertHooks.addAll(s.hooks);
+        s.hooks = null;
         machine.invalidateCode(s.buffer.address(), s.bufferBytes);
         engine.freeDetour(s.buffer.address(), s.bufferBytes);
         s.buffer = null;
         s.patch = null;
+    }
+
+    /**
+     * Adds a hook to every vCPU's engine ({@link Machine#engine(int)}): any vCPU may jump through the
+     * site, and a hook fires only in the engine it was added to. vCPUs are added before probes (the
+     * boards add them when built); one added later would have no hooks in buffers built before it.
+     */
+    private List<Placed> inEveryEngine(java.util.function.Function<Unicorn, Unicorn.Hook> add) {
+        List<Placed> out = new ArrayList<>(machine.cpuCount());
+        for (int c = 0; c < machine.cpuCount(); c++) {
+            Unicorn uc = machine.engine(c);
+            out.add(new Placed(uc, add.apply(uc)));
+        }
+        return out;
     }
 
     private static boolean overlaps(long a, int alen, long b, int blen) {

@@ -250,12 +250,11 @@ public final class KernelOptimizationInputs implements OptimizationInputs {
     @Override public boolean landingPadsEnforced() { return bti; }
 
     /**
-     * {@link OptimizationInputs#kernelPatchWindow} (user mode or the idle loop), or the pc exactly at
-     * the entry of a return-to-user path ({@link #returnToUser()}).
+     * {@link OptimizationInputs#kernelPatchWindow} on every vCPU: user mode, the idle loop, or the pc
+     * exactly at the entry of a return-to-user path ({@link #returnToUser()}).
      */
     @Override public boolean patchWindowOpen(Machine machine) {
-        if (OptimizationInputs.kernelPatchWindow(machine, idle)) return true;
-        return returnToUser.contains(machine.pc());
+        return OptimizationInputs.kernelPatchWindow(machine, idle, returnToUser);
     }
 
     /**

@@ -52,23 +52,30 @@ public interface OptimizationInputs {
 
     /**
      * True when no <em>interrupted</em> guest context can have its pc inside kernel text that is
-     * about to be patched (the optimizer separately checks the vCPU's own pc against the displaced
+     * about to be patched (the optimizer separately checks every vCPU's own pc against the displaced
      * region). Bare metal without interrupts: always. For a kernel use {@link #kernelPatchWindow}.
      */
     default boolean patchWindowOpen(Machine machine) { return true; }
 
     /**
      * The window for a kernel built without full preemption (Linux's own optprobe condition,
-     * {@code CONFIG_PREEMPT=n}): the vCPU runs user code (x86 CPL 3, arm64 EL0), so the current
-     * task has no interrupted kernel context, and tasks asleep in the kernel sleep at call sites
-     * (a return address is never inside a displaced region: a region holds no call), or the pc is
-     * in one of {@code idleText} (the idle loop after an idle exit, e.g. {@code default_idle},
-     * {@code cpu_do_idle}).
+     * {@code CONFIG_PREEMPT=n}), on every vCPU that holds a context: it runs user code (x86 CPL 3,
+     * arm64 EL0), so its current task has no interrupted kernel context, and tasks asleep in the
+     * kernel sleep at call sites (a return address is never inside a displaced region: a region
+     * holds no call), or its pc is in one of {@code idleText} (the idle loop after an idle exit,
+     * e.g. {@code default_idle}, {@code cpu_do_idle}) or is one of {@code alsoAt}.
      */
+    static boolean kernelPatchWindow(Machine machine, List<TextRange> idleText, List<Long> alsoAt) {
+        ArchOptimizer arch = ArchOptimizer.of(machine.arch());
+        return Vcpus.every(machine, arch, (pc, user) -> {
+            if (user || alsoAt.contains(pc)) return true;
+            for (TextRange r : idleText) if (r.contains(pc)) return true;
+            return false;
+        });
+    }
+
+    /** {@link #kernelPatchWindow(Machine, List, List)} with no extra addresses. */
     static boolean kernelPatchWindow(Machine machine, List<TextRange> idleText) {
-        if (ArchOptimizer.of(machine.arch()).inUserMode(machine)) return true;
-        long pc = machine.pc();
-        for (TextRange r : idleText) if (r.contains(pc)) return true;
-        return false;
+        return kernelPatchWindow(machine, idleText, List.of());
     }
 }

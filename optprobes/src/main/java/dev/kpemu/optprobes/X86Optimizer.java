@@ -34,7 +34,11 @@ final class X86Optimizer implements ArchOptimizer {
     }
 
     /** CPL 3: the low bits of CS. */
-    @Override public boolean inUserMode(Machine machine) { return (machine.engine().regRead(X86Reg.CS) & 3) == 3; }
+    @Override public boolean inUserMode(Machine machine) { return inUserMode(machine.engine()); }
+
+    @Override public boolean inUserMode(dev.kpemu.unicorn.Unicorn engine) { return (engine.regRead(X86Reg.CS) & 3) == 3; }
+
+    @Override public long pc(dev.kpemu.unicorn.Unicorn engine) { return engine.regRead(X86Reg.RIP); }
 
     @Override public KernelOptimizationInputs kernelInputs(SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file) { return X86KernelInputsReader.read(syms, file); }
 

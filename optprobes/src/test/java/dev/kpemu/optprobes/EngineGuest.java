@@ -119,6 +119,33 @@ final class EngineGuest implements AutoCloseable {
         return Kprobes.attach(machine, symbols(), slots);
     }
 
+    /**
+     * Adds a vCPU ({@link Machine#addCpu}) set up as vCPU 0 (the same page tables, kernel mode) with
+     * stack pointer {@code sp} and starts it at {@code pc}; returns its index.
+     */
+    int startCpu(long pc, long sp) {
+        int cpu = machine.addCpu();
+        Unicorn uc = machine.engine(cpu);
+        if (arch == Arch.X86_64) {
+            int limit = X86LongMode.writeGdt(machine.memory(), 0x5000);     // the same bytes again: its limit
+            X86LongMode.enter(uc, X86_KBASE + 0x5000, limit, 0x1000);
+            uc.regWrite(X86Reg.RSP, sp);
+        } else {
+            uc.sysRegWrite(3, 0, 10, 2, 0, 0xffL);
+            uc.sysRegWrite(3, 0, 2, 0, 2, 0x5_b510_3510L);
+            uc.regWrite(Arm64Reg.TTBR0_EL1, A_TABLES);
+            uc.regWrite(Arm64Reg.TTBR1_EL1, A_TABLES + 0x1000);
+            uc.sysRegWrite(3, 0, 1, 0, 0, 0x30d0_1805L);
+            uc.flushTlb();
+            uc.regWrite(Arm64Reg.SP, sp);
+        }
+        machine.startCpu(cpu, pc);
+        return cpu;
+    }
+
+    /** The stack top {@link #prepareCall} gives vCPU 0. */
+    long stackTop() { return arch == Arch.X86_64 ? X86_STACK : A_STACK; }
+
     /** Sets up a call of {@code fn} returning to the halt stub. */
     void prepareCall(String fn, long... args) {
         if (arch == Arch.X86_64) {

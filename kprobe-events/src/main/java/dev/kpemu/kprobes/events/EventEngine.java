@@ -53,7 +53,7 @@ import java.util.function.LongSupplier;
  * </ul>
  *
  * <p>The trace context of a line: comm and pid of the guest's current task ({@link TaskLayout};
- * {@code <...>-0} when unknown, {@code <idle>} for pid 0), cpu {@code 000} (one vCPU), and the
+ * {@code <...>-0} when unknown, {@code <idle>} for pid 0), the cpu of the vCPU that hit ({@link Machine#cpu()}), and the
  * latency column Linux prints ({@link LatencyLayout}: the guest's interrupt flag, preempt_count,
  * TIF flags and migration_disabled at the hit, plus what Linux's path for the probe adds,
  * {@link LatencyPaths}); with no kernel structures (bare-metal guests) only irqs-off, from the
@@ -381,7 +381,8 @@ public final class EventEngine implements AutoCloseable {
     public String listing() {
         StringBuilder sb = new StringBuilder();
         java.util.Set<TraceProbe> listed = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def)).append('\n');   // a glob fprobe: one line
+        int defaultMaxactive = kprobes.defaultMaxactive();        // max(10, 2 x the machine's vCPUs)
+        for (Probe p : probes) if (listed.add(p.def)) sb.append(TraceFormatter.listing(p.def, defaultMaxactive)).append('\n');   // a glob fprobe: one line
         return sb.toString();
     }
 
@@ -894,7 +895,7 @@ public final class EventEngine implements AutoCloseable {
         else comm = commString(ctx.comm());
         String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
         if (lat == null) lat = ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
-        TraceContext c = new TraceContext(comm, pid, 0, lat, clock.getAsLong());
+        TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, clock.getAsLong());
         CompiledProbe cp = p.compiled;
         String head = p.head(isReturn, ip, retIp);
         java.util.function.Supplier<String> body = () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString();

@@ -208,7 +208,13 @@ public final class TraceFormatter {
      * probes). N is the kretprobe's maxactive after registration, which fills in the default
      * (recorded: Linux 6.1 lists {@code r:e f} as {@code r10:kprobes/e f} on one CPU).
      */
-    public static String listing(TraceProbe p) {
+    public static String listing(TraceProbe p) { return listing(p, Kprobes.DEFAULT_MAXACTIVE); }
+
+    /**
+     * {@link #listing(TraceProbe)} on a machine whose default {@code maxactive} is
+     * {@code defaultMaxactive} ({@link Kprobes#defaultMaxactive()}: 10 up to 5 CPUs, 2N above).
+     */
+    public static String listing(TraceProbe p, int defaultMaxactive) {
         StringBuilder sb = new StringBuilder();
         if (p instanceof FprobeDef f) {          // trace_fprobe_show
             sb.append(f.tracepoint() ? 't' : 'f');
@@ -218,7 +224,7 @@ public final class TraceFormatter {
             return sb.toString();
         }
         sb.append(p.isReturn() ? 'r' : 'p');
-        if (p instanceof KretprobeDef r) sb.append(r.maxactive() != 0 ? r.maxactive() : Kprobes.DEFAULT_MAXACTIVE);
+        if (p instanceof KretprobeDef r) sb.append(r.maxactive() != 0 ? r.maxactive() : defaultMaxactive);
         sb.append(':').append(p.group()).append('/').append(p.event()).append(' ').append(place(p.target()));
         for (FetchArg a : p.args()) sb.append(' ').append(a.name()).append('=').append(a.expression());
         return sb.toString();

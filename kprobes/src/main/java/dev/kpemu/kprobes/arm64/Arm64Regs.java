@@ -39,9 +39,9 @@ public final class Arm64Regs extends LiveRegs {
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
     Arm64Regs(Machine machine) {
-        super(machine.engine(), HIT_SYSTEM, HIT);
+        super(machine, HIT_SYSTEM, HIT);
         this.machine = machine;
-        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, Arm64Regs::engineId);
+        this.batches = new dev.kpemu.kprobes.RegisterBatches(machine, Arm64Regs::engineId);
     }
 
     /** Unicorn's id of {@code xN} (0–30). */

@@ -53,9 +53,9 @@ public final class X86Regs extends LiveRegs {
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
     X86Regs(Machine machine) {
-        super(machine.engine(), new int[0][], HIT);
+        super(machine, new int[0][], HIT);
         this.machine = machine;
-        this.batches = new dev.kpemu.kprobes.RegisterBatches(uc, X86Regs::engineId);
+        this.batches = new dev.kpemu.kprobes.RegisterBatches(machine, X86Regs::engineId);
     }
 
     @Override public Arch arch() { return Arch.X86_64; }

@@ -13,7 +13,10 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * ({@code ==}, {@code !=}, {@code <}, {@code <=}, {@code >}, {@code >=}, {@code &} a bit test),
  * with values as {@code kstrtoll}/{@code kstrtoull} base 0 read them; strings ({@code "..."} or
  * {@code '...'}) compare whole with {@code ==}/{@code !=} or as a pattern with {@code ~}
- * ({@link FilterPattern}).
+ * ({@link FilterPattern}). On kernels whose dialect has them ({@link FilterDialect#cpumaskValues}),
+ * the cpu and number fields also compare with a cpulist, {@code CPUS{0,2-3}}: {@code &} is true
+ * when the value is in the list, {@code ==} when the list is that one cpu only, {@code !=} the
+ * opposite of {@code ==} ({@code do_filter_scalar_cpumask}).
  *
  * <p>The grammar is parsed by recursive descent; every error is the one Linux 6.1 reports, at
  * the position it reports it (its {@code calc_stack} check of quotes and parentheses first,
@@ -32,8 +35,10 @@ public final class EventFilter {
 
     private record Not(Node term) implements Node {}
 
-    /** One predicate: a number comparison ({@code pattern} null) or a string match. */
-    private record Pred(EventFields.Field field, String op, long value, FilterPattern pattern) implements Node {}
+    /** One predicate: a number comparison ({@code pattern} null), a string match, or a number against a cpulist ({@code cpus} not null). */
+    private record Pred(EventFields.Field field, String op, long value, FilterPattern pattern, java.util.BitSet cpus) implements Node {
+        Pred(EventFields.Field field, String op, long value, FilterPattern pattern) { this(field, op, value, pattern, null); }
+    }
 
     private final String text;
     private final Node root;
@@ -62,7 +67,7 @@ public final class EventFilter {
      */
     public static EventFilter parse(String text, EventFields fields, FilterDialect dialect) throws FilterParseException {
         checkQuotesAndParens(text);
-        Parser p = new Parser(text, fields, dialect.trailingOperatorIgnored());
+        Parser p = new Parser(text, fields, dialect.trailingOperatorIgnored(), dialect.cpumaskValues());
         Node n = p.parseOr();
         p.skipSpace();
         if (p.i < text.length()) throw p.error(FilterParseException.Error.TOO_MANY_CLOSE, p.i + 1);
@@ -95,6 +100,7 @@ public final class EventFilter {
             return m != invert;
         }
         long a = EventFields.number(r, f);
+        if (p.cpus != null) return scalarInCpumask(p.op, a, p.cpus);
         long b = EventFields.extend(p.value, f.size(), f.signed());
         int cmp = f.signed() ? Long.compare(a, b) : Long.compareUnsigned(a, b);
         return switch (p.op) {
@@ -106,6 +112,23 @@ public final class EventFilter {
             case ">=" -> cmp >= 0;
             case "&" -> (a & b) != 0;
             default -> throw new IllegalStateException(p.op);
+        };
+    }
+
+    /**
+     * {@code do_filter_scalar_cpumask}: a value (a cpu number) against a cpulist of more than one
+     * cpu (one cpu compares as a number): {@code &} tests membership; {@code ==} holds only for a
+     * list of that cpu alone, so never here; {@code !=} is its negation.
+     */
+    private static boolean scalarInCpumask(String op, long value, java.util.BitSet cpus) {
+        int cpu = (int) value;                           // the kernel passes it as unsigned int
+        boolean in = cpu >= 0 && cpus.get(cpu);
+        boolean onlyOne = cpus.cardinality() == 1;
+        return switch (op) {
+            case "&" -> in;
+            case "==" -> in && onlyOne;
+            case "!=" -> !in || !onlyOne;
+            default -> false;
         };
     }
 
@@ -180,12 +203,15 @@ public final class EventFilter {
         final EventFields fields;
         /** {@link FilterDialect#trailingOperatorIgnored}: nothing after a last "&&" or "||" ends the filter. */
         final boolean trailingOperatorIgnored;
+        /** {@link FilterDialect#cpumaskValues}. */
+        final boolean cpumaskValues;
         int i;
 
-        Parser(String s, EventFields fields, boolean trailingOperatorIgnored) {
+        Parser(String s, EventFields fields, boolean trailingOperatorIgnored, boolean cpumaskValues) {
             this.s = s;
             this.fields = fields;
             this.trailingOperatorIgnored = trailingOperatorIgnored;
+            this.cpumaskValues = cpumaskValues;
         }
 
         /** After an operator: whether only blanks follow and the kernel takes that as the end. */
@@ -288,6 +314,7 @@ public final class EventFilter {
             while (j < s.length() && Character.isWhitespace(s.charAt(j))) j++;
             int vs = j;
             char c = j < s.length() ? s.charAt(j) : 0;
+            if (cpumaskValues && s.startsWith("CPUS", j)) return cpusPred(field, op, start, pos, j);
             if (c == '\'' || c == '"') {
                 if (!op.equals("!=") && !op.equals("~") && !op.equals("=="))
                     throw error(FilterParseException.Error.ILLEGAL_FIELD_OP, pos + (j - start));
@@ -314,5 +341,54 @@ public final class EventFilter {
             }
             throw error(FilterParseException.Error.INVALID_VALUE, pos + (j - start));
         }
+
+        /**
+         * {@code parse_pred}'s {@code CPUS{...}} value at {@code j} (6.6+): the cpu field or a number
+         * field (a string field is refused), the operators {@code ==}, {@code !=} and {@code &}; the
+         * list runs to the next {@code '}'} (not stopping at {@code )} or {@code &&}); one cpu
+         * compares as a number ({@code &} as {@code ==}).
+         */
+        Node cpusPred(EventFields.Field field, String op, int start, int pos, int j) throws FilterParseException {
+            if (field.isString()) throw error(FilterParseException.Error.ILLEGAL_FIELD_OP, pos + (j - start));
+            if (!op.equals("==") && !op.equals("!=") && !op.equals("&"))
+                throw error(FilterParseException.Error.ILLEGAL_FIELD_OP, pos + (j - start));
+            j += 4;
+            if (j >= s.length() || s.charAt(j) != '{') throw error(FilterParseException.Error.MISSING_BRACE_OPEN, pos + (j + 1 - start));   // after the char read
+            j++;
+            int maskStart = j;
+            while (j < s.length() && s.charAt(j) != '}') j++;
+            if (j >= s.length()) throw error(FilterParseException.Error.MISSING_BRACE_CLOSE, pos + (j - start));
+            if (j == maskStart) throw error(FilterParseException.Error.INVALID_CPULIST, pos + (j - start));
+            java.util.BitSet cpus = cpulist(s.substring(maskStart, j));
+            if (cpus == null || cpus.isEmpty()) throw error(FilterParseException.Error.INVALID_CPULIST, pos + (maskStart - start));
+            i = j + 1;
+            if (cpus.cardinality() == 1) return new Pred(field, op.equals("&") ? "==" : op, cpus.nextSetBit(0), null);
+            return new Pred(field, op, 0, null, cpus);
+        }
+    }
+
+    /** The kernel's cpus ({@code nr_cpumask_bits} with {@code NR_CPUS} 8192, Debian's): a cpulist's bound. */
+    static final int CPUMASK_BITS = 8192;
+
+    /**
+     * {@code bitmap_parselist}: comma-separated cpus and ranges {@code a-b}, a range optionally
+     * {@code a-b:used/group}; null when it does not parse or names a cpu at or above
+     * {@link #CPUMASK_BITS}.
+     */
+    static java.util.BitSet cpulist(String list) {
+        java.util.BitSet out = new java.util.BitSet();
+        for (String part : list.split(",", -1)) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)(?:-(\\d+)(?::(\\d+)/(\\d+))?)?").matcher(part.strip());
+            if (!m.matches()) return null;
+            try {
+                int a = Integer.parseInt(m.group(1)), b = m.group(2) == null ? a : Integer.parseInt(m.group(2));
+                int used = m.group(3) == null ? 1 : Integer.parseInt(m.group(3)), group = m.group(4) == null ? 1 : Integer.parseInt(m.group(4));
+                if (a > b || b >= CPUMASK_BITS || used == 0 || group == 0 || used > group) return null;
+                for (int c = a; c <= b; c++) if ((c - a) % group < used) out.set(c);
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+        return out;
     }
 }

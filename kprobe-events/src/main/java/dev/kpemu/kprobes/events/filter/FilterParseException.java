@@ -9,11 +9,13 @@ public final class FilterParseException extends Exception {
     /** The kernel's {@code err_text[]} entries a filter on a kprobe event can meet. */
     public enum Error {
         NONE("No error"), INVALID_OP("Invalid operator"), TOO_MANY_OPEN("Too many '('"), TOO_MANY_CLOSE("Too few '('"),
-        MISSING_QUOTE("Missing matching quote"), OPERAND_TOO_LONG("Operand too long"),
+        MISSING_QUOTE("Missing matching quote"), MISSING_BRACE_OPEN("Missing '{'"), MISSING_BRACE_CLOSE("Missing '}'"),
+        OPERAND_TOO_LONG("Operand too long"),
         EXPECT_STRING("Expecting string field"), EXPECT_DIGIT("Expecting numeric field"),
         ILLEGAL_FIELD_OP("Illegal operation for field type"), FIELD_NOT_FOUND("Field not found"),
         ILLEGAL_INTVAL("Illegal integer value"), TOO_MANY_PREDS("Too many terms in predicate expression"),
-        INVALID_FILTER("Meaningless filter expression"), INVALID_VALUE("Invalid value (did you forget quotes)?"),
+        INVALID_FILTER("Meaningless filter expression"), INVALID_CPULIST("Invalid cpulist"),
+        INVALID_VALUE("Invalid value (did you forget quotes)?"),
         NO_FILTER("No filter found");
 
         final String text;

@@ -19,7 +19,14 @@ import dev.kpemu.kprobes.events.filter.FilterParseException;
 public final class HistSpec {
     /** A key or value field with its modifier (null: none). */
     public record HistField(EventFields.Field field, String modifier) {
-        public String name() { return field == null ? "hitcount" : field.name(); }
+        /**
+         * The field's name as the kernel prints it ({@code hist_field_name}): the cpu, whichever of
+         * {@code common_cpu}, {@code cpu} or {@code CPU} named it, is {@code common_cpu}.
+         */
+        public String name() {
+            if (field == null) return "hitcount";
+            return field.kind() == EventFields.Kind.CPU ? "common_cpu" : field.name();
+        }
 
         /** As the trigger info prints it ({@code hist_field_print}). */
         public String printed() { return modifier == null ? name() : name() + "." + modifier; }
@@ -137,9 +144,9 @@ public final class HistSpec {
         String name = dot < 0 ? spec : spec.substring(0, dot), mod = dot < 0 ? null : spec.substring(dot + 1);
         if (mod != null && !MODIFIERS.contains(mod) && !mod.startsWith("buckets"))
             throw logged("Invalid field modifier", mod);
-        EventFields.Field f = fields.find(name);
+        // parse_field: "common_cpu" is the cpu; so are the generic fields cpu and CPU (FILTER_CPU, size 0)
+        EventFields.Field f = fields.find(name.equals("common_cpu") ? "cpu" : name);
         if (f == null || f.kind() == EventFields.Kind.COMM) throw logged("Couldn't find field", name);
-        if (f.kind() == EventFields.Kind.CPU) throw new HistTriggerException("Invalid argument: kpemu does not key hist triggers on the cpu");
         if (mod != null) {
             boolean ok = switch (mod) {
                 case "hex" -> !f.isString();

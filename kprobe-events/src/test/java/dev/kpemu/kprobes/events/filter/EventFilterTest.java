@@ -93,4 +93,43 @@ class EventFilterTest {
                 "9 is not an octal digit");
         assertEquals(FilterParseException.Error.ILLEGAL_FIELD_OP, assertThrows(FilterParseException.class, () -> EventFilter.parse("dfd ~ 3", f)).error());
     }
+
+    /** A filter parsed as the kernel of {@code dialect} does, matched against a record of cpu {@code cpu}. */
+    private static boolean matchesOnCpu(String filter, FilterDialect dialect, int cpu) throws FilterParseException {
+        TraceRecord r = new TraceRecord("kprobes", "e", new TraceContext("cat", 7, cpu, ".....", 0), "e: (x)", false, 0x1000, 0, 2000,
+                List.of(new EventArg("dfd", FetchType.S32, 0, 3L, null), new EventArg("fn", FetchType.USTRING, 0, "/a", null),
+                        new EventArg("flags", FetchType.U16, 0, 0L, null)));
+        return EventFilter.parse(filter, EventFields.of(DEF), dialect).matches(r);
+    }
+
+    private static FilterParseException.Error refusal(String filter, FilterDialect dialect) {
+        return assertThrows(FilterParseException.class, () -> EventFilter.parse(filter, EventFields.of(DEF), dialect)).error();
+    }
+
+    /** CPUS{} (Linux 6.6+: 6.12 and 7.2 here), as do_filter_scalar_cpumask and parse_pred define it. */
+    @Test
+    void cpulistsOnTheCpuAndNumberFieldsFromLinux66() throws Exception {
+        FilterDialect d = FilterDialect.LINUX_6_12;
+        assertEquals(true, matchesOnCpu("cpu & CPUS{0-1}", d, 1));
+        assertEquals(false, matchesOnCpu("cpu & CPUS{0-1}", d, 2));
+        assertEquals(true, matchesOnCpu("CPU & CPUS{0,2-3}", d, 3));
+        assertEquals(true, matchesOnCpu("cpu == CPUS{2}", d, 2), "one cpu compares as a number");
+        assertEquals(true, matchesOnCpu("cpu & CPUS{2}", d, 2), "& of one cpu is ==");
+        assertEquals(false, matchesOnCpu("cpu == CPUS{1-2}", d, 2), "== holds only for a list of that cpu alone");
+        assertEquals(true, matchesOnCpu("cpu != CPUS{1-2}", d, 2));
+        assertEquals(true, matchesOnCpu("cpu != CPUS{3}", d, 2));
+        assertEquals(false, matchesOnCpu("common_pid & CPUS{0-15:2/4}", d, 0), "0-15:2/4 is 0-1,4-5,8-9,12-13: pid 7 is not in it");
+        assertEquals(true, matchesOnCpu("common_pid & CPUS{4-7}", d, 0));
+        assertEquals(true, matchesOnCpu("dfd & CPUS{1,3} && cpu == 0", d, 0), "a number field as a cpu");
+        assertEquals(true, matchesOnCpu("cpu & CPUS{7} || cpu == 5", d, 5));
+        assertEquals(FilterParseException.Error.ILLEGAL_FIELD_OP, refusal("fn & CPUS{1}", d));
+        assertEquals(FilterParseException.Error.ILLEGAL_FIELD_OP, refusal("cpu < CPUS{1}", d));
+        assertEquals(FilterParseException.Error.MISSING_BRACE_OPEN, refusal("cpu & CPUS1", d));
+        assertEquals(FilterParseException.Error.MISSING_BRACE_CLOSE, refusal("cpu & CPUS{1", d));
+        assertEquals(FilterParseException.Error.INVALID_CPULIST, refusal("cpu & CPUS{}", d));
+        assertEquals(FilterParseException.Error.INVALID_CPULIST, refusal("cpu & CPUS{a}", d));
+        assertEquals(FilterParseException.Error.INVALID_CPULIST, refusal("cpu & CPUS{3-1}", d));
+        assertEquals(FilterParseException.Error.INVALID_VALUE, refusal("cpu & CPUS{1}", FilterDialect.LINUX_6_1), "6.1 has no cpulists");
+        assertEquals(true, matchesOnCpu("cpu & CPUS{1}", FilterDialect.LINUX_7, 1));
+    }
 }
