@@ -47,16 +47,25 @@ final class X86LinuxGuest implements LinuxGuest {
         long guestRam = ram - HOST_AREA_BYTES;
         X86Pc[] ref = new X86Pc[1];
         ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].machine().clock().liveNanos());
-        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output(),
-                o.x86Apic() ? X86Pc.Interrupts.APIC : X86Pc.Interrupts.PIC);
+        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output(), interrupts(o), o.cpus());
         ref[0] = pc;
         try {
+            if (o.cpus() > 1) pc.machine().setSchedule(dev.kpemu.machine.Schedule.of(o.schedSeed()));
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
             throw e;
         }
+    }
+
+    /**
+     * The PC's interrupt controllers: the APIC board with {@code withX86Apic} or with more than one
+     * CPU (several CPUs imply it: only local APICs start APs, and the reference machine, QEMU's
+     * {@code pc -smp N}, has them), else the 8259 pair alone (the default machine, unchanged).
+     */
+    static X86Pc.Interrupts interrupts(BootRunner.Options o) {
+        return o.x86Apic() || o.cpus() > 1 ? X86Pc.Interrupts.APIC : X86Pc.Interrupts.PIC;
     }
 
     @Override public Arch arch() { return Arch.X86_64; }

@@ -105,6 +105,23 @@ public final class X86Cpuid {
         return l == null ? new Leaf(0, 0, 0, 0) : l;
     }
 
+    /**
+     * A copy of this table as the CPU with APIC ID {@code apicId} answers it: CPUID.1:EBX[31:24]
+     * (the initial APIC ID) and, in every sub-leaf of leaf 0xB, EDX (the x2APIC ID), as QEMU's
+     * {@code cpu_x86_cpuid} fills them from the CPU's {@code apic_id}; the rest is shared by all
+     * CPUs (QEMU's {@code -smp N}: one core per socket, so no other leaf names the CPU).
+     */
+    public X86Cpuid forApicId(int apicId) {
+        X86Cpuid c = new X86Cpuid(table, maxBasic, maxExtended);
+        Leaf l1 = c.table.get(key(1, 0));
+        if (l1 != null) c.table.put(key(1, 0), new Leaf(l1.eax(), (l1.ebx() & 0x00ff_ffff) | (apicId << 24), l1.ecx(), l1.edx()));
+        for (int sub = 0; sub < 8; sub++) {
+            Leaf b = c.table.get(key(0xb, sub));
+            if (b != null) c.table.put(key(0xb, sub), new Leaf(b.eax(), b.ebx(), b.ecx(), apicId));
+        }
+        return c;
+    }
+
     /** Installs the hook that answers the guest's {@code cpuid} from this table. */
     public Unicorn.Hook install(Unicorn uc) {
         return uc.hookCpuid(u -> {

@@ -1,0 +1,135 @@
+package dev.kpemu.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import dev.kpemu.boot.BootOutcome;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.GuestTerminal;
+import dev.kpemu.image.CommandGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Schedule;
+
+/**
+ * Issue 26 on x86-64: Debian 12's 6.1 (the recorded build) boots on 2 and 4 virtual CPUs of the
+ * APIC board ({@code BootRunner.Options.withCpus}: each vCPU with its local APIC, the MADT listing
+ * them, the APs started by Linux's INIT/SIPI through its real-mode trampoline), brings every CPU
+ * up as it does under QEMU {@code -smp N}, uses them (interrupts and IPIs on each), runs the
+ * default workload and a command to power-off, and the same boot twice is the same run.
+ */
+@Tag("kernel")
+class X86SmpBootTest {
+    static final String SUITE = "bookworm";
+    static final Arch ARCH = Arch.X86_64;
+
+    record Run(BootRunner.Result result, String console, String terminal) {}
+
+    static BootRunner.Options options(ByteArrayOutputStream console, int cpus, long seed) throws Exception {
+        return new BootRunner.Options(ARCH, KernelMatrixTest.kernel(SUITE, ARCH), null, null, 256, 60, console,
+                new PrintStream(new ByteArrayOutputStream())).withCpus(cpus, seed);
+    }
+
+    static Run boot(int cpus, long seed) throws Exception {
+        ByteArrayOutputStream console = new ByteArrayOutputStream();
+        BootRunner.Result r = BootRunner.boot(options(console, cpus, seed));
+        return new Run(r, console.toString(StandardCharsets.ISO_8859_1), "");
+    }
+
+    /** {@code command} as the guest's command ({@link CommandGuest}'s /init, its terminal on COM2), as {@code kpemu boot -- CMD} runs it. */
+    static Run command(int cpus, List<String> command) throws Exception {
+        byte[] busybox = Files.readAllBytes(GuestImages.forRepository().busybox(ARCH));
+        Path initrd = Files.createTempFile("kpemu-smp-command-", ".cpio");
+        try {
+            CommandGuest.initramfs(busybox, ARCH, command, false).write(initrd);
+            ByteArrayOutputStream console = new ByteArrayOutputStream(), terminal = new ByteArrayOutputStream();
+            BootRunner.Options base = options(console, cpus, Schedule.DEFAULT_SEED);
+            BootRunner.Options o = new BootRunner.Options(ARCH, base.kernel(), initrd, CommandGuest.commandLine(ARCH, null), base.memoryMiB(),
+                    base.timeoutSeconds(), console, base.trace(), new GuestTerminal(terminal, null), null, false, cpus, Schedule.DEFAULT_SEED);
+            BootRunner.Result r = BootRunner.boot(o);
+            return new Run(r, console.toString(StandardCharsets.ISO_8859_1), terminal.toString(StandardCharsets.ISO_8859_1));
+        } finally {
+            Files.deleteIfExists(initrd);
+        }
+    }
+
+    static String why(Run r) { return r.result().status() + "\n" + r.console(); }
+
+    /**
+     * The console's SMP lines as QEMU 7.2 printed them for this kernel with {@code -smp N}
+     * ({@code guest-images/qemu-reference.sh}, {@code KPEMU_QEMU_CPUS=N}), the workload to power-off,
+     * and {@code /proc/interrupts} (printed by the workload) with a column per CPU and local timer
+     * interrupts and IPIs (rescheduling, function calls) on every CPU.
+     */
+    @ParameterizedTest(name = "{0} CPUs")
+    @ValueSource(ints = {2, 4})
+    void linuxBringsUpEveryCpuAndRunsTheWorkload(int cpus) throws Exception {
+        Run r = boot(cpus, Schedule.DEFAULT_SEED);
+        System.out.println("SMP-BOOT cpus=" + cpus + " outcome=" + r.result().outcome() + " instructions=" + r.result().instructions()
+                + " guestNanos=" + r.result().guestNanos() + " hostMs=" + r.result().hostNanos() / 1_000_000);
+        assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        String log = r.console();
+        StringBuilder ids = new StringBuilder();
+        for (int i = 1; i < cpus; i++) ids.append(" #").append(i);
+        for (String qemu : new String[] {
+                "smpboot: Allowing " + cpus + " CPUs, 0 hotplug CPUs",
+                "smp: Bringing up secondary CPUs ...",
+                "x86: Booting SMP configuration:",
+                ".... node  #0, CPUs:     " + ids,
+                "smp: Brought up 1 node, " + cpus + " CPUs",
+                "smpboot: Max logical packages: " + cpus,
+                "smpboot: Total of " + cpus + " processors activated",
+                "ACPI: Using IOAPIC for interrupt routing"}) {
+            assertTrue(log.contains(qemu), "console lacks QEMU's line '" + qemu + "':\n" + log);
+        }
+        for (String bad : new String[] {"WARNING:", "BUG:", "Oops", "FW_BUG", "mismatch", "failed to come online", "stuck", "spurious"}) {
+            assertFalse(log.contains(bad), "console shows '" + bad + "':\n" + log);
+        }
+        StringBuilder header = new StringBuilder("\\n\\s*");
+        for (int i = 0; i < cpus; i++) header.append("CPU").append(i).append("\\s+");
+        assertTrue(Pattern.compile(header.toString()).matcher(log).find(), "/proc/interrupts has a column per CPU:\n" + log);
+        for (String row : new String[] {"LOC", "RES", "CAL"}) {
+            Matcher m = Pattern.compile("\\n" + row + ":((?:\\s+\\d+){" + cpus + "})").matcher(log);
+            assertTrue(m.find(), row + " row:\n" + log);
+            for (String n : m.group(1).trim().split("\\s+")) assertTrue(Long.parseLong(n) > 0, row + " on every CPU: " + m.group());
+        }
+    }
+
+    /** {@code nproc} in a guest command prints N, and the command's exit reaches the host. */
+    @ParameterizedTest(name = "{0} CPUs")
+    @ValueSource(ints = {2, 4})
+    void nprocInAGuestCommandPrintsTheCpus(int cpus) throws Exception {
+        Run r = command(cpus, List.of("sh", "-c", "nproc; grep -c ^processor /proc/cpuinfo"));
+        assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        assertEquals(0, r.result().commandExit(), why(r));
+        assertEquals(cpus + "\n" + cpus + "\n", r.terminal(), why(r));
+    }
+
+    /** Four CPUs, the same boot twice: byte-identical console, the same instructions, guest time and interrupts. */
+    @Test
+    void sameFourCpuBootTwiceIsTheSameRun() throws Exception {
+        Run first = boot(4, Schedule.DEFAULT_SEED), second = boot(4, Schedule.DEFAULT_SEED);
+        System.out.println("SMP-DETERMINISM instructions=" + first.result().instructions() + "/" + second.result().instructions());
+        for (Run r : List.of(first, second)) assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        assertTrue(first.console().contains("smp: Brought up 1 node, 4 CPUs"), first.console());
+        assertEquals(first.console(), second.console(), "console");
+        assertEquals(first.result().instructions(), second.result().instructions(), "instructions executed");
+        assertEquals(first.result().guestNanos(), second.result().guestNanos(), "guest time at power-off");
+        assertEquals(first.result().interrupts(), second.result().interrupts(), "interrupts taken");
+    }
+}
