@@ -72,7 +72,10 @@ class X86SmpBootTest {
 
     /**
      * The console's SMP lines as QEMU 7.2 printed them for this kernel with {@code -smp N}
-     * ({@code guest-images/qemu-reference.sh}, {@code KPEMU_QEMU_CPUS=N}), the workload to power-off,
+     * ({@code qemu_command} of {@code guest-images/qemu-reference.sh} with {@code qemu_cpus=N}: one
+     * socket of N cores, which CPUID tells Linux, so one logical package; QEMU's line of CPU numbers
+     * is the same, broken up by its APs' calibration warnings, which kpemu's virtual time does not
+     * cause), the workload to power-off,
      * and {@code /proc/interrupts} (printed by the workload) with a column per CPU and local timer
      * interrupts and IPIs (rescheduling, function calls) on every CPU.
      */

@@ -83,7 +83,7 @@ public final class X86Pc implements AutoCloseable {
      * {@link Interrupts#APIC}: the APs are started by INIT and STARTUP IPIs, which only local APICs
      * send). CPU {@code i} is the machine's vCPU {@code i} ({@code Machine.addCpu}) with local APIC
      * ID {@code i} in front of it (CPU 0 the BSP, the others APs that wait for a STARTUP IPI), CPUID
-     * naming that ID ({@link X86Cpuid#forApicId}), and the MADT lists all of them. The APs' local APICs
+     * naming that ID in QEMU's {@code -smp N} topology ({@link X86Cpuid#forCpu}), and the MADT lists all of them. The APs' local APICs
      * report INIT and STARTUP to the machine ({@link ApControl}), which stops the AP or starts it in
      * real mode at the STARTUP vector ({@link X86Machine#startAtSipi}) at the next block boundary.
      */
@@ -149,9 +149,10 @@ public final class X86Pc implements AutoCloseable {
             machine.registerState("reset-control", resetControl);
             machine.registerState("acpi-pm", acpiPm);
             cpuid = cpuPolicy(X86Cpuid.probe(), tsc, interrupts == Interrupts.APIC);
-            cpuid.install(machine.engine());
-            // every vCPU added later answers CPUID as vCPU 0 does, but for its own APIC ID (its index)
-            machine.onCpuAdded(cpu -> cpuid.forApicId(cpu).install(machine.engine(cpu)));
+            // one CPU: the policy's table; several: each CPU's own APIC ID in QEMU's -smp topology
+            (cpus == 1 ? cpuid : cpuid.forCpu(0, cpus)).install(machine.engine());
+            // a vCPU beyond the board's (a bare-metal test's Machine.addCpu) answers as vCPU 0
+            machine.onCpuAdded(cpu -> (cpu < cpus ? cpuid.forCpu(cpu, cpus) : cpuid).install(machine.engine(cpu)));
             for (int i = 1; i < cpus; i++) {
                 int cpu = machine.addCpu();
                 machine.setInterruptController(cpu, localApics[cpu]);
