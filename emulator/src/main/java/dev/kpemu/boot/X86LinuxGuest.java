@@ -55,7 +55,10 @@ final class X86LinuxGuest implements LinuxGuest {
             if (o.cpus() > 1) pc.machine().setSchedule(dev.kpemu.machine.Schedule.of(o.schedSeed()));
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
-            if (o.cpus() > 1) g.apicBaseMsrs = g.answerApicBaseMsr();
+            if (o.cpus() > 1) {
+                g.apicBaseMsrs = g.answerApicBaseMsr();
+                g.textPokeFunctions = g.keepPatchedTextCoherent();
+            }
             return g;
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
@@ -130,6 +133,69 @@ final class X86LinuxGuest implements LinuxGuest {
         return List.copyOf(found);
     }
 
+    /** The text-patching functions {@link #keepPatchedTextCoherent} watches (several CPUs), or empty. */
+    private List<String> textPokeFunctions = List.of();
+    /** Per CPU, the text ranges other CPUs' {@code __text_poke} wrote since its last {@code do_sync_core}: [address, length] pairs. */
+    private List<List<long[]>> pokedText = List.of();
+    private long textSyncs, textRangesDropped;
+
+    /**
+     * Makes text the kernel patches on one CPU run patched on every CPU (issue 26, smp-notes step 3,
+     * x86). Each vCPU's engine keeps its own translations, and a guest store drops only the storing
+     * engine's (docs/smp-notes.md fact b); x86 has no instruction that tells the other CPUs (the
+     * hardware's fetch is coherent), so the machine cannot see the moment itself. Linux's own
+     * protocol for patching live text gives it: every runtime patch (jump labels, static calls,
+     * ftrace, kprobes, the BPF JIT's {@code text_poke_copy}) is written by {@code __text_poke(func,
+     * addr, src, len)} (through a temporary alias mapping), and then {@code text_poke_sync} makes
+     * every online CPU run {@code do_sync_core} (an IPI to each other CPU, a call on its own) to
+     * serialize before it may run the new bytes ({@code text_poke_bp_batch} syncs after the int3,
+     * after the tail and after the first byte). Host breakpoints (guest text untouched) on the two
+     * functions' entries: {@code __text_poke} records [addr, addr + len) (RSI, RCX: the text's own
+     * kernel address, executable in every CPU's tables) for every other CPU; {@code do_sync_core}
+     * on a CPU (in the kernel, where the address translates) drops that CPU's recorded ranges in its
+     * own engine ({@code Machine.invalidateCode(cpu, …)}). So a CPU runs the old bytes until it
+     * serializes, as hardware may, and the new ones after. BPF's new code has no sync of its own:
+     * its ranges wait for the next (code no CPU ran before has no translation to be stale). Not
+     * covered: module text (written before it is mapped executable) and user text. The kernel's
+     * boot-time patching ({@code text_poke_early}, alternatives) runs before the APs start.
+     * Returns the functions found.
+     */
+    private List<String> keepPatchedTextCoherent() {
+        Machine m = pc.machine();
+        var poke = symbols().byName("__text_poke");
+        var sync = symbols().byName("do_sync_core");
+        if (poke.isEmpty() || sync.isEmpty()) return List.of();
+        int cpus = pc.cpus();
+        pokedText = new java.util.ArrayList<>();
+        for (int i = 0; i < cpus; i++) pokedText.add(new java.util.ArrayList<>());
+        m.addBreakpoint(poke.get().address(), (mm, at) -> {
+            var uc = mm.engine();
+            long[] range = {uc.regRead(X86Reg.RSI), uc.regRead(X86Reg.RCX)};
+            for (int i = 0; i < cpus; i++) {
+                if (i == mm.cpu()) continue;       // the writer's own stores drop its own translations
+                List<long[]> l = pokedText.get(i);
+                if (l.size() < MAX_POKED_RANGES) l.add(range);
+                else l.set(MAX_POKED_RANGES - 1, FLUSH_ALL);
+            }
+            return true;
+        });
+        m.addBreakpoint(sync.get().address(), (mm, at) -> {
+            textSyncs++;
+            List<long[]> l = pokedText.get(mm.cpu());
+            for (long[] r : l) {
+                if (r == FLUSH_ALL) mm.flushTranslations(); else mm.invalidateCode(mm.cpu(), r[0], r[1]);
+            }
+            textRangesDropped += l.size();
+            l.clear();
+            return true;
+        });
+        return List.of("__text_poke", "do_sync_core");
+    }
+
+    /** Ranges a CPU keeps before it serializes; one more makes its next {@code do_sync_core} drop all code (every engine: a CPU long offline). */
+    static final int MAX_POKED_RANGES = 4096;
+    private static final long[] FLUSH_ALL = {0, 0};
+
     @Override public Arch arch() { return Arch.X86_64; }
 
     @Override public Machine machine() { return pc.machine(); }
@@ -174,13 +240,15 @@ final class X86LinuxGuest implements LinuxGuest {
         return String.format("x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"",
                 fromBzImage ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
                 loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline())
-                + (pc.cpus() == 1 ? "" : ", " + pc.cpus() + " CPUs, MSR 0x1B answered in " + (apicBaseMsrs.isEmpty() ? "no function" : String.join(", ", apicBaseMsrs)));
+                + (pc.cpus() == 1 ? "" : ", " + pc.cpus() + " CPUs, MSR 0x1B answered in " + (apicBaseMsrs.isEmpty() ? "no function" : String.join(", ", apicBaseMsrs))
+                        + ", patched text kept coherent at " + (textPokeFunctions.isEmpty() ? "no function" : String.join(", ", textPokeFunctions)));
     }
 
     @Override public long interrupts() { return pc.machine().externalInterrupts(); }
 
     @Override public String stats() {
-        return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted();
+        return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
+                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped);
     }
 
     @Override public void close() { pc.close(); }

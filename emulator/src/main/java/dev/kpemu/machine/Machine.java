@@ -590,6 +590,17 @@ public abstract class Machine implements AutoCloseable {
     }
 
     /**
+     * Drops translated code for [va, va + len) in vCPU {@code cpu}'s engine alone (its own current
+     * page tables translate {@code va}) and forgets its clock's block cache: what that CPU's
+     * serializing step makes it see of text another CPU wrote (x86 Linux's {@code do_sync_core},
+     * {@code X86LinuxGuest}). {@link #invalidateCode(long, long)} drops in every engine.
+     */
+    public void invalidateCode(int cpu, long va, long len) {
+        dropTranslations(vcpus[cpu].engine, va, len);
+        vcpus[cpu].clock.forgetBlocks();
+    }
+
+    /**
      * A guest's own instruction-cache maintenance on vCPU {@code cpu} for [va, va + len) (arm64 IC
      * IVAU): drops the range in every other vCPU's engine (each translating {@code va} through its
      * own current page tables) and forgets their clocks' block caches, and in the secondary

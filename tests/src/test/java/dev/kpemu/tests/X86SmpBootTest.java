@@ -95,7 +95,7 @@ class X86SmpBootTest {
                 "x86: Booting SMP configuration:",
                 ".... node  #0, CPUs:     " + ids,
                 "smp: Brought up 1 node, " + cpus + " CPUs",
-                "smpboot: Max logical packages: " + cpus,
+                "smpboot: Max logical packages: 1",
                 "smpboot: Total of " + cpus + " processors activated",
                 "ACPI: Using IOAPIC for interrupt routing"}) {
             assertTrue(log.contains(qemu), "console lacks QEMU's line '" + qemu + "':\n" + log);
@@ -107,7 +107,7 @@ class X86SmpBootTest {
         for (int i = 0; i < cpus; i++) header.append("CPU").append(i).append("\\s+");
         assertTrue(Pattern.compile(header.toString()).matcher(log).find(), "/proc/interrupts has a column per CPU:\n" + log);
         for (String row : new String[] {"LOC", "RES", "CAL"}) {
-            Matcher m = Pattern.compile("\\n" + row + ":((?:\\s+\\d+){" + cpus + "})").matcher(log);
+            Matcher m = Pattern.compile("\\n\\s*" + row + ":((?:\\s+\\d+){" + cpus + "})").matcher(log);
             assertTrue(m.find(), row + " row:\n" + log);
             for (String n : m.group(1).trim().split("\\s+")) assertTrue(Long.parseLong(n) > 0, row + " on every CPU: " + m.group());
         }
@@ -121,6 +121,33 @@ class X86SmpBootTest {
         assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
         assertEquals(0, r.result().commandExit(), why(r));
         assertEquals(cpus + "\n" + cpus + "\n", r.terminal(), why(r));
+    }
+
+    /**
+     * Text the guest patches after the APs are up is run patched on every CPU: each CPU first runs
+     * {@code do_sys_openat2} (a {@code cat} pinned to it), so each vCPU's engine holds its translation; then
+     * ftrace's function tracer on {@code do_sys_openat2} rewrites its ftrace site (a NOP becomes a call,
+     * {@code text_poke_bp} from one CPU, the others synchronized by IPIs), and a {@code cat} pinned to
+     * each CPU again must appear in the trace on that CPU. With an engine that kept running its old
+     * translation, that CPU's {@code cat} would leave no event.
+     */
+    @ParameterizedTest(name = "{0} CPUs")
+    @ValueSource(ints = {4})
+    void textPatchedByOneCpuRunsPatchedOnEvery(int cpus) throws Exception {
+        String each = "for c in $(seq 0 " + (cpus - 1) + "); do taskset -c $c cat /proc/version >/dev/null; done";
+        String script = each + "; cd /sys/kernel/tracing && echo do_sys_openat2 > set_ftrace_filter && echo function > current_tracer && "
+                + each + "; echo 0 > tracing_on; for c in $(seq 0 " + (cpus - 1) + "); do echo cpu$c $(grep -c \"cat-[0-9]* *\\[00$c\\]\" trace); done";
+        Run r = command(cpus, List.of("sh", "-c", script));
+        System.out.println("SMP-COHERENCE " + r.terminal().replace("\n", " ") + " " + r.result().stats());
+        assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        assertEquals(0, r.result().commandExit(), r.terminal() + why(r));
+        Matcher m = Pattern.compile("cpu(\\d+) (\\d+)").matcher(r.terminal());
+        int seen = 0;
+        while (m.find()) {
+            seen++;
+            assertTrue(Integer.parseInt(m.group(2)) > 0, "cat's do_sys_openat2 traced on CPU " + m.group(1) + ":\n" + r.terminal());
+        }
+        assertEquals(cpus, seen, r.terminal());
     }
 
     /** Four CPUs, the same boot twice: byte-identical console, the same instructions, guest time and interrupts. */
