@@ -40,16 +40,22 @@ class X86SmpBootTest {
 
     record Run(BootRunner.Result result, String console, String terminal) {}
 
-    static BootRunner.Options options(ByteArrayOutputStream console, int cpus, long seed) throws Exception {
-        return new BootRunner.Options(ARCH, KernelMatrixTest.kernel(SUITE, ARCH), null, null, 256, 60, console,
+    static BootRunner.Options options(String suite, ByteArrayOutputStream console, int cpus, long seed) throws Exception {
+        return new BootRunner.Options(ARCH, KernelMatrixTest.kernel(suite, ARCH), null, null, 256, 60, console,
                 new PrintStream(new ByteArrayOutputStream())).withCpus(cpus, seed);
     }
 
-    static Run boot(int cpus, long seed) throws Exception {
+    static BootRunner.Options options(ByteArrayOutputStream console, int cpus, long seed) throws Exception {
+        return options(SUITE, console, cpus, seed);
+    }
+
+    static Run boot(String suite, int cpus, long seed) throws Exception {
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = BootRunner.boot(options(console, cpus, seed));
+        BootRunner.Result r = BootRunner.boot(options(suite, console, cpus, seed));
         return new Run(r, console.toString(StandardCharsets.ISO_8859_1), "");
     }
+
+    static Run boot(int cpus, long seed) throws Exception { return boot(SUITE, cpus, seed); }
 
     /** {@code command} as the guest's command ({@link CommandGuest}'s /init, its terminal on COM2), as {@code kpemu boot -- CMD} runs it. */
     static Run command(int cpus, List<String> command) throws Exception {
@@ -103,6 +109,11 @@ class X86SmpBootTest {
         for (String bad : new String[] {"WARNING:", "BUG:", "Oops", "FW_BUG", "mismatch", "failed to come online", "stuck", "spurious"}) {
             assertFalse(log.contains(bad), "console shows '" + bad + "':\n" + log);
         }
+        assertEveryCpuWorks(log, cpus);
+    }
+
+    /** /proc/interrupts (the workload prints it) with a column per CPU and local timer interrupts and IPIs on each. */
+    static void assertEveryCpuWorks(String log, int cpus) {
         StringBuilder header = new StringBuilder("\\n\\s*");
         for (int i = 0; i < cpus; i++) header.append("CPU").append(i).append("\\s+");
         assertTrue(Pattern.compile(header.toString()).matcher(log).find(), "/proc/interrupts has a column per CPU:\n" + log);
@@ -111,6 +122,33 @@ class X86SmpBootTest {
             assertTrue(m.find(), row + " row:\n" + log);
             for (String n : m.group(1).trim().split("\\s+")) assertTrue(Long.parseLong(n) > 0, row + " on every CPU: " + m.group());
         }
+    }
+
+    /**
+     * Debian 13's 6.12 and unstable's 7.x on four CPUs: they read IA32_APIC_BASE's BSP bit while they
+     * enumerate the MADT (without it: "Enumerated BSP APIC 0 is not marked in APICBASE MSR" and one
+     * CPU), bring up every CPU and run the workload to power-off.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"trixie", "sid"})
+    void newerKernelsBringUpEveryCpu(String suite) throws Exception {
+        int cpus = 4;
+        Run r = boot(suite, cpus, Schedule.DEFAULT_SEED);
+        System.out.println("SMP-BOOT " + suite + " cpus=" + cpus + " outcome=" + r.result().outcome() + " instructions=" + r.result().instructions()
+                + " hostMs=" + r.result().hostNanos() / 1_000_000);
+        assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        String log = r.console();
+        for (String line : new String[] {
+                "CPU topo: Allowing " + cpus + " present CPUs plus 0 hotplug CPUs",
+                "CPU topo: Max. logical packages:   1",
+                "smp: Brought up 1 node, " + cpus + " CPUs",
+                "smpboot: Total of " + cpus + " processors activated"}) {
+            assertTrue(log.contains(line), "console lacks '" + line + "':\n" + log);
+        }
+        for (String bad : new String[] {"APICBASE", "Rejected CPUs", "WARNING:", "BUG:", "Oops", "FW_BUG", "failed to come online"}) {
+            assertFalse(log.contains(bad), "console shows '" + bad + "':\n" + log);
+        }
+        assertEveryCpuWorks(log, cpus);
     }
 
     /** {@code nproc} in a guest command prints N, and the command's exit reaches the host. */
