@@ -113,8 +113,9 @@ public final class X86Cpuid {
      * as QEMU 7.2's {@code cpu_x86_cpuid} does for {@code -smp cpus} (its default topology since
      * 6.2: one socket of {@code cpus} cores, one thread each, APIC IDs 0..cpus-1): CPUID.1:EBX[31:24]
      * the initial APIC ID and, with more than one CPU, EBX[23:16] the logical processors of the
-     * package and EDX's HTT bit; leaf 0xB's EDX the x2APIC ID and its core level (sub-leaf 1) the
-     * package's APIC ID shift and CPU count; CPUID.0x80000001:ECX CmpLegacy and CPUID.0x80000008:ECX
+     * package and EDX's HTT bit; leaf 0xB, when the model has it (Unicorn 2.1.4's qemu64 answers
+     * zeros, QEMU 7.2's has it), EDX the x2APIC ID and its core level (sub-leaf 1) the package's
+     * APIC ID shift and CPU count; CPUID.0x80000001:ECX CmpLegacy and CPUID.0x80000008:ECX
      * the cores of the package (NC = cpus - 1) and their APIC ID bits (AMD's leaves: qemu64 is an
      * AMD model). With one CPU the table is this one's (APIC ID 0 is what it says already).
      */
@@ -125,7 +126,9 @@ public final class X86Cpuid {
         int pkgShift = 32 - Integer.numberOfLeadingZeros(cpus - 1);   // ceil(log2(cpus)): QEMU's apicid_pkg_offset, one thread per core
         Leaf l1 = c.table.get(key(1, 0));
         if (l1 != null) c.table.put(key(1, 0), new Leaf(l1.eax(), (l1.ebx() & 0x0000_ffff) | (apicId << 24) | (cpus << 16), l1.ecx(), l1.edx() | L1_EDX_HTT));
-        for (int sub = 0; sub < 8; sub++) {
+        Leaf smt = c.table.get(key(0xb, 0));
+        boolean leafB = smt != null && smt.ebx() != 0;   // Unicorn 2.1.4's qemu64 answers leaf 0xB with zeros: no such leaf
+        for (int sub = 0; leafB && sub < 8; sub++) {
             Leaf b = c.table.get(key(0xb, sub));
             if (b == null) continue;
             if (sub == 1 && (b.ecx() >> 8 & 0xff) == 2) c.table.put(key(0xb, sub), new Leaf(pkgShift, cpus, b.ecx(), apicId));
