@@ -114,7 +114,9 @@ final class X86LinuxGuest implements LinuxGuest {
             boolean read = name.contains("read"), safe = name.endsWith("_safe");
             m.addBreakpoint(sym.get().address(), (mm, at) -> {
                 var uc = mm.engine();
+                msrCalls++;
                 if ((int) uc.regRead(X86Reg.RDI) != MSR_APIC_BASE) return true;
+                apicBaseAnswers++;
                 var apic = pc.localApic(mm.cpu());
                 if (read) {
                     uc.regWrite(X86Reg.RAX, apic.apicBase());
@@ -137,7 +139,7 @@ final class X86LinuxGuest implements LinuxGuest {
     private List<String> textPokeFunctions = List.of();
     /** Per CPU, the text ranges other CPUs' {@code __text_poke} wrote since its last {@code do_sync_core}: [address, length] pairs. */
     private List<List<long[]>> pokedText = List.of();
-    private long textSyncs, textRangesDropped;
+    private long textSyncs, textRangesDropped, msrCalls, apicBaseAnswers;
 
     /**
      * Makes text the kernel patches on one CPU run patched on every CPU (issue 26, smp-notes step 3,
@@ -248,7 +250,8 @@ final class X86LinuxGuest implements LinuxGuest {
 
     @Override public String stats() {
         return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
-                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped);
+                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
+                        + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }
 
     @Override public void close() { pc.close(); }

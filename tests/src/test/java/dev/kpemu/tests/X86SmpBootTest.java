@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.kpemu.boot.BootOutcome;
@@ -59,13 +60,15 @@ class X86SmpBootTest {
     static Run boot(int cpus, long seed) throws Exception { return boot(SUITE, cpus, seed); }
 
     /** {@code command} as the guest's command ({@link CommandGuest}'s /init, its terminal on COM2), as {@code kpemu boot -- CMD} runs it. */
-    static Run command(int cpus, List<String> command) throws Exception {
+    static Run command(int cpus, List<String> command) throws Exception { return command(SUITE, cpus, command); }
+
+    static Run command(String suite, int cpus, List<String> command) throws Exception {
         byte[] busybox = Files.readAllBytes(GuestImages.forRepository().busybox(ARCH));
         Path initrd = Files.createTempFile("kpemu-smp-command-", ".cpio");
         try {
             CommandGuest.initramfs(busybox, ARCH, command, false).write(initrd);
             ByteArrayOutputStream console = new ByteArrayOutputStream(), terminal = new ByteArrayOutputStream();
-            BootRunner.Options base = options(console, cpus, Schedule.DEFAULT_SEED);
+            BootRunner.Options base = options(suite, console, cpus, Schedule.DEFAULT_SEED);
             BootRunner.Options o = new BootRunner.Options(ARCH, base.kernel(), initrd, CommandGuest.commandLine(ARCH, null), base.memoryMiB(),
                     base.timeoutSeconds(), console, base.trace(), new GuestTerminal(terminal, null), null, false, cpus, Schedule.DEFAULT_SEED);
             BootRunner.Result r = BootRunner.boot(o);
@@ -91,7 +94,7 @@ class X86SmpBootTest {
     void linuxBringsUpEveryCpuAndRunsTheWorkload(int cpus) throws Exception {
         Run r = boot(cpus, Schedule.DEFAULT_SEED);
         System.out.println("SMP-BOOT cpus=" + cpus + " outcome=" + r.result().outcome() + " instructions=" + r.result().instructions()
-                + " guestNanos=" + r.result().guestNanos() + " hostMs=" + r.result().hostNanos() / 1_000_000);
+                + " guestNanos=" + r.result().guestNanos() + " hostMs=" + r.result().hostNanos() / 1_000_000 + " " + r.result().stats());
         assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
         String log = r.console();
         StringBuilder ids = new StringBuilder();
@@ -154,10 +157,10 @@ class X86SmpBootTest {
     }
 
     /** {@code nproc} in a guest command prints N, and the command's exit reaches the host. */
-    @ParameterizedTest(name = "{0} CPUs")
-    @ValueSource(ints = {2, 4})
-    void nprocInAGuestCommandPrintsTheCpus(int cpus) throws Exception {
-        Run r = command(cpus, List.of("sh", "-c", "nproc; grep -c ^processor /proc/cpuinfo"));
+    @ParameterizedTest(name = "{0}, {1} CPUs")
+    @CsvSource({"bookworm, 2", "bookworm, 4", "trixie, 4", "sid, 4"})
+    void nprocInAGuestCommandPrintsTheCpus(String suite, int cpus) throws Exception {
+        Run r = command(suite, cpus, List.of("sh", "-c", "nproc; grep -c ^processor /proc/cpuinfo"));
         assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
         assertEquals(0, r.result().commandExit(), why(r));
         assertEquals(cpus + "\n" + cpus + "\n", r.terminal(), why(r));
