@@ -194,6 +194,23 @@ class X86SmpBootTest {
     }
 
     /**
+     * CPU hotplug through sysfs: CPU 1 goes offline (Linux parks it in its dead loop) and online
+     * again (INIT and STARTUP once more: the AP starts over in real mode), and a task pinned to it
+     * runs there.
+     */
+    @Test
+    void aCpuGoesOfflineAndOnlineAgain() throws Exception {
+        String online = "/sys/devices/system/cpu/cpu1/online";
+        Run r = command(4, List.of("sh", "-c", "echo 0 > " + online + "; nproc; cat " + online + "; echo 1 > " + online
+                + "; nproc; cat " + online + "; taskset -c 1 sh -c 'grep -c ^processor /proc/cpuinfo; cut -d\" \" -f39 /proc/self/stat'"));
+        System.out.println("SMP-HOTPLUG " + r.terminal().replace("\n", " | "));
+        assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), why(r));
+        assertEquals(0, r.result().commandExit(), r.terminal() + why(r));
+        assertEquals("3\n0\n4\n1\n4\n1\n", r.terminal(), "nproc and online while CPU 1 is off and on again; the pinned task's CPU (stat field 39)");
+        assertTrue(r.console().contains("smpboot: CPU 1 is now offline"), r.console());
+    }
+
+    /**
      * Four CPUs, the same boot twice: byte-identical console, the same instructions, guest time and
      * interrupts. Another schedule seed ({@code withCpus(4, seed)}: other quanta and order) boots as
      * well, through another interleaving (another instruction count to power-off).
