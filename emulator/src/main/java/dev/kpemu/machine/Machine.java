@@ -190,8 +190,10 @@ public abstract class Machine implements AutoCloseable {
      * its own latch; host breakpoints and the text guard on both. Not exercised on vCPUs above 0:
      * faults, {@code syscall}/SVC, int3/BRK to the trap handler (kprobes keeps one control block
      * per machine until step 5), hypercalls (PSCI answers for one PE until step 4), NMIs. Not per
-     * vCPU yet: {@link #holdInterrupts} (machine-wide), the boards' interrupt controllers and
-     * timers (vCPU 0's; the others have a latch unless given a controller).
+     * vCPU yet: {@link #holdInterrupts} (machine-wide), arm64's board interrupt controller and
+     * timers (vCPU 0's; the others have a latch unless given a controller). The x86 board with
+     * several CPUs gives each its own local APIC ({@code X86Pc}); booted Linux runs faults,
+     * {@code syscall} and NMIs' paths on every vCPU there ({@code X86SmpBootTest}).
      */
     public int addCpu() {
         if (closed) throw new IllegalStateException("machine closed");

@@ -122,9 +122,11 @@ public final class X86Machine extends Machine {
     /**
      * vCPU {@code cpu}'s engine gets what vCPU 0's has: exception and interrupt delivery through
      * its own IDT, #UD, {@code syscall}, HLT, its own interrupt latch ({@link #setInterruptLine(int, int, boolean)})
-     * or controller and NMI input, the virtual TSC (the machine's). Not set: the CPU's mode (real
-     * mode at reset: {@link X86LongMode#enter} on {@code engine(cpu)} before {@link #startCpu}),
-     * CPUID (the board's, {@link #onCpuAdded}), INIT/SIPI (step 4).
+     * or controller and NMI input, the virtual TSC (the machine's). Not set: the CPU's mode (the
+     * engine's 64-bit reset state until someone sets one: {@link X86LongMode#enter} on
+     * {@code engine(cpu)} before {@link #startCpu}, or the architectural INIT state in real mode by
+     * {@link #startAtSipi}, what the board's local APIC does on a STARTUP IPI), CPUID (the board's,
+     * {@link #onCpuAdded}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
