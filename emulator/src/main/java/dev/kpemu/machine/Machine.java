@@ -193,7 +193,7 @@ public abstract class Machine implements AutoCloseable {
      * vCPU yet: {@link #holdInterrupts} (machine-wide), arm64's board interrupt controller and
      * timers (vCPU 0's; the others have a latch unless given a controller). The x86 board with
      * several CPUs gives each its own local APIC ({@code X86Pc}); booted Linux runs faults,
-     * {@code syscall} and NMIs' paths on every vCPU there ({@code X86SmpBootTest}).
+     * {@code syscall} and IPIs on every vCPU there ({@code X86SmpBootTest}).
      */
     public int addCpu() {
         if (closed) throw new IllegalStateException("machine closed");
