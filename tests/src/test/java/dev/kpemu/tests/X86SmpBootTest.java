@@ -129,8 +129,8 @@ class X86SmpBootTest {
     }
 
     /**
-     * Debian 13's 6.12 and unstable's 7.x on four CPUs (the topology lines are QEMU 7.2 {@code -smp 4}'s
-     * for 6.12): they read IA32_APIC_BASE's BSP bit while they enumerate the MADT (without it: "Enumerated BSP APIC 0 is not marked in APICBASE MSR" and one
+     * Debian 13's 6.12 and unstable's 7.x on four CPUs (the topology and SMP lines are QEMU 7.2
+     * {@code -smp 4}'s for both): they read IA32_APIC_BASE's BSP bit while they enumerate the MADT (without it: "Enumerated BSP APIC 0 is not marked in APICBASE MSR" and one
      * CPU), bring up every CPU and run the workload to power-off.
      */
     @ParameterizedTest(name = "{0}")
