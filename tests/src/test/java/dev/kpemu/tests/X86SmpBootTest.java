@@ -29,7 +29,7 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Schedule;
 
 /**
- * Issue 26 on x86-64: Debian 12's 6.1 (the recorded build) boots on 2 and 4 virtual CPUs of the
+ * Issue 26 on x86-64: Debian 12's 6.1 (the recorded build) boots on 2, 4 and 8 virtual CPUs of the
  * APIC board ({@code BootRunner.Options.withCpus}: each vCPU with its local APIC, the MADT listing
  * them, the APs started by Linux's INIT/SIPI through its real-mode trampoline), brings every CPU
  * up as it does under QEMU {@code -smp N}, uses them (interrupts and IPIs on each), runs the
@@ -90,7 +90,7 @@ class X86SmpBootTest {
      * interrupts and IPIs (rescheduling, function calls) on every CPU.
      */
     @ParameterizedTest(name = "{0} CPUs")
-    @ValueSource(ints = {2, 4})
+    @ValueSource(ints = {2, 4, 8})
     void linuxBringsUpEveryCpuAndRunsTheWorkload(int cpus) throws Exception {
         Run r = boot(cpus, Schedule.DEFAULT_SEED);
         System.out.println("SMP-BOOT cpus=" + cpus + " outcome=" + r.result().outcome() + " instructions=" + r.result().instructions()
