@@ -10,7 +10,8 @@
 #           kernel_header (the "# kernel:", "# suite:" and "# qemu:" header lines);
 #           qemu_boot INITRAMFS APPEND LOG [MARKER] (the kernel's console= and the timing options
 #           below are added; RAM: $qemu_mem MiB, default 512; arm64 CPU: $qemu_cpu, default cortex-a57;
-#           CPUs: $qemu_smp (QEMU's -smp), default QEMU's one;
+#           CPUs: $qemu_cpus (-smp N, single-threaded TCG: the vCPUs in turn, as kpemu runs them;
+#           unset: QEMU's one CPU, the command line unchanged);
 #           time limit: $qemu_limit host seconds, default 600;
 #           MARKER: the console line a finished boot prints: a boot that misses it for a known reason
 #           of the host's speed is run once more).
@@ -140,10 +141,11 @@ timing_failure() {   # LOG: prints the reason, or nothing
 qemu_command() {
   local initramfs=$1 append="$2 $(reference_timing_append)"
   if [ "$arch" = x86_64 ]; then
-    cmd=("$qemu" -M pc -m "${qemu_mem:-512}" ${qemu_smp:+-smp "$qemu_smp"} -nographic -no-reboot -kernel "$(kernel_print vmlinux)" -initrd "$initramfs" -append "console=ttyS0 $append")
+    cmd=("$qemu" -M pc -m "${qemu_mem:-512}" -nographic -no-reboot -kernel "$(kernel_print vmlinux)" -initrd "$initramfs" -append "console=ttyS0 $append")
   else
-    cmd=("$qemu" -M virt -cpu "${qemu_cpu:-cortex-a57}" -m "${qemu_mem:-512}" ${qemu_smp:+-smp "$qemu_smp"} -nographic -no-reboot -kernel "$(kernel_print kernel)" -initrd "$initramfs" -append "console=ttyAMA0 $append")
+    cmd=("$qemu" -M virt -cpu "${qemu_cpu:-cortex-a57}" -m "${qemu_mem:-512}" -nographic -no-reboot -kernel "$(kernel_print kernel)" -initrd "$initramfs" -append "console=ttyAMA0 $append")
   fi
+  if [ -n "${qemu_cpus:-}" ]; then cmd+=(-smp "$qemu_cpus" -accel tcg,thread=single); fi
 }
 
 # run_qemu LOG LIMIT: runs $cmd for at most LIMIT host seconds.

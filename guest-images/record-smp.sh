@@ -46,7 +46,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$defs"
 te=$(IFS=,; echo "${events[*]}")
 append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te smp_trace=1 smp_rounds=$rounds"
-qemu_smp=$cpus
+qemu_cpus=$cpus
 qemu_boot "$work/smp.cpio" "$append" "$work/linux.log" KPEMU-INIT-DONE
 grep -q "^KPEMU-SMP-WORK-DONE" "$work/linux.log" || { tail -n 30 "$work/linux.log" >&2; die "the guest did not finish its work"; }
 grep -q "cpus=$cpus " "$work/linux.log" || { grep KPEMU-INIT-START "$work/linux.log" >&2; die "Linux did not bring up $cpus CPUs"; }
@@ -54,7 +54,7 @@ grep -q "cpus=$cpus " "$work/linux.log" || { grep KPEMU-INIT-START "$work/linux.
 header() {
   echo "# $1 recorded by guest-images/record-smp.sh from Linux's own tracefs."
   kernel_header
-  echo "# qemu -smp $cpus; guest: reference/smp.init, smp_rounds=$rounds"
+  echo "# qemu -smp $cpus (single-threaded TCG); guest: reference/smp.init, smp_rounds=$rounds"
   echo "# definitions (${defs#"$here/reference/"}):"
   grep -vE '^[[:space:]]*(#|$)' "$defs" | sed 's/^/#   /'
 }

@@ -82,6 +82,9 @@ public final class BootRunner {
         /**
          * These options with {@code cpus} virtual CPUs run in turn on the schedule {@code schedSeed} names
          * ({@link dev.kpemu.machine.Schedule}: {@code DEFAULT_SEED} is the round-robin of fixed quanta).
+         * x86-64: more than one CPU implies the APIC board ({@code X86Pc.Interrupts.APIC}: only local
+         * APICs start APs, and QEMU's {@code pc -smp N} has them), whatever {@link #withX86Apic} says;
+         * one CPU is the machine it always was. arm64 does not read them yet (one PE).
          */
         public Options withCpus(int cpus, long schedSeed) {
             return new Options(arch, kernel, initrd, append, memoryMiB, timeoutSeconds, console, trace, terminal, hostStop, x86Apic,

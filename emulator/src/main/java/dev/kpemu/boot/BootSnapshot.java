@@ -115,7 +115,10 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
         id.put("command line", o.append() == null ? "(default)" : o.append());
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
-        if (o.x86Apic()) id.put("interrupt controllers", "local APIC + I/O APIC");
+        if (o.x86Apic() || (o.cpus() > 1 && o.arch() == dev.kpemu.machine.Arch.X86_64)) id.put("interrupt controllers", "local APIC + I/O APIC");
+        // one CPU keeps the identity it always had; a machine of several is another machine (and
+        // cannot be saved yet: Machine.checkSnapshotPoint)
+        if (o.cpus() > 1) id.put("cpus", o.cpus() + ", schedule seed " + o.schedSeed());
         id.put("point", point);
         id.put("kpemu build", build());
         id.put("unicorn", Unicorn.version());

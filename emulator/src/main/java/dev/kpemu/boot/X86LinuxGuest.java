@@ -1,6 +1,7 @@
 package dev.kpemu.boot;
 
 import java.nio.file.Path;
+import java.util.List;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
@@ -9,6 +10,7 @@ import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.board.X86Pc;
+import dev.kpemu.unicorn.X86Reg;
 
 /** An x86-64 Linux guest on kpemu's PC ({@link X86Pc}), loaded by the 64-bit boot protocol. */
 final class X86LinuxGuest implements LinuxGuest {
@@ -47,17 +49,154 @@ final class X86LinuxGuest implements LinuxGuest {
         long guestRam = ram - HOST_AREA_BYTES;
         X86Pc[] ref = new X86Pc[1];
         ConsoleMonitor con = BootRunner.consoleMonitor(o, () -> ref[0] == null ? 0 : ref[0].machine().clock().liveNanos());
-        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output(),
-                o.x86Apic() ? X86Pc.Interrupts.APIC : X86Pc.Interrupts.PIC);
+        X86Pc pc = new X86Pc(ram, con, false, o.terminal() == null ? null : o.terminal().output(), interrupts(o), o.cpus());
         ref[0] = pc;
         try {
+            if (o.cpus() > 1) pc.machine().setSchedule(dev.kpemu.machine.Schedule.of(o.schedSeed()));
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
-            return new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
+            X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
+            if (o.cpus() > 1) {
+                g.apicBaseMsrs = g.answerApicBaseMsr();
+                g.textPokeFunctions = g.keepPatchedTextCoherent();
+            }
+            return g;
         } catch (KernelImageException | RuntimeException e) {
             pc.close();
             throw e;
         }
     }
+
+    /**
+     * The PC's interrupt controllers: the APIC board with {@code withX86Apic} or with more than one
+     * CPU (several CPUs imply it: only local APICs start APs, and the reference machine, QEMU's
+     * {@code pc -smp N}, has them), else the 8259 pair alone (the default machine, unchanged).
+     */
+    static X86Pc.Interrupts interrupts(BootRunner.Options o) {
+        return o.x86Apic() || o.cpus() > 1 ? X86Pc.Interrupts.APIC : X86Pc.Interrupts.PIC;
+    }
+
+    /** MSR 0x1B. */
+    static final int MSR_APIC_BASE = dev.kpemu.machine.x86.devices.LocalApic.MSR_APIC_BASE;
+    /** The paravirt MSR functions {@link #answerApicBaseMsr} looks for, in the kernel's symbols. */
+    static final List<String> MSR_FUNCTIONS = List.of("native_read_msr", "native_read_msr_safe", "native_write_msr", "native_write_msr_safe");
+
+    /** The MSR functions {@link #answerApicBaseMsr} answers for (empty: none found, or one CPU). */
+    private List<String> apicBaseMsrs = List.of();
+
+    /** The paravirt MSR functions whose MSR 0x1B accesses the local APICs answer (several CPUs), in {@link #MSR_FUNCTIONS}' order. */
+    List<String> apicBaseMsrFunctions() { return apicBaseMsrs; }
+
+    /**
+     * Answers the kernel's IA32_APIC_BASE (MSR 0x1B) reads and writes from each CPU's local APIC
+     * ({@code LocalApic.apicBase}: base 0xfee00000, enable, and the BSP bit on CPU 0), which
+     * Unicorn 2.1.4 cannot: its engine reads that MSR as 0 and drops writes, and it offers no hook
+     * on RDMSR/WRMSR. Linux 6.9+ ({@code check_for_real_bsp} in {@code arch/x86/kernel/cpu/topology.c})
+     * reads the BSP bit while it enumerates the MADT's CPUs and, not finding it, takes itself for a
+     * crash kernel and keeps one CPU ("Enumerated BSP APIC 0 is not marked in APICBASE MSR").
+     * Debian's kernels are paravirt ({@code CONFIG_PARAVIRT_XXL}): {@code rdmsrl}/{@code wrmsrl} and
+     * their {@code _safe} forms call {@code pv_ops.cpu.read_msr} etc., whose native functions
+     * ({@link #MSR_FUNCTIONS}) hold the only RDMSR/WRMSR of those paths. A host breakpoint on each
+     * one's entry (never a change to guest text) looks at the MSR number (EDI): for 0x1B it does
+     * what the function does — the value in RAX ({@code _safe}: 0 stored through RSI's error
+     * pointer, the read; EAX 0, the write) — and returns to the caller (RIP popped from the stack),
+     * skipping the instruction; any other MSR runs the function as it is. Not seen: an inline
+     * {@code native_rdmsr}/{@code __rdmsr} of MSR 0x1B outside these functions (none in 6.12's
+     * {@code arch/x86}), and RDMSR/WRMSR of the MSR in user space (a #GP there anyway).
+     * Returns the functions found.
+     */
+    private List<String> answerApicBaseMsr() {
+        List<String> found = new java.util.ArrayList<>();
+        Machine m = pc.machine();
+        for (String name : MSR_FUNCTIONS) {
+            var sym = symbols().byName(name);
+            if (sym.isEmpty()) continue;
+            found.add(name);
+            boolean read = name.contains("read"), safe = name.endsWith("_safe");
+            m.addBreakpoint(sym.get().address(), (mm, at) -> {
+                var uc = mm.engine();
+                msrCalls++;
+                if ((int) uc.regRead(X86Reg.RDI) != MSR_APIC_BASE) return true;
+                apicBaseAnswers++;
+                var apic = pc.localApic(mm.cpu());
+                if (read) {
+                    uc.regWrite(X86Reg.RAX, apic.apicBase());
+                    if (safe) mm.writeVirtual(uc.regRead(X86Reg.RSI), new byte[4]);
+                } else {
+                    apic.writeApicBase((uc.regRead(X86Reg.RSI) & 0xffff_ffffL) | (uc.regRead(X86Reg.RDX) << 32));
+                    if (safe) uc.regWrite(X86Reg.RAX, 0);
+                }
+                long sp = uc.regRead(X86Reg.RSP);
+                long ret = mm.readVirtualLong(sp);
+                uc.regWrite(X86Reg.RSP, sp + 8);
+                mm.setPc(ret);
+                return true;
+            });
+        }
+        return List.copyOf(found);
+    }
+
+    /** The text-patching functions {@link #keepPatchedTextCoherent} watches (several CPUs), or empty. */
+    private List<String> textPokeFunctions = List.of();
+    /** Per CPU, the text ranges other CPUs' {@code __text_poke} wrote since its last {@code do_sync_core}: [address, length] pairs. */
+    private List<List<long[]>> pokedText = List.of();
+    private long textSyncs, textRangesDropped, msrCalls, apicBaseAnswers;
+
+    /**
+     * Makes text the kernel patches on one CPU run patched on every CPU (issue 26, smp-notes step 3,
+     * x86). Each vCPU's engine keeps its own translations, and a guest store drops only the storing
+     * engine's (docs/smp-notes.md fact b); x86 has no instruction that tells the other CPUs (the
+     * hardware's fetch is coherent), so the machine cannot see the moment itself. Linux's own
+     * protocol for patching live text gives it: every runtime patch (jump labels, static calls,
+     * ftrace, kprobes, the BPF JIT's {@code text_poke_copy}) is written by {@code __text_poke(func,
+     * addr, src, len)} (through a temporary alias mapping), and then {@code text_poke_sync} makes
+     * every online CPU run {@code do_sync_core} (an IPI to each other CPU, a call on its own) to
+     * serialize before it may run the new bytes ({@code text_poke_bp_batch} syncs after the int3,
+     * after the tail and after the first byte). Host breakpoints (guest text untouched) on the two
+     * functions' entries: {@code __text_poke} records [addr, addr + len) (RSI, RCX: the text's own
+     * kernel address, executable in every CPU's tables) for every other CPU; {@code do_sync_core}
+     * on a CPU (in the kernel, where the address translates) drops that CPU's recorded ranges in its
+     * own engine ({@code Machine.invalidateCode(cpu, …)}). So a CPU runs the old bytes until it
+     * serializes, as hardware may, and the new ones after. BPF's new code has no sync of its own:
+     * its ranges wait for the next (code no CPU ran before has no translation to be stale). Not
+     * covered: module text (written before it is mapped executable) and user text. The kernel's
+     * boot-time patching ({@code text_poke_early}, alternatives) runs before the APs start.
+     * Returns the functions found.
+     */
+    private List<String> keepPatchedTextCoherent() {
+        Machine m = pc.machine();
+        var poke = symbols().byName("__text_poke");
+        var sync = symbols().byName("do_sync_core");
+        if (poke.isEmpty() || sync.isEmpty()) return List.of();
+        int cpus = pc.cpus();
+        pokedText = new java.util.ArrayList<>();
+        for (int i = 0; i < cpus; i++) pokedText.add(new java.util.ArrayList<>());
+        m.addBreakpoint(poke.get().address(), (mm, at) -> {
+            var uc = mm.engine();
+            long[] range = {uc.regRead(X86Reg.RSI), uc.regRead(X86Reg.RCX)};
+            for (int i = 0; i < cpus; i++) {
+                if (i == mm.cpu()) continue;       // the writer's own stores drop its own translations
+                List<long[]> l = pokedText.get(i);
+                if (l.size() < MAX_POKED_RANGES) l.add(range);
+                else l.set(MAX_POKED_RANGES - 1, FLUSH_ALL);
+            }
+            return true;
+        });
+        m.addBreakpoint(sync.get().address(), (mm, at) -> {
+            textSyncs++;
+            List<long[]> l = pokedText.get(mm.cpu());
+            for (long[] r : l) {
+                if (r == FLUSH_ALL) mm.flushTranslations(); else mm.invalidateCode(mm.cpu(), r[0], r[1]);
+            }
+            textRangesDropped += l.size();
+            l.clear();
+            return true;
+        });
+        return List.of("__text_poke", "do_sync_core");
+    }
+
+    /** Ranges a CPU keeps before it serializes; one more makes its next {@code do_sync_core} drop all code (every engine: a CPU long offline). */
+    static final int MAX_POKED_RANGES = 4096;
+    private static final long[] FLUSH_ALL = {0, 0};
 
     @Override public Arch arch() { return Arch.X86_64; }
 
@@ -102,13 +241,17 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public String describe() {
         return String.format("x86_64 %s, boot protocol %x, entry 0x%x, initrd 0x%x+0x%x, %d MiB, cmdline \"%s\"",
                 fromBzImage ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
-                loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline());
+                loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline())
+                + (pc.cpus() == 1 ? "" : ", " + pc.cpus() + " CPUs, MSR 0x1B answered in " + (apicBaseMsrs.isEmpty() ? "no function" : String.join(", ", apicBaseMsrs))
+                        + ", patched text kept coherent at " + (textPokeFunctions.isEmpty() ? "no function" : String.join(", ", textPokeFunctions)));
     }
 
     @Override public long interrupts() { return pc.machine().externalInterrupts(); }
 
     @Override public String stats() {
-        return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted();
+        return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
+                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
+                        + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }
 
     @Override public void close() { pc.close(); }

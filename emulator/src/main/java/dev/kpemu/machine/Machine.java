@@ -190,8 +190,10 @@ public abstract class Machine implements AutoCloseable {
      * its own latch; host breakpoints and the text guard on both. Not exercised on vCPUs above 0:
      * faults, {@code syscall}/SVC, int3/BRK to the trap handler (kprobes keeps one control block
      * per machine until step 5), hypercalls (PSCI answers for one PE until step 4), NMIs. Not per
-     * vCPU yet: {@link #holdInterrupts} (machine-wide), the boards' interrupt controllers and
-     * timers (vCPU 0's; the others have a latch unless given a controller).
+     * vCPU yet: {@link #holdInterrupts} (machine-wide), arm64's board interrupt controller and
+     * timers (vCPU 0's; the others have a latch unless given a controller). The x86 board with
+     * several CPUs gives each its own local APIC ({@code X86Pc}); booted Linux runs faults,
+     * {@code syscall} and IPIs on every vCPU there ({@code X86SmpBootTest}).
      */
     public int addCpu() {
         if (closed) throw new IllegalStateException("machine closed");
@@ -587,6 +589,17 @@ public abstract class Machine implements AutoCloseable {
         }
         Unicorn[] others = secondaryEngines;
         for (int i = 0; i < others.length; i++) dropTranslations(others[i], va, len);
+    }
+
+    /**
+     * Drops translated code for [va, va + len) in vCPU {@code cpu}'s engine alone (its own current
+     * page tables translate {@code va}) and forgets its clock's block cache: what that CPU's
+     * serializing step makes it see of text another CPU wrote (x86 Linux's {@code do_sync_core},
+     * {@code X86LinuxGuest}). {@link #invalidateCode(long, long)} drops in every engine.
+     */
+    public void invalidateCode(int cpu, long va, long len) {
+        dropTranslations(vcpus[cpu].engine, va, len);
+        vcpus[cpu].clock.forgetBlocks();
     }
 
     /**

@@ -105,6 +105,42 @@ public final class X86Cpuid {
         return l == null ? new Leaf(0, 0, 0, 0) : l;
     }
 
+    /** CPUID.1:EDX HTT, CPUID.0x80000001:ECX CmpLegacy. */
+    public static final int L1_EDX_HTT = 1 << 28, EXT1_ECX_CMP_LEGACY = 1 << 1;
+
+    /**
+     * A copy of this table as CPU {@code apicId} of a machine with {@code cpus} CPUs answers it,
+     * as QEMU 7.2's {@code cpu_x86_cpuid} does for {@code -smp cpus} (its default topology since
+     * 6.2: one socket of {@code cpus} cores, one thread each, APIC IDs 0..cpus-1): CPUID.1:EBX[31:24]
+     * the initial APIC ID and, with more than one CPU, EBX[23:16] the logical processors of the
+     * package and EDX's HTT bit; leaf 0xB, when the model has it (Unicorn 2.1.4's qemu64 answers
+     * zeros, QEMU 7.2's has it), EDX the x2APIC ID and its core level (sub-leaf 1) the package's
+     * APIC ID shift and CPU count; CPUID.0x80000001:ECX CmpLegacy and CPUID.0x80000008:ECX
+     * the cores of the package (NC = cpus - 1) and their APIC ID bits (AMD's leaves: qemu64 is an
+     * AMD model). With one CPU the table is this one's (APIC ID 0 is what it says already).
+     */
+    public X86Cpuid forCpu(int apicId, int cpus) {
+        if (cpus < 1 || apicId < 0 || apicId >= cpus || cpus > 0xff) throw new IllegalArgumentException("CPU " + apicId + " of " + cpus);
+        X86Cpuid c = new X86Cpuid(table, maxBasic, maxExtended);
+        if (cpus == 1) return c;
+        int pkgShift = 32 - Integer.numberOfLeadingZeros(cpus - 1);   // ceil(log2(cpus)): QEMU's apicid_pkg_offset, one thread per core
+        Leaf l1 = c.table.get(key(1, 0));
+        if (l1 != null) c.table.put(key(1, 0), new Leaf(l1.eax(), (l1.ebx() & 0x0000_ffff) | (apicId << 24) | (cpus << 16), l1.ecx(), l1.edx() | L1_EDX_HTT));
+        Leaf smt = c.table.get(key(0xb, 0));
+        boolean leafB = smt != null && smt.ebx() != 0;   // Unicorn 2.1.4's qemu64 answers leaf 0xB with zeros: no such leaf
+        for (int sub = 0; leafB && sub < 8; sub++) {
+            Leaf b = c.table.get(key(0xb, sub));
+            if (b == null) continue;
+            if (sub == 1 && (b.ecx() >> 8 & 0xff) == 2) c.table.put(key(0xb, sub), new Leaf(pkgShift, cpus, b.ecx(), apicId));
+            else c.table.put(key(0xb, sub), new Leaf(b.eax(), b.ebx(), b.ecx(), apicId));
+        }
+        Leaf e1 = c.table.get(key(0x8000_0001, 0));
+        if (e1 != null) c.table.put(key(0x8000_0001, 0), new Leaf(e1.eax(), e1.ebx(), e1.ecx() | EXT1_ECX_CMP_LEGACY, e1.edx()));
+        Leaf e8 = c.table.get(key(0x8000_0008, 0));
+        if (e8 != null) c.table.put(key(0x8000_0008, 0), new Leaf(e8.eax(), e8.ebx(), (pkgShift << 12) | (cpus - 1), e8.edx()));
+        return c;
+    }
+
     /** Installs the hook that answers the guest's {@code cpuid} from this table. */
     public Unicorn.Hook install(Unicorn uc) {
         return uc.hookCpuid(u -> {

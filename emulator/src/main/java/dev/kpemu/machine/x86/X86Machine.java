@@ -122,9 +122,11 @@ public final class X86Machine extends Machine {
     /**
      * vCPU {@code cpu}'s engine gets what vCPU 0's has: exception and interrupt delivery through
      * its own IDT, #UD, {@code syscall}, HLT, its own interrupt latch ({@link #setInterruptLine(int, int, boolean)})
-     * or controller and NMI input, the virtual TSC (the machine's). Not set: the CPU's mode (real
-     * mode at reset: {@link X86LongMode#enter} on {@code engine(cpu)} before {@link #startCpu}),
-     * CPUID (the board's, {@link #onCpuAdded}), INIT/SIPI (step 4).
+     * or controller and NMI input, the virtual TSC (the machine's). Not set: the CPU's mode (the
+     * engine's 64-bit reset state until someone sets one: {@link X86LongMode#enter} on
+     * {@code engine(cpu)} before {@link #startCpu}, or the architectural INIT state in real mode by
+     * {@link #startAtSipi}, what the board's local APIC does on a STARTUP IPI), CPUID (the board's,
+     * {@link #onCpuAdded}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
@@ -133,6 +135,76 @@ public final class X86Machine extends Machine {
     }
 
     @Override protected void selectArchCpu(int cpu) { useCpu(cpus[cpu]); }
+
+    // QEMU's hflags bits the real-mode reset state clears or sets (target/i386/cpu.h)
+    static final int HF_CS32 = 1 << 4, HF_SS32 = 1 << 5, HF_ADDSEG = 1 << 6, HF_PE = 1 << 7, HF_LMA = 1 << 14, HF_CS64 = 1 << 15,
+            HF_OSFXSR = 1 << 22;
+    /** Real-mode segment-cache flags of QEMU's reset state: code (present, S, code, readable, accessed) and data (present, S, writable, accessed). */
+    static final int SEG_FLAGS_REAL_CODE = (1 << 15) | (1 << 12) | (1 << 11) | (1 << 9) | (1 << 8),  // DESC_P S CS R A
+            SEG_FLAGS_REAL_DATA = (1 << 15) | (1 << 12) | (1 << 9) | (1 << 8);                        // DESC_P S W A
+    /** CR0 after RESET/INIT: ET, CD, NW (SDM table 9-1). */
+    static final long CR0_RESET = 0x6000_0010L;
+
+    /**
+     * Starts vCPU {@code cpu} as a STARTUP IPI with {@code vector} starts an AP waiting for one
+     * (QEMU's {@code do_cpu_sipi} after {@code do_cpu_init}): the architectural INIT state (SDM
+     * table 9-1: real mode, CR0 = 0x60000010, CR3 = CR4 = EFER = 0, RFLAGS = 2, the general
+     * registers zero, GDTR and IDTR base 0 limit 0xffff, data segments selector 0 base 0 limit
+     * 0xffff), then CS = {@code vector << 8} with base {@code vector << 12} and IP = 0, and the vCPU
+     * runs from the next time the schedule picks it ({@link #startCpu}). The guest's own code (Linux's
+     * real-mode trampoline) takes it to protected and long mode.
+     *
+     * <p>How, on an engine opened in 64-bit mode: Unicorn's x86-64 engine runs whatever mode its CPU
+     * state says (the translator reads hflags and the CS cache, never the engine's mode; a 64-bit
+     * engine's RESET only starts it in long mode), but in 64-bit mode its register API writes only
+     * the selectors of CS, SS, DS and ES, not their caches. So CR0, CR3, CR4, EFER, the flags and
+     * descriptor tables go through the register API and the segment caches, hflags (PE, CS32, SS32,
+     * CS64, LMA, CPL cleared, ADDSEG set: QEMU's real mode) and RIP through a saved context at the
+     * calibrated offsets ({@link X86ContextLayout}; ES, DS, FS, GS sit next to CS and SS as QEMU's
+     * {@code segs[]} orders them: ES, CS, SS, DS, FS, GS). Between runs or from a clock event (not
+     * while {@code cpu} runs).
+     */
+    public void startAtSipi(int cpu, int vector) {
+        if (vector < 0 || vector > 0xff) throw new IllegalArgumentException("SIPI vector " + vector);
+        if (layout.ssCache() - layout.csCache() != X86ContextLayout.SEG_CACHE_SIZE) {
+            throw new IllegalStateException("Unicorn's context does not hold SS right after CS (calibrated CS at "
+                    + layout.csCache() + ", SS at " + layout.ssCache() + "): cannot write the real-mode segments");
+        }
+        Unicorn e = engine(cpu);
+        Cpu c = cpus[cpu];
+        e.regWrite(X86Reg.CR0, CR0_RESET);
+        e.regWrite(X86Reg.CR4, 0);
+        e.regWrite(X86Reg.CR3, 0);
+        e.msrWrite(MSR_EFER, 0);
+        for (int r : new int[] {X86Reg.RAX, X86Reg.RBX, X86Reg.RCX, X86Reg.RDX, X86Reg.RSI, X86Reg.RDI, X86Reg.RBP, X86Reg.RSP,
+                X86Reg.R8, X86Reg.R9, X86Reg.R10, X86Reg.R11, X86Reg.R12, X86Reg.R13, X86Reg.R14, X86Reg.R15}) {
+            e.regWrite(r, 0);
+        }
+        e.regWrite(X86Reg.RFLAGS, 2);
+        e.mmrWrite(X86Reg.GDTR, new Unicorn.X86Mmr(0, 0, 0xffff, 0));
+        e.mmrWrite(X86Reg.IDTR, new Unicorn.X86Mmr(0, 0, 0xffff, 0));
+        e.contextSave(c.scratch);
+        MemorySegment b = c.scratchBlob;
+        long es = layout.csCache() - X86ContextLayout.SEG_CACHE_SIZE;
+        for (int seg = 0; seg < 6; seg++) {
+            long at = es + (long) seg * X86ContextLayout.SEG_CACHE_SIZE;
+            boolean code = seg == 1;
+            b.set(ValueLayout.JAVA_INT_UNALIGNED, at + X86ContextLayout.SEG_SELECTOR, code ? vector << 8 : 0);
+            b.set(ValueLayout.JAVA_LONG_UNALIGNED, at + X86ContextLayout.SEG_BASE, code ? (long) vector << 12 : 0);
+            b.set(ValueLayout.JAVA_INT_UNALIGNED, at + X86ContextLayout.SEG_LIMIT, 0xffff);
+            b.set(ValueLayout.JAVA_INT_UNALIGNED, at + X86ContextLayout.SEG_FLAGS, code ? SEG_FLAGS_REAL_CODE : SEG_FLAGS_REAL_DATA);
+        }
+        int hf = b.get(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags());
+        hf &= ~(X86ContextLayout.HF_CPL_MASK | X86ContextLayout.HF_INHIBIT_IRQ_MASK | HF_CS32 | HF_SS32 | HF_PE | HF_LMA | HF_CS64 | HF_OSFXSR);
+        hf |= HF_ADDSEG;
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, layout.hflags(), hf);
+        b.set(ValueLayout.JAVA_LONG_UNALIGNED, layout.eip(), 0);
+        b.set(ValueLayout.JAVA_INT_UNALIGNED, layout.oldException(), -1);
+        e.contextRestore(c.scratch);
+        e.flushTlb();
+        c.pendingVector = -1;
+        startCpu(cpu, 0);
+    }
 
     @Override protected boolean stoppedAtIdleInstruction() { return haltedAtHlt(); }
 

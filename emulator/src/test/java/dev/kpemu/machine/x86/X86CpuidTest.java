@@ -23,4 +23,37 @@ class X86CpuidTest {
         assertEquals(0, l1.edx() & X86Cpuid.L1_EDX_APIC, "no local APIC");
         assertEquals(0, c.get(0x8000_0001, 0).edx() & X86Cpuid.EXT1_EDX_RDTSCP, "no RDTSCP");
     }
+
+    /**
+     * CPU 2 of four, as QEMU 7.2 answers for {@code -smp 4} (one socket of four cores, one thread
+     * each: APIC IDs 0-3, two APIC ID bits for the core): initial APIC ID 2 and four logical
+     * processors with HTT in leaf 1, x2APIC ID 2 and the core level's shift 2 and count 4 in leaf
+     * 0xB (when the model has the leaf), CmpLegacy, and NC = 3 with ApicIdSize 2 in 0x80000008; the rest as CPU 0's. One CPU:
+     * the table unchanged.
+     */
+    @Test
+    void eachCpuOfFourAnswersWithItsApicIdInQemusTopology() {
+        X86Cpuid base = X86Pc.cpuPolicy(X86Cpuid.probe(), false, true);
+        X86Cpuid c = base.forCpu(2, 4);
+        X86Cpuid.Leaf l1 = c.get(1, 0), b1 = base.get(1, 0);
+        assertEquals(2, l1.ebx() >>> 24, "initial APIC ID");
+        assertEquals(4, l1.ebx() >> 16 & 0xff, "logical processors per package");
+        assertEquals(b1.ebx() & 0xffff, l1.ebx() & 0xffff, "CLFLUSH size, brand index kept");
+        assertEquals(b1.edx() | X86Cpuid.L1_EDX_HTT, l1.edx(), "HTT");
+        assertEquals(b1.eax(), l1.eax());
+        assertEquals(b1.ecx(), l1.ecx());
+        X86Cpuid.Leaf smt = c.get(0xb, 0), core = c.get(0xb, 1);
+        if (base.get(0xb, 0).ebx() == 0) {
+            // the model has no leaf 0xB (Unicorn 2.1.4's qemu64): left as it is, all zeros
+            assertEquals(base.get(0xb, 0), smt, "no leaf 0xB");
+            assertEquals(base.get(0xb, 1), core, "no leaf 0xB");
+        } else {
+            assertEquals(new X86Cpuid.Leaf(0, 1, 0x100, 2), smt, "leaf 0xB SMT level: shift 0, one thread, x2APIC ID 2");
+            assertEquals(new X86Cpuid.Leaf(2, 4, 0x201, 2), core, "leaf 0xB core level: shift 2, four CPUs, x2APIC ID 2");
+        }
+        assertEquals(base.get(0x8000_0001, 0).ecx() | X86Cpuid.EXT1_ECX_CMP_LEGACY, c.get(0x8000_0001, 0).ecx(), "CmpLegacy");
+        assertEquals(0x2003, c.get(0x8000_0008, 0).ecx(), "ApicIdSize 2, NC 3");
+        X86Cpuid one = base.forCpu(0, 1);
+        for (int leaf : new int[] {1, 0xb, 0x8000_0001, 0x8000_0008}) assertEquals(base.get(leaf, 0), one.get(leaf, 0), "one CPU: leaf " + leaf);
+    }
 }
