@@ -49,6 +49,7 @@ public final class Main implements Runnable {
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new Main());
         cl.setOut(textOutput(System.out));
+        cl.setErr(textOutput(System.err));      // diffs (compare, --expect) quote trace lines too
         cl.setParameterExceptionHandler((ex, args) -> {
             PrintWriter err = ex.getCommandLine().getErr();
             err.println("kpemu: " + ex.getMessage());

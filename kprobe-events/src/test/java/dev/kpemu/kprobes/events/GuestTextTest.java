@@ -120,4 +120,23 @@ class GuestTextTest {
         RecordedTrace.write(tmp.resolve("again.trace"), h, List.of(line));
         assertEquals(t.events(), RecordedTrace.read(tmp.resolve("again.trace")).events());
     }
+
+    /**
+     * A hist key on a string keeps the guest's bytes (the key is {@code char[64]} of them) and the
+     * {@code hist} file pads {@code %-50s} to 50 bytes, as the kernel's {@code seq_printf} counts:
+     * {@code /tmp/πx\xff} is 9 bytes (8 chars), so 41 spaces follow it.
+     */
+    @Test
+    void histKeysAreBytes() throws Exception {
+        TraceProbe def = (TraceProbe) new ProbeParser(Arch.X86_64).parseAll("p:e do_sys_openat2 fn=+0(%si):ustring").get(0);
+        var t = dev.kpemu.kprobes.events.hist.HistTrigger.parse("hist:keys=fn", EventFields.of(def), KernelSymbols.permissive(), false);
+        String fn = "/tmp/\u03c0x\udcff";
+        t.accept(new TraceRecord("kprobes", "e", new TraceContext("cat", 7, 0, ".....", 0), "e: (x)", false, 0x1000, 0, 2000,
+                List.of(new EventArg("fn", FetchType.USTRING, 0, fn, null))));
+        String hist = t.show(2000);
+        String entry = hist.lines().filter(l -> l.startsWith("{ fn: ")).findFirst().orElseThrow(() -> new AssertionError(hist));
+        assertEquals("{ fn: " + fn + " ".repeat(41) + " } hitcount:          1", entry);
+        assertArrayEquals(b('{', ' ', 'f', 'n', ':', ' ', '/', 't', 'm', 'p', '/', 0xcf, 0x80, 'x', 0xff),
+                java.util.Arrays.copyOf(GuestText.encode(entry), 15));
+    }
 }
