@@ -17,7 +17,6 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;

@@ -2,7 +2,6 @@ package dev.kpemu.kprobes.events;
 
 import dev.kpemu.kprobes.Kprobes;
 
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
 
