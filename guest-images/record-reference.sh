@@ -70,6 +70,8 @@ mkdir -p "$(dirname "$out")"
   echo "# One line per event, in order, as the console printed it without the timestamp."
   # event lines look like "[    2.049993] myopen: (do_sys_openat2+0x0/0x170) dfd=... fn=..."
   ev_re=$(printf '%s\n' "${events[@]}" | sed 's/.*://' | paste -sd'|')
-  sed -nE "s/^\[ *[0-9]+\.[0-9]+\] (($ev_re): \(.*)$/\1/p" "$log" | tr -d '\r'
+  # bytes, not characters: a probe may print bytes that are not UTF-8 (issue 32), which a UTF-8
+  # locale's sed would not match with '.'
+  LC_ALL=C sed -nE "s/^\[ *[0-9]+\.[0-9]+\] (($ev_re): \(.*)$/\1/p" "$log" | tr -d '\r'
 } > "$out"
 echo "recorded $(grep -vc '^#' "$out") events for $arch to $out"

@@ -1,6 +1,5 @@
 package dev.kpemu.api;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -16,6 +15,7 @@ import dev.kpemu.image.btf.BtfType;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.kprobes.KretprobeInstance;
 import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.MachineFetchContext;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -169,10 +169,10 @@ final class HitContext implements ProbeContext {
             default -> fetch.readProbeString(address, b, 0, MAX_STRING);
         };
         if (n < 0) return Optional.empty();
-        return Optional.of(new String(b, 0, Math.max(0, n - 1), StandardCharsets.UTF_8));
+        return Optional.of(GuestText.decode(b, 0, Math.max(0, n - 1)));
     }
 
-    @Override public String comm() { return new String(fetch.comm(), StandardCharsets.UTF_8); }
+    @Override public String comm() { return GuestText.decode(fetch.comm()); }
 
     @Override public int pid() { return fetch.pid(); }
 

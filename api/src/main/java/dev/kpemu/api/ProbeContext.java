@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -86,10 +87,27 @@ public interface ProbeContext {
     /** A string as kprobe_events' {@code :string} fetches it: a user string below TASK_SIZE, else a kernel string. */
     Optional<String> string(long address);
 
+    /*
+     * The strings above and comm() carry the guest's bytes losslessly: UTF-8 as text, any other
+     * byte as the lone surrogate U+DC80..U+DCFF (GuestText); the *Bytes methods give the bytes.
+     */
+
+    /** {@link #kernelString}'s bytes, as the guest holds them (no NUL). */
+    default Optional<byte[]> kernelStringBytes(long address) { return kernelString(address).map(GuestText::encode); }
+
+    /** {@link #userString}'s bytes, as the guest holds them (no NUL). */
+    default Optional<byte[]> userStringBytes(long address) { return userString(address).map(GuestText::encode); }
+
+    /** {@link #string}'s bytes, as the guest holds them (no NUL). */
+    default Optional<byte[]> stringBytes(long address) { return string(address).map(GuestText::encode); }
+
     // ---- task, time, stack ---------------------------------------------------------------
 
-    /** {@code current->comm}, empty when the task cannot be read. */
+    /** {@code current->comm}, empty when the task cannot be read (bytes that are not UTF-8: {@link #commBytes}). */
     String comm();
+
+    /** {@code current->comm}'s bytes (no NUL), as the trace prints them. */
+    default byte[] commBytes() { return GuestText.encode(comm()); }
 
     /** {@code current->pid} (the thread id), 0 when unknown. */
     int pid();

@@ -12,7 +12,9 @@ import java.util.List;
  * @param commandExit      the exit status of the guest command ({@link KpemuSession.Builder#command}), null when none was reported
  * @param commandOutput    what the command wrote (stdout and stderr), when no other sink was given
  * @param consoleTail      the kernel console's last lines
- * @param traceLines       the kprobe_events trace lines, in ftrace's format (when the session keeps them)
+ * @param traceLines       the kprobe_events trace lines, in ftrace's format (when the session keeps them); the guest's
+ *                         bytes that are not UTF-8 as {@link dev.kpemu.kprobes.events.GuestText} carries them
+ *                         ({@code GuestText.encode(line)}: the bytes Linux's trace shows)
  * @param handlerFailures  every Java handler that threw
  * @param snapshot         what the session did with its {@link KpemuSession.Builder#snapshot snapshot}, null without one
  */

@@ -261,7 +261,7 @@ final class BootCommand implements Callable<Integer> {
         OutputStream traceStream = traceFile != null ? traceFile : "-".equals(perfetto) ? null : WriterOutputStream.printStream(out);
         JsonTraceWriter jsonTrace = json && traceStream != null ? new JsonTraceWriter(traceStream) : null;
         PrintStream trace = json || traceStream == null ? null
-                : traceStream instanceof PrintStream ps ? ps : new PrintStream(traceStream, false, java.nio.charset.StandardCharsets.UTF_8);
+                : traceStream instanceof PrintStream ps ? ps : new PrintStream(traceStream, false, dev.kpemu.kprobes.events.GuestText.CHARSET);
         // tables and hist files follow the trace on stdout, unless stdout holds JSON lines
         PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);

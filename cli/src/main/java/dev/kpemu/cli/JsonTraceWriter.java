@@ -12,6 +12,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 
 import dev.kpemu.kprobes.events.EventArg;
 import dev.kpemu.kprobes.events.FetchType;
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.TraceRecord;
 
 /**
@@ -20,6 +21,10 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * Numbers are JSON numbers (unsigned 64-bit values above 2^63 too), strings are strings, a
  * fetch that faulted (the trace's {@code (fault)}) is null and named in {@code faults}, arrays are
  * arrays; addresses are {@code 0x...} strings (a 64-bit kernel address does not fit a double).
+ * Strings are valid Unicode: a string (or comm) whose guest bytes are not UTF-8 shows U+FFFD for
+ * each byte that is not, and its exact bytes follow in base64, {@code raw_comm} and
+ * {@code raw_args} ({@link GuestText}); a {@code char} is the one character whose code point is
+ * its byte.
  */
 final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
     private final JsonGenerator json;
@@ -49,7 +54,8 @@ final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
         json.writeNumberField("timestamp_ns", r.context().timestampNanos());
         json.writeNumberField("cpu", r.context().cpu());
         json.writeNumberField("pid", r.context().pid());
-        json.writeStringField("comm", r.context().comm());
+        String comm = r.context().comm();
+        json.writeStringField("comm", GuestText.displayable(comm));
         json.writeStringField("flags", r.context().latency());
         json.writeObjectFieldStart("probe");
         String probe = r.probeText();
@@ -68,6 +74,7 @@ final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
         json.writeEndObject();
         json.writeObjectFieldStart("args");
         java.util.List<String> faults = new java.util.ArrayList<>();
+        java.util.List<EventArg> raw = new java.util.ArrayList<>();
         for (EventArg a : r.args()) {
             json.writeFieldName(a.name());
             if (a.isArray()) {
@@ -76,14 +83,36 @@ final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
                 for (Object e : a.elements()) faulted |= value(a.type(), e, null);
                 json.writeEndArray();
                 if (faulted) faults.add(a.name());
+                if (a.type().isString() && a.elements().stream().anyMatch(e -> e instanceof String t && GuestText.hasRawBytes(t))) raw.add(a);
             } else if (value(a.type(), a.value(), a.symbol())) {
                 faults.add(a.name());
+            } else if (a.value() instanceof String t && GuestText.hasRawBytes(t)) {
+                raw.add(a);
             }
         }
         json.writeEndObject();
         json.writeArrayFieldStart("faults");
         for (String f : faults) json.writeString(f);
         json.writeEndArray();
+        // the exact bytes of strings that are not UTF-8 (base64), only when there are any
+        if (GuestText.hasRawBytes(comm)) json.writeStringField("raw_comm", GuestText.base64(comm));
+        if (!raw.isEmpty()) {
+            json.writeObjectFieldStart("raw_args");
+            for (EventArg a : raw) {
+                json.writeFieldName(a.name());
+                if (a.isArray()) {
+                    json.writeStartArray();
+                    for (Object e : a.elements()) {
+                        if (e instanceof String t) json.writeString(GuestText.base64(t));
+                        else json.writeNull();
+                    }
+                    json.writeEndArray();
+                } else {
+                    json.writeString(GuestText.base64((String) a.value()));
+                }
+            }
+            json.writeEndObject();
+        }
         json.writeEndObject();
         json.writeRaw('\n');
         json.flush();
@@ -96,7 +125,7 @@ final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
                 json.writeNull();
                 return true;
             }
-            json.writeString((String) v);
+            json.writeString(GuestText.displayable((String) v));
             return false;
         }
         long bits = (Long) v;

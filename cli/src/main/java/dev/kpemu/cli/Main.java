@@ -36,9 +36,20 @@ public final class Main implements Runnable {
         return cl.execute(args);
     }
 
+    /**
+     * kpemu's standard output over {@code out}: it carries trace lines, the guest's bytes as
+     * Linux's trace prints them, UTF-8 or not ({@link dev.kpemu.kprobes.events.GuestText#CHARSET}),
+     * whatever the locale's encoding.
+     */
+    public static PrintWriter textOutput(java.io.OutputStream out) {
+        return new PrintWriter(new java.io.OutputStreamWriter(out, dev.kpemu.kprobes.events.GuestText.CHARSET), true);
+    }
+
     /** The command line with kpemu's error handlers (one line on stderr, the documented exit codes); for tests and embedding. */
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new Main());
+        cl.setOut(textOutput(System.out));
+        cl.setErr(textOutput(System.err));      // diffs (compare, --expect) quote trace lines too
         cl.setParameterExceptionHandler((ex, args) -> {
             PrintWriter err = ex.getCommandLine().getErr();
             err.println("kpemu: " + ex.getMessage());

@@ -17,6 +17,7 @@ import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.ProbeDefinition;
 import dev.kpemu.kprobes.events.ProbeParser;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
@@ -47,7 +48,9 @@ import dev.kpemu.machine.Arch;
  * <li>Process {@value #KPEMU_PID} is kpemu: its phases ({@code boot}: power-on to /init,
  *     {@code init}: /init to power-off) are slices on one thread.</li>
  * </ul>
- * Times are guest (virtual) time in microseconds, as the trace lines print them.
+ * Times are guest (virtual) time in microseconds, as the trace lines print them. Text is valid
+ * Unicode: a guest byte that is not UTF-8 shows as U+FFFD, and an argument that held one has its
+ * exact bytes (as printed, quotes included) in base64 beside it, {@code NAME.raw} ({@link GuestText}).
  *
  * <p>Written as the run goes ({@link Writer}): each event is written when it arrives (a slice when
  * its return arrives); only the unpaired entries of functions that have a return probe, and the
@@ -144,11 +147,11 @@ final class PerfettoTrace {
                     args.put("entry", entry.name());
                     args.put("entry probe", entry.probePoint());
                     args.put("entry cpu", entry.context().cpu());
-                    for (ReferenceTrace.Arg a : entry.args()) args.put(entry.name() + "." + a.name(), a.value());
+                    for (ReferenceTrace.Arg a : entry.args()) putArg(args, entry.name() + "." + a.name(), a.value());
                     args.put("return", e.name());
                     args.put("return site", e.probePoint());
                     args.put("return cpu", e.context().cpu());
-                    for (ReferenceTrace.Arg a : e.args()) args.put(e.name() + "." + a.name(), a.value());
+                    for (ReferenceTrace.Arg a : e.args()) putArg(args, e.name() + "." + a.name(), a.value());
                     mapper.writeTree(out, x);
                     slices++;
                     return;
@@ -169,7 +172,7 @@ final class PerfettoTrace {
             mapper.writeTree(out, meta("process_name", GUEST_PID, null, "guest: Linux " + (h.kernelRelease() == null ? "" : h.kernelRelease() + " ")
                     + h.arch().linuxName()));
             for (Map.Entry<Integer, Set<String>> c : comms.entrySet()) {
-                mapper.writeTree(out, meta("thread_name", GUEST_PID, c.getKey(), String.join("/", c.getValue()) + "-" + c.getKey()));
+                mapper.writeTree(out, meta("thread_name", GUEST_PID, c.getKey(), GuestText.displayable(String.join("/", c.getValue())) + "-" + c.getKey()));
                 ObjectNode sort = meta("thread_sort_index", GUEST_PID, c.getKey(), null);
                 sort.putObject("args").put("sort_index", c.getKey());
                 mapper.writeTree(out, sort);
@@ -222,8 +225,17 @@ final class PerfettoTrace {
             ObjectNode args = o.putObject("args");
             args.put("probe", e.isReturn() ? e.probePoint() + " <- " + e.function() : e.probePoint());
             args.put("cpu", e.context().cpu());
-            for (ReferenceTrace.Arg a : e.args()) args.put(a.name(), a.value());
+            for (ReferenceTrace.Arg a : e.args()) putArg(args, a.name(), a.value());
             return o;
+        }
+
+        /**
+         * An argument as printed, as valid Unicode (each byte that is not UTF-8 U+FFFD); when it
+         * held such bytes, its exact bytes follow in base64 as {@code KEY.raw} ({@link GuestText}).
+         */
+        private static void putArg(ObjectNode args, String key, String printed) {
+            args.put(key, GuestText.displayable(printed));
+            if (GuestText.hasRawBytes(printed)) args.put(key + ".raw", GuestText.base64(printed));
         }
 
         private ObjectNode meta(String name, int pid, Integer tid, String value) {

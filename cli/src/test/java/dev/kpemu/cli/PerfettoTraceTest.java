@@ -94,4 +94,26 @@ class PerfettoTraceTest {
                 .map(e -> e.get("name").asText() + " " + e.get("ts").asLong() + "+" + e.get("dur").asLong()).toList();
         assertEquals(List.of("boot 0+900000", "init 900000+300000"), phases);
     }
+
+    /**
+     * A file name whose bytes are not UTF-8 (issue 32): the arg shows U+FFFD, {@code fn.raw} holds
+     * the printed value's exact bytes (quotes included) in base64, the task's name is Unicode.
+     */
+    @Test
+    void bytesThatAreNotUtf8KeepTheirBytesBeside() throws Exception {
+        RecordedTrace.Header h = new RecordedTrace.Header(Arch.X86_64, "6.1.0-56-amd64", null, null, null, null, null, "0.1.0-SNAPSHOT",
+                "console=ttyS0 nokaslr", null, null, "init_kprobe_trace", null, DEFS, List.of());
+        RecordedTrace t = RecordedTrace.of(h, List.of(
+                "      \udcffc\u03c0\udce1-80      [000] .....     1.000100: myopen: (do_sys_openat2+0x0/0x170) dfd=0xffffff9c fn=\"/tmp/\u03c0x\udcff\""), "hand");
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PerfettoTrace.of(t).write(bytes);
+        JsonNode root = new ObjectMapper().readTree(bytes.toByteArray());
+        List<JsonNode> ev = new ArrayList<>();
+        root.get("traceEvents").forEach(ev::add);
+        JsonNode open = ev.stream().filter(e -> e.get("name").asText().equals("myopen")).findFirst().orElseThrow();
+        assertEquals("\"/tmp/\u03c0x\ufffd\"", open.get("args").get("fn").asText());
+        assertEquals("Ii90bXAvz4B4/yI=", open.get("args").get("fn.raw").asText());   // '"' "/tmp/" cf 80 'x' ff '"'
+        assertEquals(false, open.get("args").has("dfd.raw"));
+        assertTrue(ev.stream().anyMatch(e -> e.get("name").asText().equals("thread_name") && e.get("args").get("name").asText().equals("\ufffdc\u03c0\ufffd-80")));
+    }
 }

@@ -144,6 +144,19 @@ public enum Dialect {
         };
     }
 
+    /**
+     * Whether an empty user string prints {@code (fault)}: before mainline's "maccess: fix
+     * strncpy_from_user_nofault() empty string handling" (6.13), {@code strncpy_from_user_nofault}
+     * returns 0 for an empty string, which {@code fetch_store_string_user} stores as a length-0
+     * {@code __data_loc}. It is every user-string read: {@code :ustring}, {@code +u} strings and a
+     * {@code :string} of a user address (below TASK_SIZE, read through the user accessors on
+     * x86-64 and arm64 alike: CONFIG_ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE). Recorded
+     * ({@code guest-images/reference/ARCH/SERIES/rawbytes.trace}, {@code kuser.trace}): Debian's
+     * 6.1.192 and 6.12.117 print {@code (fault)} on both arches, 7.2 prints {@code ""}. (6.13 and
+     * 6.14 speak the 6.12 dialect here but already have the fix.)
+     */
+    public boolean emptyUserStringFaults() { return this == LINUX_6_1 || this == LINUX_6_12; }
+
     /** Whether the {@code char} type exists (Linux 6.5+). */
     public boolean hasCharType() { return charType; }
 }

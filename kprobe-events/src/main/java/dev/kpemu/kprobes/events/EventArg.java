@@ -11,7 +11,8 @@ import java.util.List;
  * {@link String} for {@code string}, {@code ustring} and {@code symstr}, or null when the fetch
  * faulted (the trace prints {@code (fault)}); for an array ({@code :type[N]}) a {@link List} of
  * those. {@code symbol} carries what {@code %pS} prints for a {@code symbol}-typed value (null
- * for other types).
+ * for other types). Strings carry the guest's bytes losslessly ({@link GuestText}: bytes that are
+ * not UTF-8 as U+DC80..U+DCFF); {@link #bytes} gives them as bytes.
  */
 public record EventArg(String name, FetchType type, int arrayLength, Object value, String symbol) {
     public boolean isArray() { return arrayLength > 0; }
@@ -20,6 +21,17 @@ public record EventArg(String name, FetchType type, int arrayLength, Object valu
     public long bits() {
         if (!(value instanceof Long l)) throw new IllegalStateException(name + " is not a number");
         return l;
+    }
+
+    /**
+     * A string argument's bytes as the guest held them (no NUL), or for {@code char} its one
+     * byte; null when the fetch faulted.
+     */
+    public byte[] bytes() {
+        if (value instanceof String s) return GuestText.encode(s);
+        if (type == FetchType.CHAR && value instanceof Long l) return new byte[] {(byte) (long) l};
+        if (value == null) return null;
+        throw new IllegalStateException(name + " is neither a string nor a char");
     }
 
     /** The elements of an array argument. */

@@ -17,7 +17,6 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -215,6 +214,7 @@ public final class EventEngine implements AutoCloseable {
         this.symbols = Objects.requireNonNull(symbols);
         this.formatter = new TraceFormatter(symbols, address -> address == kprobes.trampolineAddress());
         this.ctx = new MachineFetchContext(machine, kprobes.regs(), symbols, task);
+        ctx.emptyUserStringFaults(dialect.emptyUserStringFaults());
         if (task != null) kprobes.currentTask(ctx::currentTaskNow);
         this.parser = new ProbeParser(arch, dialect, symbols);
         this.out = out;
@@ -251,6 +251,7 @@ public final class EventEngine implements AutoCloseable {
     public EventEngine dialect(Dialect d) {
         this.dialect = Objects.requireNonNull(d);
         this.parser = new ProbeParser(arch, d, symbols);
+        ctx.emptyUserStringFaults(d.emptyUserStringFaults());
         if (structs != null) latency = LatencyLayout.of(structs, symbols, d.hasGenericTifBits());
         return this;
     }
@@ -911,7 +912,11 @@ public final class EventEngine implements AutoCloseable {
         if (p.event.filter != null && !p.event.filter.matches(r)) return;
         recorded++;
         PrintStream o = out;
-        if (o != null) o.println(r.line());
+        if (o != null) {                // the guest's bytes, whatever the stream's charset (GuestText)
+            byte[] line = r.lineBytes();
+            o.write(line, 0, line.length);
+            o.write('\n');
+        }
         for (Consumer<TraceRecord> l : listeners) l.accept(r);
     }
 
@@ -922,7 +927,7 @@ public final class EventEngine implements AutoCloseable {
     private String commString(byte[] comm) {
         if (!java.util.Arrays.equals(comm, lastComm)) {
             lastComm = comm;
-            lastCommString = new String(comm, StandardCharsets.UTF_8);
+            lastCommString = GuestText.decode(comm);
         }
         return lastCommString;
     }

@@ -258,7 +258,20 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public int readUserString(long address, byte[] dst, int offset, int max) {
         if (max <= 0) return 0;
-        return readString(address, dst, offset, max, true);
+        int n = readString(address, dst, offset, max, true);
+        return n == 1 && emptyUserStringFaults ? 0 : n;
+    }
+
+    private boolean emptyUserStringFaults;
+
+    /**
+     * Whether {@link #readUserString} returns 0 for an empty string, as
+     * {@code strncpy_from_user_nofault} did before Linux 6.13 ({@link Dialect#emptyUserStringFaults}):
+     * the trace then prints {@code (fault)}. Off by default (the string's NUL counts, 1).
+     */
+    public MachineFetchContext emptyUserStringFaults(boolean on) {
+        this.emptyUserStringFaults = on;
+        return this;
     }
 
     /** How much of a string one read copies: most strings a probe fetches are short. */

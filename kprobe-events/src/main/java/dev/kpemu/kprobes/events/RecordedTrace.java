@@ -1,7 +1,6 @@
 package dev.kpemu.kprobes.events;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -166,7 +165,7 @@ public final class RecordedTrace {
 
     /** Writes {@link #format}'s text to {@code file}. */
     public static void write(Path file, Header h, List<String> traceLines) throws IOException {
-        Files.writeString(file, format(h, traceLines), StandardCharsets.UTF_8);
+        Files.write(file, GuestText.encode(format(h, traceLines)));
     }
 
     /**
@@ -176,14 +175,8 @@ public final class RecordedTrace {
      * @throws MalformedTraceException when it is no kpemu trace or is damaged
      */
     public static RecordedTrace read(Path file) throws IOException {
-        byte[] bytes = Files.readAllBytes(file);
-        String text;
-        try {
-            text = StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
-        } catch (java.nio.charset.CharacterCodingException e) {
-            throw new MalformedTraceException(file + ": not a kpemu trace (not UTF-8 text)");
-        }
-        return parse(text, file.toString());
+        // the events' strings are the guest's bytes, UTF-8 or not (GuestText)
+        return parse(GuestText.decode(Files.readAllBytes(file)), file.toString());
     }
 
     /** Parses a recorded trace's text; {@code source} names it in messages. */

@@ -4,7 +4,6 @@ import java.io.BufferedReader;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,7 +31,7 @@ public final class RecordedTraceReader implements Iterator<ReferenceTrace.Event>
 
     private RecordedTraceReader(Path file) throws IOException {
         this.file = file;
-        this.in = Files.newBufferedReader(file, StandardCharsets.UTF_8);
+        this.in = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1);   // bytes; GuestText per line
         try {
             StringBuilder head = new StringBuilder();
             String declared = null, l;
@@ -108,11 +107,8 @@ public final class RecordedTraceReader implements Iterator<ReferenceTrace.Event>
     }
 
     private String readLine() throws IOException {
-        try {
-            return in.readLine();
-        } catch (CharacterCodingException e) {
-            throw new RecordedTrace.MalformedTraceException(file + ": not a kpemu trace (not UTF-8 text)");
-        }
+        String l = in.readLine();
+        return l == null ? null : GuestText.fromLatin1(l);
     }
 
     @Override public void close() throws IOException { in.close(); }

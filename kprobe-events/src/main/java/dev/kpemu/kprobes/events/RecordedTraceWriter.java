@@ -31,7 +31,7 @@ public final class RecordedTraceWriter implements Closeable {
         Path dir = file.toAbsolutePath().getParent();
         this.spool = Files.createTempFile(dir, "." + file.getFileName() + ".", ".events");
         this.names = ReferenceTrace.argumentNames(definitions, arch);
-        this.events = Files.newBufferedWriter(spool, StandardCharsets.UTF_8);
+        this.events = Files.newBufferedWriter(spool, GuestText.CHARSET);
     }
 
     /** One full {@code trace} line; lines that are not events of the definitions are dropped. */
@@ -49,7 +49,7 @@ public final class RecordedTraceWriter implements Closeable {
     public void finish(RecordedTrace.Header header) throws IOException {
         events.close();
         try (OutputStream out = Files.newOutputStream(file)) {
-            out.write(RecordedTrace.headerText(header, count).getBytes(StandardCharsets.UTF_8));
+            out.write(GuestText.encode(RecordedTrace.headerText(header, count)));
             Files.copy(spool, out);
         } finally {
             Files.deleteIfExists(spool);

@@ -140,7 +140,7 @@ public final class ReferenceTrace {
 
     /** Reads a recorded trace of {@code arch}'s kernel. */
     public static ReferenceTrace read(Path file, Arch arch) throws IOException {
-        return parse(Files.readString(file), arch, file.toString());
+        return parse(GuestText.decode(Files.readAllBytes(file)), arch, file.toString());   // Linux's bytes, UTF-8 or not
     }
 
     /**

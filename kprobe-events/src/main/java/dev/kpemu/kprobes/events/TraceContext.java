@@ -30,4 +30,7 @@ public record TraceContext(String comm, int pid, Integer tgid, int cpu, String l
         String p2 = (pc & 0xf0) != 0 ? Integer.toHexString(pc >> 4) : ".";
         return "" + irq + nr + hs + p1 + p2;
     }
+
+    /** {@link #comm}'s bytes as the guest holds them ({@link GuestText}: comm need not be UTF-8). */
+    public byte[] commBytes() { return GuestText.encode(comm); }
 }

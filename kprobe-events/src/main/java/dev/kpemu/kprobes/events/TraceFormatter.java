@@ -2,7 +2,6 @@ package dev.kpemu.kprobes.events;
 
 import dev.kpemu.kprobes.Kprobes;
 
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
 
@@ -161,7 +160,7 @@ public final class TraceFormatter {
                 if (len == 0) yield null;
                 int end = at;
                 while (end < data.length && end < at + len && data[end] != 0) end++;
-                yield new String(data, at, Math.max(0, end - at), StandardCharsets.UTF_8);
+                yield GuestText.decode(data, at, Math.max(0, end - at));
             }
             default -> CompiledProbe.readField(data, off, type.size());
         };
@@ -177,7 +176,7 @@ public final class TraceFormatter {
             case S32 -> sb.append((int) CompiledProbe.readField(data, off, 4));
             case S64 -> sb.append(CompiledProbe.readField(data, off, 8));
             case X8, X16, X32, X64 -> sb.append("0x").append(Long.toHexString(CompiledProbe.readField(data, off, type.size())));
-            case CHAR -> sb.append('\'').append((char) CompiledProbe.readField(data, off, 1)).append('\'');
+            case CHAR -> sb.append('\'').append(GuestText.ofByte((int) CompiledProbe.readField(data, off, 1))).append('\'');
             case SYMBOL -> sb.append(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
             case STRING, USTRING, SYMSTR -> {
                 int loc = (int) CompiledProbe.readField(data, off, 4);
@@ -187,7 +186,7 @@ public final class TraceFormatter {
                 } else {
                     int end = at;
                     while (end < data.length && end < at + len && data[end] != 0) end++;
-                    sb.append('"').append(new String(data, at, Math.max(0, end - at), StandardCharsets.UTF_8)).append('"');
+                    sb.append('"').append(GuestText.decode(data, at, Math.max(0, end - at))).append('"');
                 }
             }
         }

@@ -102,8 +102,11 @@ public final class TraceRecord {
     /** {@code common_preempt_count}: preempt depth, migrate-disable depth in the high nibble ({@link LatencyFlags#preemptCountOf}). */
     public int commonPreemptCount() { return LatencyFlags.preemptCountOf(context.latency()); }
 
-    /** The full {@code trace} line (no newline). */
+    /** The full {@code trace} line (no newline); the guest's bytes that are not UTF-8 as {@link GuestText} carries them. */
     public String line() { return TraceFormatter.contextPrefix(context) + body(); }
+
+    /** {@link #line()} as the bytes Linux's {@code trace} file shows (no newline). */
+    public byte[] lineBytes() { return GuestText.encode(line()); }
 
     /** {@link #line()} appended to {@code sb}. */
     public StringBuilder appendLine(StringBuilder sb) { return TraceFormatter.appendContextPrefix(sb, context).append(body()); }

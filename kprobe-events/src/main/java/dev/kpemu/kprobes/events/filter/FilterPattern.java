@@ -1,11 +1,14 @@
 package dev.kpemu.kprobes.events.filter;
 
+import dev.kpemu.kprobes.events.GuestText;
+
 /**
  * A string predicate's pattern as ftrace matches it ({@code filter_build_regex}): {@code ==} and
  * {@code !=} compare the whole string; {@code ~} reads the pattern as {@code filter_parse_regex}
  * does — a leading {@code !} inverts, {@code *x} matches the end, {@code x*} the front,
  * {@code *x*} anywhere, and any other {@code *}, {@code ?}, {@code [} or {@code \} makes it a
- * glob ({@code glob_match}).
+ * glob ({@code glob_match}). Pattern and string are compared as the kernel's bytes: both are held
+ * as {@link GuestText#byteString} (one char per byte).
  */
 final class FilterPattern {
     enum Type { FULL, FRONT, MIDDLE, END, GLOB }
@@ -20,10 +23,11 @@ final class FilterPattern {
         this.not = not;
     }
 
-    static FilterPattern exact(String s) { return new FilterPattern(Type.FULL, s, false); }
+    static FilterPattern exact(String s) { return new FilterPattern(Type.FULL, GuestText.byteString(s), false); }
 
     /** {@code filter_parse_regex} for {@code ~}. */
     static FilterPattern glob(String s) {
+        s = GuestText.byteString(s);
         boolean not = false;
         if (!s.isEmpty() && s.charAt(0) == '!') {
             not = true;
@@ -51,7 +55,9 @@ final class FilterPattern {
         return new FilterPattern(type, s, not);
     }
 
-    boolean matches(String str) {
+    /** Whether the field's string matches, byte by byte as the kernel compares ({@code ?} is one byte). */
+    boolean matches(String field) {
+        String str = GuestText.byteString(field);
         return switch (type) {
             case FULL -> str.equals(pattern);
             case FRONT -> str.startsWith(pattern);

@@ -1,12 +1,12 @@
 package dev.kpemu.kprobes.events.hist;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 
 import dev.kpemu.kprobes.events.EventFields;
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.KernelSymbols;
 import dev.kpemu.kprobes.events.TraceRecord;
 
@@ -91,10 +91,10 @@ public final class HistTrigger {
             HistSpec.HistField k = spec.keys.get(i);
             if (k.isString()) {
                 String s = EventFields.string(r, k.field());
-                byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                byte[] b = GuestText.encode(s);          // the guest's bytes, as the key holds them
                 int n = Math.min(b.length, STR_SIZE - 1);
                 System.arraycopy(b, 0, key, off, n);
-                values[i] = new String(b, 0, n, StandardCharsets.UTF_8);
+                values[i] = GuestText.decode(b, 0, n);
                 off += STR_SIZE;
             } else {
                 long v = EventFields.number(r, k.field());
@@ -202,9 +202,15 @@ public final class HistTrigger {
         return k.descending() ? c.reversed() : c;
     }
 
-    /** {@code strcmp} on the UTF-8 bytes. */
+    /** {@code strcmp} on the guest's bytes. */
     private static int compareC(String a, String b) {
-        return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+        return Arrays.compareUnsigned(GuestText.encode(a), GuestText.encode(b));
+    }
+
+    /** The kernel's {@code %-Ns}: {@code s} padded to {@code width} bytes of the guest's (not chars). */
+    private static String padBytes(String s, int width) {
+        int n = GuestText.encode(s).length;
+        return n >= width ? s : s + " ".repeat(width - n);
     }
 
     /** {@code hist_trigger_entry_print}. */
@@ -216,7 +222,7 @@ public final class HistTrigger {
             String name = k.name();
             Object v = e.keyValues[i];
             if (k.isString()) {
-                sb.append(String.format("%s: %-50s", name, v));
+                sb.append(name).append(": ").append(padBytes((String) v, 50));
                 continue;
             }
             long u = (Long) v;
@@ -225,7 +231,7 @@ public final class HistTrigger {
                 case "hex" -> sb.append(name).append(": ").append(Long.toHexString(u));
                 case "sym" -> sb.append(String.format("%s: [%x] %-45s", name, u, symbolName(u)));
                 case "sym-offset" -> sb.append(String.format("%s: [%x] %-55s", name, u, symbols.sprintSymbol(u)));
-                case "execname" -> sb.append(String.format("%s: %-16s[%10s]", name, e.comm, Long.toUnsignedString(u)));
+                case "execname" -> sb.append(name).append(": ").append(padBytes(e.comm, 16)).append(String.format("[%10s]", Long.toUnsignedString(u)));
                 case "log2" -> sb.append(String.format("%s: ~ 2^%-2s", name, Long.toUnsignedString(u)));
                 default -> sb.append(String.format("%s: %10s", name, Long.toUnsignedString(u)));
             }

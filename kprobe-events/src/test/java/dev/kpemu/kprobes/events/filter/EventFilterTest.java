@@ -75,6 +75,23 @@ class EventFilterTest {
         assertEquals(true, matches("comm == \"cat\" && COMM ~ \"c*\"", r));
     }
 
+    /**
+     * Strings compare as the kernel's bytes (issue 32): {@code glob_match}'s {@code ?} is one byte,
+     * so a two-byte character takes two, and a byte that is not UTF-8 (carried as
+     * {@link dev.kpemu.kprobes.events.GuestText} does) is one; {@code [..]} ranges are byte values.
+     */
+    @Test
+    void stringsCompareAsBytes() throws Exception {
+        TraceRecord r = record(-100, "/tmp/\u03c0x\udcff", 0, 7, "\udcffc\u03c0\udce1");
+        assertEquals(true, matches("fn == \"/tmp/\u03c0x\udcff\"", r));
+        assertEquals(false, matches("fn == \"/tmp/\u03c0x\ufffd\"", r), "U+FFFD is not the byte 0xff");
+        assertEquals(true, matches("fn ~ \"/tmp/??x?\"", r), "pi is two bytes, 0xff one");
+        assertEquals(false, matches("fn ~ \"/tmp/?x*\"", r));
+        assertEquals(true, matches("fn ~ \"*x[\udcf0-\udcff]\"", r), "a byte range (the filter's own bytes 0xf0-0xff): the 0xff byte");
+        assertEquals(false, matches("fn ~ \"*x[\u00f0-\u00ff]\"", r), "U+00F0-U+00FF are two bytes each in the filter's UTF-8");
+        assertEquals(true, matches("comm ~ \"?c*\"", r));
+    }
+
     @Test
     void andBindsTighterThanOrAndNotInverts() throws Exception {
         TraceRecord r = record(3, "x", 0, 1, "sh");
