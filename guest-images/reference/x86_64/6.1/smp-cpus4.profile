@@ -2,7 +2,7 @@
 # kernel: 6.1.0-56-amd64 (package=linux-image-6.1.0-56-amd64 version=6.1.192-2 )
 # suite: bookworm
 # qemu: QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)
-# qemu -smp 4; guest: reference/smp.init, smp_rounds=50
+# qemu -smp 4 (single-threaded TCG); guest: reference/smp.init, smp_rounds=50
 # definitions (smp.x86_64.events):
 #   p:vers version_proc_show
 #   p:versin version_proc_show+28
