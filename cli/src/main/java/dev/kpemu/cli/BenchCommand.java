@@ -29,9 +29,12 @@ import dev.kpemu.machine.Arch;
                 "  guest    guest micro-benchmarks (system calls, page faults, context switches, fork+exec, a pipe",
                 "           ping-pong, a file-system loop, a busybox loop) on kpemu and on QEMU TCG, same kernel,",
                 "           initramfs and memory, whole processes run round robin: each one's cost over a boot that",
-                "           runs them 0 times, the ratio kpemu / QEMU (wall, CPU) and peak memory"})
+                "           runs them 0 times, the ratio kpemu / QEMU (wall, CPU) and peak memory",
+                "  smp      several guest CPUs on kpemu and on QEMU TCG -smp N, same files, whole processes: boot to",
+                "           power-off with N = 1, 2, 4 (--cpus-list), and one task pinned to each CPU reading /proc/version",
+                "           --rounds times under three probes (QEMU: Linux's own kprobes): probe hits per second of guest work"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes, boot, snapshot, guest }
+    enum What { unicorn, probes, boot, snapshot, guest, smp }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -60,7 +63,68 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--iterations", split = ",", paramLabel = "NAME=N", description = "guest: another iteration count for a benchmark (repeatable)")
     java.util.Map<String, Long> iterations = new java.util.LinkedHashMap<>();
 
+    @Option(names = "--cpus-list", split = ",", paramLabel = "N", description = "smp: the guest CPU counts measured (default 1,2,4)")
+    List<Integer> cpusList;
+
+    @Option(names = "--rounds", paramLabel = "N", description = "smp: reads of /proc/version per pinned task in the probed rows (default ${DEFAULT-VALUE})", defaultValue = "2000")
+    long rounds;
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    /** {@code bench smp}: every arch's runs first (progress on stderr), then the table. */
+    private int smp(List<Arch> arches, PrintWriter out) {
+        if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+        if (rounds < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be positive");
+        List<Integer> counts = cpusList == null ? SmpBench.CPUS : cpusList;
+        if (counts.isEmpty() || counts.stream().anyMatch(n -> n < 1 || n > dev.kpemu.boot.BootRunner.Options.MAX_CPUS))
+            throw new CommandLine.ParameterException(spec.commandLine(), "--cpus-list takes 1 to " + dev.kpemu.boot.BootRunner.Options.MAX_CPUS);
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        List<SmpBench.Result> results = new java.util.ArrayList<>();
+        try {
+            for (Arch a : arches) results.add(SmpBench.run(a, counts, rounds, repeat, progress));
+        } catch (java.io.IOException e) {
+            progress.flush();
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        GuestBench.Machine k = GuestBench.Machine.KPEMU, q = GuestBench.Machine.QEMU;
+        out.printf("%-7s %4s %-6s %6s | %8s %8s %6s | %8s %8s %6s | %9s %9s | %8s %8s | %6s %6s%n", "arch", "cpus", "row", "rounds",
+                "kpemu", "QEMU", "ratio", "kpemu", "QEMU", "ratio", "kpemu", "QEMU", "kpemu", "QEMU", "kpemu", "QEMU");
+        out.printf("%-7s %4s %-6s %6s | %24s | %24s | %19s | %17s | %13s%n", "", "", "", "", "wall s", "CPU s (user+sys)",
+                "hits/s of work", "CPU us/hit", "peak MiB");
+        for (SmpBench.Result r : results) {
+            SmpBench.Row boot = null, plain = null;
+            for (SmpBench.Row row : r.rows()) {
+                if (row.rounds() == 0) boot = row;
+                else if (!row.probed()) plain = row;
+                String hk = "-", hq = "-", ck = "-", cq = "-";
+                if (row.probed() && boot != null && plain != null) {
+                    long hits = 3L * row.cpus() * row.rounds();
+                    hk = hitsPerSecond(hits, row.medianWall(k) - boot.medianWall(k));
+                    hq = hitsPerSecond(hits, row.medianWall(q) - boot.medianWall(q));
+                    ck = String.format("%.2f", (row.medianCpu(k) - plain.medianCpu(k)) / 1e3 / hits);
+                    cq = String.format("%.2f", (row.medianCpu(q) - plain.medianCpu(q)) / 1e3 / hits);
+                }
+                out.printf("%-7s %4d %-6s %6d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %9s %9s | %8s %8s | %6d %6d%n", r.arch().linuxName(),
+                        row.cpus(), row.name(), row.rounds(), row.medianWall(k) / 1e9, row.medianWall(q) / 1e9,
+                        ratio(row.medianWall(k), row.medianWall(q)), row.medianCpu(k) / 1e9, row.medianCpu(q) / 1e9,
+                        ratio(row.medianCpu(k), row.medianCpu(q)), hk, hq, ck, cq, row.medianPeakKib(k) / 1024, row.medianPeakKib(q) / 1024);
+            }
+            out.printf("%-7s kernel %s; %d round(s)%n", r.arch().linuxName(), r.release(), repeat);
+        }
+        out.println("(whole processes, kpemu and QEMU TCG -smp N alternating, same kernel, initramfs, command line and 256 MiB; medians;");
+        out.println(" boot: 0 rounds, no probes; plain: one task pinned to each CPU, each reading /proc/version ROUNDS times; probed:");
+        out.println(" the same under a kprobe at version_proc_show, one inside it and a kretprobe (3 hits a read); ratio: kpemu / QEMU;");
+        out.println(" hits/s of work: 3 x cpus x rounds / (the probed row's wall - the boot row's), the paper's Figure 4 per machine;");
+        out.println(" CPU us/hit: (the probed row's CPU - the plain row's) / hits, within the noise of whole-process times)");
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    private static String hitsPerSecond(long hits, long nanos) {
+        return nanos <= 0 ? "-" : String.format("%.0f", hits / (nanos / 1e9));
+    }
 
     /** {@code bench boot}: every arch's boots first (progress on stderr), then the table. */
     private int boot(List<Arch> arches, PrintWriter out) {
@@ -180,6 +244,10 @@ final class BenchCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    private static String ratio(long kpemu, long qemu) {
+        return qemu <= 0 ? "-" : String.format("%.2f", (double) kpemu / qemu);
+    }
+
     private static String ratio(double kpemu, double qemu) {
         return qemu <= 0 ? "-" : String.format("%.2f", kpemu / qemu);
     }
@@ -193,6 +261,7 @@ final class BenchCommand implements Callable<Integer> {
         if (what == What.boot) return boot(arches, out);
         if (what == What.snapshot) return snapshot(arches, out);
         if (what == What.guest) return guest(arches, out);
+        if (what == What.smp) return smp(arches, out);
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"
                     + "(targets: kprobe <= 1.0, boosted <= 0.5, kretprobe <= 1.5, optimized <= 0.15 us)%n", batches, perBatch);

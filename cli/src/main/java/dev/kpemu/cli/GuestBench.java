@@ -74,7 +74,8 @@ final class GuestBench {
                             m == Machine.KPEMU ? "kpemu" : "QEMU", row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations());
                     Path log = logs.resolve((m == Machine.KPEMU ? "kpemu-" : "qemu-") + row.name() + ".log");
                     List<String> cmd = m == Machine.KPEMU ? kpemu(arch, initramfs, cmdline, log) : qemu(arch, qemuKernel, initramfs, cmdline);
-                    row.samples().get(m).add(measure(cmd, log, runs, m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
+                    row.samples().get(m).add(measure(cmd, log, runs.entrySet().stream()
+                            .map(e -> GuestBenchmarks.doneLine(e.getKey(), e.getValue())).toList(), m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
                 }
             }
         }
@@ -106,8 +107,8 @@ final class GuestBench {
         return c;
     }
 
-    /** Runs {@code cmd} under /usr/bin/time; the guest must have printed each benchmark's done line. */
-    private static Sample measure(List<String> cmd, Path log, Map<String, Long> runs, String machine, Arch arch) throws IOException {
+    /** Runs {@code cmd} under /usr/bin/time; the guest's console must hold each of {@code doneLines}. */
+    static Sample measure(List<String> cmd, Path log, List<String> doneLines, String machine, Arch arch) throws IOException {
         Path times = Files.createTempFile("kpemu-bench-guest", ".time");
         try {
             List<String> timed = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S %M", "-o", times.toString()));
@@ -132,8 +133,7 @@ final class GuestBench {
                 throw new IOException(machine + " " + arch.linuxName() + " did not finish in 2 hours; see " + log);
             }
             String console = Files.exists(log) ? Files.readString(log, StandardCharsets.ISO_8859_1) : "";
-            for (var run : runs.entrySet()) {
-                String done = GuestBenchmarks.doneLine(run.getKey(), run.getValue());
+            for (String done : doneLines) {
                 if (!console.contains(done)) {
                     throw new IOException(machine + " " + arch.linuxName() + ": the guest did not print '" + done + "' (exit "
                             + p.exitValue() + "); its console: " + log);
