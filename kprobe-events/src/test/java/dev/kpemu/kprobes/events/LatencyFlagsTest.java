@@ -114,7 +114,7 @@ class LatencyFlagsTest {
         Set<String> seen = new TreeSet<>();
         try (Stream<Path> files = Files.walk(ref)) {
             for (Path f : files.filter(p -> p.toString().endsWith(".trace")).toList()) {
-                for (String line : Files.readAllLines(f)) {
+                for (String line : Files.readAllLines(f, java.nio.charset.StandardCharsets.ISO_8859_1)) {  // a trace may hold non-UTF-8 bytes (rawbytes)
                     Matcher m = col.matcher(line);
                     if (m.find()) seen.add(m.group(1));
                 }
