@@ -28,13 +28,15 @@ import dev.kpemu.api.SessionResult;
  *   <li><b>Search.</b> Run the guest with seeds 1, 2, 3, … until the symptom shows (here the
  *       command's output; it could as well be a probe's handler noticing it). Most seeds do not
  *       lose the update: the race needs the jobs to overlap closely.</li>
- *   <li><b>Report.</b> Print the seed. It is the whole bug report: {@code kpemu boot --cpus 2
- *       --sched-seed S -- sh -c '…'} shows the same race again, on any host (with the same kernel
- *       and kpemu build).</li>
+ *   <li><b>Report.</b> Print the seed. With the same kernel, command, probes and kpemu build it
+ *       names this run on any host: the seed is the bug report.</li>
  *   <li><b>Replay.</b> Run that seed again: the same symptom and the same trace, every event on
- *       the same CPU at the same guest nanosecond. From here on, add probes to look closer; the
- *       handlers run while the guest is stopped, so they do not change the interleaving.</li>
+ *       the same CPU at the same guest nanosecond.</li>
  * </ol>
+ *
+ * <p>The probes are part of the run: a probe changes the instructions the guest executes, and the
+ * quanta are counted in guest instructions, so the replay registers exactly the probes the search
+ * had ({@link #run} does both). With other probes the same seed may interleave otherwise.
  *
  * <p>The Java probe on {@code do_sys_openat2} records who opens {@code /tmp/n}, on which CPU and
  * when. The window is wider than it looks: {@code > /tmp/n} truncates the file when it opens it,
