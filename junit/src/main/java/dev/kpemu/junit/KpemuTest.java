@@ -40,7 +40,7 @@ public @interface KpemuTest {
 
     /**
      * Virtual CPUs, 1 to 8 ({@code kpemu boot --cpus}; {@link dev.kpemu.api.KpemuSession.Builder#cpus}).
-     * The boards do not read it yet (issue 26): the guest still boots one CPU.
+     * They run in turn on one host thread on the schedule {@link #schedSeed} names.
      */
     int cpus() default 1;
 
