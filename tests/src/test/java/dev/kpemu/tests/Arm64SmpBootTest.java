@@ -37,7 +37,7 @@ import dev.kpemu.machine.Schedule;
  * ticks, the default workload and a user command run to power-off and the guest counts N CPUs;
  * the same boot twice is the same run, other schedule seeds boot too and interleave otherwise; a
  * CPU goes offline and online again through sysfs (PSCI CPU_OFF, AFFINITY_INFO, CPU_ON); with one
- * CPU the seed changes nothing. Snapshots of several CPUs are refused in one line.
+ * CPU the seed changes nothing. Snapshots of several CPUs: SmpSnapshotBootTest.
  */
 @Tag("kernel")
 class Arm64SmpBootTest {

@@ -114,11 +114,12 @@ class SmpSnapshotBootTest {
     /**
      * A snapshot at a guest time (the API's {@code snapshotAt}) while the kernel boots on both
      * CPUs: the run stops between slices, wherever the schedule is, and the restored machine
-     * continues from there (the probes registered at run_init_process later in both).
+     * continues from there as the saving one does (the probes registered at run_init_process later
+     * in both).
      */
     @ParameterizedTest
     @EnumSource(Arch.class)
-    void aSnapshotAtAGuestTimeMidBootContinuesAsTheColdBoot(Arch arch, @TempDir Path tmp) throws Exception {
+    void aSnapshotAtAGuestTimeMidBootContinuesAsTheSavingBoot(Arch arch, @TempDir Path tmp) throws Exception {
         Path file = tmp.resolve("at-time.snapshot");
         long at = arch == Arch.X86_64 ? 1_000_000_000L : 500_000_000L;      // run_init_process: ~1.62 s, ~0.86 s
         Run cold = boot(arch, 2, 7, tmp, null);
@@ -129,11 +130,14 @@ class SmpSnapshotBootTest {
         assertEquals(file, saving.result().snapshot().file(), "saved: " + saving.notices());
         assertTrue(restored.result().snapshot().restored(), "restored: " + restored.notices());
         assertTrue(saving.console().endsWith(restored.console()) && restored.console().contains("KPEMU-SMP-WORK-DONE"), "console from the snapshot point on");
-        assertEquals(cold.console(), saving.console(), "the cold boot's console");
         assertEquals(2 * 20 * 3, restored.trace().size());
-        assertEquals(cold.trace(), saving.trace(), "the saving boot's trace is the cold one's");
-        assertEquals(cold.trace(), restored.trace(), "the restored boot's trace is the cold one's");
-        assertEquals(cold.result().instructions(), restored.result().instructions(), "instructions to power-off");
+        assertEquals(saving.trace(), restored.trace(), "the restored boot's trace is the saving one's, cpu and timestamps included");
+        assertEquals(saving.result().instructions(), restored.result().instructions(), "instructions to power-off");
+        assertEquals(saving.result().guestNanos(), restored.result().guestNanos(), "guest time at power-off");
+        // The saving machine flushed its TLBs and translations at the point, which a cold boot does
+        // not do there (at run_init_process TracedBoot does): the same events, timing may differ
+        // (arm64 at 0.5 s measured: power-off 11 µs later than cold), as with one CPU.
+        assertEquals(cold.trace().size(), saving.trace().size(), "the cold boot's events");
         System.out.printf("SMP-SNAPSHOT %s cpus=2 seed=7 at guest time %.3f s: %d instructions to power-off; %s%n",
                 arch, at / 1e9, restored.result().instructions(), restored.notices());
     }
