@@ -142,6 +142,24 @@ class SmpSnapshotBootTest {
                 arch, at / 1e9, restored.result().instructions(), restored.notices());
     }
 
+    /** {@code kpemu boot --cpus 2 --snapshot-file F}: saves, then starts from F; {@code --cpus 4} refuses F in one line, exit 6. */
+    @org.junit.jupiter.api.Test
+    void theCommandLineSavesAndRestoresTwoCpus(@TempDir Path tmp) throws Exception {
+        Path file = tmp.resolve("cli.snapshot");
+        String[] args = {"boot", "--arch", "x86_64", "--cpus", "2", "--sched-seed", "7", "--console", "/dev/null", "--snapshot-file", file.toString()};
+        KpemuInProcess.Run saving = KpemuInProcess.kpemu(args);
+        assertEquals(dev.kpemu.cli.ExitCodes.OK, saving.code(), saving.err());
+        assertTrue(saving.err().contains("kpemu: saved snapshot " + file), saving.err());
+        KpemuInProcess.Run restored = KpemuInProcess.kpemu(args);
+        assertEquals(dev.kpemu.cli.ExitCodes.OK, restored.code(), restored.err());
+        assertTrue(restored.err().contains("kpemu: started from snapshot " + file), restored.err());
+        args[4] = "4";
+        KpemuInProcess.Run four = KpemuInProcess.kpemu(args);
+        assertEquals(dev.kpemu.cli.ExitCodes.SNAPSHOT_REFUSED, four.code(), four.err());
+        List<String> lines = four.err().lines().filter(l -> l.contains("snapshot")).toList();
+        assertEquals(List.of("kpemu: snapshot " + file + " is of a machine with 2 CPUs, this one has 4"), lines, four.err());
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void aSnapshotOfTwoCpusIsRefusedByABootOfOneOrFour(Arch arch, @TempDir Path tmp) throws Exception {
