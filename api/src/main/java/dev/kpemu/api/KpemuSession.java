@@ -396,8 +396,7 @@ public final class KpemuSession implements AutoCloseable {
 
         /**
          * The guest's virtual CPUs ({@code kpemu boot --cpus}), 1 to {@link BootRunner.Options#MAX_CPUS}
-         * (default 1), run in turn on one host thread. The boards do not read it yet (issue 26): a
-         * session still boots one CPU.
+         * (default 1), run in turn on one host thread (issue 26); a {@link #snapshot} carries them all.
          */
         public Builder cpus(int n) {
             if (n < 1 || n > BootRunner.Options.MAX_CPUS)

@@ -126,6 +126,7 @@ class SessionSnapshotTest {
             Run saving = session(arch, reference.definitions(), file, null, 2, 7);
             Run restored = session(arch, reference.definitions(), file, null, 2, 7);
             for (Run r : List.of(cold, saving, restored)) assertEquals(Outcome.POWERED_OFF, r.result().outcome(), r.result().status());
+            assertTrue(saving.console().contains("smp: Brought up 1 node, 2 CPUs"), saving.console());
             assertEquals(file, saving.result().snapshot().file(), "saved: " + saving.notices());
             assertTrue(restored.result().snapshot().restored(), "started from the file: " + restored.notices());
             assertTrue(restored.trace().size() > 20, "the workload hits the probes: " + restored.trace().size());
