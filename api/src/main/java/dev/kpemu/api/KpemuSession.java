@@ -396,7 +396,8 @@ public final class KpemuSession implements AutoCloseable {
 
         /**
          * The guest's virtual CPUs ({@code kpemu boot --cpus}), 1 to {@link BootRunner.Options#MAX_CPUS}
-         * (default 1), run in turn on one host thread on the schedule {@link #schedSeed} names.
+         * (default 1), run in turn on one host thread on the schedule {@link #schedSeed} names; a
+         * {@link #snapshot} carries them all.
          */
         public Builder cpus(int n) {
             if (n < 1 || n > BootRunner.Options.MAX_CPUS)

@@ -49,10 +49,15 @@ class SessionSnapshotTest {
     }
 
     static Run session(Arch arch, List<String> definitions, Path snapshot, Duration at) {
+        return session(arch, definitions, snapshot, at, 1, 0);
+    }
+
+    static Run session(Arch arch, List<String> definitions, Path snapshot, Duration at, int cpus, long seed) {
         List<String> notices = new ArrayList<>();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
         KpemuSession.Builder b = KpemuSession.builder().arch(arch).kernel(KERNEL).events(definitions.toArray(String[]::new))
                 .console(console).snapshotNotices(notices::add);
+        if (cpus > 1) b.cpus(cpus).schedSeed(seed);
         if (snapshot == null) b.armAtInit(true);
         else b.snapshot(snapshot);
         if (at != null) b.snapshotAt(at);
@@ -99,6 +104,39 @@ class SessionSnapshotTest {
             KpemuException e = assertThrows(KpemuException.class, other::run);
             assertTrue(e.getMessage().startsWith("snapshot " + file + " was taken of another machine: memory MiB is '256'"), e.getMessage());
             assertFalse(e.getMessage().contains("\n"), e.getMessage());
+        } finally {
+            Files.deleteIfExists(file);
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /**
+     * A session of two CPUs on a seeded schedule (issue 26): cold, saving and restored are one run —
+     * the trace with its cpu column and timestamps, the Java probe's hits, the guest time at power-off.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aSessionOfTwoCpusFromItsSnapshotTracesAsAColdOne(Arch arch) throws Exception {
+        Map<String, String> v = GuestImages.forRepository().kernelVersion(arch, (KernelChoice.Debian) KernelChoice.parse(KERNEL));
+        ReferenceTrace reference = ReferenceTrace.read(REFERENCE, arch, "open", v.get("release"));
+        Path dir = Files.createTempDirectory("kpemu-api-snapshot");
+        Path file = dir.resolve("smp.snapshot");
+        try {
+            Run cold = session(arch, reference.definitions(), null, null, 2, 7);
+            Run saving = session(arch, reference.definitions(), file, null, 2, 7);
+            Run restored = session(arch, reference.definitions(), file, null, 2, 7);
+            for (Run r : List.of(cold, saving, restored)) assertEquals(Outcome.POWERED_OFF, r.result().outcome(), r.result().status());
+            assertTrue(saving.console().contains("smp: Brought up 1 node, 2 CPUs"), saving.console());
+            assertEquals(file, saving.result().snapshot().file(), "saved: " + saving.notices());
+            assertTrue(restored.result().snapshot().restored(), "started from the file: " + restored.notices());
+            assertTrue(restored.trace().size() > 20, "the workload hits the probes: " + restored.trace().size());
+            assertEquals(cold.trace(), saving.trace(), "the saving session's trace, timestamps included");
+            assertEquals(cold.trace(), restored.trace(), "the restored session's trace, timestamps included");
+            assertTrue(cold.javaHits() > 0, "the Java probe is hit");
+            assertEquals(cold.javaHits(), restored.javaHits(), "the Java probe's hits");
+            assertEquals(cold.result().guestNanos(), restored.result().guestNanos(), "guest time at power-off");
+            assertEquals(cold.console(), saving.console(), "the cold session's console");
+            assertTrue(saving.console().endsWith(restored.console()), "console from the snapshot point on");
         } finally {
             Files.deleteIfExists(file);
             Files.deleteIfExists(dir);

@@ -133,9 +133,9 @@ public final class BootRunner {
      * starts from it, at {@link BootSnapshot#AT}, and {@code hooks} see that stop as the cold boot's
      * host breakpoint there; otherwise the boot is cold and saves the snapshot when it gets there.
      * A snapshot that cannot be restored throws, unless the snapshot is automatic: then a notice
-     * and a cold boot. With {@code cpus() > 1} no snapshot is taken or restored (not supported yet):
-     * a snapshot file asked for throws {@link SnapshotException} ({@code OTHER_MACHINE}) before the
-     * boot starts, an automatic one is a notice and a boot without it.
+     * and a cold boot. With {@code cpus() > 1} the snapshot holds every vCPU and the schedule's
+     * position ({@link MachineSnapshot}); the identity names the CPU count and seed, so a file of
+     * another count or seed is refused in one line.
      */
     public static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot) throws KernelImageException, SnapshotException {
         return boot(o, hooks, snapshot, true);
@@ -143,13 +143,6 @@ public final class BootRunner {
 
     private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore)
             throws KernelImageException, SnapshotException {
-        if (snapshot != null && o.cpus() > 1) {
-            // Machine.checkSnapshotPoint refuses several vCPUs; say so before anything is read or run
-            String why = "no snapshot: a machine with " + o.cpus() + " CPUs cannot be saved or restored yet (issue 26)";
-            if (!snapshot.automatic()) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE, why);
-            snapshot.notices().accept("kpemu: " + why + "; booting without one");
-            snapshot = null;
-        }
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
             GuestImages g = GuestImages.forRepository();
@@ -219,7 +212,7 @@ public final class BootRunner {
                 snapshot.notices().accept("kpemu: " + why + "; booting without one");
             }
             if (restoring && !snapshot.atInit() && m.stoppedAtBreakpoint() != -1) {
-                first = new StopReason.Breakpoint(m.stoppedAtBreakpoint());   // saved at a host breakpoint's stop
+                first = new StopReason.Breakpoint(m.stoppedAtBreakpoint(), m.cpu());   // saved at a host breakpoint's stop
             }
             if (point.isPresent()) {
                 snapshotAt = point.get().address();
@@ -229,7 +222,7 @@ public final class BootRunner {
                         throw new SnapshotException(SnapshotException.Kind.CORRUPT,
                                 "snapshot " + snapshotFile + " was not taken at " + BootSnapshot.AT);
                     }
-                    first = new StopReason.Breakpoint(snapshotAt);
+                    first = new StopReason.Breakpoint(snapshotAt, m.cpu());
                 } else if (!hooksOwnSnapshotAt) {
                     m.addBreakpoint(snapshotAt);
                 }

@@ -116,8 +116,8 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
         id.put("memory MiB", Integer.toString(o.memoryMiB()));
         id.put("command terminal", o.terminal() == null ? "no" : "yes");
         if (o.x86Apic() || (o.cpus() > 1 && o.arch() == dev.kpemu.machine.Arch.X86_64)) id.put("interrupt controllers", "local APIC + I/O APIC");
-        // one CPU keeps the identity it always had; a machine of several is another machine (and
-        // cannot be saved yet: Machine.checkSnapshotPoint)
+        // one CPU keeps the identity it always had; a machine of several is another machine, and
+        // its schedule another run (MachineSnapshot's format 2 carries every vCPU)
         if (o.cpus() > 1) id.put("cpus", o.cpus() + ", schedule seed " + o.schedSeed());
         id.put("point", point);
         id.put("kpemu build", build());

@@ -58,6 +58,7 @@ final class X86LinuxGuest implements LinuxGuest {
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
+                pc.machine().registerState("x86-linux-smp", g.new SmpState());
             }
             return g;
         } catch (KernelImageException | RuntimeException e) {
@@ -192,6 +193,45 @@ final class X86LinuxGuest implements LinuxGuest {
             return true;
         });
         return List.of("__text_poke", "do_sync_core");
+    }
+
+    /**
+     * The host-side state of {@link #keepPatchedTextCoherent} and {@link #answerApicBaseMsr} a
+     * snapshot of several CPUs carries (the MSR's value itself is each local APIC's): every CPU's
+     * text ranges still to drop at its next {@code do_sync_core}, and the counters.
+     */
+    private final class SmpState implements dev.kpemu.machine.Stateful {
+        @Override public void saveState(java.io.DataOutput out) throws java.io.IOException {
+            out.writeInt(pokedText.size());
+            for (List<long[]> l : pokedText) {
+                out.writeInt(l.size());
+                for (long[] r : l) {
+                    out.writeBoolean(r == FLUSH_ALL);
+                    out.writeLong(r[0]);
+                    out.writeLong(r[1]);
+                }
+            }
+            for (long v : new long[] {textSyncs, textRangesDropped, msrCalls, apicBaseAnswers}) out.writeLong(v);
+        }
+
+        @Override public void restoreState(java.io.DataInput in) throws java.io.IOException {
+            int cpus = in.readInt();
+            if (cpus != pokedText.size()) throw new java.io.IOException("text-poke state of " + cpus + " CPUs, this guest keeps " + pokedText.size());
+            for (List<long[]> l : pokedText) {
+                int n = in.readInt();
+                if (n < 0 || n > MAX_POKED_RANGES) throw new java.io.IOException("text-poke ranges out of range");
+                l.clear();
+                for (int i = 0; i < n; i++) {
+                    boolean all = in.readBoolean();
+                    long[] r = {in.readLong(), in.readLong()};
+                    l.add(all ? FLUSH_ALL : r);
+                }
+            }
+            textSyncs = in.readLong();
+            textRangesDropped = in.readLong();
+            msrCalls = in.readLong();
+            apicBaseAnswers = in.readLong();
+        }
     }
 
     /** Ranges a CPU keeps before it serializes; one more makes its next {@code do_sync_core} drop all code (every engine: a CPU long offline). */

@@ -733,7 +733,6 @@ public abstract class Machine implements AutoCloseable {
      */
     public void checkSnapshotPoint() {
         if (closed) throw new IllegalStateException("machine closed");
-        if (vcpus.length > 1) throw new IllegalStateException("a snapshot of a machine with " + vcpus.length + " vCPUs is not supported yet (issue 26)");
         if (inSlice) throw new IllegalStateException("a snapshot cannot be taken while the guest runs");
         if (interruptsHeld) throw new IllegalStateException("a snapshot cannot be taken while the host holds interrupts");
         if (trapHandler != null) throw new IllegalStateException("a snapshot cannot be taken with probes attached (take it before attaching them)");
@@ -743,12 +742,35 @@ public abstract class Machine implements AutoCloseable {
      * Writes the machine's own state: the clock, the host breakpoint the last run stopped at
      * (restored, the next run steps over it as this machine's would), then the arch's
      * ({@link #saveArchState}). The CPU registers, memory and parts are the snapshot's.
+     *
+     * <p>With several vCPUs (issue 26) then their run: the vCPU count, the current vCPU (the one
+     * {@link #engine()} answers for, which reached the breakpoint), the one that ran last, what is
+     * left of its quantum, the switches so far, the schedule (seed, round-robin quantum, its
+     * generator's {@link Schedule#position}), each vCPU's {@link CpuState} and the vCPU the
+     * breakpoint stop names. Each vCPU's {@link InstructionClock} has nothing to carry: its count
+     * is only ever read relative to a slice's start, its deadline, virtual TSC offset, live time
+     * and interrupt watch are set again before every slice ({@link #runSlice}, {@link #beforeSlice},
+     * which a slice after a snapshot point always runs first: no interrupt hold there), its block
+     * cache and break drops are emptied here in both machines ({@link #flushTranslations}), and a
+     * skip-once comes from the breakpoint stop. One vCPU writes exactly what it always did.
      */
     public void saveState(DataOutput out) throws IOException {
         checkSnapshotPoint();
         clock.saveState(out);
         out.writeLong(pendingStop instanceof StopReason.Breakpoint b ? b.address() : -1);
         saveArchState(out);
+        if (vcpus.length > 1) {
+            out.writeInt(vcpus.length);
+            out.writeInt(current);
+            out.writeInt(lastRan);
+            out.writeLong(quantumLeft);
+            out.writeLong(switches);
+            out.writeLong(schedule.seed());
+            out.writeLong(schedule.quantum());
+            out.writeLong(schedule.position());
+            for (Vcpu v : vcpus) out.writeByte(v.state.ordinal());
+            out.writeInt(pendingStop instanceof StopReason.Breakpoint b ? b.cpu() : -1);
+        }
         flushTranslations();
     }
 
@@ -783,6 +805,32 @@ public abstract class Machine implements AutoCloseable {
         long bp = in.readLong();
         pendingStop = bp == -1 ? null : new StopReason.Breakpoint(bp);
         restoreArchState(in);
+        if (vcpus.length > 1) {
+            int n = in.readInt();
+            if (n != vcpus.length) throw new IOException("the machine state is of " + n + " vCPUs, this machine has " + vcpus.length);
+            int cur = in.readInt(), last = in.readInt();
+            long left = in.readLong(), sw = in.readLong();
+            long seed = in.readLong(), quantum = in.readLong(), position = in.readLong();
+            if (cur < 0 || cur >= n || last < -1 || last >= n || left < 0 || sw < 0 || quantum < 0) throw new IOException("vCPU run state out of range");
+            CpuState[] states = CpuState.values();
+            CpuState[] got = new CpuState[n];
+            for (int i = 0; i < n; i++) {
+                int st = in.readUnsignedByte();
+                if (st >= states.length) throw new IOException("vCPU run state out of range");
+                got[i] = states[st];
+            }
+            int bpCpu = in.readInt();
+            if ((bp == -1) != (bpCpu == -1) || bpCpu >= n) throw new IOException("breakpoint vCPU out of range");
+            Schedule saved = quantum > 0 ? Schedule.roundRobin(quantum) : Schedule.of(seed);
+            if (saved.seed() != seed) throw new IOException("schedule state out of range");
+            for (int i = 0; i < n; i++) vcpus[i].state = got[i];
+            schedule = saved.at(position);
+            quantumLeft = left;
+            switches = sw;
+            lastRan = last;
+            select(cur);
+            if (bp != -1) pendingStop = new StopReason.Breakpoint(bp, bpCpu);
+        }
         flushTranslations();
     }
 

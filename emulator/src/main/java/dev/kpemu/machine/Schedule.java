@@ -1,7 +1,5 @@
 package dev.kpemu.machine;
 
-import java.util.SplittableRandom;
-
 /**
  * The order and the quantum lengths in which a machine with several vCPUs runs them on its one
  * host thread (issue 26, docs/smp-notes.md step 2), counted in guest instructions: a function of a
@@ -9,14 +7,16 @@ import java.util.SplittableRandom;
  * (QEMU's single-threaded round-robin TCG with icount is the model).
  *
  * <p>{@link #DEFAULT_SEED} is a fixed round-robin: vCPUs in index order, each for
- * {@link #DEFAULT_QUANTUM} instructions. Any other seed draws, through a {@link SplittableRandom}
- * seeded with it, at every switch the next vCPU (uniformly among those that can run, the one that
+ * {@link #DEFAULT_QUANTUM} instructions. Any other seed draws, through a SplitMix64 generator
+ * seeded with it ({@link Generator}: {@code java.util.SplittableRandom}'s algorithm and sequences,
+ * with its one-long state readable for snapshots), at every switch the next vCPU (uniformly among those that can run, the one that
  * just ran included) and its quantum: {@code 1 + r} with {@code r} uniform below {@code 2^b} and
  * {@code b} uniform in 1..14, so quanta of a few instructions (which make races show) are as
  * likely as quanta of thousands. Only integer draws: no floating point, the same on every JVM.
  *
  * <p>A schedule is stateful (its generator advances with every switch); the machine keeps it
- * across {@link Machine#run} calls, so a run in chunks interleaves as one long run does.
+ * across {@link Machine#run} calls, so a run in chunks interleaves as one long run does, and a
+ * machine snapshot carries its position ({@link #position}, {@link #at}).
  */
 public final class Schedule {
     /** The seed of the default schedule: round-robin, {@link #DEFAULT_QUANTUM}. */
@@ -34,9 +34,9 @@ public final class Schedule {
 
     private final long seed;
     private final long quantum;
-    private final SplittableRandom random;
+    private final Generator random;
 
-    private Schedule(long seed, long quantum, SplittableRandom random) {
+    private Schedule(long seed, long quantum, Generator random) {
         this.seed = seed;
         this.quantum = quantum;
         this.random = random;
@@ -50,15 +50,29 @@ public final class Schedule {
 
     /** The schedule a seed names: {@link #DEFAULT_SEED} the default round-robin, any other a seeded draw. */
     public static Schedule of(long seed) {
-        return seed == DEFAULT_SEED ? roundRobin(DEFAULT_QUANTUM) : new Schedule(seed, 0, new SplittableRandom(seed));
+        return seed == DEFAULT_SEED ? roundRobin(DEFAULT_QUANTUM) : new Schedule(seed, 0, new Generator(seed));
     }
 
     /** The same schedule from its start (a machine gets a copy: {@link Machine#setSchedule}). */
     Schedule fresh() {
-        return random == null ? new Schedule(seed, quantum, null) : new Schedule(seed, 0, new SplittableRandom(seed));
+        return random == null ? new Schedule(seed, quantum, null) : new Schedule(seed, 0, new Generator(seed));
     }
 
     public long seed() { return seed; }
+
+    /** Where the schedule is in its sequence: the generator's state (the seed before any draw; 0 for a round-robin, which draws nothing). */
+    public long position() { return random == null ? 0 : random.state; }
+
+    /**
+     * This schedule (same seed, or same round-robin quantum) at {@code position}, as {@link #position}
+     * read it: what a restored machine continues with.
+     */
+    Schedule at(long position) {
+        if (random == null) return new Schedule(seed, quantum, null);
+        Generator g = new Generator(seed);
+        g.state = position;
+        return new Schedule(seed, 0, g);
+    }
 
     /** True for a round-robin schedule (fixed order and quantum). */
     public boolean roundRobin() { return random == null; }
@@ -97,5 +111,52 @@ public final class Schedule {
 
     @Override public String toString() {
         return random == null ? "round-robin, quantum " + quantum : "seed " + seed;
+    }
+
+    /**
+     * SplitMix64 as {@code java.util.SplittableRandom(seed)} runs it (JDK 17+: the golden gamma, the
+     * {@code mix64}/{@code mix32} finalizers, {@code RandomSupport.boundedNextInt/Long}'s rejection
+     * loops), so a seed names the interleaving it named with {@code SplittableRandom}
+     * ({@code ScheduleGeneratorTest} compares them draw by draw); unlike that class its whole state
+     * is one readable long.
+     */
+    static final class Generator {
+        private static final long GOLDEN_GAMMA = 0x9e3779b97f4a7c15L;
+        long state;
+
+        Generator(long seed) { this.state = seed; }
+
+        private long nextSeed() { return state += GOLDEN_GAMMA; }
+
+        long nextLong() {
+            long z = nextSeed();
+            z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+            z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+            return z ^ (z >>> 31);
+        }
+
+        int nextInt() {
+            long z = nextSeed();
+            z = (z ^ (z >>> 33)) * 0x62a9d9ed799705f5L;
+            return (int) (((z ^ (z >>> 28)) * 0xcb24d0a5c88c35b3L) >>> 32);
+        }
+
+        /** Uniform in [0, bound), bound > 0. */
+        int nextInt(int bound) {
+            int r = nextInt();
+            int m = bound - 1;
+            if ((bound & m) == 0) return r & m;
+            for (int u = r >>> 1; u + m - (r = u % bound) < 0; u = nextInt() >>> 1) { }
+            return r;
+        }
+
+        /** Uniform in [0, bound), bound > 0. */
+        long nextLong(long bound) {
+            long r = nextLong();
+            long m = bound - 1;
+            if ((bound & m) == 0) return r & m;
+            for (long u = r >>> 1; u + m - (r = u % bound) < 0; u = nextLong() >>> 1) { }
+            return r;
+        }
     }
 }

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -528,14 +527,5 @@ class SmpScheduleTest {
         System.out.println(line);
     }
 
-    // ------------------------------------------------------------------ what is refused
-
-    @ParameterizedTest
-    @EnumSource(Guest.class)
-    void snapshotsOfSeveralVcpusAreRefused(Guest g) throws Exception {
-        try (Rig r = g.rig(2)) {
-            IllegalStateException e = assertThrows(IllegalStateException.class, r.m::checkSnapshotPoint);
-            assertTrue(e.getMessage().contains("2 vCPUs"), e.getMessage());
-        }
-    }
+    // snapshots of several vCPUs, once refused here: SmpSnapshotTest
 }

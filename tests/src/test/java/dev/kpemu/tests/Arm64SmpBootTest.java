@@ -3,8 +3,6 @@ package dev.kpemu.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -23,17 +21,14 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
-import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Schedule;
-import dev.kpemu.machine.snapshot.SnapshotException;
 
 /**
  * Issue 26 on arm64: Debian 12's 6.1 (the build the references were recorded on) boots on
@@ -42,7 +37,7 @@ import dev.kpemu.machine.snapshot.SnapshotException;
  * ticks, the default workload and a user command run to power-off and the guest counts N CPUs;
  * the same boot twice is the same run, other schedule seeds boot too and interleave otherwise; a
  * CPU goes offline and online again through sysfs (PSCI CPU_OFF, AFFINITY_INFO, CPU_ON); with one
- * CPU the seed changes nothing. Snapshots of several CPUs are refused in one line.
+ * CPU the seed changes nothing. Snapshots of several CPUs: SmpSnapshotBootTest.
  */
 @Tag("kernel")
 class Arm64SmpBootTest {
@@ -226,19 +221,5 @@ class Arm64SmpBootTest {
         assertEquals(plain.stats(), seeded.stats());
     }
 
-    @Test
-    void aSnapshotOfSeveralCpusIsRefusedInOneLine(@TempDir Path tmp) throws Exception {
-        List<String> notices = new ArrayList<>();
-        BootRunner.Options o = options(new ByteArrayOutputStream()).withCpus(2, Schedule.DEFAULT_SEED);
-        SnapshotException e = assertThrows(SnapshotException.class,
-                () -> BootRunner.boot(o, BootHooks.NONE, BootSnapshot.file(tmp.resolve("smp.snapshot"), notices::add)));
-        assertEquals("no snapshot: a machine with 2 CPUs cannot be saved or restored yet (issue 26)", e.getMessage());
-        assertEquals(SnapshotException.Kind.OTHER_MACHINE, e.kind());
-        assertFalse(Files.exists(tmp.resolve("smp.snapshot")));
-        // an automatic snapshot (the cache's): a notice, and the boot goes on without one
-        BootRunner.Result r = BootRunner.boot(o, BootHooks.NONE, BootSnapshot.cache(tmp.resolve("cache"), notices::add));
-        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
-        assertNull(r.snapshot());
-        assertEquals(List.of("kpemu: no snapshot: a machine with 2 CPUs cannot be saved or restored yet (issue 26); booting without one"), notices);
-    }
+    // snapshots of several CPUs, once refused here: SmpSnapshotBootTest
 }

@@ -270,24 +270,47 @@ public final class Arm64Machine extends Machine {
 
     @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
 
+    /**
+     * vCPU 0's interrupt latch and the counters; with several vCPUs then every other vCPU's latch
+     * and the instruction-cache maintenance counts. The exclusive monitors are words of each
+     * vCPU's context, which the snapshot carries whole.
+     */
     @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
-        long[] lines = cpus[0].irqLines.toLongArray();
-        out.writeInt(lines.length);
-        for (long l : lines) out.writeLong(l);
+        writeLines(out, cpus[0].irqLines);
         out.writeLong(exceptionsTaken());
         out.writeLong(irqsTaken);
+        if (cpus.length > 1) {
+            for (int i = 1; i < cpus.length; i++) writeLines(out, cpus[i].irqLines);
+            out.writeLong(lineInvalidations);
+            out.writeLong(allInvalidations);
+        }
     }
 
     @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
+        readLines(in, cpus[0].irqLines);
+        exceptionsTaken = in.readLong();
+        for (Cpu c : cpus) if (c.nativeSvc != null) c.nativeSvc.resetTaken();
+        irqsTaken = in.readLong();
+        if (cpus.length > 1) {
+            for (int i = 1; i < cpus.length; i++) readLines(in, cpus[i].irqLines);
+            lineInvalidations = in.readLong();
+            allInvalidations = in.readLong();
+        }
+    }
+
+    private static void writeLines(java.io.DataOutput out, BitSet irqLines) throws java.io.IOException {
+        long[] lines = irqLines.toLongArray();
+        out.writeInt(lines.length);
+        for (long l : lines) out.writeLong(l);
+    }
+
+    private static void readLines(java.io.DataInput in, BitSet irqLines) throws java.io.IOException {
         int n = in.readInt();
         if (n < 0 || n > 64) throw new java.io.IOException("interrupt line state out of range");
         long[] lines = new long[n];
         for (int i = 0; i < n; i++) lines[i] = in.readLong();
-        cpus[0].irqLines.clear();
-        cpus[0].irqLines.or(BitSet.valueOf(lines));
-        exceptionsTaken = in.readLong();
-        for (Cpu c : cpus) if (c.nativeSvc != null) c.nativeSvc.resetTaken();
-        irqsTaken = in.readLong();
+        irqLines.clear();
+        irqLines.or(BitSet.valueOf(lines));
     }
 
     @Override public long pc() { return uc.regRead(Arm64Reg.PC); }

@@ -102,6 +102,7 @@ public final class X86Pc implements AutoCloseable {
             pic = bus.attachPorts(Pic8259.MASTER_CMD, 2, new Pic8259());
             bus.attachPorts(Pic8259.SLAVE_CMD, 2, pic);
             bus.attachPorts(Pic8259.ELCR_MASTER, 2, pic);
+            int[] apStarts = new int[1];
             if (interrupts == Interrupts.APIC) {
                 ApicBus apicBus = new ApicBus();
                 // a message the I/O APIC sends from inside a slice (a UART's port write raising its
@@ -113,7 +114,7 @@ public final class X86Pc implements AutoCloseable {
                 ioApic = bus.attach(IoApic.DEFAULT_BASE, new IoApic(toApics));
                 localApics = new LocalApic[cpus];
                 for (int i = 0; i < cpus; i++) {
-                    localApics[i] = new LocalApic(i, i == 0, machine.clock(), apicBus, i == 0 ? LocalApic.CpuControl.NONE : new ApControl(machine, i));
+                    localApics[i] = new LocalApic(i, i == 0, machine.clock(), apicBus, i == 0 ? LocalApic.CpuControl.NONE : new ApControl(machine, i, apStarts));
                     // QEMU's pc raises every APIC's LINT0 with the 8259's INTR; Linux leaves the APs' masked
                     localApics[i].connectExtInt(pic);
                 }
@@ -144,6 +145,7 @@ public final class X86Pc implements AutoCloseable {
             if (localApics != null) {
                 for (LocalApic a : localApics) machine.registerState(a.name(), a);
                 machine.registerState("ioapic", ioApic);
+                if (cpus > 1) machine.registerState("ap-starts", new ApStarts(apStarts));
             }
             machine.registerState("pit8254", pit);
             machine.registerState("com1", uart);
@@ -249,13 +251,31 @@ public final class X86Pc implements AutoCloseable {
      * block and fires before the next slice. INIT stops the AP (it waits for a STARTUP, its APIC
      * reset already); STARTUP starts it in real mode at {@code vector << 12}.
      */
-    private record ApControl(X86Machine machine, int cpu) implements LocalApic.CpuControl {
+    private record ApControl(X86Machine machine, int cpu, int[] pending) implements LocalApic.CpuControl {
         @Override public void init() { atNextBoundary(() -> machine.stopCpu(cpu)); }
         @Override public void startup(int vector) { atNextBoundary(() -> machine.startAtSipi(cpu, vector)); }
 
         private void atNextBoundary(Runnable r) {
-            machine.clock().schedule(machine.clock().liveNanos(), now -> r.run());
+            pending[0]++;
+            machine.clock().schedule(machine.clock().liveNanos(), now -> {
+                pending[0]--;
+                r.run();
+            });
         }
+    }
+
+    /**
+     * The APs' start-up messages still in flight (INIT or STARTUP received, carried out at the next
+     * slice boundary): a snapshot (several CPUs) refuses to be taken while one is, as the event is
+     * not carried; Linux sends them only while it brings a CPU up, long before
+     * {@code run_init_process}.
+     */
+    private record ApStarts(int[] pending) implements dev.kpemu.machine.Stateful {
+        @Override public void saveState(java.io.DataOutput out) throws java.io.IOException {
+            if (pending[0] != 0) throw new java.io.IOException("an AP's INIT or STARTUP is in flight; take the snapshot later");
+        }
+
+        @Override public void restoreState(java.io.DataInput in) { }
     }
 
     public X86Machine machine() { return machine; }

@@ -11,7 +11,7 @@ import dev.kpemu.machine.Machine;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
- * The vCPU's whole state as Unicorn saves it ({@code uc_context_save}: QEMU's {@code CPUX86State}
+ * A vCPU's whole state as Unicorn saves it ({@code uc_context_save}: QEMU's {@code CPUX86State}
  * up to {@code end_reset_fields}, {@code CPUARMState} up to {@code cpu_watchpoint}: general,
  * segment and descriptor-table registers with their hidden parts, control registers and MSRs,
  * system registers, x87/SSE and FP/SIMD state, the cached translation flags), without the
@@ -20,7 +20,8 @@ import dev.kpemu.unicorn.Unicorn;
  * <p>Words that differ between two freshly opened engines of the same kind are the engine's own
  * (host pointers, if any such field lies in the saved range): they are found at first use by
  * calibration on throwaway engines, never hard-coded, and a restore keeps the restoring engine's
- * values there.
+ * values there. A machine of several vCPUs saves one per engine ({@link #save(Machine, int)}); arm64's
+ * exclusive monitor (its address and value words) is part of it.
  */
 final class CpuContext {
     private static final Map<Arch, BitSet> ENGINE_WORDS = new EnumMap<>(Arch.class);
@@ -28,8 +29,12 @@ final class CpuContext {
     private CpuContext() {}
 
     /** The CPU state bytes of {@code m}'s engine now. */
-    static byte[] save(Machine m) {
-        Unicorn uc = m.engine();
+    static byte[] save(Machine m) { return save(m.engine()); }
+
+    /** The CPU state bytes of vCPU {@code cpu}'s engine now. */
+    static byte[] save(Machine m, int cpu) { return save(m.engine(cpu)); }
+
+    private static byte[] save(Unicorn uc) {
         try (Unicorn.Context c = uc.contextAlloc()) {
             uc.contextSave(c);
             MemorySegment blob = c.blob();
@@ -39,8 +44,12 @@ final class CpuContext {
     }
 
     /** Puts {@code data} (from {@link #save} on an engine of the same kind) into {@code m}'s engine. */
-    static void restore(Machine m, byte[] data) throws SnapshotException {
-        Unicorn uc = m.engine();
+    static void restore(Machine m, byte[] data) throws SnapshotException { restore(m, m.engine(), data); }
+
+    /** Puts {@code data} into vCPU {@code cpu}'s engine. */
+    static void restore(Machine m, int cpu, byte[] data) throws SnapshotException { restore(m, m.engine(cpu), data); }
+
+    private static void restore(Machine m, Unicorn uc, byte[] data) throws SnapshotException {
         BitSet engineWords = engineWords(m);
         try (Unicorn.Context c = uc.contextAlloc()) {
             uc.contextSave(c);

@@ -28,7 +28,7 @@ import dev.kpemu.machine.Stateful;
 /**
  * A whole machine saved at a safe point ({@link Machine#checkSnapshotPoint}) and restored into a
  * freshly built machine of the same kind, which then continues exactly as the saved one would
- * have: the CPU ({@link CpuContext}), the machine's own state and clock
+ * have: every vCPU ({@link CpuContext}), the machine's own state and clock
  * ({@link Machine#saveState}), every registered part ({@link Machine#stateParts}: devices,
  * interrupt controllers, with their pending clock events) and RAM ({@link MemoryImage}: only
  * non-zero pages).
@@ -38,10 +38,22 @@ import dev.kpemu.machine.Stateful;
  * identity differs), then one zstd frame with a content checksum (a corrupt or truncated file is
  * refused) holding the arch, the CPU state, the machine state, each part as a named,
  * length-prefixed section, RAM, and an end marker.
+ *
+ * <p>Two formats: {@value #FORMAT} for a machine of one vCPU (unchanged since it was first
+ * written), {@value #FORMAT_CPUS} for several (issue 26): the vCPU count follows the format
+ * number in the header, before the identity, and the frame holds that many CPU states (each
+ * engine's, in vCPU order) where format 1 holds one. Everything else a vCPU needs — its run
+ * state, the current vCPU, the quantum left, the schedule's position, its interrupt latch — is
+ * in the machine state ({@link Machine#saveState}); its devices (local APIC, GIC CPU interface
+ * and banked interrupts, generic timer, PSCI power state) are parts. A restore needs a machine of
+ * the same vCPU count and says so in one line otherwise.
  */
 public final class MachineSnapshot {
     public static final String MAGIC = "KPEMU-SNAPSHOT\n";
+    /** The format of a snapshot of a machine with one vCPU. */
     public static final int FORMAT = 1;
+    /** The format of a snapshot of a machine with several vCPUs (the count in the header). */
+    public static final int FORMAT_CPUS = 2;
     private static final long END = 0x4b50454d55454e44L;
     private static final int ZSTD_LEVEL = 3;
 
@@ -77,8 +89,10 @@ public final class MachineSnapshot {
     public static long save(Machine m, Map<String, String> identity, OutputStream out) throws IOException {
         m.checkSnapshotPoint();
         DataOutputStream head = new DataOutputStream(out);
+        int cpus = m.cpuCount();
         head.write(MAGIC.getBytes(StandardCharsets.US_ASCII));
-        head.writeInt(FORMAT);
+        head.writeInt(cpus == 1 ? FORMAT : FORMAT_CPUS);
+        if (cpus > 1) head.writeInt(cpus);
         head.writeInt(identity.size());
         for (var e : identity.entrySet()) {
             head.writeUTF(e.getKey());
@@ -89,9 +103,12 @@ public final class MachineSnapshot {
         z.setChecksum(true);
         DataOutputStream d = new DataOutputStream(new BufferedOutputStream(z, 1 << 16));
         d.writeUTF(m.arch().name());
-        byte[] cpu = CpuContext.save(m);
-        d.writeInt(cpu.length);
-        d.write(cpu);
+        if (cpus > 1) d.writeInt(cpus);
+        for (int i = 0; i < cpus; i++) {
+            byte[] cpu = CpuContext.save(m, i);
+            d.writeInt(cpu.length);
+            d.write(cpu);
+        }
         writeSection(d, m::saveState);
         d.writeInt(m.stateParts().size());
         for (var e : m.stateParts().entrySet()) {
@@ -108,7 +125,7 @@ public final class MachineSnapshot {
     /** The identity a snapshot file records (without reading the rest). */
     public static Map<String, String> identity(Path file) throws SnapshotException {
         try (InputStream in = new BufferedInputStream(Files.newInputStream(file))) {
-            return readIdentity(new DataInputStream(in), file);
+            return readHeader(new DataInputStream(in), file).identity();
         } catch (NoSuchFileException e) {
             throw new SnapshotException(SnapshotException.Kind.IO, "no snapshot " + file, e);
         } catch (IOException e) {
@@ -136,16 +153,22 @@ public final class MachineSnapshot {
         m.checkSnapshotPoint();
         try {
             DataInputStream head = new DataInputStream(in);
-            Map<String, String> id = readIdentity(head, name);
-            checkIdentity(id, expected, name);
+            Header h = readHeader(head, name);
+            if (h.cpus() != m.cpuCount()) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                    "snapshot " + name + " is of a machine with " + cpus(h.cpus()) + ", this one has " + m.cpuCount());
+            checkIdentity(h.identity(), expected, name);
             DataInputStream d = new DataInputStream(new BufferedInputStream(new ZstdInputStream(nonClosingIn(in)), 1 << 16));
             String arch = d.readUTF();
             if (!arch.equals(m.arch().name())) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
                     "snapshot " + name + " is of an " + arch + " machine, not " + m.arch().name());
-            int cpuLen = d.readInt();
-            if (cpuLen <= 0 || cpuLen > 1 << 20) throw new IOException("CPU state size out of range");
-            byte[] cpu = new byte[cpuLen];
-            d.readFully(cpu);
+            if (h.cpus() > 1 && d.readInt() != h.cpus()) throw new IOException("CPU count differs from the header's");
+            byte[][] cpu = new byte[h.cpus()][];
+            for (int i = 0; i < cpu.length; i++) {
+                int cpuLen = d.readInt();
+                if (cpuLen <= 0 || cpuLen > 1 << 20) throw new IOException("CPU state size out of range");
+                cpu[i] = new byte[cpuLen];
+                d.readFully(cpu[i]);
+            }
             readSection(d, m::restoreState, "machine");
             int parts = d.readInt();
             if (parts != m.stateParts().size()) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
@@ -160,7 +183,7 @@ public final class MachineSnapshot {
             if (d.readLong() != END) throw new IOException("no end marker");
             // the frame's checksum is verified when its end is read
             if (d.read() != -1) throw new IOException("data after the end marker");
-            CpuContext.restore(m, cpu);
+            for (int i = 0; i < cpu.length; i++) CpuContext.restore(m, i, cpu[i]);
         } catch (SnapshotException e) {
             throw e.kind() == SnapshotException.Kind.CORRUPT || e.getMessage().startsWith("snapshot ") ? e
                     : new SnapshotException(e.kind(), "snapshot " + name + ": " + e.getMessage(), e);
@@ -169,7 +192,12 @@ public final class MachineSnapshot {
         }
     }
 
-    private static Map<String, String> readIdentity(DataInputStream head, Object name) throws IOException, SnapshotException {
+    private static String cpus(int n) { return n == 1 ? "1 CPU" : n + " CPUs"; }
+
+    /** What a file's header says: its format, the machine's vCPU count and the identity. */
+    private record Header(int format, int cpus, Map<String, String> identity) {}
+
+    private static Header readHeader(DataInputStream head, Object name) throws IOException, SnapshotException {
         byte[] magic = new byte[MAGIC.length()];
         try {
             head.readFully(magic);
@@ -180,13 +208,18 @@ public final class MachineSnapshot {
             throw new SnapshotException(SnapshotException.Kind.CORRUPT, "snapshot " + name + " is not a kpemu snapshot");
         }
         int format = head.readInt();
-        if (format != FORMAT) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
-                "snapshot " + name + " has format " + format + ", this kpemu reads " + FORMAT);
+        if (format != FORMAT && format != FORMAT_CPUS) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
+                "snapshot " + name + " has format " + format + ", this kpemu reads " + FORMAT + " and " + FORMAT_CPUS);
+        int cpus = 1;
+        if (format == FORMAT_CPUS) {
+            cpus = head.readInt();
+            if (cpus < 2 || cpus > Machine.MAX_CPUS) throw new IOException("CPU count out of range");
+        }
         int n = head.readInt();
         if (n < 0 || n > 256) throw new IOException("identity size out of range");
         Map<String, String> id = new LinkedHashMap<>();
         for (int i = 0; i < n; i++) id.put(head.readUTF(), head.readUTF());
-        return id;
+        return new Header(format, cpus, id);
     }
 
     private static void checkIdentity(Map<String, String> got, Map<String, String> expected, String name) throws SnapshotException {

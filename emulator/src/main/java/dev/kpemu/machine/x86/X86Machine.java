@@ -247,16 +247,28 @@ public final class X86Machine extends Machine {
 
     @Override public Unicorn openEngineOfSameKind() { return openEngine(); }
 
+    /**
+     * vCPU 0's interrupt latch and the counters; with several vCPUs then every other vCPU's latch
+     * (their NMI inputs and controllers are the board's local APICs, parts of their own).
+     */
     @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
         out.writeInt(cpus[0].pendingVector);
         out.writeLong(exceptionsDelivered);
         out.writeLong(externalInterrupts);
+        if (cpus.length > 1) {
+            out.writeLong(nmisDelivered);
+            for (int i = 1; i < cpus.length; i++) out.writeInt(cpus[i].pendingVector);
+        }
     }
 
     @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
         cpus[0].pendingVector = in.readInt();
         exceptionsDelivered = in.readLong();
         externalInterrupts = in.readLong();
+        if (cpus.length > 1) {
+            nmisDelivered = in.readLong();
+            for (int i = 1; i < cpus.length; i++) cpus[i].pendingVector = in.readInt();
+        }
     }
 
     /** Runs an exception hook's work with {@link #inExceptionHook} set ({@link #setPc}). */
