@@ -40,6 +40,7 @@ import dev.kpemu.machine.Schedule;
  * CPU the seed changes nothing. Snapshots of several CPUs: SmpSnapshotBootTest.
  */
 @Tag("kernel")
+@Tag("smp")
 class Arm64SmpBootTest {
     static final String SUITE = "bookworm";
     static final Arch ARCH = Arch.ARM64;

@@ -46,6 +46,7 @@ import dev.kpemu.tests.KpemuInProcess.Run;
  * interleavings are is the schedule's business, that they repeat and differ is the promise.
  */
 @Tag("kernel")
+@Tag("smp")
 class SmpRaceTest {
     static final int ROUNDS = 32;
     static final long SEED_A = 1, SEED_B = 2;

@@ -36,6 +36,7 @@ import dev.kpemu.machine.Schedule;
  * default workload and a command to power-off, and the same boot twice is the same run.
  */
 @Tag("kernel")
+@Tag("smp")
 class X86SmpBootTest {
     static final String SUITE = "bookworm";
     static final Arch ARCH = Arch.X86_64;
