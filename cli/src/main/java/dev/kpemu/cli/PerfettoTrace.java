@@ -45,6 +45,10 @@ import dev.kpemu.machine.Arch;
  *     from the entry's timestamp, {@code dur} the return's minus the entry's; its args are both
  *     events' fields and cpus ({@code entry cpu}, {@code return cpu}: a task may return on
  *     another CPU). A return with no entry is an instant.</li>
+ * <li>Process {@value #CPUS_PID} is the guest's CPUs: each CPU that hit is one thread track
+ *     ({@code tid} = the cpu number, named {@code cpu N}), holding every event again as an instant at
+ *     its time ({@code task}: comm-pid), so the per-CPU view stands beside the per-task one (ftrace's
+ *     per-CPU buffers).</li>
  * <li>Process {@value #KPEMU_PID} is kpemu: its phases ({@code boot}: power-on to /init,
  *     {@code init}: /init to power-off) are slices on one thread.</li>
  * </ul>
@@ -57,7 +61,7 @@ import dev.kpemu.machine.Arch;
  * task names, are kept; the task metadata, the phases and {@code otherData} follow the events.
  */
 final class PerfettoTrace {
-    static final int GUEST_PID = 1, KPEMU_PID = 2, PHASES_TID = 1;
+    static final int GUEST_PID = 1, KPEMU_PID = 2, CPUS_PID = 3, PHASES_TID = 1;
 
     /** Counts of what was written, for reports and tests. */
     record Counts(int tracks, int instants, int slices, int phases) {}
@@ -100,6 +104,7 @@ final class PerfettoTrace {
         private final Set<String> returning;                               // functions with a return probe
         private final Map<String, List<String>> names;
         private final Map<Integer, Set<String>> comms = new LinkedHashMap<>();
+        private final Set<Integer> cpus = new java.util.TreeSet<>();
         private final Map<String, Deque<ReferenceTrace.Event>> open = new HashMap<>();   // "tid function" -> entries
         private int instants, slices;
         private Counts counts;
@@ -136,6 +141,7 @@ final class PerfettoTrace {
             if (e.context() == null) return;
             int tid = e.context().pid();
             comms.computeIfAbsent(tid, k -> new LinkedHashSet<>()).add(e.context().comm());
+            cpuInstant(e);
             if (e.isReturn()) {
                 Deque<ReferenceTrace.Event> stack = open.get(tid + " " + e.function());
                 ReferenceTrace.Event entry = stack == null ? null : stack.pollFirst();
@@ -166,6 +172,16 @@ final class PerfettoTrace {
             if (fn != null && returning.contains(fn)) open.computeIfAbsent(tid + " " + fn, k -> new ArrayDeque<>()).push(e);
         }
 
+        /** {@code e} again on its CPU's track. */
+        private void cpuInstant(ReferenceTrace.Event e) throws IOException {
+            int cpu = e.context().cpu();
+            cpus.add(cpu);
+            ObjectNode o = instant(e, cpu);
+            o.put("pid", CPUS_PID);
+            ((ObjectNode) o.get("args")).put("task", GuestText.displayable(e.context().comm()) + "-" + e.context().pid());
+            mapper.writeTree(out, o);
+        }
+
         /** The tasks' names, the phases and {@code otherData}; ends the JSON. */
         Counts finish(RecordedTrace.Header h) throws IOException {
             if (counts != null) return counts;
@@ -175,6 +191,13 @@ final class PerfettoTrace {
                 mapper.writeTree(out, meta("thread_name", GUEST_PID, c.getKey(), GuestText.displayable(String.join("/", c.getValue())) + "-" + c.getKey()));
                 ObjectNode sort = meta("thread_sort_index", GUEST_PID, c.getKey(), null);
                 sort.putObject("args").put("sort_index", c.getKey());
+                mapper.writeTree(out, sort);
+            }
+            if (!cpus.isEmpty()) mapper.writeTree(out, meta("process_name", CPUS_PID, null, "guest CPUs"));
+            for (int cpu : cpus) {
+                mapper.writeTree(out, meta("thread_name", CPUS_PID, cpu, "cpu " + cpu));
+                ObjectNode sort = meta("thread_sort_index", CPUS_PID, cpu, null);
+                sort.putObject("args").put("sort_index", cpu);
                 mapper.writeTree(out, sort);
             }
             mapper.writeTree(out, meta("process_name", KPEMU_PID, null, "kpemu"));

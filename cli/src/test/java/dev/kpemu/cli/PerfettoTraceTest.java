@@ -78,17 +78,26 @@ class PerfettoTraceTest {
         assertEquals(List.of("80 do_sys_openat2 1000150+20 \"/b\" 0x4", "82 do_sys_openat2 1000160+40 \"/c\" 0x3",
                 "80 do_sys_openat2 1000100+300 \"/a\" 0x3"), slices);
         // instants: every kprobe event, and the return that had no entry (rdret: ksys_read+5 is no entry)
-        List<String> instants = ev.stream().filter(e -> e.get("ph").asText().equals("i"))
+        List<String> instants = ev.stream().filter(e -> e.get("ph").asText().equals("i") && e.get("pid").asInt() == 1)
                 .map(e -> e.get("tid").asInt() + " " + e.get("name").asText() + " " + e.get("ts").asLong() + " " + e.get("args").get("probe").asText())
                 .toList();
         assertEquals(List.of("80 myopen 1000100 do_sys_openat2+0x0/0x170", "80 myopen 1000150 do_sys_openat2+0x0/0x170",
                 "82 myopen 1000160 do_sys_openat2+0x0/0x170", "82 mid 1000500 ksys_read+0x5/0xe0",
                 "82 rdret 1000510 vfs_read+0x10/0x30 <- ksys_read"), instants);
-        assertEquals("\"/a\"", ev.stream().filter(e -> e.get("ph").asText().equals("i")).findFirst().orElseThrow().get("args").get("fn").asText());
+        assertEquals("\"/a\"", ev.stream().filter(e -> e.get("ph").asText().equals("i") && e.get("pid").asInt() == 1).findFirst().orElseThrow().get("args").get("fn").asText());
         // the cpu column: an instant's cpu, a slice's entry and return cpus
-        assertEquals(List.of(0, 0, 1, 0, 0), ev.stream().filter(e -> e.get("ph").asText().equals("i")).map(e -> e.get("args").get("cpu").asInt()).toList());
+        assertEquals(List.of(0, 0, 1, 0, 0), ev.stream().filter(e -> e.get("ph").asText().equals("i") && e.get("pid").asInt() == 1).map(e -> e.get("args").get("cpu").asInt()).toList());
         assertEquals(List.of("0>0", "1>2", "0>0"), ev.stream().filter(e -> e.get("ph").asText().equals("X") && e.get("pid").asInt() == 1)
                 .map(e -> e.get("args").get("entry cpu").asInt() + ">" + e.get("args").get("return cpu").asInt()).toList());
+        // every event again on its CPU's track (process 3), named cpu N
+        assertEquals(List.of("0 myopen 1000100 sh-80", "0 myopen 1000150 sh-80", "1 myopen 1000160 cat-82", "0 myret 1000170 sh-80",
+                "2 myret 1000200 cat-82", "0 myret 1000400 sh-80", "0 mid 1000500 cat-82", "0 rdret 1000510 cat-82"),
+                ev.stream().filter(e -> e.get("ph").asText().equals("i") && e.get("pid").asInt() == 3)
+                        .map(e -> e.get("tid").asInt() + " " + e.get("name").asText() + " " + e.get("ts").asLong() + " "
+                                + e.get("args").get("task").asText()).toList());
+        assertEquals(List.of("0=cpu 0", "1=cpu 1", "2=cpu 2"), ev.stream()
+                .filter(e -> e.get("name").asText().equals("thread_name") && e.get("pid").asInt() == 3)
+                .map(e -> e.get("tid").asInt() + "=" + e.get("args").get("name").asText()).toList());
         // kpemu's phases on their own process
         List<String> phases = ev.stream().filter(e -> e.get("ph").asText().equals("X") && e.get("pid").asInt() == 2)
                 .map(e -> e.get("name").asText() + " " + e.get("ts").asLong() + "+" + e.get("dur").asLong()).toList();
