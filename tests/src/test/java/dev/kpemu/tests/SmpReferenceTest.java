@@ -20,7 +20,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import dev.kpemu.boot.Arm64LinuxLoader;
 import dev.kpemu.boot.BootOutcome;
@@ -30,6 +30,7 @@ import dev.kpemu.image.HostFiles;
 import dev.kpemu.image.Initramfs;
 import dev.kpemu.image.KernelChoice;
 import dev.kpemu.image.RecordedKernels;
+import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Schedule;
@@ -41,7 +42,8 @@ import dev.kpemu.session.TracedBoot;
  * {@code /proc/version} 50 times, all at once) with a kprobe at {@code version_proc_show}'s entry,
  * one inside it and a kretprobe, booted by kpemu with N vCPUs and compared with the trace and
  * {@code kprobe_profile} Linux recorded under QEMU {@code -smp N}
- * ({@code guest-images/record-smp.sh ARCH N}) on the same kernel and initramfs.
+ * ({@code guest-images/record-smp.sh ARCH N}) on the same kernel and initramfs: Debian 12's 6.1,
+ * 13's 6.12 and unstable's 7.2, both arches.
  *
  * <p>What must be equal: per CPU, the sequence of events (task name, latency flags but need-resched,
  * which follows the host's timing under QEMU, event, probe text); per task, the same sequence and the CPU it ran on (pids themselves are not compared: kernel
@@ -62,13 +64,21 @@ class SmpReferenceTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} cpus={1}")
-    @CsvSource({"X86_64, 2", "X86_64, 4", "ARM64, 2", "ARM64, 4"})
-    void pinnedTasksOnEveryCpuTraceAsLinuxDoes(Arch arch, int cpus, @TempDir Path tmp) throws Exception {
+    /** Each kernel of the matrix (Debian 12, 13, unstable) × arch × 2 and 4 CPUs. */
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> cases() {
+        return KernelMatrixTest.kernels().flatMap(k -> java.util.stream.Stream.of(2, 4)
+                .map(n -> org.junit.jupiter.params.provider.Arguments.of(k.get()[0], k.get()[1], n)));
+    }
+
+    @ParameterizedTest(name = "{0} {1} cpus={2}")
+    @MethodSource("cases")
+    void pinnedTasksOnEveryCpuTraceAsLinuxDoes(String suite, Arch arch, int cpus, @TempDir Path tmp) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        KernelChoice.Debian kernel = RecordedKernels.choice("bookworm");
-        Path dir = REFERENCE.resolve(arch.linuxName()).resolve("6.1");
-        List<String> definitions = definitions(REFERENCE.resolve("smp." + arch.linuxName() + ".events"));
+        KernelChoice.Debian kernel = RecordedKernels.choice(suite);
+        String series = ReferenceTrace.series(images.kernelVersion(arch, kernel).get("release"));
+        Path dir = REFERENCE.resolve(arch.linuxName()).resolve(series);
+        Path own = dir.resolve("smp.events");     // a series whose probe offset inside the function differs
+        List<String> definitions = definitions(Files.isRegularFile(own) ? own : REFERENCE.resolve("smp." + arch.linuxName() + ".events"));
         List<Event> expected = events(Files.readAllLines(dir.resolve("smp-cpus" + cpus + ".trace")));
         Map<String, String> expectedProfile = profile(Files.readAllLines(dir.resolve("smp-cpus" + cpus + ".profile")));
 
