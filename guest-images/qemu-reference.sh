@@ -8,6 +8,7 @@
 #           kernel_print WHAT (kpemu images --print for the chosen kernel); kernel_series;
 #           file_release FILE (the "Linux version" release of a kernel file: bzImage, vmlinux, Image);
 #           kernel_header (the "# kernel:", "# suite:" and "# qemu:" header lines);
+#           boot_probe_args DEFS (a probe script as kprobe_event=/trace_event= values: $kp, $te, $events);
 #           qemu_boot INITRAMFS APPEND LOG [MARKER] (the kernel's console= and the timing options
 #           below are added; RAM: $qemu_mem MiB, default 512; arm64 CPU: $qemu_cpu, default cortex-a57;
 #           CPUs: $qemu_cpus (-smp N, single-threaded TCG: the vCPUs in turn, as kpemu runs them;
@@ -113,6 +114,26 @@ kernel_header() {
   echo "# kernel: $(kernel_print release) (package=$(kernel_print package) version=$(kernel_print version) )"
   echo "# suite: $(kernel_print suite)"
   echo "# qemu: $("$qemu" --version | head -n1)"
+}
+
+# boot_probe_args DEFS: the kprobe_events definitions of DEFS (one per line, '#' comments) as
+# Linux's boot parameters take them: $kp, kprobe_event='s value (',' for the spaces inside a
+# definition, ';' between definitions); $events, each GROUP:EVENT; $te, trace_event='s value (the
+# events enabled at boot). Dies when DEFS has none.
+boot_probe_args() {
+  local defs=$1 line head ev
+  events=()
+  kp=""
+  while IFS= read -r line || [ -n "$line" ]; do
+    line=${line%%#*}; line=$(echo "$line" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+    [ -n "$line" ] || continue
+    head=${line%% *}
+    ev=${head#*:}; case "$ev" in */*) ;; *) ev="kprobes/$ev" ;; esac
+    events+=("${ev/\//:}")
+    kp+="${kp:+;}$(echo "$line" | tr -s ' ' ',')"
+  done < "$defs"
+  [ ${#events[@]} -gt 0 ] || die "$defs has no definitions"
+  te=$(IFS=,; echo "${events[*]}")
 }
 
 # The options every reference boot adds for a slow host (above).

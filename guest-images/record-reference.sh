@@ -40,19 +40,7 @@ defs="$here/reference/$arch/$series/$name.events"
 [ -f "$defs" ] || defs="$here/reference/$name.$arch.events"
 [ -f "$defs" ] || die "no probe script $defs"
 
-# kprobe_event= wants ',' instead of spaces inside a definition and ';' between definitions.
-events=()
-kp=""
-while IFS= read -r line || [ -n "$line" ]; do
-  line=${line%%#*}; line=$(echo "$line" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
-  [ -n "$line" ] || continue
-  head=${line%% *}
-  ev=${head#*:}; case "$ev" in */*) ;; *) ev="kprobes/$ev" ;; esac
-  events+=("${ev/\//:}")
-  kp+="${kp:+;}$(echo "$line" | tr -s ' ' ',')"
-done < "$defs"
-[ ${#events[@]} -gt 0 ] || die "$defs has no definitions"
-te=$(IFS=,; echo "${events[*]}")
+boot_probe_args "$defs"
 append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te tp_printk"
 
 log=$(mktemp)

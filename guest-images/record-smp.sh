@@ -34,17 +34,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 kpemu_cli initramfs --arch "$arch" --kernel "$kernel" --init "$here/reference/smp.init" -o "$work/smp.cpio" >/dev/null
 
-events=()
-kp=""
-while IFS= read -r line || [ -n "$line" ]; do
-  line=${line%%#*}; line=$(echo "$line" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
-  [ -n "$line" ] || continue
-  head=${line%% *}
-  ev=${head#*:}; case "$ev" in */*) ;; *) ev="kprobes/$ev" ;; esac
-  events+=("${ev/\//:}")
-  kp+="${kp:+;}$(echo "$line" | tr -s ' ' ',')"
-done < "$defs"
-te=$(IFS=,; echo "${events[*]}")
+boot_probe_args "$defs"
 append="nokaslr panic=-1 kprobe_event=$kp trace_event=$te smp_trace=1 smp_rounds=$rounds"
 qemu_cpus=$cpus
 qemu_boot "$work/smp.cpio" "$append" "$work/linux.log" KPEMU-INIT-DONE
