@@ -65,11 +65,13 @@ public abstract class Machine implements AutoCloseable {
     private static final Unicorn[] NO_ENGINES = {};
     /** Engines opened by {@link #openSecondaryEngine}, sharing memory, devices and code coherence; usually none. */
     private Unicorn[] secondaryEngines = NO_ENGINES;
+    private final Watchpoints watchpoints;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
         this.memory = new GuestMemory(uc);
         this.bus = new DeviceBus(uc, memory);
+        this.watchpoints = new Watchpoints(memory, this::cpu);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
         this.primaryClock = icount;
@@ -207,6 +209,7 @@ public abstract class Machine implements AutoCloseable {
             memory.join(e);
             try {
                 bus.join(e);
+                watchpoints.join(e);
                 c = new InstructionClock(e, e.arch() == Unicorn.ARCH_ARM64);
                 if (timeStampCounterHooked) c.hookTimeStampCounter();
                 for (long va : breakpoints.keySet()) c.addBreak(va);
@@ -338,6 +341,7 @@ public abstract class Machine implements AutoCloseable {
             memory.join(e);
             try {
                 bus.join(e);
+                watchpoints.join(e);
             } catch (RuntimeException ex) {
                 memory.leave(e);
                 throw ex;
@@ -358,6 +362,9 @@ public abstract class Machine implements AutoCloseable {
     public GuestMemory memory() { return memory; }
 
     public DeviceBus bus() { return bus; }
+
+    /** The machine's data watchpoints on physical ranges, in every engine ({@link Watchpoints}). */
+    public Watchpoints watchpoints() { return watchpoints; }
 
     public VirtualClock clock() { return clock; }
 

@@ -1,0 +1,219 @@
+package dev.kpemu.machine;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.IntSupplier;
+
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.X86Reg;
+
+/**
+ * Data watchpoints on guest-physical ranges, in every engine of the machine, outside the guest:
+ * any number, any length, reads, writes or both; the guest's own debug registers are untouched.
+ * The mechanism, chosen by measurement (docs/watchpoint-notes.md, {@code WatchMechanismFactsTest}):
+ *
+ * <ul>
+ * <li><b>Writes</b>: the pages holding a watched range (and the page before it when the range
+ * starts within {@link #CROSSING_REACH} bytes of its page, so a store crossing into it arrives
+ * whole) are made read-only in every engine ({@code uc_mem_protect}; RAM stays the same host
+ * memory). Loads and every other page keep the engine's fast path; a store to such a page calls
+ * one {@code UC_HOOK_MEM_WRITE_PROT} hook with the physical address, size and value and the pc
+ * synced to the storing instruction. The engine then <em>discards</em> the store (a handled store
+ * to read-only memory is ignored), so the hook performs it itself in host RAM, reporting it when
+ * it overlaps a watched range. Atomics (x86 {@code lock}, {@code cmpxchg}; arm64 exclusive pairs)
+ * and string instructions arrive here too (measured). A page-crossing store arrives whole first
+ * and then byte by byte for the bytes on read-only pages (the engine's unaligned path); those
+ * byte calls are performed and not reported again.</li>
+ * <li><b>Reads</b>: a read-only page does not catch loads (only the first one, which fills the
+ * TLB), so reads take a {@code UC_HOOK_MEM_READ} hook bounded to the read watches. Its mere
+ * existence sends every load and store of every block translated meanwhile through the engine's
+ * slow path (measured: the cost is in the notes); it exists only while a read watch does, and
+ * adding or removing it drops every engine's translations.</li>
+ * </ul>
+ *
+ * Host accesses do not count: kpemu reads guest RAM in place and writes it through
+ * {@code uc_mem_write}, which neither hook sees. Handlers run inside the engine's memory callback:
+ * they must not stop the engine (the access would replay) nor run guest code.
+ */
+public final class Watchpoints {
+    /** How far below a watched range a store may start and still reach it: the widest store the engine makes whole (8 bytes), with room. */
+    public static final int CROSSING_REACH = 64;
+    private static final long PAGE = 4096;
+
+    /** A watched physical range. */
+    public static final class Watch {
+        private final long start, end;
+        private final boolean reads, writes;
+        private final Consumer<WatchHit> handler;
+
+        private Watch(long start, long end, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+            this.start = start;
+            this.end = end;
+            this.reads = reads;
+            this.writes = writes;
+            this.handler = handler;
+        }
+
+        public long start() { return start; }
+        public long length() { return end - start; }
+        public boolean reads() { return reads; }
+        public boolean writes() { return writes; }
+
+        boolean overlaps(long pa, int size) { return pa < end && start < pa + size; }
+    }
+
+    private final GuestMemory memory;
+    private final IntSupplier currentCpu;
+    private final List<Watch> watches = new ArrayList<>();
+    /** Write-protected pages (physical page number) and how many write watches need each. */
+    private final Map<Long, Integer> protectedPages = new HashMap<>();
+    private final Map<Unicorn, Unicorn.Hook> readHooks = new HashMap<>();
+    private final Map<Unicorn, Unicorn.Hook> writeHooks = new HashMap<>();
+    /** The page-crossing store being completed byte by byte: its engine, pc and physical range. */
+    private Unicorn crossingEngine;
+    private long crossingPc, crossingStart, crossingEnd;
+
+    Watchpoints(GuestMemory memory, IntSupplier currentCpu) {
+        this.memory = memory;
+        this.currentCpu = currentCpu;
+    }
+
+    /**
+     * Watches {@code [pa, pa + length)} (physical, in RAM) for the guest's reads and/or writes;
+     * {@code handler} gets each access that overlaps it, from inside the engine's memory callback.
+     */
+    public Watch add(long pa, long length, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+        if (length <= 0) throw new IllegalArgumentException("a watched range is at least 1 byte long");
+        if (!reads && !writes) throw new IllegalArgumentException("a watch is on reads, writes or both");
+        if (!memory.isRam(pa) || !memory.isRam(pa + length - 1))
+            throw new IllegalArgumentException("watched range 0x" + Long.toHexString(pa) + "+" + length + " is not in RAM");
+        Watch w = new Watch(pa, pa + length, reads, writes, handler);
+        watches.add(w);
+        if (writes) {
+            for (long p : writePages(w)) protect(p, +1);
+            rehookWrites();
+        }
+        if (reads) rehookReads();
+        return w;
+    }
+
+    /** Stops watching {@code w} (its pages go back to read-write when no other write watch needs them). */
+    public void remove(Watch w) {
+        if (!watches.remove(w)) return;
+        if (w.writes) {
+            for (long p : writePages(w)) protect(p, -1);
+            rehookWrites();
+        }
+        if (w.reads) rehookReads();
+    }
+
+    public List<Watch> list() { return List.copyOf(watches); }
+
+    /** The pages a write watch makes read-only: its own, and the one before when a store crossing into it could start there. */
+    private List<Long> writePages(Watch w) {
+        List<Long> pages = new ArrayList<>();
+        long first = Math.max(0, w.start - CROSSING_REACH) / PAGE;
+        if (!memory.isRam(first * PAGE)) first = w.start / PAGE;
+        for (long p = first; p <= (w.end - 1) / PAGE; p++) pages.add(p);
+        return pages;
+    }
+
+    private void protect(long page, int delta) {
+        int n = protectedPages.getOrDefault(page, 0) + delta;
+        if (n > 0) protectedPages.put(page, n);
+        else protectedPages.remove(page);
+        boolean was = n - delta > 0, is = n > 0;
+        if (was == is) return;
+        for (Unicorn e : memory.engines()) protectPage(e, page, is);
+    }
+
+    private static void protectPage(Unicorn e, long page, boolean readOnly) {
+        e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL);
+    }
+
+    /** Hooks {@code engine} (one that joined the machine) as the others: its read-only pages and its hooks. */
+    void join(Unicorn engine) {
+        for (long p : protectedPages.keySet()) protectPage(engine, p, true);
+        rehookWrites();
+        rehookReads();
+    }
+
+    /**
+     * Replaces every engine's write hook by one bounded to the read-only pages now (none without
+     * them). Bounded, not over all memory: a memory hook whose range holds an address also makes the
+     * engine keep that page's TLB entries "not dirty" and skip its translation-time TLB walk there.
+     * The hook is looked up when a store reaches a read-only page, not at translation, so it may
+     * come and go without dropping translated code.
+     */
+    private void rehookWrites() {
+        long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+        for (long p : protectedPages.keySet()) {
+            lo = Math.min(lo, p * PAGE);
+            hi = Math.max(hi, p * PAGE + PAGE - 1);
+        }
+        for (Unicorn e : memory.engines()) {
+            Unicorn.Hook old = writeHooks.remove(e);
+            if (old != null) e.delete(old);
+            if (lo <= hi) {
+                int pcReg = pcRegister(e);
+                writeHooks.put(e, e.hookMemoryEvent(Unicorn.HOOK_MEM_WRITE_PROT, lo, hi,
+                        (u, type, pa, size, value) -> onProtectedStore(u, pcReg, pa, size, value)));
+            }
+        }
+    }
+
+    private static int pcRegister(Unicorn e) { return e.arch() == Unicorn.ARCH_X86 ? X86Reg.RIP : Arm64Reg.PC; }
+
+    private boolean onProtectedStore(Unicorn u, int pcReg, long pa, int size, long value) {
+        long pc = u.regRead(pcReg);
+        boolean recursion = size == 1 && u == crossingEngine && pc == crossingPc && pa >= crossingStart && pa < crossingEnd;
+        long inPage = Math.min(size, PAGE - (pa & (PAGE - 1)));
+        if (!recursion) {
+            if (inPage < size) {
+                crossingEngine = u;
+                crossingPc = pc;
+                crossingStart = pa;
+                crossingEnd = pa + size;
+            } else {
+                crossingEngine = null;
+            }
+        }
+        long old = recursion ? 0 : memory.readInPlace(pa, size);
+        memory.storeInPlace(pa, (int) inPage, value);
+        if (!recursion) report(pa, size, true, old, value, pc);
+        return true;
+    }
+
+    private void report(long pa, int size, boolean write, long old, long value, long pc) {
+        for (Watch w : List.copyOf(watches)) {
+            if ((write ? w.writes : w.reads) && w.overlaps(pa, size))
+                w.handler.accept(new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, write, old, value));
+        }
+    }
+
+    /** Replaces every engine's read hook by one bounded to the read watches now (none without them), dropping translations. */
+    private void rehookReads() {
+        long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+        for (Watch w : watches) {
+            if (!w.reads) continue;
+            lo = Math.min(lo, Math.max(0, w.start - CROSSING_REACH));
+            hi = Math.max(hi, w.end - 1);
+        }
+        for (Unicorn e : memory.engines()) {
+            Unicorn.Hook old = readHooks.remove(e);
+            if (old != null) e.delete(old);
+            if (lo <= hi) {
+                int pcReg = pcRegister(e);
+                readHooks.put(e, e.hookMemory(Unicorn.HOOK_MEM_READ, lo, hi, (u, type, pa, size, value) -> {
+                    long v = memory.readInPlace(pa, size);
+                    report(pa, size, false, v, v, u.regRead(pcReg));
+                }));
+            }
+            if (old != null || lo <= hi) e.flushTranslationCache();
+        }
+    }
+}
