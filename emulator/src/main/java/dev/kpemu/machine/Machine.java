@@ -71,7 +71,7 @@ public abstract class Machine implements AutoCloseable {
         this.uc = uc;
         this.memory = new GuestMemory(uc);
         this.bus = new DeviceBus(uc, memory);
-        this.watchpoints = new Watchpoints(memory, this::cpu);
+        this.watchpoints = new Watchpoints(memory, this::cpu, this::changeMemoryMap);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
         this.primaryClock = icount;
@@ -644,6 +644,24 @@ public abstract class Machine implements AutoCloseable {
      */
     protected void dropTranslations(Unicorn engine, long va, long len) {
         engine.removeTranslationCache(va, va + len);
+    }
+
+    /** Runs a host change of {@code engine}'s memory map or code cache, keeping the CPU state the engine may disturb doing it (x86). */
+    protected void keepingCpuState(Unicorn engine, Runnable change) {
+        change.run();
+    }
+
+    /**
+     * Applies {@code change} to {@code engine}'s memory map ({@link Watchpoints}' page permissions),
+     * then drops the engine's whole TLB and translated code, and its vCPU clock's block cache.
+     */
+    void changeMemoryMap(Unicorn engine, Runnable change) {
+        keepingCpuState(engine, () -> {
+            change.run();
+            engine.flushTlb();
+            engine.flushTranslationCache();
+        });
+        for (Vcpu v : vcpus) if (v.engine == engine) v.clock.forgetBlocks();
     }
 
     // ------------------------------------------------------------------ breakpoints and stops

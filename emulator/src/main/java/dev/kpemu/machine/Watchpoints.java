@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
 
@@ -77,9 +78,13 @@ public final class Watchpoints {
     private Unicorn crossingEngine;
     private long crossingPc, crossingStart, crossingEnd;
 
-    Watchpoints(GuestMemory memory, IntSupplier currentCpu) {
+    private final BiConsumer<Unicorn, Runnable> mapChange;
+
+    /** {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap} does. */
+    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange) {
         this.memory = memory;
         this.currentCpu = currentCpu;
+        this.mapChange = mapChange;
     }
 
     /**
@@ -131,8 +136,15 @@ public final class Watchpoints {
         for (Unicorn e : memory.engines()) protectPage(e, page, is);
     }
 
-    private static void protectPage(Unicorn e, long page, boolean readOnly) {
-        e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL);
+    /**
+     * Changes one page's permissions in {@code e}. {@code uc_mem_protect} splits the RAM region (an
+     * unmap and new {@code uc_mem_map_ptr} mappings of the same host memory) but flushes TLB entries
+     * only by the region's <em>physical</em> addresses taken as virtual ones: with paging on, the
+     * guest's own entries survive. Hence {@link Machine#changeMemoryMap}: the whole TLB, the
+     * translated code and the vCPU's block cache dropped, the CPU state kept.
+     */
+    private void protectPage(Unicorn e, long page, boolean readOnly) {
+        mapChange.accept(e, () -> e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL));
     }
 
     /** Hooks {@code engine} (one that joined the machine) as the others: its read-only pages and its hooks. */
@@ -213,7 +225,7 @@ public final class Watchpoints {
                     report(pa, size, false, v, v, u.regRead(pcReg));
                 }));
             }
-            if (old != null || lo <= hi) e.flushTranslationCache();
+            if (old != null || lo <= hi) mapChange.accept(e, () -> { });
         }
     }
 }

@@ -196,6 +196,22 @@ class WatchpointsTest {
         }
     }
 
+    /** A watch added after the guest ran (its TLB and translations hold the page) sees the next store. */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aWatchAddedAfterTheGuestRanSeesTheNextStore(Guest g) {
+        long watched = g.data + 0x7000;
+        try (Machine m = g.create()) {
+            run(m, new Program(g).then(g.store(watched, 1)).then(g.load(watched)));
+            List<WatchHit> hits = new ArrayList<>();
+            m.watchpoints().add(watched, 8, false, true, hits::add);
+            Program p = new Program(g).then(g.store(watched, 2)).then(g.load(watched));
+            run(m, p);
+            assertEquals(List.of(new WatchHit(hits.get(0).watch(), 0, p.last(0), watched, 8, true, 1, 2)), hits);
+            assertEquals(2, m.memory().readLong(watched));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Guest.class)
     void aRangeOutsideRamIsRefused(Guest g) {

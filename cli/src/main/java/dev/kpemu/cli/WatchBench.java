@@ -1,0 +1,125 @@
+package dev.kpemu.cli;
+
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.SymbolTable;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.machine.Machine;
+
+/**
+ * {@code kpemu bench watch}: what data watchpoints ({@link dev.kpemu.machine.Watchpoints}) cost on a
+ * booted kernel (Debian's default kernel and kpemu's initramfs, the whole boot to power-off), each
+ * row against a boot without watchpoints in the same round, the rows' order rotated each round:
+ *
+ * <ul>
+ * <li>16 write watchpoints of 8 bytes on 16 pages of the kernel's read-only data (every 64 KiB after
+ *     {@code linux_banner}): data the boot does not write once it is read-only, so the row is the
+ *     cost of read-only pages in the engine (their hits, if any, are shown);</li>
+ * <li>a write watchpoint on {@code jiffies} (x86-64: arm64's kallsyms has no data symbols): the
+ *     tick's store, and every other store to that page, trapped; µs per hit = (row − baseline) / hits;</li>
+ * <li>a read watchpoint on the same read-only word as the first write one: the engine's slow path
+ *     for every load and store while any read watch exists.</li>
+ * </ul>
+ * Watchpoints are added at {@code start_kernel} (a host breakpoint), where the kernel's page
+ * tables translate the addresses. Times are CPU time of the emulation thread from the first guest
+ * instruction to power-off; the ratio is the median over rounds of (row / that round's baseline).
+ */
+final class WatchBench {
+    /** One row's boots: label, guest instructions, least CPU ns, hits of its last boot, ratios per round. */
+    record Row(String label, long instructions, long cpuNanos, long hits, List<Double> ratios) {
+        double ratio() {
+            List<Double> v = ratios.stream().sorted().toList();
+            if (v.isEmpty()) return 1.0;
+            int n = v.size();
+            return n % 2 == 1 ? v.get(n / 2) : (v.get(n / 2 - 1) + v.get(n / 2)) / 2;
+        }
+    }
+
+    record Result(Arch arch, List<Row> rows) {}
+
+    /** What a row watches, given the kernel's symbols; null: the row does not apply to this kernel. */
+    private interface Watches {
+        List<long[]> ranges(SymbolTable symbols);   // {va, length, reads?1:0}
+    }
+
+    private WatchBench() {}
+
+    static final int UNTOUCHED = 16;
+
+    static Result run(Arch arch, int repeat, PrintStream progress) throws KernelImageException {
+        List<String> labels = List.of("no watchpoints", UNTOUCHED + " write watchpoints on read-only data", "write watchpoint on jiffies",
+                "1 read watchpoint on read-only data");
+        List<Watches> what = List.of(
+                s -> List.of(),
+                s -> {
+                    List<long[]> r = new ArrayList<>();
+                    long banner = s.address("linux_banner");
+                    for (int k = 1; k <= UNTOUCHED; k++) r.add(new long[] {banner + k * 0x10000L, 8, 0});
+                    return r;
+                },
+                s -> s.byName("jiffies").map(j -> List.of(new long[] {j.address(), 8, 0})).orElse(null),
+                s -> List.of(new long[] {s.address("linux_banner") + 0x10000L, 8, 1}));
+        long[] best = new long[labels.size()], insns = new long[labels.size()], hits = new long[labels.size()];
+        boolean[] applies = new boolean[labels.size()];
+        List<List<Double>> ratios = new ArrayList<>();
+        for (int i = 0; i < labels.size(); i++) ratios.add(new ArrayList<>());
+        for (int rep = 0; rep < repeat; rep++) {
+            long[] round = new long[labels.size()];
+            for (int k = 0; k < labels.size(); k++) {
+                int i = (k + rep) % labels.size();
+                progress.printf("%s: %s (round %d of %d)%n", arch.linuxName(), labels.get(i), rep + 1, repeat);
+                long[] out = boot(arch, what.get(i));
+                if (out == null) continue;
+                applies[i] = true;
+                round[i] = out[0];
+                insns[i] = out[1];
+                hits[i] = out[2];
+                if (best[i] == 0 || out[0] < best[i]) best[i] = out[0];
+            }
+            for (int i = 1; i < labels.size(); i++) if (applies[i]) ratios.get(i).add((double) round[i] / round[0]);
+        }
+        List<Row> rows = new ArrayList<>();
+        for (int i = 0; i < labels.size(); i++)
+            if (applies[i]) rows.add(new Row(labels.get(i), insns[i], best[i], hits[i], ratios.get(i)));
+        return new Result(arch, rows);
+    }
+
+    /** One boot: {cpu ns, instructions, hits}, or null when the row does not apply to the kernel. */
+    private static long[] boot(Arch arch, Watches what) throws KernelImageException {
+        var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long[] hits = {0}, cpu = {0, 0};
+        boolean[] missing = {false};
+        BootHooks hooks = new BootHooks() {
+            @Override public void ready(LinuxGuest guest) {
+                List<long[]> ranges = what.ranges(guest.symbols());
+                if (ranges == null) {
+                    missing[0] = true;
+                    return;
+                }
+                Machine m = guest.machine();
+                if (!ranges.isEmpty()) m.addBreakpoint(guest.symbols().address("start_kernel"), (machine, at) -> {
+                    for (long[] r : ranges) {
+                        long pa = machine.translateOrThrow(r[0]).physical();
+                        machine.watchpoints().add(pa, r[1], r[2] == 1, r[2] == 0, h -> hits[0]++);
+                    }
+                    return true;
+                });
+                cpu[0] = threads.getCurrentThreadCpuTime();
+            }
+
+            @Override public void finished(LinuxGuest guest) { cpu[1] = threads.getCurrentThreadCpuTime(); }
+        };
+        PrintStream none = new PrintStream(OutputStream.nullOutputStream());
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60, OutputStream.nullOutputStream(), none), hooks);
+        if (missing[0]) return null;
+        if (r.outcome() != dev.kpemu.boot.BootOutcome.POWERED_OFF) throw new IllegalStateException(arch.linuxName() + ": the boot ended " + r.status());
+        return new long[] {cpu[1] - cpu[0], r.instructions(), hits[0]};
+    }
+}

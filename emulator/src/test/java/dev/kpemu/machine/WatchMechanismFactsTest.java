@@ -1,0 +1,126 @@
+package dev.kpemu.machine;
+
+import static dev.kpemu.machine.SmpGuest.DATA;
+import static dev.kpemu.machine.SmpGuest.RAM;
+import static dev.kpemu.machine.SmpGuest.RAM_SIZE;
+import static dev.kpemu.machine.SmpGuest.SCRATCH;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.X86Reg;
+
+/**
+ * What Unicorn 2.1.4 offers for data watchpoints, measured on both arches (bare engines over one
+ * {@link HostRam} region, paging off): the facts {@link Watchpoints} is built on and the ones that
+ * ruled the other mechanisms out. docs/watchpoint-notes.md says what follows from each.
+ */
+class WatchMechanismFactsTest {
+    static final long V = 0x8877_6655_4433_2211L;
+
+    /** Runs {@code src} (then a nop, the run's end) at SCRATCH with the first argument register = {@code address}, the second = {@link #V}. */
+    static void run(SmpGuest g, Unicorn uc, String src, long address) {
+        byte[] code = g.asm(src + "\n" + g.nop(), SCRATCH);
+        uc.memWrite(SCRATCH, code);
+        uc.regWrite(g.arg0(), address);
+        uc.regWrite(g.arg1(), V);
+        uc.start(SCRATCH, SCRATCH + code.length - (g == SmpGuest.X86 ? 1 : 4), 0, 0);
+    }
+
+    static String load(SmpGuest g, int off) { return g == SmpGuest.X86 ? "mov " + off + "(%r9), %rax" : "ldr x0, [x9, #" + off + "]"; }
+
+    static long hostLong(HostRam ram, long pa) { return ram.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, pa - RAM); }
+
+    /**
+     * A page without READ permission (on a {@code uc_mem_map_ptr} region, which {@code uc_mem_protect}
+     * splits keeping the host memory) reports only the first load: it fills the TLB, and later loads
+     * take the fast path, which checks no permission. Reads cannot be watched this way.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void aPageWithoutReadPermissionReportsOnlyTheFirstLoad(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            uc.memProtect(DATA, 0x1000, Unicorn.PROT_EXEC);
+            List<Long> reads = new ArrayList<>();
+            uc.hookMemoryEvent(Unicorn.HOOK_MEM_READ_PROT, DATA, DATA + 0xfff, (u, type, pa, size, value) -> reads.add(pa));
+            run(g, uc, load(g, 0) + "\n" + load(g, 8) + "\n" + load(g, 0), DATA);
+            assertEquals(List.of(DATA), reads);
+        }
+    }
+
+    /**
+     * A store to a page without WRITE permission calls the WRITE_PROT hook with the physical address,
+     * size, value and the pc synced to the store; a hook that returns true has the store discarded
+     * (the engine treats the page as ROM), so whoever watches must perform it.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void aHandledStoreToAReadOnlyPageIsDiscarded(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            uc.memProtect(DATA, 0x1000, Unicorn.PROT_READ | Unicorn.PROT_EXEC);
+            List<String> writes = new ArrayList<>();
+            uc.hookMemoryEvent(Unicorn.HOOK_MEM_WRITE_PROT, DATA, DATA + 0xfff, (u, type, pa, size, value) ->
+                    writes.add(String.format("%x %x %d %x", u.regRead(g.pc()) - SCRATCH, pa, size, value)));
+            run(g, uc, g.nop() + "\n" + g.store(), DATA + 8);
+            int nop = g.asm(g.nop(), SCRATCH).length;
+            assertEquals(List.of(String.format("%x %x 8 %x", nop, DATA + 8, V)), writes);
+            assertEquals(0, hostLong(ram, DATA + 8), "discarded");
+        }
+    }
+
+    /**
+     * A {@code UC_HOOK_MEM_WRITE} hook bounded to a page misses a store that starts 4 bytes below it:
+     * the hook is checked against the access's first byte, and the engine's byte-by-byte completion
+     * of a page-crossing store runs with memory hooks off. Hence {@link Watchpoints#CROSSING_REACH}.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void aBoundedWriteHookMissesAStoreCrossingIntoItsRange(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            List<Long> writes = new ArrayList<>();
+            uc.hookMemory(Unicorn.HOOK_MEM_WRITE, DATA, DATA + 0xfff, (u, type, pa, size, value) -> writes.add(pa));
+            run(g, uc, g.store(), DATA - 4);
+            assertEquals(List.of(), writes);
+            assertEquals(V, hostLong(ram, DATA - 4), "the store happened, across the page boundary");
+        }
+    }
+
+    /**
+     * The guest's own debug registers do nothing under Unicorn 2.1.4 (QEMU's watchpoint insertion is
+     * compiled out): x86 DR0 = the address with DR7 enabling a write watch of 8 bytes (L0, R/W0 = 01,
+     * LEN0 = 10), arm64 DBGWVR0_EL1/DBGWCR0_EL1 a store watch of 8 bytes at EL1 with MDSCR_EL1.MDE
+     * and PSTATE.D clear: the store completes and no debug exception reaches the interrupt hook.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void theGuestsOwnDataWatchpointsDoNotFire(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            List<Integer> exceptions = new ArrayList<>();
+            uc.hookInterrupt((u, intno) -> {
+                exceptions.add(intno);
+                u.stop();
+            });
+            if (g == SmpGuest.X86) {
+                uc.regWrite(X86Reg.DR0, DATA);
+                uc.regWrite(X86Reg.DR7, 1L | (1L << 16) | (2L << 18));
+                assertEquals(DATA, uc.regRead(X86Reg.DR0));
+            } else {
+                uc.sysRegWrite(2, 0, 0, 0, 6, DATA);                                   // DBGWVR0_EL1
+                uc.sysRegWrite(2, 0, 0, 0, 7, 1L | (1L << 1) | (2L << 3) | (0xffL << 5));  // DBGWCR0_EL1: E, EL1, store, 8 bytes
+                uc.sysRegWrite(2, 0, 0, 2, 2, 1L << 15);                               // MDSCR_EL1.MDE
+                uc.regWrite(Arm64Reg.PSTATE, uc.regRead(Arm64Reg.PSTATE) & ~(1L << 9));  // PSTATE.D clear
+                assertEquals(DATA, uc.sysRegRead(2, 0, 0, 0, 6));
+            }
+            run(g, uc, g.store(), DATA);
+            assertEquals(List.of(), exceptions);
+            assertEquals(V, hostLong(ram, DATA));
+        }
+    }
+}
