@@ -59,13 +59,17 @@ final class WatchBench {
         List<Watches> what = List.of(
                 s -> List.of(),
                 s -> {
+                    Long base = readOnlyData(s);
+                    if (base == null) return null;
                     List<long[]> r = new ArrayList<>();
-                    long banner = s.address("linux_banner");
-                    for (int k = 1; k <= UNTOUCHED; k++) r.add(new long[] {banner + k * 0x10000L, 8, 0});
+                    for (int k = 1; k <= UNTOUCHED; k++) r.add(new long[] {base + k * 0x10000L, 8, 0});
                     return r;
                 },
-                s -> s.byName("jiffies").map(j -> List.of(new long[] {j.address(), 8, 0})).orElse(null),
-                s -> List.of(new long[] {s.address("linux_banner") + 0x10000L, 8, 1}));
+                s -> s.byName("jiffies").map(j -> List.<long[]>of(new long[] {j.address(), 8, 0})).orElse(null),
+                s -> {
+                    Long base = readOnlyData(s);
+                    return base == null ? null : List.<long[]>of(new long[] {base + 0x10000L, 8, 1});
+                });
         long[] best = new long[labels.size()], insns = new long[labels.size()], hits = new long[labels.size()];
         boolean[] applies = new boolean[labels.size()];
         List<List<Double>> ratios = new ArrayList<>();
@@ -89,6 +93,14 @@ final class WatchBench {
         for (int i = 0; i < labels.size(); i++)
             if (applies[i]) rows.add(new Row(labels.get(i), insns[i], best[i], hits[i], ratios.get(i)));
         return new Result(arch, rows);
+    }
+
+    /**
+     * Where the read-only data the rows watch starts: {@code linux_banner} (in {@code .rodata}), or
+     * null when the kernel's symbols have no data symbols (Debian's arm64 kallsyms).
+     */
+    private static Long readOnlyData(SymbolTable s) {
+        return s.byName("linux_banner").map(b -> b.address()).orElse(null);
     }
 
     /** One boot: {cpu ns, instructions, hits}, or null when the row does not apply to the kernel. */
