@@ -99,7 +99,7 @@ public final class Watchpoints {
         Watch w = new Watch(pa, pa + length, reads, writes, handler);
         watches.add(w);
         if (writes) {
-            for (long p : writePages(w)) protect(p, +1);
+            protect(writePages(w), +1);
             rehookWrites();
         }
         if (reads) rehookReads();
@@ -110,7 +110,7 @@ public final class Watchpoints {
     public void remove(Watch w) {
         if (!watches.remove(w)) return;
         if (w.writes) {
-            for (long p : writePages(w)) protect(p, -1);
+            protect(writePages(w), -1);
             rehookWrites();
         }
         if (w.reads) rehookReads();
@@ -127,29 +127,35 @@ public final class Watchpoints {
         return pages;
     }
 
-    private void protect(long page, int delta) {
-        int n = protectedPages.getOrDefault(page, 0) + delta;
-        if (n > 0) protectedPages.put(page, n);
-        else protectedPages.remove(page);
-        boolean was = n - delta > 0, is = n > 0;
-        if (was == is) return;
-        for (Unicorn e : memory.engines()) protectPage(e, page, is);
+    /** Counts {@code pages} needed once more or once less, and changes those whose state flips, in one map change per engine. */
+    private void protect(List<Long> pages, int delta) {
+        List<Long> flipped = new ArrayList<>();
+        for (long page : pages) {
+            int n = protectedPages.getOrDefault(page, 0) + delta;
+            if (n > 0) protectedPages.put(page, n);
+            else protectedPages.remove(page);
+            if ((n - delta > 0) != (n > 0)) flipped.add(page);
+        }
+        if (flipped.isEmpty()) return;
+        for (Unicorn e : memory.engines()) protectPages(e, flipped, delta > 0);
     }
 
     /**
-     * Changes one page's permissions in {@code e}. {@code uc_mem_protect} splits the RAM region (an
+     * Changes pages' permissions in {@code e}, in one map change. {@code uc_mem_protect} splits the RAM region (an
      * unmap and new {@code uc_mem_map_ptr} mappings of the same host memory) but flushes TLB entries
      * only by the region's <em>physical</em> addresses taken as virtual ones: with paging on, the
      * guest's own entries survive. Hence {@link Machine#changeMemoryMap}: the whole TLB, the
      * translated code and the vCPU's block cache dropped, the CPU state kept.
      */
-    private void protectPage(Unicorn e, long page, boolean readOnly) {
-        mapChange.accept(e, () -> e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL));
+    private void protectPages(Unicorn e, java.util.Collection<Long> pages, boolean readOnly) {
+        mapChange.accept(e, () -> {
+            for (long page : pages) e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL);
+        });
     }
 
     /** Hooks {@code engine} (one that joined the machine) as the others: its read-only pages and its hooks. */
     void join(Unicorn engine) {
-        for (long p : protectedPages.keySet()) protectPage(engine, p, true);
+        if (!protectedPages.isEmpty()) protectPages(engine, protectedPages.keySet(), true);
         rehookWrites();
         rehookReads();
     }

@@ -76,6 +76,25 @@ class WatchMechanismFactsTest {
     }
 
     /**
+     * In the WRITE_PROT hook every register holds the value the instructions before the store gave
+     * it, also those computed earlier in the same translated block (TCG writes its globals back
+     * before an access that can fault): a watchpoint's fetchargs may read registers there.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void registersAreCurrentInTheWriteProtectHook(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            uc.memProtect(DATA, 0x1000, Unicorn.PROT_READ | Unicorn.PROT_EXEC);
+            int reg = g == SmpGuest.X86 ? X86Reg.RBX : Arm64Reg.X3;
+            List<Long> seen = new ArrayList<>();
+            uc.hookMemoryEvent(Unicorn.HOOK_MEM_WRITE_PROT, DATA, DATA + 0xfff, (u, type, pa, size, value) -> seen.add(u.regRead(reg)));
+            String before = g == SmpGuest.X86 ? "mov $5, %rbx\n add $1, %rbx\n" : "mov x3, #5\n add x3, x3, #1\n";
+            run(g, uc, before + g.store(), DATA);
+            assertEquals(List.of(6L), seen);
+        }
+    }
+
+    /**
      * A {@code UC_HOOK_MEM_WRITE} hook bounded to a page misses a store that starts 4 bytes below it:
      * the hook is checked against the access's first byte, and the engine's byte-by-byte completion
      * of a page-crossing store runs with memory hooks off. Hence {@link Watchpoints#CROSSING_REACH}.
