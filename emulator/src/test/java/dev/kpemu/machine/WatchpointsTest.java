@@ -169,6 +169,38 @@ class WatchpointsTest {
         }
     }
 
+    /**
+     * x86 {@code lock cmpxchg}: a failed compare still writes (the old value back, as the locked
+     * instruction does on hardware), a successful one writes the new value; arm64 {@code stp}: two
+     * 8-byte writes at the one instruction.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void compareExchangeAndPairStores(Guest g) {
+        long watched = g.data + 0x6000;
+        try (Machine m = g.create()) {
+            m.memory().writeLong(watched, 40);
+            m.memory().writeLong(watched + 8, 50);
+            List<WatchHit> hits = new ArrayList<>();
+            Watchpoints.Watch w = m.watchpoints().add(watched, 16, false, true, hits::add);
+            Program p = new Program(g);
+            List<WatchHit> expected;
+            if (g == Guest.X86) {
+                String cas = "mov $" + watched + ", %r9\n mov $7, %r10\n";
+                p.then(cas + "mov $1, %rax\n lock cmpxchg %r10, (%r9)")      // 1 != 40: fails, writes 40 back
+                 .then(cas + "mov $40, %rax\n lock cmpxchg %r10, (%r9)");    // succeeds: 40 -> 7
+                expected = List.of(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 40),
+                        new WatchHit(w, 0, p.last(1), watched, 8, true, 40, 7));
+            } else {
+                p.then("movz x9, #" + (watched & 0xffff) + "\n movk x9, #" + ((watched >>> 16) & 0xffff) + ", lsl #16\n mov x10, #7\n mov x11, #8\n stp x10, x11, [x9]");
+                expected = List.of(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 7),
+                        new WatchHit(w, 0, p.last(0), watched + 8, 8, true, 50, 8));
+            }
+            run(m, p);
+            assertEquals(expected, hits);
+        }
+    }
+
     /** A 4 KiB range filled by a string instruction (x86) or a store loop (arm64): every word once, and nothing after removal. */
     @ParameterizedTest
     @EnumSource(Guest.class)
