@@ -144,10 +144,14 @@ final class WatchBench {
         try (m) {
             m.memory().write(code, java.util.Arrays.copyOf(b.array(), b.position()));
             m.setPc(code);
-            if (watch) m.watchpoints().add(data, 8, false, true, h -> { });
+            long[] hits = {0};
+            if (watch) m.watchpoints().add(data, 8, false, true, h -> hits[0]++);
             long c0 = threads.getCurrentThreadCpuTime();
             m.run(50L * STORES);
-            return threads.getCurrentThreadCpuTime() - c0;
+            long cpu = threads.getCurrentThreadCpuTime() - c0;
+            if (m.memory().readLong(data) != 1 || watch && hits[0] != STORES)
+                throw new IllegalStateException(arch.linuxName() + ": the store loop did not run as written (" + hits[0] + " hits)");
+            return cpu;
         }
     }
 
