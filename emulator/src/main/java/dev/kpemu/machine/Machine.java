@@ -71,7 +71,10 @@ public abstract class Machine implements AutoCloseable {
         this.uc = uc;
         this.memory = new GuestMemory(uc);
         this.bus = new DeviceBus(uc, memory);
-        this.watchpoints = new Watchpoints(memory, this::cpu, this::changeMemoryMap);
+        this.watchpoints = new Watchpoints(memory, this::cpu, this::changeMemoryMap, reason -> {
+            requestStopAtSliceEnd(reason);
+            endSliceSoon();
+        });
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
         this.primaryClock = icount;

@@ -81,12 +81,28 @@ public final class Watchpoints {
     private long crossingPc, crossingStart, crossingEnd;
 
     private final BiConsumer<Unicorn, Runnable> mapChange;
+    private final Consumer<StopReason> stopSoon;
 
-    /** {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap} does. */
-    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange) {
+    /**
+     * {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap}
+     * does; {@code stopSoon}: ends the run at the next block boundary with a reason, safely from a
+     * memory callback.
+     */
+    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange, Consumer<StopReason> stopSoon) {
         this.memory = memory;
         this.currentCpu = currentCpu;
         this.mapChange = mapChange;
+        this.stopSoon = stopSoon;
+    }
+
+    /**
+     * From a handler: stops the guest after {@code hit}. The engine cannot stop inside the access (a
+     * stop from a memory callback makes it run the instruction again), so the run returns
+     * {@link StopReason.Watchpoint} at the end of the translated block that made the access: the
+     * access is done, and so are the block's instructions after it (a block ends at a branch).
+     */
+    public void stopAt(WatchHit hit) {
+        stopSoon.accept(new StopReason.Watchpoint(hit));
     }
 
     /**

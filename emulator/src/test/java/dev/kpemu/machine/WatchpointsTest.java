@@ -244,6 +244,39 @@ class WatchpointsTest {
         }
     }
 
+    /**
+     * A handler that stops at the second of three stores, each followed by a branch (a block
+     * boundary): the run returns that hit with the second store done and the third not; running
+     * again finishes the program and reports the third.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aHandlerStopsTheGuestAtTheEndOfTheAccessingBlock(Guest g) {
+        long watched = g.data + 0x8000;
+        String branch = g == Guest.X86 ? "jmp" : "b";
+        try (Machine m = g.create()) {
+            List<WatchHit> hits = new ArrayList<>();
+            m.watchpoints().add(watched, 8, false, true, h -> {
+                hits.add(h);
+                if (h.newValue() == 2) m.watchpoints().stopAt(h);
+            });
+            StringBuilder src = new StringBuilder();
+            for (int v = 1; v <= 3; v++) src.append(g.store(watched, v)).append("\n ").append(branch).append(" next").append(v).append("\n next").append(v).append(":\n");
+            byte[] code = g.asm(src + g.end(), g.code);
+            m.memory().write(g.code, code);
+            m.setPc(g.code);
+            StopReason r = m.run(1_000_000);
+            StopReason.Watchpoint w = assertInstanceOf(StopReason.Watchpoint.class, r);
+            assertEquals(hits.get(1), w.hit());
+            assertEquals(2, hits.size());
+            assertEquals(2, m.memory().readLong(watched), "the access is done, the next store not yet");
+            StopReason end = m.run(1_000_000);
+            assertTrue(end instanceof StopReason.Halted || end instanceof StopReason.PoweredOff, end.toString());
+            assertEquals(3, hits.size());
+            assertEquals(3, m.memory().readLong(watched));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Guest.class)
     void aRangeOutsideRamIsRefused(Guest g) {
