@@ -277,6 +277,36 @@ class WatchpointsTest {
         }
     }
 
+    /**
+     * 64 watches at once (issue 28): 63 of 8 bytes every 64 bytes of one page and one of 4 KiB on
+     * the next page; both pages filled word by word: each small watch sees its one word, the large
+     * one all 512, the 441 unwatched words of the first page none.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void sixtyFourWatchesOneOfThemAPageLong(Guest g) {
+        long small = g.data + 0xa000, large = g.data + 0xb000;
+        try (Machine m = g.create()) {
+            java.util.Map<Watchpoints.Watch, List<WatchHit>> byWatch = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < 63; i++) {
+                List<WatchHit> own = new ArrayList<>();
+                byWatch.put(m.watchpoints().add(small + 64L * i, 8, false, true, own::add), own);
+            }
+            List<WatchHit> big = new ArrayList<>();
+            Watchpoints.Watch bigWatch = m.watchpoints().add(large, 4096, false, true, big::add);
+            assertEquals(64, m.watchpoints().list().size());
+            run(m, new Program(g).then(g.fill(small, 5, 1024)));
+            for (var e : byWatch.entrySet()) {
+                assertEquals(1, e.getValue().size());
+                assertEquals(e.getKey().start(), e.getValue().getFirst().physicalAddress());
+                assertEquals(5, e.getValue().getFirst().newValue());
+            }
+            assertEquals(512, big.size());
+            for (WatchHit h : big) assertEquals(bigWatch, h.watch());
+            for (int i = 0; i < 1024; i++) assertEquals(5, m.memory().readLong(small + 8L * i));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Guest.class)
     void aRangeOutsideRamIsRefused(Guest g) {
