@@ -95,6 +95,56 @@ class WatchMechanismFactsTest {
     }
 
     /**
+     * Stopping the engine inside the WRITE_PROT hook without performing the store is a precise
+     * stop <em>before</em> the access: the run ends with the pc at the storing instruction and
+     * nothing of it committed (x86 {@code push}: RSP not lowered; arm64 post-indexed {@code str}:
+     * the base register not advanced; the memory untouched; the instructions before it done).
+     * Running again from that pc executes the instruction again: the hook sees the same store
+     * once more, and when it performs it this time, the program ends as if never stopped. The
+     * route to hardware-like watchpoint stops (arm64 before the access; x86 after it, one step later).
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void stoppingInTheWriteProtectHookStopsBeforeTheStore(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.engine(ram)) {
+            uc.memProtect(DATA, 0x1000, Unicorn.PROT_READ | Unicorn.PROT_EXEC);
+            int counter = g == SmpGuest.X86 ? X86Reg.RBX : Arm64Reg.X3;
+            int base = g == SmpGuest.X86 ? X86Reg.RSP : Arm64Reg.X9;
+            List<Long> storePcs = new ArrayList<>();
+            boolean[] stopped = {false};
+            uc.hookMemoryEvent(Unicorn.HOOK_MEM_WRITE_PROT, DATA, DATA + 0xfff, (u, type, pa, size, value) -> {
+                storePcs.add(u.regRead(g.pc()) - SCRATCH);
+                if (!stopped[0]) {
+                    stopped[0] = true;
+                    u.stop();
+                } else {
+                    ram.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, pa - RAM, value);
+                }
+                return true;
+            });
+            // the stored-to word is DATA + 0xf8 on both: x86 pushes below RSP = DATA + 0x100, arm64 stores at X9 = DATA + 0xf8
+            String src = g == SmpGuest.X86 ? "mov $1, %rbx\n add $1, %rbx\n push %r10\n add $1, %rbx"
+                    : "mov x3, #1\n add x3, x3, #1\n str x10, [x9], #8\n add x3, x3, #1";
+            int before = g.asm(g == SmpGuest.X86 ? "mov $1, %rbx\n add $1, %rbx" : "mov x3, #1\n add x3, x3, #1", SCRATCH).length;
+            byte[] code = g.asm(src + "\n" + g.nop(), SCRATCH);
+            uc.memWrite(SCRATCH, code);
+            uc.regWrite(base, g == SmpGuest.X86 ? DATA + 0x100 : DATA + 0xf8);
+            uc.regWrite(g.arg1(), V);
+            long end = SCRATCH + code.length - (g == SmpGuest.X86 ? 1 : 4);
+            uc.start(SCRATCH, end, 0, 0);
+            assertEquals(SCRATCH + before, uc.regRead(g.pc()), "stopped at the store");
+            assertEquals(2, uc.regRead(counter), "the instructions before it done, none after");
+            assertEquals(g == SmpGuest.X86 ? DATA + 0x100 : DATA + 0xf8, uc.regRead(base), "the store's own register update not done");
+            assertEquals(0, hostLong(ram, DATA + 0xf8), "nothing stored");
+            uc.start(uc.regRead(g.pc()), end, 0, 0);
+            assertEquals(List.of((long) before, (long) before), storePcs, "the store seen twice: stopped, then performed");
+            assertEquals(3, uc.regRead(counter));
+            assertEquals(g == SmpGuest.X86 ? DATA + 0xf8 : DATA + 0x100, uc.regRead(base));
+            assertEquals(V, hostLong(ram, DATA + 0xf8));
+        }
+    }
+
+    /**
      * A {@code UC_HOOK_MEM_WRITE} hook bounded to a page misses a store that starts 4 bytes below it:
      * the hook is checked against the access's first byte, and the engine's byte-by-byte completion
      * of a page-crossing store runs with memory hooks off. Hence {@link Watchpoints#CROSSING_REACH}.
