@@ -74,6 +74,9 @@ public abstract class Machine implements AutoCloseable {
         this.watchpoints = new Watchpoints(memory, this::cpu, this::changeMemoryMap, reason -> {
             requestStopAtSliceEnd(reason);
             endSliceSoon();
+        }, (engine, reason) -> {
+            requestStopAtSliceEnd(reason);
+            engine.stop();
         });
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);

@@ -82,17 +82,21 @@ public final class Watchpoints {
 
     private final BiConsumer<Unicorn, Runnable> mapChange;
     private final Consumer<StopReason> stopSoon;
+    private final BiConsumer<Unicorn, StopReason> stopNow;
 
     /**
      * {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap}
      * does; {@code stopSoon}: ends the run at the next block boundary with a reason, safely from a
-     * memory callback.
+     * memory callback; {@code stopNow}: records the reason and stops the engine inside the callback
+     * (the instruction is then made again by the next run).
      */
-    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange, Consumer<StopReason> stopSoon) {
+    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange, Consumer<StopReason> stopSoon,
+                BiConsumer<Unicorn, StopReason> stopNow) {
         this.memory = memory;
         this.currentCpu = currentCpu;
         this.mapChange = mapChange;
         this.stopSoon = stopSoon;
+        this.stopNow = stopNow;
     }
 
     /**
@@ -104,6 +108,27 @@ public final class Watchpoints {
     public void stopAt(WatchHit hit) {
         stopSoon.accept(new StopReason.Watchpoint(hit));
     }
+
+    /**
+     * From a handler of a write: stops the guest <em>before</em> the store of {@code hit}, as an
+     * arm64 watchpoint does: the store is not made, the run returns {@link StopReason.Watchpoint}
+     * with the pc at the storing instruction and nothing of that instruction done (the engine
+     * replays it: {@code WatchMechanismFactsTest.stoppingInTheWriteProtectHookStopsBeforeTheStore}).
+     * The next run makes the store without reporting it again. A page-crossing store's bytes on a
+     * page that is not read-only are made by the engine all the same. The instruction clock
+     * charged the whole block at its start; the rest of it is charged again when it runs.
+     */
+    public void stopBefore(WatchHit hit) {
+        if (!hit.write()) throw new IllegalArgumentException("only a write can be stopped before (reads are seen by a hook that cannot stop)");
+        stopBeforeRequested = hit;
+    }
+
+    /** The hit a handler asked to stop before ({@link #stopBefore}), during {@link #report}. */
+    private WatchHit stopBeforeRequested;
+    /** The store stopped before, let through without a report when the engine makes it again. */
+    private Unicorn replayEngine;
+    private long replayPc, replayPa;
+    private int replaySize;
 
     /**
      * Watches {@code [pa, pa + length)} (physical, in RAM) for the guest's reads and/or writes;
@@ -208,21 +233,42 @@ public final class Watchpoints {
         long pc = u.regRead(pcReg);
         boolean recursion = size == 1 && u == crossingEngine && pc == crossingPc && pa >= crossingStart && pa < crossingEnd;
         long inPage = Math.min(size, PAGE - (pa & (PAGE - 1)));
-        if (!recursion) {
-            if (inPage < size) {
-                crossingEngine = u;
-                crossingPc = pc;
-                crossingStart = pa;
-                crossingEnd = pa + size;
-            } else {
-                crossingEngine = null;
-            }
+        if (recursion) {
+            if (!crossingDiscarded) memory.storeInPlace(pa, 1, value);
+            return true;
         }
-        long old = recursion ? 0 : memory.readInPlace(pa, size);
+        crossingEngine = null;
+        if (u == replayEngine && pc == replayPc && pa == replayPa && size == replaySize) {
+            replayEngine = null;            // the store stopped before, made now
+            memory.storeInPlace(pa, (int) inPage, value);
+            return true;
+        }
+        long old = memory.readInPlace(pa, size);
+        stopBeforeRequested = null;
+        report(pa, size, true, old, value, pc);
+        WatchHit stop = stopBeforeRequested;
+        stopBeforeRequested = null;
+        if (inPage < size) {
+            crossingEngine = u;
+            crossingPc = pc;
+            crossingStart = pa;
+            crossingEnd = pa + size;
+            crossingDiscarded = stop != null;
+        }
+        if (stop != null) {
+            replayEngine = u;
+            replayPc = pc;
+            replayPa = pa;
+            replaySize = size;
+            stopNow.accept(u, new StopReason.Watchpoint(stop));
+            return true;                    // handled, so discarded: not made
+        }
         memory.storeInPlace(pa, (int) inPage, value);
-        if (!recursion) report(pa, size, true, old, value, pc);
         return true;
     }
+
+    /** Whether the crossing store's byte calls are discarded (a stop before it), not made. */
+    private boolean crossingDiscarded;
 
     private void report(long pa, int size, boolean write, long old, long value, long pc) {
         for (Watch w : List.copyOf(watches)) {

@@ -278,6 +278,38 @@ class WatchpointsTest {
     }
 
     /**
+     * A handler that stops before the second of three stores: the run returns that hit with the pc
+     * at the second store and its value not stored; running again makes it (not reported again)
+     * and the third store is reported as usual.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aHandlerStopsTheGuestBeforeTheStore(Guest g) {
+        long watched = g.data + 0x9000;
+        try (Machine m = g.create()) {
+            List<WatchHit> hits = new ArrayList<>();
+            m.watchpoints().add(watched, 8, false, true, h -> {
+                hits.add(h);
+                if (h.newValue() == 2) m.watchpoints().stopBefore(h);
+            });
+            Program p = new Program(g).then(g.store(watched, 1)).then(g.store(watched, 2)).then(g.store(watched, 3));
+            byte[] code = p.bytes();
+            m.memory().write(g.code, code);
+            m.setPc(g.code);
+            StopReason r = m.run(1_000_000);
+            StopReason.Watchpoint w = assertInstanceOf(StopReason.Watchpoint.class, r);
+            assertEquals(new WatchHit(w.hit().watch(), 0, p.last(1), watched, 8, true, 1, 2), w.hit());
+            assertEquals(p.last(1), m.pc(), "stopped at the store");
+            assertEquals(1, m.memory().readLong(watched), "not stored");
+            StopReason end = m.run(1_000_000);
+            assertTrue(end instanceof StopReason.Halted || end instanceof StopReason.PoweredOff, end.toString());
+            assertEquals(List.of(2L, 3L), hits.stream().skip(1).map(WatchHit::newValue).toList(), "the replayed store not reported again");
+            assertEquals(3, hits.size());
+            assertEquals(3, m.memory().readLong(watched));
+        }
+    }
+
+    /**
      * 64 watches at once (issue 28): 63 of 8 bytes every 64 bytes of one page and one of 4 KiB on
      * the next page; both pages filled word by word: each small watch sees its one word, the large
      * one all 512, the 441 unwatched words of the first page none.
