@@ -38,8 +38,8 @@ import dev.kpemu.unicorn.X86Reg;
  *
  * Host accesses do not count: kpemu reads guest RAM in place and writes it through
  * {@code uc_mem_write}, which neither hook sees. Handlers run inside the engine's memory callback:
- * they must not stop the engine (the access would replay), run guest code, or add or remove
- * watches; watches are added and removed between runs (a host breakpoint's action is between
+ * they must not stop the engine themselves (they ask {@link #stopAt} or {@link #stopBefore}), run
+ * guest code, or add or remove watches; watches are added and removed between runs (a host breakpoint's action is between
  * runs), since a page's permissions change the engine's memory map.
  */
 public final class Watchpoints {
