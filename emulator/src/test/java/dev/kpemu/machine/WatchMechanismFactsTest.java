@@ -145,6 +145,33 @@ class WatchMechanismFactsTest {
     }
 
     /**
+     * The MMIO route for reads (an MMIO window over a RAM page, its callbacks doing the access on
+     * host memory): every load reaches the read callback, an 8-byte one as two 4-byte calls, but the
+     * pc read there is not the loading instruction's — the engine syncs it only for memory hooks,
+     * not for I/O (here it holds the block's first instruction). A reported pc, size and value
+     * would need the instruction found and the halves joined some other way.
+     */
+    @ParameterizedTest
+    @EnumSource(SmpGuest.class)
+    void anMmioPageSeesEveryLoadButNotItsPc(SmpGuest g) {
+        try (HostRam ram = HostRam.allocate(RAM_SIZE); Unicorn uc = g.open()) {
+            java.lang.foreign.MemorySegment all = ram.segment();
+            uc.memMapPtr(RAM, DATA - RAM, Unicorn.PROT_ALL, all.asSlice(0, DATA - RAM));
+            uc.memMapPtr(DATA + 0x1000, RAM + RAM_SIZE - DATA - 0x1000, Unicorn.PROT_ALL, all.asSlice(DATA + 0x1000 - RAM));
+            List<String> reads = new ArrayList<>();
+            uc.mmioMap(DATA, 0x1000, (offset, size) -> {
+                reads.add(Long.toHexString(offset) + "@" + Long.toHexString(uc.regRead(g.pc()) - SCRATCH));
+                return all.get(ValueLayout.JAVA_LONG_UNALIGNED, DATA - RAM + offset);
+            }, (offset, size, value) -> { });
+            all.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA - RAM + 8, V);
+            String src = g.nop() + "\n" + g.nop() + "\n" + load(g, 8) + "\n" + load(g, 0);
+            run(g, uc, src, DATA);
+            // an 8-byte load arrives as two 4-byte calls; the pc is the block's first instruction in each
+            assertEquals(List.of("8@0", "c@0", "0@0", "4@0"), reads);
+        }
+    }
+
+    /**
      * A {@code UC_HOOK_MEM_WRITE} hook bounded to a page misses a store that starts 4 bytes below it:
      * the hook is checked against the access's first byte, and the engine's byte-by-byte completion
      * of a page-crossing store runs with memory hooks off. Hence {@link Watchpoints#CROSSING_REACH}.
