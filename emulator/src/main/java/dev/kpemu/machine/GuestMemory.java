@@ -167,6 +167,30 @@ public final class GuestMemory {
         afterHostWrite(pa, len);
     }
 
+    /**
+     * The {@code size} (1-8) bytes at {@code pa} as a little-endian value, read in host RAM in place
+     * (0 for bytes outside RAM): a watchpoint's old value, from inside an engine callback.
+     */
+    long readInPlace(long pa, int size) {
+        long v = 0;
+        for (int k = 0; k < size; k++) {
+            int i = ramIndex(pa + k, 1);
+            if (i >= 0) v |= (ramSegment[i].get(ValueLayout.JAVA_BYTE, pa + k - ramBase[i]) & 0xffL) << (8 * k);
+        }
+        return v;
+    }
+
+    /**
+     * Stores the low {@code size} (1-8) bytes of {@code value} at {@code pa} in host RAM in place, as the
+     * guest's own store would (a write-watched page's store, which the engine discards: {@link Watchpoints}).
+     */
+    void storeInPlace(long pa, int size, long value) {
+        for (int k = 0; k < size; k++) {
+            int i = ramIndex(pa + k, 1);
+            if (i >= 0) ramSegment[i].set(ValueLayout.JAVA_BYTE, pa + k - ramBase[i], (byte) (value >>> (8 * k)));
+        }
+    }
+
     public long readLong(long pa) {
         int i = ramIndex(pa, 8);
         return i >= 0 ? ramSegment[i].get(ValueLayout.JAVA_LONG_UNALIGNED, pa - ramBase[i]) : uc.memReadLong(pa);

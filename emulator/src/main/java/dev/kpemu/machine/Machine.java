@@ -65,11 +65,19 @@ public abstract class Machine implements AutoCloseable {
     private static final Unicorn[] NO_ENGINES = {};
     /** Engines opened by {@link #openSecondaryEngine}, sharing memory, devices and code coherence; usually none. */
     private Unicorn[] secondaryEngines = NO_ENGINES;
+    private final Watchpoints watchpoints;
 
     protected Machine(Unicorn uc, long instructionsPerSecond) {
         this.uc = uc;
         this.memory = new GuestMemory(uc);
         this.bus = new DeviceBus(uc, memory);
+        this.watchpoints = new Watchpoints(memory, this::cpu, this::changeMemoryMap, reason -> {
+            requestStopAtSliceEnd(reason);
+            endSliceSoon();
+        }, (engine, reason) -> {
+            requestStopAtSliceEnd(reason);
+            engine.stop();
+        });
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
         this.primaryClock = icount;
@@ -207,6 +215,7 @@ public abstract class Machine implements AutoCloseable {
             memory.join(e);
             try {
                 bus.join(e);
+                watchpoints.join(e);
                 c = new InstructionClock(e, e.arch() == Unicorn.ARCH_ARM64);
                 if (timeStampCounterHooked) c.hookTimeStampCounter();
                 for (long va : breakpoints.keySet()) c.addBreak(va);
@@ -338,6 +347,7 @@ public abstract class Machine implements AutoCloseable {
             memory.join(e);
             try {
                 bus.join(e);
+                watchpoints.join(e);
             } catch (RuntimeException ex) {
                 memory.leave(e);
                 throw ex;
@@ -358,6 +368,9 @@ public abstract class Machine implements AutoCloseable {
     public GuestMemory memory() { return memory; }
 
     public DeviceBus bus() { return bus; }
+
+    /** The machine's data watchpoints on physical ranges, in every engine ({@link Watchpoints}). */
+    public Watchpoints watchpoints() { return watchpoints; }
 
     public VirtualClock clock() { return clock; }
 
@@ -637,6 +650,24 @@ public abstract class Machine implements AutoCloseable {
      */
     protected void dropTranslations(Unicorn engine, long va, long len) {
         engine.removeTranslationCache(va, va + len);
+    }
+
+    /** Runs a host change of {@code engine}'s memory map or code cache, keeping the CPU state the engine may disturb doing it (x86). */
+    protected void keepingCpuState(Unicorn engine, Runnable change) {
+        change.run();
+    }
+
+    /**
+     * Applies {@code change} to {@code engine}'s memory map ({@link Watchpoints}' page permissions),
+     * then drops the engine's whole TLB and translated code, and its vCPU clock's block cache.
+     */
+    void changeMemoryMap(Unicorn engine, Runnable change) {
+        keepingCpuState(engine, () -> {
+            change.run();
+            engine.flushTlb();
+            engine.flushTranslationCache();
+        });
+        for (Vcpu v : vcpus) if (v.engine == engine) v.clock.forgetBlocks();
     }
 
     // ------------------------------------------------------------------ breakpoints and stops

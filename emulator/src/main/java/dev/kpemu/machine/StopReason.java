@@ -23,6 +23,13 @@ public sealed interface StopReason {
         public Breakpoint(long address) { this(address, 0); }
     }
 
+    /**
+     * A watchpoint's handler asked to stop at {@code hit} ({@link Watchpoints#stopAt}): the run returns
+     * at the end of the translated block that made the access, the access and the block's
+     * instructions before the boundary done.
+     */
+    record Watchpoint(WatchHit hit) implements StopReason {}
+
     /** Guest time reached the limit the host set ({@code nanos}: the guest time at the stop). */
     record GuestTimeLimit(long nanos) implements StopReason {}
 

@@ -1,5 +1,6 @@
 package dev.kpemu.machine;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -258,6 +259,40 @@ class SmpScheduleTest {
                     for (int cpu = 0; cpu < n; cpu++) assertEquals(Machine.CpuState.HALTED, r.m.cpuState(cpu));
                     assertTrue(r.m.cpuSwitches() >= n, "every vCPU ran: " + r.m.cpuSwitches());
                 }
+            }
+        }
+    }
+
+    /**
+     * A write watch on the counter (issue 28) sees every vCPU's stores, each with its vCPU, whether
+     * added before the vCPUs joined ({@code Watchpoints.join}) or after; the lock beside it on the
+     * same page is stored to as often and never reported.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aWriteWatchSeesEveryCpusStoresWithItsCpu(Guest g) throws Exception {
+        int k = 500, n = 3;
+        for (boolean before : new boolean[] {true, false}) {
+            List<WatchHit> hits = new ArrayList<>();
+            try (Rig r = g.rig(n, m -> {
+                if (before) m.watchpoints().add(g.counter(), 8, false, true, hits::add);
+            })) {
+                if (!before) r.m.watchpoints().add(g.counter(), 8, false, true, hits::add);
+                r.m.setSchedule(Schedule.of(42));
+                for (int cpu = 0; cpu < n; cpu++) r.load(cpu, g.lockedIncrement(k));
+                StopReason s = r.m.run(BUDGET);
+                assertInstanceOf(StopReason.Halted.class, s, s.toString());
+                assertEquals((long) n * k, r.counter());
+                assertEquals(n * k, hits.size(), "one store per increment, added " + (before ? "before" : "after") + " the vCPUs");
+                int[] perCpu = new int[n];
+                for (int i = 0; i < hits.size(); i++) {
+                    WatchHit h = hits.get(i);
+                    perCpu[h.cpu()]++;
+                    assertEquals(g.counter(), h.physicalAddress());
+                    assertEquals(i, h.oldValue());
+                    assertEquals(i + 1, h.newValue());
+                }
+                assertArrayEquals(new int[] {k, k, k}, perCpu);
             }
         }
     }

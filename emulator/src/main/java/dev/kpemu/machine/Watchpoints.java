@@ -1,0 +1,301 @@
+package dev.kpemu.machine;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import java.util.function.IntSupplier;
+
+import dev.kpemu.unicorn.Arm64Reg;
+import dev.kpemu.unicorn.Unicorn;
+import dev.kpemu.unicorn.X86Reg;
+
+/**
+ * Data watchpoints on guest-physical ranges, in every engine of the machine, outside the guest:
+ * any number, any length, reads, writes or both; the guest's own debug registers are untouched.
+ * The mechanism, chosen by measurement (docs/watchpoint-notes.md, {@code WatchMechanismFactsTest}):
+ *
+ * <ul>
+ * <li><b>Writes</b>: the pages holding a watched range (and the page before it when the range
+ * starts within {@link #CROSSING_REACH} bytes of its page, so a store crossing into it arrives
+ * whole) are made read-only in every engine ({@code uc_mem_protect}; RAM stays the same host
+ * memory). Loads and every other page keep the engine's fast path; a store to such a page calls
+ * one {@code UC_HOOK_MEM_WRITE_PROT} hook with the physical address, size and value and the pc
+ * synced to the storing instruction. The engine then <em>discards</em> the store (a handled store
+ * to read-only memory is ignored), so the hook performs it itself in host RAM, reporting it when
+ * it overlaps a watched range. Atomics (x86 {@code lock}, {@code cmpxchg}; arm64 exclusive pairs)
+ * and string instructions arrive here too (measured). A page-crossing store arrives whole first
+ * and then byte by byte for the bytes on read-only pages (the engine's unaligned path); those
+ * byte calls are performed and not reported again.</li>
+ * <li><b>Reads</b>: a read-only page does not catch loads (only the first one, which fills the
+ * TLB), so reads take a {@code UC_HOOK_MEM_READ} hook bounded to the read watches. Its mere
+ * existence sends every load and store of every block translated meanwhile through the engine's
+ * slow path (measured: the cost is in the notes); it exists only while a read watch does, and
+ * adding or removing it drops every engine's translations.</li>
+ * </ul>
+ *
+ * Host accesses do not count: kpemu reads guest RAM in place and writes it through
+ * {@code uc_mem_write}, which neither hook sees. Handlers run inside the engine's memory callback:
+ * they must not stop the engine themselves (they ask {@link #stopAt} or {@link #stopBefore}), run
+ * guest code, or add or remove watches; watches are added and removed between runs (a host breakpoint's action is between
+ * runs), since a page's permissions change the engine's memory map.
+ */
+public final class Watchpoints {
+    /** How far below a watched range a store may start and still reach it: the widest store the engine makes whole (8 bytes), with room. */
+    public static final int CROSSING_REACH = 64;
+    private static final long PAGE = 4096;
+
+    /** A watched physical range. */
+    public static final class Watch {
+        private final long start, end;
+        private final boolean reads, writes;
+        private final Consumer<WatchHit> handler;
+
+        private Watch(long start, long end, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+            this.start = start;
+            this.end = end;
+            this.reads = reads;
+            this.writes = writes;
+            this.handler = handler;
+        }
+
+        public long start() { return start; }
+        public long length() { return end - start; }
+        public boolean reads() { return reads; }
+        public boolean writes() { return writes; }
+
+        boolean overlaps(long pa, int size) { return pa < end && start < pa + size; }
+    }
+
+    private final GuestMemory memory;
+    private final IntSupplier currentCpu;
+    private final List<Watch> watches = new ArrayList<>();
+    /** Write-protected pages (physical page number) and how many write watches need each. */
+    private final Map<Long, Integer> protectedPages = new HashMap<>();
+    private final Map<Unicorn, Unicorn.Hook> readHooks = new HashMap<>();
+    private final Map<Unicorn, Unicorn.Hook> writeHooks = new HashMap<>();
+    /** The page-crossing store being completed byte by byte: its engine, pc and physical range. */
+    private Unicorn crossingEngine;
+    private long crossingPc, crossingStart, crossingEnd;
+
+    private final BiConsumer<Unicorn, Runnable> mapChange;
+    private final Consumer<StopReason> stopSoon;
+    private final BiConsumer<Unicorn, StopReason> stopNow;
+
+    /**
+     * {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap}
+     * does; {@code stopSoon}: ends the run at the next block boundary with a reason, safely from a
+     * memory callback; {@code stopNow}: records the reason and stops the engine inside the callback
+     * (the instruction is then made again by the next run).
+     */
+    Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange, Consumer<StopReason> stopSoon,
+                BiConsumer<Unicorn, StopReason> stopNow) {
+        this.memory = memory;
+        this.currentCpu = currentCpu;
+        this.mapChange = mapChange;
+        this.stopSoon = stopSoon;
+        this.stopNow = stopNow;
+    }
+
+    /**
+     * From a handler: stops the guest after {@code hit}. The engine cannot stop inside the access (a
+     * stop from a memory callback makes it run the instruction again), so the run returns
+     * {@link StopReason.Watchpoint} at the end of the translated block that made the access: the
+     * access is done, and so are the block's instructions after it (a block ends at a branch).
+     */
+    public void stopAt(WatchHit hit) {
+        stopSoon.accept(new StopReason.Watchpoint(hit));
+    }
+
+    /**
+     * From a handler of a write: stops the guest <em>before</em> the store of {@code hit}, as an
+     * arm64 watchpoint does: the store is not made, the run returns {@link StopReason.Watchpoint}
+     * with the pc at the storing instruction and nothing of that instruction done (the engine
+     * replays it: {@code WatchMechanismFactsTest.stoppingInTheWriteProtectHookStopsBeforeTheStore}).
+     * The next run makes the store without reporting it again. A page-crossing store's bytes on a
+     * page that is not read-only are made by the engine all the same. The instruction clock
+     * charged the whole block at its start; the rest of it is charged again when it runs.
+     */
+    public void stopBefore(WatchHit hit) {
+        if (!hit.write()) throw new IllegalArgumentException("only a write can be stopped before (reads are seen by a hook that cannot stop)");
+        stopBeforeRequested = hit;
+    }
+
+    /** The hit a handler asked to stop before ({@link #stopBefore}), during {@link #report}. */
+    private WatchHit stopBeforeRequested;
+    /** The store stopped before, let through without a report when the engine makes it again. */
+    private Unicorn replayEngine;
+    private long replayPc, replayPa;
+    private int replaySize;
+
+    /**
+     * Watches {@code [pa, pa + length)} (physical, in RAM) for the guest's reads and/or writes;
+     * {@code handler} gets each access that overlaps it, from inside the engine's memory callback.
+     */
+    public Watch add(long pa, long length, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+        if (length <= 0) throw new IllegalArgumentException("a watched range is at least 1 byte long");
+        if (!reads && !writes) throw new IllegalArgumentException("a watch is on reads, writes or both");
+        if (!memory.isRam(pa) || !memory.isRam(pa + length - 1))
+            throw new IllegalArgumentException("watched range 0x" + Long.toHexString(pa) + "+" + length + " is not in RAM");
+        Watch w = new Watch(pa, pa + length, reads, writes, handler);
+        watches.add(w);
+        if (writes) {
+            protect(writePages(w), +1);
+            rehookWrites();
+        }
+        if (reads) rehookReads();
+        return w;
+    }
+
+    /** Stops watching {@code w} (its pages go back to read-write when no other write watch needs them). */
+    public void remove(Watch w) {
+        if (!watches.remove(w)) return;
+        if (w.writes) {
+            protect(writePages(w), -1);
+            rehookWrites();
+        }
+        if (w.reads) rehookReads();
+    }
+
+    public List<Watch> list() { return List.copyOf(watches); }
+
+    /** The pages a write watch makes read-only: its own, and the one before when a store crossing into it could start there. */
+    private List<Long> writePages(Watch w) {
+        List<Long> pages = new ArrayList<>();
+        long first = Math.max(0, w.start - CROSSING_REACH) / PAGE;
+        if (!memory.isRam(first * PAGE)) first = w.start / PAGE;
+        for (long p = first; p <= (w.end - 1) / PAGE; p++) pages.add(p);
+        return pages;
+    }
+
+    /** Counts {@code pages} needed once more or once less, and changes those whose state flips, in one map change per engine. */
+    private void protect(List<Long> pages, int delta) {
+        List<Long> flipped = new ArrayList<>();
+        for (long page : pages) {
+            int n = protectedPages.getOrDefault(page, 0) + delta;
+            if (n > 0) protectedPages.put(page, n);
+            else protectedPages.remove(page);
+            if ((n - delta > 0) != (n > 0)) flipped.add(page);
+        }
+        if (flipped.isEmpty()) return;
+        for (Unicorn e : memory.engines()) protectPages(e, flipped, delta > 0);
+    }
+
+    /**
+     * Changes pages' permissions in {@code e}, in one map change. {@code uc_mem_protect} splits the RAM region (an
+     * unmap and new {@code uc_mem_map_ptr} mappings of the same host memory) but flushes TLB entries
+     * only by the region's <em>physical</em> addresses taken as virtual ones: with paging on, the
+     * guest's own entries survive. Hence {@link Machine#changeMemoryMap}: the whole TLB, the
+     * translated code and the vCPU's block cache dropped, the CPU state kept.
+     */
+    private void protectPages(Unicorn e, java.util.Collection<Long> pages, boolean readOnly) {
+        mapChange.accept(e, () -> {
+            for (long page : pages) e.memProtect(page * PAGE, PAGE, readOnly ? Unicorn.PROT_READ | Unicorn.PROT_EXEC : Unicorn.PROT_ALL);
+        });
+    }
+
+    /** Hooks {@code engine} (one that joined the machine) as the others: its read-only pages and its hooks. */
+    void join(Unicorn engine) {
+        if (!protectedPages.isEmpty()) protectPages(engine, protectedPages.keySet(), true);
+        rehookWrites();
+        rehookReads();
+    }
+
+    /**
+     * Replaces every engine's write hook by one bounded to the read-only pages now (none without
+     * them). Bounded, not over all memory: a memory hook whose range holds an address also makes the
+     * engine keep that page's TLB entries "not dirty" and skip its translation-time TLB walk there.
+     * The hook is looked up when a store reaches a read-only page, not at translation, so it may
+     * come and go without dropping translated code.
+     */
+    private void rehookWrites() {
+        long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+        for (long p : protectedPages.keySet()) {
+            lo = Math.min(lo, p * PAGE);
+            hi = Math.max(hi, p * PAGE + PAGE - 1);
+        }
+        for (Unicorn e : memory.engines()) {
+            Unicorn.Hook old = writeHooks.remove(e);
+            if (old != null) e.delete(old);
+            if (lo <= hi) {
+                int pcReg = pcRegister(e);
+                writeHooks.put(e, e.hookMemoryEvent(Unicorn.HOOK_MEM_WRITE_PROT, lo, hi,
+                        (u, type, pa, size, value) -> onProtectedStore(u, pcReg, pa, size, value)));
+            }
+        }
+    }
+
+    private static int pcRegister(Unicorn e) { return e.arch() == Unicorn.ARCH_X86 ? X86Reg.RIP : Arm64Reg.PC; }
+
+    private boolean onProtectedStore(Unicorn u, int pcReg, long pa, int size, long value) {
+        long pc = u.regRead(pcReg);
+        boolean recursion = size == 1 && u == crossingEngine && pc == crossingPc && pa >= crossingStart && pa < crossingEnd;
+        long inPage = Math.min(size, PAGE - (pa & (PAGE - 1)));
+        if (recursion) {
+            if (!crossingDiscarded) memory.storeInPlace(pa, 1, value);
+            return true;
+        }
+        crossingEngine = null;
+        if (u == replayEngine && pc == replayPc && pa == replayPa && size == replaySize) {
+            replayEngine = null;            // the store stopped before, made now
+            memory.storeInPlace(pa, (int) inPage, value);
+            return true;
+        }
+        long old = memory.readInPlace(pa, size);
+        stopBeforeRequested = null;
+        report(pa, size, true, old, value, pc);
+        WatchHit stop = stopBeforeRequested;
+        stopBeforeRequested = null;
+        if (inPage < size) {
+            crossingEngine = u;
+            crossingPc = pc;
+            crossingStart = pa;
+            crossingEnd = pa + size;
+            crossingDiscarded = stop != null;
+        }
+        if (stop != null) {
+            replayEngine = u;
+            replayPc = pc;
+            replayPa = pa;
+            replaySize = size;
+            stopNow.accept(u, new StopReason.Watchpoint(stop));
+            return true;                    // handled, so discarded: not made
+        }
+        memory.storeInPlace(pa, (int) inPage, value);
+        return true;
+    }
+
+    /** Whether the crossing store's byte calls are discarded (a stop before it), not made. */
+    private boolean crossingDiscarded;
+
+    private void report(long pa, int size, boolean write, long old, long value, long pc) {
+        for (Watch w : List.copyOf(watches)) {
+            if ((write ? w.writes : w.reads) && w.overlaps(pa, size))
+                w.handler.accept(new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, write, old, value));
+        }
+    }
+
+    /** Replaces every engine's read hook by one bounded to the read watches now (none without them), dropping translations. */
+    private void rehookReads() {
+        long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+        for (Watch w : watches) {
+            if (!w.reads) continue;
+            lo = Math.min(lo, Math.max(0, w.start - CROSSING_REACH));
+            hi = Math.max(hi, w.end - 1);
+        }
+        for (Unicorn e : memory.engines()) {
+            Unicorn.Hook old = readHooks.remove(e);
+            if (old != null) e.delete(old);
+            if (lo <= hi) {
+                int pcReg = pcRegister(e);
+                readHooks.put(e, e.hookMemory(Unicorn.HOOK_MEM_READ, lo, hi, (u, type, pa, size, value) -> {
+                    long v = memory.readInPlace(pa, size);
+                    report(pa, size, false, v, v, u.regRead(pcReg));
+                }));
+            }
+            if (old != null || lo <= hi) mapChange.accept(e, () -> { });
+        }
+    }
+}
