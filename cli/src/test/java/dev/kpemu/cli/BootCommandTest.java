@@ -23,6 +23,29 @@ class BootCommandTest {
     }
 
     @Test
+    void memoryTheBoardsCannotGiveIsRefusedUpFrontWithTheLargest() {
+        // once an OutOfMemoryError stack trace (mmap of 95 TiB)
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--memory", "99999999");
+        assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
+        assertTrue(r.err().lines().findFirst().orElse("").equals(
+                "kpemu: --memory 99999999 MiB is more than kpemu's boards give; the largest is 131072 MiB"), r.err());
+        assertTrue(!r.err().contains("Exception") && !r.err().contains("Error") && !r.err().contains("\tat "), r.err());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "arm64", "--memory", "131073").code());
+    }
+
+    @Test
+    @Tag("kernel")
+    void x86GuestWithMoreThan21GiBKeepsItsCommandLine(@TempDir Path tmp) throws Exception {
+        // 30000 MiB once powered off with an empty console: the boot page tables for all of RAM
+        // (a page per GiB from 0x9000) overwrote the command line at 0x20000, so console=ttyS0 was lost
+        Path console = tmp.resolve("console.txt");
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--memory", "30000", "--console", console.toString(), "--", "true");
+        String con = Files.readString(console, StandardCharsets.ISO_8859_1);
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err() + "\n" + con);
+        assertTrue(con.lines().anyMatch(l -> l.contains("Command line:") && l.contains("console=ttyS0")), con);
+    }
+
+    @Test
     void missingKernelIsAnError(@TempDir Path tmp) {
         CliTest.Run r = CliTest.run("boot", "--arch", "arm64", "--kernel", tmp.resolve("nope").toString(),
                 "--initrd", tmp.resolve("nope2").toString());

@@ -36,6 +36,8 @@ public final class X86LinuxLoader {
     static final int LOADFLAGS_LOADED_HIGH = 0x01, LOADFLAGS_CAN_USE_HEAP = 0x80;
     static final int TYPE_OF_LOADER_UNDEFINED = 0xff;
     static final int HDRS_MAGIC = 0x5372_6448; // "HdrS"
+    /** The boot page tables identity-map guest RAM up to here (4 GiB). */
+    static final long IDENTITY_MAP_LIMIT = 4L << 30;
     public static final int E820_RAM = 1, E820_RESERVED = 2, E820_ACPI = 3;
     static final int E820_MAX = 128;
 
@@ -209,9 +211,14 @@ public final class X86LinuxLoader {
         if (acpiRsdp != 0) bp.putLong(BP_ACPI_RSDP_ADDR, acpiRsdp);
         mem.write(X86Layout.ZERO_PAGE, zp);
 
-        // CPU: long mode, identity map of all RAM, boot GDT, RSI = boot_params
+        // CPU: long mode, identity map of the RAM below 4 GiB (what the boot protocol asks: the
+        // kernel, boot_params, the command line and the initrd all lie there), boot GDT, RSI =
+        // boot_params. The tables take a page per GiB from BOOT_PML4 up; mapping all of a larger
+        // RAM ran them over the command line at CMDLINE (from 21 GiB on: the kernel then booted
+        // without console=ttyS0, an empty console).
         int gdtLimit = X86LongMode.writeGdt(mem, X86Layout.BOOT_GDT);
-        X86LongMode.identityMap(mem, X86Layout.BOOT_PML4, Math.max(ramBytes, 1L << 30));
+        long tablesEnd = X86LongMode.identityMap(mem, X86Layout.BOOT_PML4, Math.min(Math.max(ramBytes, 1L << 30), IDENTITY_MAP_LIMIT));
+        if (tablesEnd > X86Layout.CMDLINE) throw new IllegalStateException("boot page tables overrun the command line");
         var uc = m.engine();
         X86LongMode.enter(uc, X86Layout.BOOT_GDT, gdtLimit, X86Layout.BOOT_PML4);
         uc.flushTlb();
