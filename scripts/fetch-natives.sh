@@ -46,9 +46,22 @@ verify() {
   return 0
 }
 
+# The manifest kpemu-base's jar carries with the libraries (docs/install.md): each library's
+# SHA-256 (checked when a program without a checkout unpacks them into the user's cache) and the
+# Debian versions they came from (kpemu --version).
+write_manifest() {
+  (cd "$libdir" && sha256sum libunicorn.so.2 libcapstone.so libkpemu_clock.so >SHA256SUMS.tmp && mv -f SHA256SUMS.tmp SHA256SUMS)
+  cp -f "$cache/versions" "$libdir/versions"
+}
+manifest_current() {
+  local f
+  [ -f "$libdir/SHA256SUMS" ] && [ -f "$libdir/versions" ] || return 1
+  for f in libunicorn.so.2 libcapstone.so libkpemu_clock.so; do [ ! "$libdir/$f" -nt "$libdir/SHA256SUMS" ] || return 1; done
+}
+
 if [ -f "$stamp" ] && [ -d "$cache/include/unicorn" ] && [ -f "$libdir/libunicorn.so.2" ]; then
   clock_current || build_clock
-  if verify; then echo "$libdir"; exit 0; fi
+  if verify; then manifest_current || write_manifest; echo "$libdir"; exit 0; fi
 fi
 
 command -v apt-get >/dev/null || die "apt-get is not available; kpemu needs Debian's apt to fetch Unicorn and Capstone"
@@ -96,6 +109,7 @@ build_clock
 echo "unicorn=$ver" > "$cache/versions"
 echo "capstone=$(dpkg-deb -f "$work"/debs/${capstone_pkg}_*.deb Version) ($capstone_pkg)" >> "$cache/versions"
 verify || die "verification of the unpacked libraries failed"
+write_manifest
 touch "$stamp"
 rm -rf "$work/lists" "$work/cache"
 echo "$libdir"
