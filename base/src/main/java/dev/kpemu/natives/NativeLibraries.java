@@ -152,13 +152,17 @@ public final class NativeLibraries {
      */
     public static final String INSTALLATION = "/dev/kpemu/natives/installation.properties";
 
+    /** {@code -Dkpemu.root=none}: no checkout, whatever the working directory (the release's bin/kpemu). */
+    public static final String NO_CHECKOUT = "none";
+
     /**
-     * The repository root: {@code kpemu.root}, else the nearest ancestor of the working directory
+     * The repository root: {@code kpemu.root} ({@link #NO_CHECKOUT}: none), else the nearest ancestor of the working directory
      * holding scripts/fetch-natives.sh, else the repository the jar was built in ({@link #INSTALLATION})
      * if it still holds that script; null when none.
      */
     public static Path repositoryRoot() {
         String r = System.getProperty("kpemu.root");
+        if (NO_CHECKOUT.equals(r)) return null;
         if (r != null && !r.isBlank()) return Path.of(r).toAbsolutePath();
         for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
             if (Files.isRegularFile(p.resolve("scripts/fetch-natives.sh"))) return p;
