@@ -69,6 +69,10 @@ cp "$deb_docs/libcapstone5/copyright" "$tree/legal/capstone.copyright" 2>/dev/nu
     pom=$(unzip -Z1 "$j" 2>/dev/null | grep -m1 '^META-INF/maven/.*/pom.xml$' || true)
     lic=""
     [ -n "$pom" ] && lic=$(unzip -p "$j" "$pom" | tr -d '\r\n' | grep -o '<licenses>.*</licenses>' | grep -o '<name>[^<]*</name>' | sed 's/<[^>]*>//g' | paste -sd ';' - || true)
+    if [ -z "$lic" ]; then   # the POM in the local Maven repository the build used
+      p=$(find "${MAVEN_REPO:-$HOME/.m2/repository}" -name "${b%.jar}.pom" 2>/dev/null | head -n1)
+      [ -n "$p" ] && lic=$(tr -d '\r\n' <"$p" | grep -o '<licenses>.*</licenses>' | grep -o '<name>[^<]*</name>' | sed 's/<[^>]*>//g' | paste -sd ';' - || true)
+    fi
     if [ -z "$lic" ]; then
       lic=$(unzip -p "$j" META-INF/MANIFEST.MF 2>/dev/null | tr -d '\r' | sed -n 's/^Bundle-License: //p' | head -n1)
     fi
