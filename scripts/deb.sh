@@ -6,7 +6,7 @@
 #     /usr/share/man/man1/kpemu*.1.gz          picocli's generated pages (kpemu-manpages, AsciidoctorJ)
 #     /usr/share/bash-completion/completions/kpemu   picocli's AutoComplete
 #     /usr/share/doc/kpemu/                    copyright (pointing at the bundled licences), README
-# Depends: what the bundled binaries and the guest fetch scripts need (docs/install.md).
+# Depends: what the bundled binaries and the guest fetch scripts need (docs/reference.md, "Installed kpemu").
 #   scripts/deb.sh        (JAVA_HOME: the JDK 25 that built kpemu; run after scripts/dist.sh)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -46,7 +46,7 @@ verify() {
   return 0
 }
 
-# The manifest kpemu-base's jar carries with the libraries (docs/install.md): each library's
+# The manifest kpemu-base's jar carries with the libraries (docs/reference.md, "Installed kpemu"): each library's
 # SHA-256 (checked when a program without a checkout unpacks them into the user's cache) and the
 # Debian versions they came from (kpemu --version).
 write_manifest() {
