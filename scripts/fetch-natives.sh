@@ -81,6 +81,8 @@ fi
 mirror=${mirror%/}
 
 work="$cache/apt"
+# the host's own architecture: the engines run in this process (amd64, arm64)
+debarch=$(dpkg --print-architecture)
 rm -rf "$work"; mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
 # Unicorn 2.1.4 lives in Debian unstable (it needs only libc6 >= 2.34, so it loads on Debian 12);
 # Capstone 5 comes from Debian 13 (trixie): kpemu's binding is written against Capstone 5's API.
@@ -89,7 +91,7 @@ aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
          -o Dir::Etc::SourceList="$work/etc/sources.list" -o Dir::Etc::SourceParts="$work/etc/sources.list.d"
          -o Dir::Etc::Preferences="$work/etc/preferences" -o Dir::Etc::PreferencesParts="$work/etc/preferences.d"
          -o Dir::State::status=/dev/null -o Debug::NoLocking=1
-         -o APT::Architecture=amd64 -o APT::Architectures=amd64
+         -o APT::Architecture="$debarch" -o APT::Architectures="$debarch"
          -o Acquire::Retries=2 -o Acquire::http::Timeout=60)
 apt-get "${aptopts[@]}" update >"$work/update.log" 2>&1 || die "apt-get update against the machine's Debian mirror failed (network or apt unavailable); see $work/update.log"
 capstone_pkg=libcapstone5
