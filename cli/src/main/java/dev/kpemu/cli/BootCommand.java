@@ -191,7 +191,7 @@ final class BootCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Arch a = ArchOption.one(spec, arch);
         dev.kpemu.image.KernelChoice choice = KernelOption.parse(spec, kernel);
-        String memory = dev.kpemu.boot.BootRunner.Options.memoryProblem(memoryMiB);
+        String memory = dev.kpemu.boot.BootRunner.Options.memoryProblem(a, memoryMiB, x86Apic || cpuOptions.cpus > 1);
         if (memory != null) throw new CommandLine.ParameterException(spec.commandLine(), memory);
         if (timeoutSeconds != null && !(timeoutSeconds > 0)) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
         GuestCommandOptions gc = guestCommandOptions();

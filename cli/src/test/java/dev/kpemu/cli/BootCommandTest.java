@@ -31,6 +31,10 @@ class BootCommandTest {
                 "kpemu: --memory 99999999 MiB is more than kpemu's boards give; the largest is 131072 MiB"), r.err());
         assertTrue(!r.err().contains("Exception") && !r.err().contains("Error") && !r.err().contains("\tat "), r.err());
         assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "arm64", "--memory", "131073").code());
+        // several x86-64 CPUs: the APIC board, whose RAM ends at the I/O APIC (once "kpemu: ioapic overlaps ram")
+        CliTest.Run apic = CliTest.run("boot", "--arch", "x86_64", "--cpus", "2", "--memory", "8192");
+        assertEquals(ExitCodes.USAGE, apic.code(), apic.out() + apic.err());
+        assertTrue(apic.err().lines().findFirst().orElse("").contains("the largest is 4076 MiB"), apic.err());
     }
 
     @Test
@@ -43,6 +47,8 @@ class BootCommandTest {
         String con = Files.readString(console, StandardCharsets.ISO_8859_1);
         assertEquals(ExitCodes.OK, r.code(), r.out() + r.err() + "\n" + con);
         assertTrue(con.lines().anyMatch(l -> l.contains("Command line:") && l.contains("console=ttyS0")), con);
+        // the local and I/O APICs' window below 4 GiB is no RAM for the kernel, as on a PC
+        assertTrue(con.lines().anyMatch(l -> l.contains("BIOS-e820: [mem 0x00000000fec00000-0x00000000ffffffff] reserved")), con);
     }
 
     @Test

@@ -66,8 +66,25 @@ public final class BootRunner {
             return null;
         }
 
+        /**
+         * The most guest RAM of the x86-64 APIC board ({@code --cpus} above 1, {@code --x86-apic}), in MiB:
+         * its RAM is one region from 0 and ends where the I/O APIC's registers begin (0xfec00000);
+         * QEMU moves RAM above that to 4 GiB, kpemu's board does not yet.
+         */
+        public static final int MAX_X86_APIC_MEMORY_MIB = (int) (dev.kpemu.machine.x86.devices.IoApic.DEFAULT_BASE >> 20);
+
+        /** As {@link #memoryProblem(int)} for the machine {@code arch} with (x86-64) or without the APIC board. */
+        public static String memoryProblem(Arch arch, int memoryMiB, boolean x86ApicBoard) {
+            String p = memoryProblem(memoryMiB);
+            if (p == null && arch == Arch.X86_64 && x86ApicBoard && memoryMiB > MAX_X86_APIC_MEMORY_MIB) {
+                p = "--memory " + memoryMiB + " MiB is more than the x86-64 board with several CPUs (or --x86-apic) gives; the largest is "
+                        + MAX_X86_APIC_MEMORY_MIB + " MiB (its RAM ends at the I/O APIC, 0xfec00000)";
+            }
+            return p;
+        }
+
         public Options {
-            String memory = memoryProblem(memoryMiB);
+            String memory = memoryProblem(arch, memoryMiB, x86Apic || cpus > 1);
             if (memory != null) throw new IllegalArgumentException(memory);
             if (!(timeoutSeconds > 0)) throw new IllegalArgumentException("--timeout must be positive");
             if (x86Apic && arch != Arch.X86_64) throw new IllegalArgumentException("--x86-apic is an x86-64 machine option");
