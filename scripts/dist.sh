@@ -26,6 +26,10 @@ tree="$out/$name"
 rm -rf "$tree"; mkdir -p "$tree/bin" "$tree/lib/native" "$tree/legal"
 
 cp "$jar" "$root"/cli/target/lib/*.jar "$tree/lib/"
+# kpemu-base's jar carries the natives for a library user; here they are in lib/native (bin/kpemu
+# names the directory), so the release's copy of the jar drops them rather than carry them twice
+command -v zip >/dev/null || die "zip is needed to drop the bundled natives from the release's kpemu-base jar"
+zip -q -d "$tree"/lib/kpemu-base-*.jar 'dev/kpemu/natives/linux-*' >/dev/null || die "could not drop the natives from kpemu-base's jar"
 for f in libunicorn.so.2 libcapstone.so libkpemu_clock.so versions SHA256SUMS; do
   [ -f "$natives/$f" ] || die "$natives/$f missing (scripts/fetch-natives.sh makes it)"
   cp "$natives/$f" "$tree/lib/native/"
