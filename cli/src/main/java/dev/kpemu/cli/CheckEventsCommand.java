@@ -80,6 +80,7 @@ final class CheckEventsCommand implements Callable<Integer> {
                 }
                 DefinitionCheck.Outcome o = c.check().check(line);
                 o.console().forEach(err::println);
+                if (o.note() != null) err.println("kpemu: " + o.note());
                 if (o.accepted()) {
                     o.listing().forEach(out::println);
                     continue;

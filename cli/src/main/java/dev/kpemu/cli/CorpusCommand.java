@@ -21,7 +21,7 @@ import dev.kpemu.machine.Arch;
  */
 @Command(name = "corpus", mixinStandardHelpOptions = true,
         description = {"The differential corpus: its guest and its probe definitions (see guest-images/record-corpus.sh)."},
-        subcommands = {CorpusCommand.Archive.class, CorpusCommand.Generate.class})
+        subcommands = {CorpusCommand.Archive.class, CorpusCommand.Generate.class, CorpusCommand.PatchedSites.class})
 final class CorpusCommand implements Runnable {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -64,6 +64,23 @@ final class CorpusCommand implements Runnable {
             CorpusGenerator g = CorpusGenerator.forKernel(a, KernelOption.parse(spec, kernel), Files.readAllLines(survey));
             Files.writeString(output, g.generate(seed, count));
             spec.commandLine().getOut().println(output);
+            return ExitCodes.OK;
+        }
+    }
+
+    @Command(name = "patched-sites", mixinStandardHelpOptions = true,
+            description = "Write definitions at the sites an x86 kernel rewrites while it boots (guest-images/record-error-log.sh ARCH patched).")
+    static final class PatchedSites implements Callable<Integer> {
+        @Option(names = "--arch", defaultValue = "x86_64") String arch;
+        @Option(names = "--seed", defaultValue = "1") long seed;
+        @Option(names = "--per-kind", defaultValue = "12", description = "sites of each kind (default ${DEFAULT-VALUE})") int perKind;
+        @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = KernelOption.HELP) String kernel;
+        @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+        @Override public Integer call() throws Exception {
+            Arch a = ArchOption.one(spec, arch);
+            PatchedSitesCorpus.generate(a, KernelOption.parse(spec, kernel), seed, perKind).forEach(spec.commandLine().getOut()::println);
+            spec.commandLine().getOut().flush();
             return ExitCodes.OK;
         }
     }

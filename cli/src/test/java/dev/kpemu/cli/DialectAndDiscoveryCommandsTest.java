@@ -42,6 +42,19 @@ class DialectAndDiscoveryCommandsTest {
         assertTrue(bad.err().lines().noneMatch(l -> l.contains("Exception")), bad.err());
     }
 
+    /**
+     * A probe inside a site x86 rewrites while it boots (6.1's paravirt call at get_old_pud+178,
+     * issue 32) is not refused from the file's text: Linux accepts it on its patched text
+     * (reference/x86_64/6.1/patched.error_log); check-events says the running kernel decides.
+     */
+    @Test
+    void aBootPatchedSiteIsLeftToTheRunningKernel() {
+        CliTest.Run r = CliTest.run("check-events", "--kernel", RecordedKernels.choice("bookworm").toString(), "-e", "p get_old_pud+178");
+        assertEquals(0, r.code(), r.err());
+        assertEquals("p:kprobes/p_get_old_pud_178 get_old_pud+178", r.out().strip());
+        assertTrue(r.err().contains("get_old_pud+178 is in a paravirt site the kernel rewrites while it boots"), r.err());
+    }
+
     @Test
     void funcsAndVarsAnswerAndRefuseBadInput() {
         CliTest.Run f = CliTest.run("funcs", "--kernel", TRIXIE, "tcp_v4_connect");

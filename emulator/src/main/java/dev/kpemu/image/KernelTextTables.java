@@ -56,7 +56,9 @@ public final class KernelTextTables {
     private final List<Range> blacklist = new ArrayList<>();
     private final NavigableSet<Long> exceptionTable = new TreeSet<>(Long::compareUnsigned);
     private final Set<Long> bugSites = new LinkedHashSet<>();
-    private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>(), alternatives = new ArrayList<>();
+    private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>();
+    /** Sites the kernel rewrites while it boots (x86), sorted by address: see {@link #bootPatchedSites()}. */
+    private final List<Range> bootPatched = new ArrayList<>();
 
     private KernelTextTables(Arch arch, SymbolTable syms, OnDemandFileBytes contents) {
         this(arch, syms, contents, arch == Arch.ARM64 ? Arm64Relocations.of(contents.bytes()) : null);
@@ -78,7 +80,7 @@ public final class KernelTextTables {
         writeLongs(out, bugSites);
         writeRanges(out, jumpLabels);
         writeRanges(out, staticCalls);
-        writeRanges(out, alternatives);
+        writeRanges(out, bootPatched);
         out.writeInt(notes.size());
         for (String n : notes) out.writeUTF(n);
     }
@@ -93,7 +95,7 @@ public final class KernelTextTables {
         readLongs(in, t.bugSites);
         readRanges(in, t.jumpLabels);
         readRanges(in, t.staticCalls);
-        readRanges(in, t.alternatives);
+        readRanges(in, t.bootPatched);
         for (int n = count(in); n > 0; n--) t.notes.add(in.readUTF());
         return t;
     }
@@ -332,7 +334,7 @@ public final class KernelTextTables {
     private void readReservedSites() {
         boolean ex = table("__start___ex_table", "__stop___ex_table", 12, (at, b) -> exceptionTable.add(at + b.getInt(0)));
         if (!ex && arch == Arch.ARM64) arm64ExceptionTableByShape();
-        boolean jl = table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(), "jump label")));
+        boolean jl = table("__start___jump_table", "__stop___jump_table", 16, (at, b) -> jumpLabels.add(new Range(at + b.getInt(0), at + b.getInt(0) + jumpLabelLength(at + b.getInt(0)), "jump label")));
         if (!jl && arch == Arch.ARM64) {
             List<Range> found = arm64JumpTableByShape();
             jumpLabels.addAll(found);
@@ -340,11 +342,109 @@ public final class KernelTextTables {
                     : "__jump_table: not bounded; " + found.size() + " entries found by shape");
         }
         table("__start_static_call_sites", "__stop_static_call_sites", 8, (at, b) -> staticCalls.add(new Range(at + b.getInt(0), at + b.getInt(0) + 5, "static call")));
-        table("__alt_instructions", "__alt_instructions_end", 12, (at, b) -> {
-            int len = b.get(10) & 0xff;
-            if (len > 0) alternatives.add(new Range(at + b.getInt(0), at + b.getInt(0) + len, "alternative"));
-        });
+        if (arch == Arch.X86_64) readBootPatchedSites();
         table("__start___bug_table", "__stop___bug_table", 12, (at, b) -> bugSites.add(at + b.getInt(0)));
+    }
+
+    /**
+     * x86's tables of the sites Linux rewrites in its own text while it boots, before any probe
+     * can be registered ({@code alternative_instructions}, {@code apply_paravirt},
+     * {@code apply_retpolines}, {@code apply_returns}, {@code callthunks_patch_builtin_calls}):
+     * <ul>
+     * <li>{@code .altinstructions}: {@code struct alt_instr}, 12 bytes up to 6.2
+     *     ({@code u16 cpuid}; {@code instrlen} at 10), 14 from 6.3 ({@code u32 ft_flags};
+     *     {@code instrlen} at 12) — told apart by which size divides the table and points every
+     *     entry into text;</li>
+     * <li>{@code .parainstructions} (up to 6.7, when paravirt calls became alternatives):
+     *     {@code struct paravirt_patch_site}, an absolute pointer then {@code type} and
+     *     {@code len} bytes, aligned to 8 (16 bytes), or from 6.6 a relative {@code s32} then the
+     *     two bytes (8 bytes aligned, 6 packed);</li>
+     * <li>{@code .retpoline_sites}, {@code .return_sites}, {@code .call_sites}: {@code s32}
+     *     offsets to a call, jump or conditional jump (a {@code cs} prefix allowed), whose length
+     *     the site's opcode gives.</li>
+     * </ul>
+     * What these sites hold after boot depends on the CPU the kernel found, so a probe there is
+     * decided on the running kernel's text, as Linux decides it.
+     */
+    private void readBootPatchedSites() {
+        if (!altTable(14, 12) && !altTable(12, 10)) notes.add("altinstructions: no entry size fits: not read");
+        if (syms.byName("__parainstructions").isPresent()
+                && !paravirtTable(16, false) && !paravirtTable(8, true) && !paravirtTable(6, true))
+            notes.add("parainstructions: no entry layout fits: not read");
+        branchSites("__retpoline_sites", "__retpoline_sites_end", "retpoline");
+        branchSites("__return_sites", "__return_sites_end", "return thunk");
+        branchSites("__call_sites", "__call_sites_end", "call depth");
+        bootPatched.sort((x, y) -> Long.compareUnsigned(x.start(), y.start()));
+    }
+
+    private boolean altTable(int size, int lenAt) {
+        List<Range> found = new ArrayList<>();
+        if (!shapedTable("__alt_instructions", "__alt_instructions_end", size, (at, b) -> {
+            int len = b.get(lenAt) & 0xff;
+            long site = at + b.getInt(0);
+            return len > 0 && len <= 64 && isText(site) ? new Range(site, site + len, "alternative") : null;
+        }, found)) return false;
+        bootPatched.addAll(found);
+        return true;
+    }
+
+    private boolean paravirtTable(int size, boolean relative) {
+        List<Range> found = new ArrayList<>();
+        int lenAt = relative ? 5 : 9;
+        if (!shapedTable("__parainstructions", "__parainstructions_end", size, (at, b) -> {
+            long site = relative ? at + b.getInt(0) : pointer(at, b, 0);
+            int len = b.get(lenAt) & 0xff;
+            return len > 0 && len <= 32 && isText(site) ? new Range(site, site + len, "paravirt") : null;
+        }, found)) return false;
+        bootPatched.addAll(found);
+        return true;
+    }
+
+    private void branchSites(String start, String end, String kind) {
+        table(start, end, 4, (at, b) -> {
+            long site = at + b.getInt(0);
+            int len = branchLength(site);
+            if (len > 0) bootPatched.add(new Range(site, site + len, kind));
+        });
+    }
+
+    /** The length of the call or jump at {@code site} in the file: e8/e9 rel32, 0f 8x rel32, each after an optional cs prefix; 0 if none. */
+    private int branchLength(long site) {
+        OptionalLong off = syms.fileOffset(site);
+        if (off.isEmpty() || off.getAsLong() + 3 > file().length) return 0;
+        int o = (int) off.getAsLong();
+        int prefix = (file()[o] & 0xff) == 0x2e ? 1 : 0;
+        int op = file()[o + prefix] & 0xff;
+        if (op == 0xe8 || op == 0xe9) return prefix + 5;
+        if (op == 0x0f && (file()[o + prefix + 1] & 0xf0) == 0x80) return prefix + 6;
+        return 0;
+    }
+
+    private interface ShapedEntry { Range accept(long at, ByteBuffer entry); }
+
+    /**
+     * A table of entries of {@code size} whose layout is known only by its shape: read when the
+     * size divides it and every entry gives a site ({@code e} returns null for one that does not).
+     */
+    private boolean shapedTable(String start, String stop, int size, ShapedEntry e, List<Range> into) {
+        Optional<Symbol> a = syms.byName(start), z = syms.byName(stop);
+        if (a.isEmpty() || z.isEmpty()) return false;
+        long from = a.get().address(), len = z.get().address() - from;
+        OptionalLong off = syms.fileOffset(from);
+        if (len <= 0 || len % size != 0 || off.isEmpty() || off.getAsLong() + len > file().length) return false;
+        ByteBuffer b = ImageFiles.le(file());
+        int n = (int) (len / size);
+        for (int i = 0; i < n; i++) {
+            int o = (int) off.getAsLong() + i * size;
+            Range r = e.accept(from + (long) i * size, b.slice(o, size).order(java.nio.ByteOrder.LITTLE_ENDIAN));
+            if (r == null) {
+                into.clear();
+                return false;
+            }
+            into.add(r);
+        }
+        notes.add(start.replaceFirst("^__", "") + ": " + n + " " + size + "-byte entries");
+        return true;
     }
 
     private static final int MIN_EX_TABLE_BY_SHAPE = 64;
@@ -430,7 +530,7 @@ public final class KernelTextTables {
         for (int i = 0; i < bestLen; i++) {
             int o = bestStart + 16 * i;
             long code = base + o + b.getInt(o);
-            out.add(new Range(code, code + jumpLabelLength(), "jump label"));
+            out.add(new Range(code, code + jumpLabelLength(code), "jump label"));
         }
         return out;
     }
@@ -452,8 +552,15 @@ public final class KernelTextTables {
         return w == A64_NOP || (w & 0xfc000000) == 0x14000000;
     }
 
-    /** Bytes a jump-label site occupies: x86's longest form (a 5-byte jmp), arm64's one instruction. */
-    private int jumpLabelLength() { return arch == Arch.X86_64 ? 5 : 4; }
+    /** Bytes the jump-label site at {@code code} occupies: x86 decodes it (2 or 5), arm64 one instruction. */
+    private int jumpLabelLength(long code) {
+        if (arch != Arch.X86_64) return 4;
+        // arch_jump_entry_size decodes the site: a 2-byte jump or NOP (jmp rel8, 66 90) since 5.14, else 5 bytes
+        OptionalLong off = syms.fileOffset(code);
+        if (off.isEmpty() || off.getAsLong() + 2 > file().length) return 5;
+        int b0 = file()[(int) off.getAsLong()] & 0xff, b1 = file()[(int) off.getAsLong() + 1] & 0xff;
+        return b0 == 0xeb || (b0 == 0x66 && b1 == 0x90) ? 2 : 5;
+    }
 
     // ------------------------------------------------------------------ reading
 
@@ -510,7 +617,26 @@ public final class KernelTextTables {
 
     public List<Range> staticCalls() { return List.copyOf(staticCalls); }
 
-    public List<Range> alternatives() { return List.copyOf(alternatives); }
+    /**
+     * The x86 sites the kernel rewrites while it boots (alternatives, paravirt calls, retpoline,
+     * return-thunk and call-depth sites), sorted by start: what the kernel file holds there is not
+     * what the running kernel runs.
+     */
+    public List<Range> bootPatchedSites() { return List.copyOf(bootPatched); }
+
+    /** The boot-patched site holding {@code address}, if any. */
+    public Optional<Range> bootPatchedSiteAt(long address) { return bootPatchedSiteAt(address, r -> true); }
+
+    /** The boot-patched site of the kinds {@code which} takes holding {@code address}, if any. */
+    public Optional<Range> bootPatchedSiteAt(long address, java.util.function.Predicate<Range> which) {
+        int lo = 0, hi = bootPatched.size() - 1;
+        while (lo <= hi) {   // the last site starting at or before the address (sites may nest: check a few back)
+            int mid = (lo + hi) >>> 1;
+            if (Long.compareUnsigned(bootPatched.get(mid).start(), address) <= 0) lo = mid + 1; else hi = mid - 1;
+        }
+        for (int i = hi; i >= 0 && i > hi - 8; i--) if (bootPatched.get(i).contains(address) && which.test(bootPatched.get(i))) return Optional.of(bootPatched.get(i));
+        return Optional.empty();
+    }
 
     /** A section bounded by two symbols, e.g. {@code _sinittext}/{@code _einittext}. */
     public Optional<Range> section(String start, String end) {

@@ -69,7 +69,7 @@ class KernelTextTablesCacheTest {
         assertEquals(List.copyOf(want.bugSites()), List.copyOf(got.bugSites()), "bug sites");
         assertEquals(want.jumpLabels(), got.jumpLabels(), "jump labels");
         assertEquals(want.staticCalls(), got.staticCalls(), "static calls");
-        assertEquals(want.alternatives(), got.alternatives(), "alternatives");
+        assertEquals(want.bootPatchedSites(), got.bootPatchedSites(), "boot-patched sites");
         assertEquals(want.notes(), got.notes(), "notes");
     }
 }

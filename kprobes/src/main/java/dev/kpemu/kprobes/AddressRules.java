@@ -14,6 +14,14 @@ public interface AddressRules {
      */
     int check(long address, SymbolResolver.SymbolInfo symbol);
 
+    /**
+     * Whether {@code can_probe} refuses an instruction that raises an exception by design
+     * ({@link ProbeDecoder#isExceptionInstruction}) as it refuses a bad boundary (EILSEQ): x86 from
+     * Linux 6.4 ("INT and UD are special and should not be kprobed"); recorded, 6.1 answers an
+     * {@code int3} with EINVAL, 6.12 and 7.2 with EILSEQ.
+     */
+    default boolean refusesExceptionInstructions() { return false; }
+
     /** No rule: bare-metal guests and tests. */
     static AddressRules none() { return (a, s) -> 0; }
 }

@@ -48,6 +48,16 @@ public final class KernelProbeRules implements AddressRules {
      * probes from early boot may go there ({@code kprobe_event=}); {@link Kprobes#killRange}
      * kills them when the kernel frees it.
      */
+    private boolean refusesExceptionInstructions;
+
+    /** Linux 6.4 and later: {@code can_probe} refuses INT and UD instructions ({@link AddressRules#refusesExceptionInstructions}). */
+    public KernelProbeRules refusesExceptionInstructions(boolean refuses) {
+        this.refusesExceptionInstructions = refuses;
+        return this;
+    }
+
+    @Override public boolean refusesExceptionInstructions() { return refusesExceptionInstructions; }
+
     public KernelProbeRules initTextFreed(boolean freed) {
         this.initTextFreed = freed;
         return this;

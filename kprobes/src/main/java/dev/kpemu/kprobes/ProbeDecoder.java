@@ -33,6 +33,13 @@ public interface ProbeDecoder extends AutoCloseable {
      */
     ArchInsn prepare(long address, TextReader text, SymbolResolver.SymbolInfo symbol);
 
+    /**
+     * Whether the instruction at {@code address} raises an exception by design (x86: INT3, INT n,
+     * INTO, INT1, UD0, UD1, UD2) — {@code is_exception_insn}, which {@code can_probe} refuses from
+     * Linux 6.4 ({@link AddressRules#refusesExceptionInstructions}). False on arches without it.
+     */
+    default boolean isExceptionInstruction(long address, TextReader text) { return false; }
+
     /** Releases the disassembler. */
     @Override
     void close();

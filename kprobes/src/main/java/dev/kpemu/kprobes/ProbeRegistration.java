@@ -62,6 +62,7 @@ final class ProbeRegistration {
         p.nmissed = 0;
         ProbePoint point = points.get(addr);
         if (point == null) {
+            refuseExceptionInstruction(addr, sym, arming::originalText);
             point = arming.preparePoint(addr, sym);
             point.ftrace = (siteFlags & Kprobe.FLAG_FTRACE) != 0;
             points.put(addr, point);
@@ -214,6 +215,13 @@ final class ProbeRegistration {
     /** kallsyms_lookup_size_offset: the symbol an address lies in, or ENOENT. */
     private SymbolResolver.SymbolInfo symbolOf(long addr) {
         return symbols.lookup(addr).orElseThrow(() -> new KprobeException(Errno.ENOENT, String.format("0x%x is in no symbol", addr)));
+    }
+
+    /** {@code can_probe}'s {@code is_exception_insn} (Linux 6.4+, {@link AddressRules#refusesExceptionInstructions}): EILSEQ. */
+    void refuseExceptionInstruction(long addr, SymbolResolver.SymbolInfo sym, ProbeDecoder.TextReader text) {
+        // a bad boundary is EILSEQ too, so which of the two is found first does not show
+        if (rules.refusesExceptionInstructions() && arch.isExceptionInstruction(addr, text))
+            throw new KprobeException(Errno.EILSEQ, String.format("0x%x raises an exception by design (INT or UD)", addr));
     }
 
     /** {@code check_kprobe_address_safe} and {@code check_ftrace_location}: the flags the probe gets, or EINVAL. */

@@ -195,11 +195,34 @@ public final class X86Pc implements AutoCloseable {
 
     /** As above; with {@code apic} (the APIC board) CPUID.1:EDX keeps the APIC bit qemu64 has. */
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc, boolean apic) {
+        qemu72Qemu64(c);
         c.clear(1, 0, 3, (apic ? 0 : X86Cpuid.L1_EDX_APIC) | (tsc ? 0 : X86Cpuid.L1_EDX_TSC));
         c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND | X86Cpuid.L1_ECX_CX16);
         c.clear(7, 0, 1, X86Cpuid.L7_EBX_RDSEED);
         if (!tsc) c.clear(0x8000_0001, 0, 3, X86Cpuid.EXT1_EDX_RDTSCP);
         return c;
+    }
+
+    /**
+     * CPUID.1 and CPUID.0x80000001 EAX, the signature of QEMU 7.2's {@code qemu64}, the reference
+     * machine's CPU: family 15, model 107, stepping 1 (Unicorn 2.1.4's qemu64 is QEMU 5's family 6,
+     * model 6, stepping 3). Linux picks its AMD paths by family: under QEMU it sets rep_good and
+     * extd_apicid, knows the swapgs_fence and amd_e400 bugs and counts family 0xf among the CPUs
+     * without Speculative Store Bypass (recorded: reference/x86_64/SERIES/cpu.view, CpuModelTest).
+     * Leaf 0xB as QEMU 7.2 answers it for one CPU (Unicorn's answers zeros): one thread per core,
+     * one core per package, levels SMT and core, the x2APIC ID 0 — Linux's xtopology.
+     */
+    static final int QEMU72_QEMU64_SIGNATURE = 0x0006_0fb1;
+
+    private static void qemu72Qemu64(X86Cpuid c) {
+        X86Cpuid.Leaf l1 = c.get(1, 0), e1 = c.get(0x8000_0001, 0);
+        c.put(1, 0, new X86Cpuid.Leaf(QEMU72_QEMU64_SIGNATURE, l1.ebx(), l1.ecx(), l1.edx()));
+        c.put(0x8000_0001, 0, new X86Cpuid.Leaf(QEMU72_QEMU64_SIGNATURE, e1.ebx(), e1.ecx(), e1.edx()));
+        if (c.get(0, 0).eax() >= 0xb) {
+            c.put(0xb, 0, new X86Cpuid.Leaf(0, 1, 0x100, 0));
+            c.put(0xb, 1, new X86Cpuid.Leaf(0, 1, 0x201, 0));
+            for (int sub = 2; sub < 8; sub++) c.put(0xb, sub, new X86Cpuid.Leaf(0, 0, sub, 0));
+        }
     }
 
     /**

@@ -69,6 +69,12 @@ public final class X86Cpuid {
 
     private static long key(int leaf, int sub) { return (Integer.toUnsignedLong(leaf) << 32) | (indexed(leaf) ? Integer.toUnsignedLong(sub) : 0); }
 
+    /** Replaces the answer for {@code (leaf, sub)} (a leaf within the table's range). */
+    public X86Cpuid put(int leaf, int sub, Leaf answer) {
+        table.put(key(leaf, sub), answer);
+        return this;
+    }
+
     /** Clears feature bits in one register of a leaf (reg: 0 EAX, 1 EBX, 2 ECX, 3 EDX). */
     public X86Cpuid clear(int leaf, int sub, int reg, int bits) {
         Leaf l = table.get(key(leaf, sub));

@@ -15,7 +15,11 @@ import dev.kpemu.machine.Arch;
  */
 public final class DefinitionCheck {
     /** The outcome: accepted with its {@code kprobe_events} listing, or refused with the kernel's error. */
-    public record Outcome(String definition, List<String> listing, ProbeSyntaxException error, List<String> console) {
+    public record Outcome(String definition, List<String> listing, ProbeSyntaxException error, List<String> console, String note) {
+        public Outcome(String definition, List<String> listing, ProbeSyntaxException error, List<String> console) {
+            this(definition, listing, error, console, null);
+        }
+
         public boolean accepted() { return error == null; }
     }
 
@@ -47,7 +51,7 @@ public final class DefinitionCheck {
             ProbeSites.Answer r = sites.check(p);
             if (r != null && !r.accepted()) return new Outcome(line, List.of(), r.error(), r.console());
             defined.add(p.group() + "/" + p.event());
-            return new Outcome(line, List.of(TraceFormatter.listing(p)), null, r != null ? r.console() : List.of());
+            return new Outcome(line, List.of(TraceFormatter.listing(p)), null, r != null ? r.console() : List.of(), r != null ? r.note() : null);
         } catch (ProbeSyntaxException e) {
             return new Outcome(line, List.of(), e, List.of());
         }

@@ -70,6 +70,13 @@ public enum Dialect {
     public boolean hasFprobeEvents() { return this != LINUX_6_1; }
 
     /**
+     * x86's {@code can_probe} refuses INT and UD instructions with EILSEQ (Linux 6.4's
+     * {@code is_exception_insn}): recorded, 6.12 and 7.2 answer a probe on an {@code int3} so,
+     * 6.1 with EINVAL ({@code reference/x86_64/SERIES/patched.error_log}).
+     */
+    public boolean refusesExceptionInstructions() { return this != LINUX_6_1; }
+
+    /**
      * An fprobe whose function ftrace does not know: 6.12's {@code register_fprobe} fails with
      * EINVAL, logged "Failed to register probe event"; 7.2's with ENOENT, logged "Invalid probed
      * address or symbol" (the write still EINVAL; recorded).

@@ -25,6 +25,8 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     /** The kernel file: read at the probed sites, and whole only for what needs it (arm64's relocations). */
     private final dev.kpemu.image.OnDemandFileBytes file;
     private final KernelProbeRules rules;
+    /** The kernel's tables: its boot-patched sites are decided on the running kernel's text, not here. */
+    private final KernelTextTables tables;
     private final ProbeDecoder decoder;
     private final SymbolResolver resolver;
 
@@ -43,6 +45,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
         this.syms = syms;
         this.file = file;
         this.rules = new KernelProbeRules(arch, syms, tables);
+        this.tables = tables;
         this.decoder = ProbeDecoder.open(arch);
         this.resolver = SymbolResolver.of(syms);
     }
@@ -60,6 +63,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     public KernelProbeSites dialect(Dialect d) {
         this.notraceBySymbol = d.hasBtfArgs();
         this.dialect = d;
+        rules.refusesExceptionInstructions(d.refusesExceptionInstructions());
         return this;
     }
 
@@ -84,6 +88,12 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
             ProbeDecoder.ProbeAddress where = decoder.adjustAddress(sym.start(), address - sym.start(), this::text);
             if (!sym.text()) throw new KprobeException(Errno.EINVAL, sym.name() + " is not text");
             rules.check(where.address(), sym);
+            var patched = decidedOnRunningKernel(where.address());
+            if (patched.isPresent())
+                return new Answer(null, List.of(), String.format("%s+%d is in a %s site the kernel rewrites while it boots: accepted here, decided when it is registered on the running kernel's text",
+                        sym.name(), where.address() - sym.start(), patched.get().name()));
+            if (rules.refusesExceptionInstructions() && decoder.isExceptionInstruction(where.address(), this::text))
+                throw new KprobeException(Errno.EILSEQ, String.format("0x%x raises an exception by design (INT or UD)", where.address()));
             decoder.prepare(where.address(), this::text, sym);
             return null;
         } catch (KprobeException e) {
@@ -93,6 +103,22 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
             }
             return new Answer(EventEngine.registrationError(probe, e), List.of());
         }
+    }
+
+    /**
+     * The boot-patched site ({@link KernelTextTables#bootPatchedSites()}: alternatives, paravirt
+     * calls, retpoline, return-thunk and call-depth sites) holding {@code address}, if any. What
+     * the file holds there is not what the running kernel runs — Linux decodes the instruction and
+     * its boundary on the patched text (recorded: 6.1 accepts {@code p get_old_pud+178}, a
+     * {@code call *pv_ops(%rip)} in the file that boot patching turned into a direct call) — so the
+     * check before boot leaves the instruction to the engine's registration on the running kernel,
+     * which reads guest memory; the address rules are still checked here.
+     */
+    public java.util.Optional<KernelTextTables.Range> decidedOnRunningKernel(long address) {
+        // call-depth sites change only with X86_FEATURE_CALL_DEPTH (retbleed=stuff), which neither
+        // QEMU's qemu64 nor kpemu's CPU leads Linux to select: the file's text is the running text
+        // (recorded: 6.12 refuses p schedule_tail+11, inside a call, as the file says)
+        return tables.bootPatchedSiteAt(address, r -> !r.name().equals("call depth"));
     }
 
     /**

@@ -11,9 +11,12 @@ import java.util.List;
 public interface ProbeSites {
     /**
      * What the kernel answers besides plain success: a refusal (the error_log entry and errno), or
-     * an acceptance with a console message (error null), and the console lines it prints.
+     * an acceptance with a console message (error null), and the console lines it prints; a note
+     * is kpemu's own remark about the answer (not the kernel's), e.g. that the running kernel decides.
      */
-    record Answer(ProbeSyntaxException error, List<String> console) {
+    record Answer(ProbeSyntaxException error, List<String> console, String note) {
+        public Answer(ProbeSyntaxException error, List<String> console) { this(error, console, null); }
+
         public boolean accepted() { return error == null; }
     }
 

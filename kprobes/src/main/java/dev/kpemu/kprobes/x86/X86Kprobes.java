@@ -58,6 +58,11 @@ public final class X86Kprobes implements ArchKprobes {
     }
 
     @Override
+    public boolean isExceptionInstruction(long address, TextReader text) {
+        return probeDecoder.isExceptionInstruction(address, text);
+    }
+
+    @Override
     public ProbeAddress adjustAddress(long functionStart, long offset, TextReader text) {
         return probeDecoder.adjustAddress(functionStart, offset, text);
     }

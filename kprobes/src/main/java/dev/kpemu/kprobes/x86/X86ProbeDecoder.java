@@ -86,6 +86,17 @@ public final class X86ProbeDecoder implements ProbeDecoder {
         };
     }
 
+    @Override
+    public boolean isExceptionInstruction(long address, TextReader text) {
+        X86Opcode opcode = X86Opcode.parse(text.read(address, 16));
+        int op = opcode.first();
+        if (op == 0x0f && opcode.length() > 1) {
+            int second = opcode.opcodeByte(1);
+            return second == 0xff || second == 0xb9 || second == 0x0b;
+        }
+        return op == 0xcc || op == 0xcd || op == 0xce || op == 0xf1;
+    }
+
     /** {@code can_probe}: decoding from the symbol's start must land exactly on the address. */
     private void checkBoundary(long address, TextReader text, SymbolResolver.SymbolInfo symbol) {
         long off = address - symbol.start();
