@@ -46,9 +46,22 @@ verify() {
   return 0
 }
 
+# The manifest kpemu-base's jar carries with the libraries (docs/reference.md, "Installed kpemu"): each library's
+# SHA-256 (checked when a program without a checkout unpacks them into the user's cache) and the
+# Debian versions they came from (kpemu --version).
+write_manifest() {
+  (cd "$libdir" && sha256sum libunicorn.so.2 libcapstone.so libkpemu_clock.so >SHA256SUMS.tmp && mv -f SHA256SUMS.tmp SHA256SUMS)
+  cp -f "$cache/versions" "$libdir/versions"
+}
+manifest_current() {
+  local f
+  [ -f "$libdir/SHA256SUMS" ] && [ -f "$libdir/versions" ] || return 1
+  for f in libunicorn.so.2 libcapstone.so libkpemu_clock.so; do [ ! "$libdir/$f" -nt "$libdir/SHA256SUMS" ] || return 1; done
+}
+
 if [ -f "$stamp" ] && [ -d "$cache/include/unicorn" ] && [ -f "$libdir/libunicorn.so.2" ]; then
   clock_current || build_clock
-  if verify; then echo "$libdir"; exit 0; fi
+  if verify; then manifest_current || write_manifest; echo "$libdir"; exit 0; fi
 fi
 
 command -v apt-get >/dev/null || die "apt-get is not available; kpemu needs Debian's apt to fetch Unicorn and Capstone"
@@ -68,6 +81,8 @@ fi
 mirror=${mirror%/}
 
 work="$cache/apt"
+# the host's own architecture: the engines run in this process (amd64, arm64)
+debarch=$(dpkg --print-architecture)
 rm -rf "$work"; mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
 # Unicorn 2.1.4 lives in Debian unstable (it needs only libc6 >= 2.34, so it loads on Debian 12);
 # Capstone 5 comes from Debian 13 (trixie): kpemu's binding is written against Capstone 5's API.
@@ -76,7 +91,7 @@ aptopts=(-o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
          -o Dir::Etc::SourceList="$work/etc/sources.list" -o Dir::Etc::SourceParts="$work/etc/sources.list.d"
          -o Dir::Etc::Preferences="$work/etc/preferences" -o Dir::Etc::PreferencesParts="$work/etc/preferences.d"
          -o Dir::State::status=/dev/null -o Debug::NoLocking=1
-         -o APT::Architecture=amd64 -o APT::Architectures=amd64
+         -o APT::Architecture="$debarch" -o APT::Architectures="$debarch"
          -o Acquire::Retries=2 -o Acquire::http::Timeout=60)
 apt-get "${aptopts[@]}" update >"$work/update.log" 2>&1 || die "apt-get update against the machine's Debian mirror failed (network or apt unavailable); see $work/update.log"
 capstone_pkg=libcapstone5
@@ -96,6 +111,7 @@ build_clock
 echo "unicorn=$ver" > "$cache/versions"
 echo "capstone=$(dpkg-deb -f "$work"/debs/${capstone_pkg}_*.deb Version) ($capstone_pkg)" >> "$cache/versions"
 verify || die "verification of the unpacked libraries failed"
+write_manifest
 touch "$stamp"
 rm -rf "$work/lists" "$work/cache"
 echo "$libdir"

@@ -4,7 +4,7 @@ import dev.kpemu.boot.BootOutcome;
 
 /**
  * How a {@link KpemuSession} ended. The {@code kpemu} command maps the same endings to its exit
- * codes (README, "Exit codes"); a Java program chooses its own.
+ * codes (docs/reference.md, "Commands"); a Java program chooses its own.
  */
 public enum Outcome {
     /** The guest powered off (or reset) by itself: the normal end of a command or workload. */

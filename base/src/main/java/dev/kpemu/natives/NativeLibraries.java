@@ -6,6 +6,7 @@ import java.lang.foreign.SymbolLookup;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -13,9 +14,10 @@ import java.util.concurrent.TimeUnit;
  * project-local cache, fetching them on first use when the script can be found.
  *
  * <p>Lookup order: system property {@code kpemu.natives}, environment {@code KPEMU_NATIVES},
- * {@code <kpemu.cache>/natives/lib}, then {@code .cache/natives/lib} under the repository root
- * (found from {@code kpemu.root}, by walking up from the working directory, or as the repository
- * the jar was built in: {@link #INSTALLATION}).
+ * {@code natives/lib} in the cache ({@link #cacheDirectory()}: in a checkout its {@code .cache}),
+ * then the libraries this jar carries for the host arch ({@link #BUNDLED}), unpacked once into
+ * {@code <cache>/natives/bundled-<hash>} and checked against the SHA-256 recorded at build time,
+ * then, in a checkout, {@code scripts/fetch-natives.sh}.
  */
 public final class NativeLibraries {
     public static final String UNICORN = "libunicorn.so.2";
@@ -49,10 +51,67 @@ public final class NativeLibraries {
         if (complete(lib)) {
             return directory = lib;
         }
+        Map<String, String> bundled = bundledManifest();
+        if (bundled != null && root == null) {
+            return directory = unpackBundled(cache, bundled);
+        }
         if (root == null) {
-            throw new NativeLibraryException("native engines not found (set -Dkpemu.natives or run scripts/fetch-natives.sh)");
+            throw new NativeLibraryException("native engines not found: kpemu's jars carry none for linux-" + hostArch()
+                    + " (set -Dkpemu.natives, or build kpemu on this host)");
         }
         return directory = fetch(root, cache.resolve("natives"));
+    }
+
+    /** The class-path directory of the native engines kpemu-base carries for the host arch. */
+    public static final String BUNDLED = "/dev/kpemu/natives/linux-" + hostArch() + "/";
+
+    /** The host arch as Linux names it ({@code uname -m}): x86_64, aarch64. */
+    public static String hostArch() {
+        String a = System.getProperty("os.arch", "");
+        return switch (a) {
+            case "amd64", "x86_64" -> "x86_64";
+            case "aarch64", "arm64" -> "aarch64";
+            default -> a;
+        };
+    }
+
+    /** The bundled libraries' SHA-256 by file name (the build's SHA256SUMS), or null when the jar carries none. */
+    static Map<String, String> bundledManifest() {
+        byte[] sums = BundledFiles.read(BUNDLED + "SHA256SUMS");
+        if (sums == null) return null;
+        Map<String, String> m = BundledFiles.parseSums(new String(sums, StandardCharsets.UTF_8));
+        return m.keySet().containsAll(java.util.List.of(UNICORN, CAPSTONE, CLOCK)) ? m : null;
+    }
+
+    private static Path unpackBundled(Path cache, Map<String, String> sums) {
+        // the directory is named by the libraries' hashes: another kpemu version's natives live beside
+        String tag = BundledFiles.sha256(String.join("\n", sums.values()).getBytes(StandardCharsets.UTF_8)).substring(0, 16);
+        Path dir = cache.resolve("natives").resolve("bundled-" + tag);
+        return BundledFiles.unpack(BUNDLED, sums, dir, java.util.Set.of(), System.err::println);
+    }
+
+    /**
+     * Where Unicorn and Capstone came from ({@code unicorn=2.1.4-4}, {@code capstone=5.0.7-1~deb13u1
+     * (libcapstone5)}: the Debian versions the fetch script recorded), from the natives directory
+     * in use or the bundled ones; empty when unknown.
+     */
+    public static Map<String, String> versions() {
+        byte[] text = null;
+        try {
+            Path f = directory().resolve("versions");
+            if (Files.isRegularFile(f)) text = Files.readAllBytes(f);
+            else if (Files.isRegularFile(directory().resolveSibling("versions"))) text = Files.readAllBytes(directory().resolveSibling("versions"));
+        } catch (IOException | RuntimeException e) {
+            text = null;
+        }
+        if (text == null) text = BundledFiles.read(BUNDLED + "versions");
+        Map<String, String> m = new java.util.LinkedHashMap<>();
+        if (text == null) return m;
+        for (String line : new String(text, StandardCharsets.UTF_8).split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0) m.put(line.substring(0, eq).strip(), line.substring(eq + 1).strip());
+        }
+        return m;
     }
 
     private static boolean complete(Path lib) {
@@ -60,11 +119,30 @@ public final class NativeLibraries {
                 && Files.isRegularFile(lib.resolve(CLOCK));
     }
 
-    static Path cacheDirectory(Path root) {
+    /**
+     * kpemu's cache (native engines unpacked, guest kernels and busybox, snapshots, indexes):
+     * {@code -Dkpemu.cache} ({@code kpemu --cache DIR}), else {@code $KPEMU_CACHE}, else a
+     * checkout's {@code .cache} when run from one (developers), else the user's cache:
+     * {@code $XDG_CACHE_HOME/kpemu}, else {@code ~/.cache/kpemu}.
+     */
+    public static Path cacheDirectory() {
+        return cacheDirectory(repositoryRoot());
+    }
+
+    /** As {@link #cacheDirectory()} for the checkout {@code root} (null: none). */
+    public static Path cacheDirectory(Path root) {
         String c = System.getProperty("kpemu.cache");
         if (c == null || c.isBlank()) c = System.getenv("KPEMU_CACHE");
-        if (c != null && !c.isBlank()) return Path.of(c);
-        return (root != null ? root : Path.of(".")).resolve(".cache");
+        if (c != null && !c.isBlank()) return Path.of(c).toAbsolutePath();
+        if (root != null) return root.resolve(".cache");
+        return userCache();
+    }
+
+    /** {@code $XDG_CACHE_HOME/kpemu} (an absolute XDG_CACHE_HOME only, as the XDG spec says), else {@code ~/.cache/kpemu}. */
+    static Path userCache() {
+        String xdg = System.getenv("XDG_CACHE_HOME");
+        if (xdg != null && !xdg.isBlank() && Path.of(xdg).isAbsolute()) return Path.of(xdg, "kpemu");
+        return Path.of(System.getProperty("user.home"), ".cache", "kpemu");
     }
 
     /**
@@ -74,13 +152,17 @@ public final class NativeLibraries {
      */
     public static final String INSTALLATION = "/dev/kpemu/natives/installation.properties";
 
+    /** {@code -Dkpemu.root=none}: no checkout, whatever the working directory (the release's bin/kpemu). */
+    public static final String NO_CHECKOUT = "none";
+
     /**
-     * The repository root: {@code kpemu.root}, else the nearest ancestor of the working directory
+     * The repository root: {@code kpemu.root} ({@link #NO_CHECKOUT}: none), else the nearest ancestor of the working directory
      * holding scripts/fetch-natives.sh, else the repository the jar was built in ({@link #INSTALLATION})
      * if it still holds that script; null when none.
      */
     public static Path repositoryRoot() {
         String r = System.getProperty("kpemu.root");
+        if (NO_CHECKOUT.equals(r)) return null;
         if (r != null && !r.isBlank()) return Path.of(r).toAbsolutePath();
         for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
             if (Files.isRegularFile(p.resolve("scripts/fetch-natives.sh"))) return p;

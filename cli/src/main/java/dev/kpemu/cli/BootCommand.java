@@ -66,7 +66,7 @@ final class BootCommand implements Callable<Integer> {
             description = "kernel command line (default: the arch's console and nokaslr; with a command, the console is added when ARGS name none)")
     String append;
 
-    @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM (default ${DEFAULT-VALUE})")
+    @Option(names = "--memory", paramLabel = "MiB", defaultValue = "256", description = "guest RAM, 64 to " + dev.kpemu.boot.BootRunner.Options.MAX_MEMORY_MIB + " (default ${DEFAULT-VALUE})")
     int memoryMiB;
 
     @CommandLine.Mixin CpuOptions cpuOptions = new CpuOptions();
@@ -191,7 +191,8 @@ final class BootCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Arch a = ArchOption.one(spec, arch);
         dev.kpemu.image.KernelChoice choice = KernelOption.parse(spec, kernel);
-        if (memoryMiB < 64) throw new CommandLine.ParameterException(spec.commandLine(), "--memory must be at least 64 MiB");
+        String memory = dev.kpemu.boot.BootRunner.Options.memoryProblem(a, memoryMiB, x86Apic || cpuOptions.cpus > 1);
+        if (memory != null) throw new CommandLine.ParameterException(spec.commandLine(), memory);
         if (timeoutSeconds != null && !(timeoutSeconds > 0)) throw new CommandLine.ParameterException(spec.commandLine(), "--timeout must be positive");
         GuestCommandOptions gc = guestCommandOptions();
         double timeout = timeoutSeconds != null ? timeoutSeconds : interactive ? Double.POSITIVE_INFINITY : 60;

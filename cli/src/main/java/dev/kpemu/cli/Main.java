@@ -18,6 +18,13 @@ import picocli.CommandLine.Command;
 public final class Main implements Runnable {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+    /** {@code --cache DIR} (any command): kpemu's cache, as {@code -Dkpemu.cache} ({@link dev.kpemu.natives.NativeLibraries#cacheDirectory()}). */
+    @CommandLine.Option(names = "--cache", paramLabel = "DIR", scope = CommandLine.ScopeType.INHERIT,
+            description = "kpemu's cache: native engines, guest kernels and busybox, snapshots (default $KPEMU_CACHE, else $XDG_CACHE_HOME/kpemu or ~/.cache/kpemu; a checkout's .cache)")
+    void cache(java.nio.file.Path dir) {
+        System.setProperty("kpemu.cache", dir.toAbsolutePath().toString());
+    }
+
     @Override public void run() {
         spec.commandLine().usage(spec.commandLine().getOut());
     }

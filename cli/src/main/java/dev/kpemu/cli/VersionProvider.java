@@ -13,7 +13,15 @@ final class VersionProvider implements CommandLine.IVersionProvider {
     }
 
     @Override public String[] getVersion() {
-        return new String[] {"kpemu " + kpemuVersion(), "Unicorn " + Unicorn.version(),
-                "Java " + Runtime.version()};
+        java.util.Map<String, String> debian = dev.kpemu.natives.NativeLibraries.versions();
+        return new String[] {"kpemu " + kpemuVersion(),
+                "Unicorn " + Unicorn.version() + from(debian.get("unicorn")),
+                "Capstone " + dev.kpemu.decoder.Capstone.version() + from(debian.get("capstone")),
+                "Java " + Runtime.version() + " (" + System.getProperty("java.vm.name") + ", " + System.getProperty("java.vendor") + ")"};
+    }
+
+    /** " (Debian package V)" for the Debian version the library was fetched as, or nothing. */
+    private static String from(String debianVersion) {
+        return debianVersion == null ? "" : " (Debian " + debianVersion + ")";
     }
 }

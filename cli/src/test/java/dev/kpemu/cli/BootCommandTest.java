@@ -23,6 +23,35 @@ class BootCommandTest {
     }
 
     @Test
+    void memoryTheBoardsCannotGiveIsRefusedUpFrontWithTheLargest() {
+        // once an OutOfMemoryError stack trace (mmap of 95 TiB)
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--memory", "99999999");
+        assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
+        assertTrue(r.err().lines().findFirst().orElse("").equals(
+                "kpemu: --memory 99999999 MiB is more than kpemu's boards give; the largest is 131072 MiB"), r.err());
+        assertTrue(!r.err().contains("Exception") && !r.err().contains("Error") && !r.err().contains("\tat "), r.err());
+        assertEquals(ExitCodes.USAGE, CliTest.run("boot", "--arch", "arm64", "--memory", "131073").code());
+        // several x86-64 CPUs: the APIC board, whose RAM ends at the I/O APIC (once "kpemu: ioapic overlaps ram")
+        CliTest.Run apic = CliTest.run("boot", "--arch", "x86_64", "--cpus", "2", "--memory", "8192");
+        assertEquals(ExitCodes.USAGE, apic.code(), apic.out() + apic.err());
+        assertTrue(apic.err().lines().findFirst().orElse("").contains("the largest is 4076 MiB"), apic.err());
+    }
+
+    @Test
+    @Tag("kernel")
+    void x86GuestWithMoreThan21GiBKeepsItsCommandLine(@TempDir Path tmp) throws Exception {
+        // 30000 MiB once powered off with an empty console: the boot page tables for all of RAM
+        // (a page per GiB from 0x9000) overwrote the command line at 0x20000, so console=ttyS0 was lost
+        Path console = tmp.resolve("console.txt");
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--memory", "30000", "--console", console.toString(), "--", "true");
+        String con = Files.readString(console, StandardCharsets.ISO_8859_1);
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err() + "\n" + con);
+        assertTrue(con.lines().anyMatch(l -> l.contains("Command line:") && l.contains("console=ttyS0")), con);
+        // the local and I/O APICs' window below 4 GiB is no RAM for the kernel, as on a PC
+        assertTrue(con.lines().anyMatch(l -> l.contains("BIOS-e820: [mem 0x00000000fec00000-0x00000000ffffffff] reserved")), con);
+    }
+
+    @Test
     void missingKernelIsAnError(@TempDir Path tmp) {
         CliTest.Run r = CliTest.run("boot", "--arch", "arm64", "--kernel", tmp.resolve("nope").toString(),
                 "--initrd", tmp.resolve("nope2").toString());

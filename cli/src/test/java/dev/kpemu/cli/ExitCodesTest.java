@@ -6,7 +6,7 @@ import org.junit.jupiter.api.Test;
 
 import dev.kpemu.boot.BootOutcome;
 
-/** How a boot ended, as the exit code README's table gives for it. */
+/** How a boot ended, as the exit codes docs/reference.md gives for it. */
 class ExitCodesTest {
     @Test
     void eachBootEndingHasTheReadmesExitCode() {

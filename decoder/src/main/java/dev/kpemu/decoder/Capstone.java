@@ -237,6 +237,19 @@ public final class Capstone implements AutoCloseable {
         return Byte.toUnsignedInt(s.get(JAVA_BYTE, offset));
     }
 
+    /** The loaded Capstone's version, {@code major.minor} as {@code cs_version} gives it. */
+    public static String version() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment major = a.allocate(JAVA_INT), minor = a.allocate(JAVA_INT);
+            int combined = (int) CS_VERSION.invokeExact(major, minor);
+            return major.get(JAVA_INT, 0) + "." + minor.get(JAVA_INT, 0);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
     private static void checkVersion() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment major = a.allocate(JAVA_INT), minor = a.allocate(JAVA_INT);

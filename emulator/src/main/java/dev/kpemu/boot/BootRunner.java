@@ -49,9 +49,43 @@ public final class BootRunner {
                           int cpus, long schedSeed) {
         /** The most virtual CPUs {@code --cpus} takes (the GICv2's limit; the x86 board follows it). */
         public static final int MAX_CPUS = 8;
+        /** The least guest RAM {@code --memory} takes, in MiB. */
+        public static final int MIN_MEMORY_MIB = 64;
+        /**
+         * The most guest RAM {@code --memory} takes, in MiB (128 GiB): the largest booted on both
+         * boards (Debian 6.1, x86-64 and arm64, to power-off). Guest RAM is reserved, not
+         * committed, but the kernel touches about 1/50 of it at boot (its struct page array): 128
+         * GiB cost 2.6 GiB of host memory.
+         */
+        public static final int MAX_MEMORY_MIB = 128 * 1024;
+
+        /** A one-line reason why {@code memoryMiB} cannot be given, or null when it can. */
+        public static String memoryProblem(int memoryMiB) {
+            if (memoryMiB < MIN_MEMORY_MIB) return "--memory must be at least " + MIN_MEMORY_MIB + " MiB";
+            if (memoryMiB > MAX_MEMORY_MIB) return "--memory " + memoryMiB + " MiB is more than kpemu's boards give; the largest is " + MAX_MEMORY_MIB + " MiB";
+            return null;
+        }
+
+        /**
+         * The most guest RAM of the x86-64 APIC board ({@code --cpus} above 1, {@code --x86-apic}), in MiB:
+         * its RAM is one region from 0 and ends where the I/O APIC's registers begin (0xfec00000);
+         * QEMU moves RAM above that to 4 GiB, kpemu's board does not yet.
+         */
+        public static final int MAX_X86_APIC_MEMORY_MIB = (int) (dev.kpemu.machine.x86.devices.IoApic.DEFAULT_BASE >> 20);
+
+        /** As {@link #memoryProblem(int)} for the machine {@code arch} with (x86-64) or without the APIC board. */
+        public static String memoryProblem(Arch arch, int memoryMiB, boolean x86ApicBoard) {
+            String p = memoryProblem(memoryMiB);
+            if (p == null && arch == Arch.X86_64 && x86ApicBoard && memoryMiB > MAX_X86_APIC_MEMORY_MIB) {
+                p = "--memory " + memoryMiB + " MiB is more than the x86-64 board with several CPUs (or --x86-apic) gives; the largest is "
+                        + MAX_X86_APIC_MEMORY_MIB + " MiB (its RAM ends at the I/O APIC, 0xfec00000)";
+            }
+            return p;
+        }
 
         public Options {
-            if (memoryMiB < 64) throw new IllegalArgumentException("--memory must be at least 64 MiB");
+            String memory = memoryProblem(arch, memoryMiB, x86Apic || cpus > 1);
+            if (memory != null) throw new IllegalArgumentException(memory);
             if (!(timeoutSeconds > 0)) throw new IllegalArgumentException("--timeout must be positive");
             if (x86Apic && arch != Arch.X86_64) throw new IllegalArgumentException("--x86-apic is an x86-64 machine option");
             if (cpus < 1 || cpus > MAX_CPUS) throw new IllegalArgumentException("--cpus must be 1 to " + MAX_CPUS + ", not " + cpus);

@@ -36,6 +36,10 @@ public final class X86LinuxLoader {
     static final int LOADFLAGS_LOADED_HIGH = 0x01, LOADFLAGS_CAN_USE_HEAP = 0x80;
     static final int TYPE_OF_LOADER_UNDEFINED = 0xff;
     static final int HDRS_MAGIC = 0x5372_6448; // "HdrS"
+    /** The I/O APIC's, HPET's and local APIC's window up to 4 GiB: reserved in the e820 map when RAM reaches it. */
+    static final long MMIO_HOLE_START = 0xfec0_0000L;
+    /** The boot page tables identity-map guest RAM up to here (4 GiB). */
+    static final long IDENTITY_MAP_LIMIT = 4L << 30;
     public static final int E820_RAM = 1, E820_RESERVED = 2, E820_ACPI = 3;
     static final int E820_MAX = 128;
 
@@ -198,7 +202,15 @@ public final class X86LinuxLoader {
         e820.add(new E820Entry(0, X86Layout.LOW_RAM_END, E820_RAM));
         e820.add(new E820Entry(X86Layout.LOW_RAM_END, 0xa0000 - X86Layout.LOW_RAM_END, E820_RESERVED));
         e820.add(new E820Entry(X86Layout.ACPI_BASE, X86Layout.ACPI_SIZE, E820_RESERVED));
-        e820.add(new E820Entry(X86Layout.HIGH_RAM_START, ramBytes - X86Layout.HIGH_RAM_START, E820_RAM));
+        if (ramBytes <= MMIO_HOLE_START) {
+            e820.add(new E820Entry(X86Layout.HIGH_RAM_START, ramBytes - X86Layout.HIGH_RAM_START, E820_RAM));
+        } else {
+            // RAM runs through the APICs' (and an HPET's) window below 4 GiB: reserved, so Linux puts
+            // nothing there that a device's registers would shadow (as a PC's firmware reserves it)
+            e820.add(new E820Entry(X86Layout.HIGH_RAM_START, MMIO_HOLE_START - X86Layout.HIGH_RAM_START, E820_RAM));
+            e820.add(new E820Entry(MMIO_HOLE_START, Math.min(ramBytes, 1L << 32) - MMIO_HOLE_START, E820_RESERVED));
+            if (ramBytes > 1L << 32) e820.add(new E820Entry(1L << 32, ramBytes - (1L << 32), E820_RAM));
+        }
         zp[BP_E820_ENTRIES] = (byte) e820.size();
         for (int i = 0; i < e820.size(); i++) {
             E820Entry e = e820.get(i);
@@ -209,9 +221,14 @@ public final class X86LinuxLoader {
         if (acpiRsdp != 0) bp.putLong(BP_ACPI_RSDP_ADDR, acpiRsdp);
         mem.write(X86Layout.ZERO_PAGE, zp);
 
-        // CPU: long mode, identity map of all RAM, boot GDT, RSI = boot_params
+        // CPU: long mode, identity map of the RAM below 4 GiB (what the boot protocol asks: the
+        // kernel, boot_params, the command line and the initrd all lie there), boot GDT, RSI =
+        // boot_params. The tables take a page per GiB from BOOT_PML4 up; mapping all of a larger
+        // RAM ran them over the command line at CMDLINE (from 21 GiB on: the kernel then booted
+        // without console=ttyS0, an empty console).
         int gdtLimit = X86LongMode.writeGdt(mem, X86Layout.BOOT_GDT);
-        X86LongMode.identityMap(mem, X86Layout.BOOT_PML4, Math.max(ramBytes, 1L << 30));
+        long tablesEnd = X86LongMode.identityMap(mem, X86Layout.BOOT_PML4, Math.min(Math.max(ramBytes, 1L << 30), IDENTITY_MAP_LIMIT));
+        if (tablesEnd > X86Layout.CMDLINE) throw new IllegalStateException("boot page tables overrun the command line");
         var uc = m.engine();
         X86LongMode.enter(uc, X86Layout.BOOT_GDT, gdtLimit, X86Layout.BOOT_PML4);
         uc.flushTlb();

@@ -17,8 +17,9 @@ import java.util.concurrent.TimeUnit;
  * {@code fetch-busybox.sh} into {@code <cache>/guest/<arch>/} with the default initramfs built
  * from it in Java — one initramfs for every kernel of the architecture.
  *
- * <p>The cache is {@code -Dkpemu.cache}, else {@code $KPEMU_CACHE}, else {@code <repo>/.cache};
- * the scripts get the same directory through {@code KPEMU_CACHE}.
+ * <p>The cache is {@link NativeLibraries#cacheDirectory()} ({@code -Dkpemu.cache}, {@code $KPEMU_CACHE},
+ * a checkout's {@code .cache}, else the user's cache); the scripts get the same directory through
+ * {@code KPEMU_CACHE}.
  */
 public final class GuestImages {
     /** Kernel, initramfs and the version file's fields, for one architecture. */
@@ -34,16 +35,25 @@ public final class GuestImages {
         this.cache = cacheRoot;
     }
 
-    /** Uses the repository found by {@link NativeLibraries#repositoryRoot()} and the default cache. */
+    /**
+     * Uses the repository found by {@link NativeLibraries#repositoryRoot()} and the cache
+     * {@link NativeLibraries#cacheDirectory()}; without a checkout, the fetch scripts the jar
+     * carries ({@link GuestScripts}), unpacked into that cache.
+     */
     public static GuestImages forRepository() throws KernelImageException {
         Path root = NativeLibraries.repositoryRoot();
+        Path cache = NativeLibraries.cacheDirectory(root).toAbsolutePath();
         if (root == null || !Files.isRegularFile(root.resolve("guest-images/fetch-kernel.sh"))) {
-            throw new KernelImageException("kpemu repository not found (guest-images/fetch-kernel.sh); set -Dkpemu.root");
+            if (!GuestScripts.bundled()) {
+                throw new KernelImageException("kpemu repository not found (guest-images/fetch-kernel.sh); set -Dkpemu.root");
+            }
+            try {
+                root = GuestScripts.unpack(cache);
+            } catch (NativeLibraries.NativeLibraryException e) {
+                throw new KernelImageException(e.getMessage());
+            }
         }
-        String c = System.getProperty("kpemu.cache");
-        if (c == null || c.isBlank()) c = System.getenv("KPEMU_CACHE");
-        Path cache = c != null && !c.isBlank() ? Path.of(c) : root.resolve(".cache");
-        return new GuestImages(root, cache.toAbsolutePath());
+        return new GuestImages(root, cache);
     }
 
     public Path cacheRoot() { return cache; }

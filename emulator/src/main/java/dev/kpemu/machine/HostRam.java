@@ -47,7 +47,7 @@ final class HostRam implements AutoCloseable {
         } catch (Throwable t) {
             throw new IllegalStateException("mmap of " + size + " bytes: " + t, t);
         }
-        if (at.address() == -1L || at.address() == 0) throw new OutOfMemoryError("mmap of " + size + " bytes for guest RAM failed");
+        if (at.address() == -1L || at.address() == 0) throw new IllegalStateException("cannot reserve " + (size >> 20) + " MiB of host memory for guest RAM (mmap failed)");
         return new HostRam(at.reinterpret(size));
     }
 
