@@ -71,6 +71,12 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     public Regs regs() { return regs; }
 
+    /**
+     * From a pre handler at a function's entry: the function returns {@code retval} to its caller
+     * without running its body, as Linux's fail_function does; the handler then returns 1.
+     */
+    public void overrideFunctionWithReturn(Regs r, long retval) { arch.overrideFunctionWithReturn(r, retval); }
+
     public Blacklist blacklist() { return registration.blacklist(); }
 
     /**
