@@ -65,6 +65,9 @@ public interface ArchKprobes extends ProbeDecoder {
      */
     void overrideFunctionWithReturn(Regs regs, long retval);
 
+    /** At a function's entry: where it will return (x86 {@code [sp]}, arm64 {@code lr}). */
+    long returnAddressAtEntry(Regs regs);
+
     /** The frame key saved at entry (x86 the return address's stack slot, arm64 the caller's x29). */
     long entryFrame(Regs regs);
 

@@ -77,6 +77,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
      */
     public void overrideFunctionWithReturn(Regs r, long retval) { arch.overrideFunctionWithReturn(r, retval); }
 
+    /** From a pre handler at a function's entry: where the function will return to. */
+    public long returnAddressAtEntry(Regs r) { return arch.returnAddressAtEntry(r); }
+
     public Blacklist blacklist() { return registration.blacklist(); }
 
     /**

@@ -158,6 +158,9 @@ public final class Arm64Kprobes implements ArchKprobes {
     }
 
     @Override
+    public long returnAddressAtEntry(Regs r) { return regs.xzr(30); }
+
+    @Override
     public long swapReturnAddress(Regs r, long trampoline) {
         long old = regs.xzr(30);
         regs.setXzr(30, trampoline);

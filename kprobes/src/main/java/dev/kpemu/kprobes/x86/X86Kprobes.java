@@ -188,6 +188,9 @@ public final class X86Kprobes implements ArchKprobes {
         r.setSp(sp + 8);
     }
 
+    @Override
+    public long returnAddressAtEntry(Regs r) { return r.readLong(r.sp()); }
+
     /** One page walk for both the read and the write of {@code [rsp]}. */
     @Override
     public long swapReturnAddress(Regs r, long trampoline) {
