@@ -1,0 +1,30 @@
+package dev.kpemu.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** kpemu boot --fail (fault injection, #29). */
+class BootFailTest {
+
+    @ParameterizedTest
+    @CsvSource({"x86_64,__x64_sys_openat", "arm64,__arm64_sys_openat"})
+    @Tag("kernel")
+    void catFailsWithNoSuchFile(String arch, String openat) {
+        CliTest.Run r = CliTest.run("boot", "--arch", arch, "--fail", openat + "=-ENOENT,comm=cat,times=1,verbose=1", "--", "cat", "/proc/version");
+        assertEquals(ExitCodes.ERROR, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("cat: can't open '/proc/version': No such file or directory"), r.err());
+        assertTrue(r.err().contains("FAULT_INJECTION: forcing a failure.\nname fail_function, interval 1, probability 100, space 0, times 1\n"), r.err());
+    }
+
+    @Test
+    void aBadSpecIsAOneLineUsageError() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--fail", "__x64_sys_openat=-ENOPE", "--", "true");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: --fail '__x64_sys_openat=-ENOPE': return value '-ENOPE' is neither a number nor an errno name like -ENOMEM\n", r.err());
+    }
+}
