@@ -105,6 +105,7 @@ class SourceKernelFailFunctionTest {
         List<String> output = new ArrayList<>(), kmsg = new ArrayList<>();
         List<String> into = null;
         for (String raw : lines) {
+            if (raw.startsWith("#")) continue;   // the recording's header (which quotes the /init)
             String l = raw.replace("\r", "");
             int at = l.indexOf("KPEMU-FAIL-");
             String m = at >= 0 ? l.substring(at) : l;
