@@ -11,8 +11,11 @@
 #     __ia32_sys_NAME (IA32 emulation) for SYSCALL_DEFINE, __ia32_compat_sys_NAME and
 #     __x64_compat_sys_NAME (x32) for COMPAT_SYSCALL_DEFINE; on arm64 __arm64_sys_NAME and
 #     __arm64_compat_sys_NAME;
-# kept to the functions the kernel has (its kallsyms as `kpemu funcs` decodes it), sorted (LC_ALL=C).
-# The method is checked against a list Linux compiled: SourceKernelTest's
+# kept to the functions the kernel has: the text symbols (t, T) of its own /proc/kallsyms, recorded
+# under QEMU by record-kallsyms.sh, without the weak ones (a system call the configuration leaves
+# out keeps kernel/sys_ni.c's COND_SYSCALL stub of that name, a weak symbol that Linux's list does
+# not hold); sorted (LC_ALL=C).
+# The method is checked against a list Linux compiled: SourceKernelErrorInjectionTest's
 # compiledErrorInjectionListIsTheSourceRule (the source-built 6.12 kernel's own
 # _error_injection_whitelist against this script's --tree mode on the same tree).
 #
@@ -21,12 +24,9 @@
 #       apt-private.sh), writes guest-images/reference/error-injection/ARCH/SERIES.list (or FILE)
 #   guest-images/record-error-injection.sh --tree TREE --symbols FILE [--out FILE] ARCH
 #       the same rules on an unpacked source tree, kept to the names in FILE (one per line, e.g. the
-#       text symbols of a built vmlinux); writes FILE or stdout
-#   exit: 0 written, 1 error (network, source, kpemu), 2 usage
+#       non-weak functions of a built vmlinux); writes FILE or stdout
+#   exit: 0 written, 1 error (network, source, kpemu, QEMU), 2 usage
 #
-# Limitation: a system call the kernel's configuration leaves out still has an entry of that name
-# in kallsyms (kernel/sys_ni.c's COND_SYSCALL: a weak stub returning -ENOSYS), which the source
-# rule cannot tell from the real one; such a name is listed (Linux would not list the stub).
 set -euo pipefail
 { # read whole before it runs (an edit of this file must not change a running one)
 prog=record-error-injection
@@ -157,8 +157,14 @@ rm -rf "$work/apt"
 mkdir -p "$work/src/arch/$karch"
 derive "$work/src" > "$work/derived"
 
-kpemu_cli funcs --kernel "$spec" --arch "$arch" 2>"$work/funcs.err" | cut -f1 > "$work/funcs" \
-  || { cat "$work/funcs.err" >&2; die "kpemu funcs failed on $spec ($arch)"; }
+# The kernel's functions: Linux's own /proc/kallsyms under QEMU (record-kallsyms.sh), the text
+# symbols (t, T) without the weak ones (W: kernel/sys_ni.c's COND_SYSCALL stubs of the system calls
+# the configuration leaves out, which the source rule cannot tell from the real entries).
+image=$(kpemu_cli images --kernel "$spec" --arch "$arch" --print kernel </dev/null) || die "kpemu cannot fetch $spec ($arch)"
+"$here/record-kallsyms.sh" --out "$work/kallsyms.summary" "$arch" "$image" "$work/kallsyms" >"$work/kallsyms.log" 2>&1 \
+  || { tail -n 20 "$work/kallsyms.log" >&2; die "record-kallsyms.sh failed on $spec ($arch)"; }
+awk 'NF == 3 && ($2 == "t" || $2 == "T") {print $3}' "$work/kallsyms" > "$work/funcs"
+weak=$(awk 'NF == 3 && ($2 == "w" || $2 == "W")' "$work/kallsyms" | wc -l)
 keep "$work/funcs" > "$work/list"
 [ -s "$work/list" ] || die "no error-injectable function found in $spec ($arch)"
 mkdir -p "$(dirname "$out")"
@@ -167,7 +173,8 @@ mkdir -p "$(dirname "$out")"
   echo "# _error_injection_whitelist would hold them (Debian builds without CONFIG_FUNCTION_ERROR_INJECTION):"
   echo "# derived from Debian's $pkg $version (ALLOW_ERROR_INJECTION marks; SYSCALL_DEFINE /"
   echo "# COMPAT_SYSCALL_DEFINE entries through arch/$karch/include/asm/syscall_wrapper.h), kept to the"
-  echo "# $(wc -l < "$work/funcs") functions of its kallsyms (kpemu funcs --kernel $spec --arch $arch)."
+  echo "# $(wc -l < "$work/funcs") text symbols (t, T) of its /proc/kallsyms under QEMU (record-kallsyms.sh;"
+  echo "# its $weak weak symbols left out, among them sys_ni.c's stubs of the system calls the configuration leaves out)."
   echo "# Recorded by: guest-images/record-error-injection.sh $arch $spec"
   echo "# FUNCTION ETYPE ($(wc -l < "$work/list") functions; ETYPE: Linux's EI_ETYPE_* without the prefix)"
   cat "$work/list"
