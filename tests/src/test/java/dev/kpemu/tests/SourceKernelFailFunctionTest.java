@@ -62,29 +62,15 @@ class SourceKernelFailFunctionTest {
     @ParameterizedTest(name = "{1} on {0}")
     @MethodSource("archCases")
     void failEqualsLinuxFailFunction(Arch arch, String name) throws Exception {
-        Case c = cases().stream().filter(k -> k.name().equals(name)).findFirst().orElseThrow();
+        Case c = caseNamed(name);
         SourceKernelTest.Built k = SourceKernelTest.built(arch);
-        Path dir = SourceKernelTest.WORK.resolve("fail-function/" + arch.linuxName());
-        Files.createDirectories(dir);
-        Path ref = dir.resolve(name + ".txt");
-        Files.deleteIfExists(ref);
-        Path log = dir.resolve("record-" + name + ".log");
-        SourceKernelTest.Run rec = SourceKernelTest.run(List.of("bash",
-                SourceKernelTest.ROOT.resolve("guest-images/record-fail-function.sh").toString(),
-                "--kernel", k.image().toString(), "--out-dir", dir.toString(), "--initramfs-dir", dir.toString(),
-                arch.linuxName(), name), log, Map.of(), 1800);
-        assertEquals(0, rec.exit(), () -> "record-fail-function.sh failed:\n" + SourceKernelTest.tail(log));
-        List<String> recorded = Files.readAllLines(ref, StandardCharsets.ISO_8859_1);
-        assertTrue(recorded.stream().anyMatch(l -> l.startsWith("# kernel: " + k.release() + " ")), "Linux's answer was recorded on the built kernel");
-        Answer linux = answer(recorded);
+        Answer linux = recordLinux(arch, c, k);
         String func = c.function(arch);
-        long linuxInjections = linux.kernelMessages().stream().filter(l -> l.equals("FAULT_INJECTION: forcing a failure.")).count();
-        assertEquals(1, linuxInjections, "Linux failed the call once (times=1): " + linux);
-
+        long linuxInjections = injections(linux);
+        Path dir = dir(arch);
         Path console = dir.resolve(name + ".kpemu.console");
-        String console0 = arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0";
         KpemuInProcess.Run r = KpemuInProcess.kpemu("boot", "--arch", arch.linuxName(), "--kernel", k.image().toString(),
-                "--initrd", dir.resolve(name + ".cpio").toString(), "--append", console0 + " nokaslr panic=-1 quiet",
+                "--initrd", dir.resolve(name + ".cpio").toString(), "--append", append(arch, ""),
                 "--console", console.toString(), "--timeout", "120",
                 "--fail", func + "=" + c.retval() + ",times=1,comm=" + c.comm());
         assertEquals(0, r.code(), () -> "kpemu boot --fail: " + r.err());
@@ -97,6 +83,68 @@ class SourceKernelFailFunctionTest {
         long reported = (r.out() + "\n" + r.err()).lines().filter(l -> l.contains(func) && l.toLowerCase().matches(".*(inject|fail).*")
                 && !l.contains("--fail")).count();
         assertEquals(linuxInjections, reported, name + ": kpemu reports each injection of " + func + " (as verbose=1):\n" + r.out() + r.err());
+    }
+
+    /**
+     * The machine under the comparison: Linux's own fail_function (the case's /init sets it up when
+     * the command line says {@code kpemu_fail=linux}: the guest's kprobe at the function's entry and
+     * its override of the return) runs in kpemu as under QEMU, to the same status, output and
+     * kernel messages, fail_function's report included.
+     */
+    @ParameterizedTest(name = "{1} on {0}")
+    @MethodSource("archCases")
+    void linuxFailFunctionAnswersAlikeInKpemu(Arch arch, String name) throws Exception {
+        Case c = caseNamed(name);
+        SourceKernelTest.Built k = SourceKernelTest.built(arch);
+        Answer linux = recordLinux(arch, c, k);
+        Path dir = dir(arch);
+        Path console = dir.resolve(name + ".kpemu-linux.console");
+        KpemuInProcess.Run r = KpemuInProcess.kpemu("boot", "--arch", arch.linuxName(), "--kernel", k.image().toString(),
+                "--initrd", dir.resolve(name + ".cpio").toString(), "--append", append(arch, " kpemu_fail=linux"),
+                "--console", console.toString(), "--timeout", "120");
+        assertEquals(0, r.code(), () -> "kpemu boot: " + r.err());
+        Answer kpemu = answer(Files.readAllLines(console, StandardCharsets.ISO_8859_1));
+        assertEquals(1, injections(kpemu), name + ": Linux failed the call once in kpemu too: " + kpemu);
+        assertEquals(linux.status(), kpemu.status(), name + ": the command's exit status");
+        assertEquals(linux.output(), kpemu.output(), name + ": the command's output");
+        assertEquals(withoutAsynchronous(linux.kernelMessages()), withoutAsynchronous(kpemu.kernelMessages()), name + ": the kernel's messages");
+    }
+
+    static Case caseNamed(String name) throws IOException {
+        return cases().stream().filter(k -> k.name().equals(name)).findFirst().orElseThrow();
+    }
+
+    static Path dir(Arch arch) {
+        return SourceKernelTest.WORK.resolve("fail-function/" + arch.linuxName());
+    }
+
+    /** The reference boots' command line (record-fail-function.sh's, without QEMU's timing options) plus {@code extra}. */
+    static String append(Arch arch, String extra) {
+        return (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 quiet" + extra;
+    }
+
+    /** Linux's answer to the case under QEMU, recorded now on the built kernel; the case's initramfs kept beside it. */
+    static Answer recordLinux(Arch arch, Case c, SourceKernelTest.Built k) throws Exception {
+        Path dir = dir(arch);
+        Files.createDirectories(dir);
+        Path ref = dir.resolve(c.name() + ".txt");
+        Files.deleteIfExists(ref);
+        Path log = dir.resolve("record-" + c.name() + ".log");
+        SourceKernelTest.Run rec = SourceKernelTest.run(List.of("bash",
+                SourceKernelTest.ROOT.resolve("guest-images/record-fail-function.sh").toString(),
+                "--kernel", k.image().toString(), "--out-dir", dir.toString(), "--initramfs-dir", dir.toString(),
+                arch.linuxName(), c.name()), log, Map.of(), 1800);
+        assertEquals(0, rec.exit(), () -> "record-fail-function.sh failed:\n" + SourceKernelTest.tail(log));
+        List<String> recorded = Files.readAllLines(ref, StandardCharsets.ISO_8859_1);
+        assertTrue(recorded.stream().anyMatch(l -> l.startsWith("# kernel: " + k.release() + " ")), "Linux's answer was recorded on the built kernel");
+        Answer linux = answer(recorded);
+        assertEquals(1, injections(linux), "Linux failed the call once (times=1): " + linux);
+        return linux;
+    }
+
+    /** fail_function's reports (verbose=1) among a case's kernel messages. */
+    static long injections(Answer a) {
+        return a.kernelMessages().stream().filter(l -> l.equals("FAULT_INJECTION: forcing a failure.")).count();
     }
 
     /** The markers' content of a case's console (the recording's or kpemu's). */
@@ -121,16 +169,23 @@ class SourceKernelFailFunctionTest {
 
     /**
      * The kernel's messages without fail_function's report (kpemu injects from outside: the guest
-     * prints none) and without the x86 PS/2 mouse's probe line, which Linux prints asynchronously
-     * whenever its i8042 probe ends, before, during or after the command.
+     * prints none), and without what {@link #withoutAsynchronous} leaves out.
      */
     static List<String> withoutInjectionReport(List<String> kmsg) {
         List<String> out = new ArrayList<>();
-        for (String l : kmsg) {
+        for (String l : withoutAsynchronous(kmsg)) {
             if (l.equals("FAULT_INJECTION: forcing a failure.") || l.startsWith("name fail_function, ")) continue;
-            if (l.startsWith("input: ") && l.contains("i8042")) continue;
             out.add(l);
         }
         return out;
+    }
+
+    /**
+     * The kernel's messages without x86's PS/2 mouse probe line, which Linux prints asynchronously
+     * whenever its i8042 probe ends (under QEMU before, during or after the command; kpemu's board
+     * has no such mouse).
+     */
+    static List<String> withoutAsynchronous(List<String> kmsg) {
+        return kmsg.stream().filter(l -> !(l.startsWith("input: ") && l.contains("i8042"))).toList();
     }
 }
