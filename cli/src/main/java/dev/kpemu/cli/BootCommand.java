@@ -280,6 +280,18 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
+        if (!failSpecs.isEmpty() && !allowUnsafe) {
+            String refused;
+            try {
+                refused = ErrorInjectionCheck.refusal(choice, a, failSpecs);
+            } catch (IOException e) {
+                refused = "--fail: cannot read the error-injection list: " + e.getMessage();
+            }
+            if (refused != null) {
+                err.println("kpemu: " + refused);
+                return ExitCodes.USAGE;
+            }
+        }
         TracedBoot traced = defs.isEmpty() && failSpecs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
         if (traced != null && !failSpecs.isEmpty()) traced.fails(failSpecs, i -> {
             err.print(i.dump());

@@ -22,6 +22,13 @@ class BootFailTest {
     }
 
     @Test
+    void aFunctionOffTheListIsRefusedInOneLineUnlessAllowUnsafe() {
+        CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--kernel", "debian:bookworm@6.1.0-56", "--fail", "vfs_read=-5", "--", "true");
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
+        assertEquals("kpemu: --fail: vfs_read is not on the kernel's error-injection list; --allow-unsafe fails it anyway\n", r.err());
+    }
+
+    @Test
     void aBadSpecIsAOneLineUsageError() {
         CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--fail", "__x64_sys_openat=-ENOPE", "--", "true");
         assertEquals(ExitCodes.USAGE, r.code(), r.err());
