@@ -294,6 +294,7 @@ final class BootCommand implements Callable<Integer> {
         }
         TracedBoot traced = defs.isEmpty() && failSpecs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
         if (traced != null && !failSpecs.isEmpty()) traced.fails(failSpecs, i -> {
+            err.println("kpemu: fail_function: " + i.function() + " retval=" + i.retval() + " comm=" + i.comm() + " pid=" + i.pid());
             err.print(i.dump());
             err.flush();
         });

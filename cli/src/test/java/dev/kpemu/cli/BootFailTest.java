@@ -18,6 +18,7 @@ class BootFailTest {
         CliTest.Run r = CliTest.run("boot", "--arch", arch, "--fail", openat + "=-ENOENT,comm=cat,times=1,verbose=1", "--", "cat", "/proc/version");
         assertEquals(ExitCodes.ERROR, r.code(), r.out() + r.err());
         assertTrue(r.err().contains("cat: can't open '/proc/version': No such file or directory"), r.err());
+        assertEquals(1, r.err().lines().filter(l -> l.matches("kpemu: fail_function: " + openat + " retval=-2 comm=cat pid=\\d+")).count(), r.err());
         assertTrue(r.err().contains("FAULT_INJECTION: forcing a failure.\nname fail_function, interval 1, probability 100, space 0, times 1\n"), r.err());
     }
 
