@@ -30,6 +30,13 @@ class BootFailTest {
     }
 
     @Test
+    void funcsListsTheErrorInjectableFunctions() {
+        CliTest.Run r = CliTest.run("funcs", "--arch", "x86_64", "--kernel", "debian:bookworm@6.1.0-56", "--error-injectable", "__x64_sys_open*");
+        assertEquals(ExitCodes.OK, r.code(), r.err());
+        assertEquals("__x64_sys_open ERRNO\n__x64_sys_open_by_handle_at ERRNO\n__x64_sys_open_tree ERRNO\n__x64_sys_openat ERRNO\n__x64_sys_openat2 ERRNO\n", r.out());
+    }
+
+    @Test
     void aBadSpecIsAOneLineUsageError() {
         CliTest.Run r = CliTest.run("boot", "--arch", "x86_64", "--fail", "__x64_sys_openat=-ENOPE", "--", "true");
         assertEquals(ExitCodes.USAGE, r.code(), r.err());
