@@ -3,7 +3,7 @@
 # linux-source-* package (default: the newest one of the machine's Debian suite, fetched with
 # private apt directories like fetch-kernel.sh) or a given source tarball or tree. The config
 # starts from `make tinyconfig` and enables what kpemu's machines and probes need (console,
-# initrd, kallsyms, kprobes, ftrace, BTF, power-off). Cross-compiles arm64 with Debian's
+# initrd, kallsyms, kprobes, ftrace, BTF, power-off, fail_function fault injection). Cross-compiles arm64 with Debian's
 # gcc-aarch64-linux-gnu. Installs missing build tools with apt-get (as root). Reproducible
 # (fixed KBUILD_BUILD_TIMESTAMP/USER/HOST). Runs at the caller's priority with one job per core
 # (`nice build-kernel.sh ARCH` to be kind to the machine: CI must not be, since under `nice -n 19`
@@ -15,7 +15,8 @@
 #                (default: Debian's newest linux-source-* of the machine's suite)
 #     --refresh  re-resolve Debian's linux-source package (default: the one fetched before)
 #   cache: ${KPEMU_CACHE:-<repo>/.cache}/kernels-src/
-#            <arch>-<version>-<confighash>/{bzImage|Image,vmlinux,config,build-info}   the result (reused)
+#            <arch>-<version>-<confighash>/{bzImage|Image,vmlinux,config,build-info}   the result (reused;
+#              build-info: arch, version, release, source, tree (the unpacked source), compiler, ...)
 #            debian/<suite>/{linux-source-*.tar.*,package}                             the fetched source
 #            src/<id>/                                                                  unpacked sources
 #          <confighash> covers the config requests below, the source's identity and the compiler.
@@ -80,6 +81,10 @@ RELOCATABLE y
 RANDOMIZE_BASE n
 MODULES y
 MODULE_SIG n
+FUNCTION_ERROR_INJECTION y
+FAULT_INJECTION y
+FAULT_INJECTION_DEBUG_FS y
+FAIL_FUNCTION y
 '
 x86_config='
 SMP n
@@ -293,6 +298,7 @@ release=$(cat "$build/include/config/kernel.release" 2>/dev/null || echo "$versi
   echo "version=$version"
   echo "release=$release"
   echo "source=$source_id"
+  echo "tree=$tree"
   echo "compiler=$cc_version"
   echo "build-seconds=$((t1 - t0))"
   echo "image-sha256=$(sha256sum < "$out.tmp/$image_name" | cut -d' ' -f1)"

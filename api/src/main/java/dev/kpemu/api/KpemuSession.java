@@ -301,6 +301,7 @@ public final class KpemuSession implements AutoCloseable {
             probes.clear();
         }
         for (Probe p : waiting) registerNow(p);
+        armFailures(guest, kprobes, fetch);
         Ready view = new Ready() {
             @Override public Kprobes kprobes() { return kprobes; }
             @Override public EventEngine events() { return traced.events(); }
@@ -312,6 +313,30 @@ public final class KpemuSession implements AutoCloseable {
     }
 
     private void registerNow(Probe probe) { engineProbes.register(probe); }
+
+    private void armFailures(LinuxGuest guest, Kprobes kprobes, MachineFetchContext fetch) {
+        if (b.fails.isEmpty()) return;
+        var symbols = dev.kpemu.kprobes.SymbolResolver.of(guest.symbols());
+        var task = new dev.kpemu.kprobes.fail.FunctionFailure.TaskView() {
+            @Override public String comm(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()); }
+            @Override public int pid(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return fetch.pid(); }
+        };
+        for (var spec : b.fails) {
+            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, symbols, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, i -> {
+                injections.add(i);
+                try {
+                    b.console.write(i.dump().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+        }
+    }
+
+    private final List<dev.kpemu.kprobes.fail.FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** The injections of the {@link Builder#fail} specs so far, in order. */
+    public List<dev.kpemu.kprobes.fail.FunctionFailure.Injection> injections() { return List.copyOf(injections); }
 
     /** Nothing stays open after {@link #run()}; closing a session that never ran just forgets it. */
     @Override public void close() {}
@@ -342,6 +367,7 @@ public final class KpemuSession implements AutoCloseable {
         private Boolean optimize;
         private boolean armAtInit;
         private Consumer<String> kernelMessages = m -> { };
+        private final List<dev.kpemu.kprobes.fail.FailSpec> fails = new ArrayList<>();
         private Path snapshot;
         private Consumer<String> snapshotNotices = m -> { };
         private long snapshotAtNanos = -1;
@@ -488,6 +514,13 @@ public final class KpemuSession implements AutoCloseable {
         public Builder snapshotNotices(Consumer<String> sink) { this.snapshotNotices = Objects.requireNonNull(sink); return this; }
 
         /** Where the kernel's messages about definitions go (default: dropped). */
+        /**
+         * Makes a function fail as {@code kpemu boot --fail} does (docs/fault-injection.md); repeatable.
+         * The injections are in {@link KpemuSession#injections()}; Linux's fail_dump text goes to the console.
+         * Not checked against the kernel's error-injection list (the command checks it).
+         */
+        public Builder fail(Fail fail) { this.fails.add(fail.spec()); return this; }
+
         public Builder kernelMessages(Consumer<String> sink) { this.kernelMessages = Objects.requireNonNull(sink); return this; }
 
         public KpemuSession build() { return new KpemuSession(this); }

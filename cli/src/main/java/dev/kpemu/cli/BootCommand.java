@@ -108,6 +108,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = {"-e", "--event"}, paramLabel = "DEF", description = "a kprobe_events definition (repeatable), e.g. 'p:myopen do_sys_openat2 dfd=%%di'")
     List<String> events = new ArrayList<>();
 
+    @Option(names = "--fail", paramLabel = "SPEC",
+            description = "make a function fail (repeatable): 'FUNC=RETVAL[,nth=N][,times=N][,interval=N][,probability=P][,space=N][,comm=NAME][,pid=N][,caller=SYM][,verbose=0|1|2]' (docs/fault-injection.md)")
+    List<String> fail = new ArrayList<>();
+
     @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")
     Path eventsFile;
 
@@ -267,7 +271,33 @@ final class BootCommand implements Callable<Integer> {
         PrintWriter tables = json && traceFile == null ? err : out;
         PrintStream messages = WriterOutputStream.printStream(err);
         // trace lines are formatted and written off the emulating thread (TraceLineWriter)
-        TracedBoot traced = defs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
+        List<dev.kpemu.kprobes.fail.FailSpec> failSpecs = new ArrayList<>();
+        for (String f : fail) {
+            try {
+                failSpecs.add(dev.kpemu.kprobes.fail.FailSpec.parse(f));
+            } catch (IllegalArgumentException e) {
+                err.println("kpemu: " + e.getMessage());
+                return ExitCodes.USAGE;
+            }
+        }
+        if (!failSpecs.isEmpty() && !allowUnsafe) {
+            String refused;
+            try {
+                refused = ErrorInjectionCheck.refusal(choice, a, failSpecs);
+            } catch (IOException e) {
+                refused = "--fail: cannot read the error-injection list: " + e.getMessage();
+            }
+            if (refused != null) {
+                err.println("kpemu: " + refused);
+                return ExitCodes.USAGE;
+            }
+        }
+        TracedBoot traced = defs.isEmpty() && failSpecs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
+        if (traced != null && !failSpecs.isEmpty()) traced.fails(failSpecs, i -> {
+            err.println("kpemu: fail_function: " + i.function() + " retval=" + i.retval() + " comm=" + i.comm() + " pid=" + i.pid());
+            err.print(i.dump());
+            err.flush();
+        });
         TraceLineWriter textTrace = traced == null || trace == null ? null : TraceLineWriter.start(trace);
         if (textTrace != null) traced.addSink(textTrace);
         if (traced != null && jsonTrace != null) traced.addSink(jsonTrace);

@@ -39,14 +39,36 @@ final class FuncsCommand implements Callable<Integer> {
     @Option(names = "--probeable", description = "list only the functions Linux takes a kprobe on")
     boolean probeableOnly;
 
+    @Option(names = "--error-injectable", description = "list the functions --fail may fail, as 'FUNCTION ETYPE' (the kernel's error-injection list)")
+    boolean errorInjectable;
+
     @Parameters(arity = "0..1", paramLabel = "GLOB", description = "a shell glob over function names (*, ?, [...]), or a name")
     String glob = "*";
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+    private int printErrorInjectable(Arch a, KernelChoice choice) throws java.io.IOException {
+        java.util.regex.Pattern p;
+        try {
+            p = ProbeGlob.pattern(glob);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "bad glob '" + glob + "': " + e.getMessage());
+        }
+        var list = ErrorInjectionCheck.listFor(choice, a);
+        if (list.isEmpty()) {
+            spec.commandLine().getErr().println("kpemu: no error-injection list is known for this kernel (recorded for Debian's 6.1, 6.12 and 7.2 series)");
+            return ExitCodes.USAGE;
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        list.get().all().forEach((f, t) -> { if (p.matcher(f).matches()) out.println(f + " " + t); });
+        out.flush();
+        return ExitCodes.OK;
+    }
+
     @Override public Integer call() throws KernelImageException, java.io.IOException {
         Arch a = ArchOption.one(spec, arch);
         KernelChoice choice = KernelOption.parse(spec, kernel);
+        if (errorInjectable) return printErrorInjectable(a, choice);
         // x86: the vmlinux the cache keeps next to a Debian bzImage reads without decompressing
         Path k = choice instanceof KernelChoice.Debian d && a == Arch.X86_64
                 ? GuestImages.forRepository().vmlinux(a, d) : KernelOption.file(choice, a);

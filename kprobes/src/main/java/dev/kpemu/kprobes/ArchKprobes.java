@@ -57,6 +57,17 @@ public interface ArchKprobes extends ProbeDecoder {
      */
     long swapReturnAddress(Regs regs, long trampoline);
 
+    /**
+     * At a function's entry, makes it return {@code retval} to its caller without running its
+     * body ({@code override_function_with_return}, arch/*{@code /lib/error-inject.c}): x86 sets
+     * rax and pops the return address into rip (sp += 8); arm64 sets x0 and pc = lr. The pre
+     * handler that calls it returns non-zero so the probed instruction is not stepped.
+     */
+    void overrideFunctionWithReturn(Regs regs, long retval);
+
+    /** At a function's entry: where it will return (x86 {@code [sp]}, arm64 {@code lr}). */
+    long returnAddressAtEntry(Regs regs);
+
     /** The frame key saved at entry (x86 the return address's stack slot, arm64 the caller's x29). */
     long entryFrame(Regs regs);
 

@@ -71,6 +71,15 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     public Regs regs() { return regs; }
 
+    /**
+     * From a pre handler at a function's entry: the function returns {@code retval} to its caller
+     * without running its body, as Linux's fail_function does; the handler then returns 1.
+     */
+    public void overrideFunctionWithReturn(Regs r, long retval) { arch.overrideFunctionWithReturn(r, retval); }
+
+    /** From a pre handler at a function's entry: where the function will return to. */
+    public long returnAddressAtEntry(Regs r) { return arch.returnAddressAtEntry(r); }
+
     public Blacklist blacklist() { return registration.blacklist(); }
 
     /**

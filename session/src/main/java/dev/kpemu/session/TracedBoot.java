@@ -19,6 +19,8 @@ import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
+import dev.kpemu.kprobes.events.MachineFetchContext;
+import dev.kpemu.kprobes.events.TaskLayout;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeParser;
@@ -127,6 +129,8 @@ public final class TracedBoot implements BootHooks {
     private Dialect forcedDialect;
     private boolean allowUnsafe;
     private Consumer<String> kernelMessages = System.err::println;
+    private List<dev.kpemu.kprobes.fail.FailSpec> fails = List.of();
+    private Consumer<dev.kpemu.kprobes.fail.FunctionFailure.Injection> onInjection = i -> { };
     private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
     private volatile Machine machine;
     private String release, cmdline;
@@ -206,6 +210,13 @@ public final class TracedBoot implements BootHooks {
     public String armedAt() { return armAtName; }
 
     /** Where the kernel's own messages about probe definitions go (default: standard error). */
+    /** Functions made to fail (fault injection, kprobes.fail), armed after the definitions; {@code onInjection} at each failure. */
+    public TracedBoot fails(List<dev.kpemu.kprobes.fail.FailSpec> specs, Consumer<dev.kpemu.kprobes.fail.FunctionFailure.Injection> onInjection) {
+        this.fails = List.copyOf(specs);
+        this.onInjection = java.util.Objects.requireNonNull(onInjection);
+        return this;
+    }
+
     public TracedBoot kernelMessages(Consumer<String> sink) {
         this.kernelMessages = sink;
         return this;
@@ -471,6 +482,7 @@ public final class TracedBoot implements BootHooks {
             registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
         dev.kpemu.boot.PhaseLog.mark("probes registered");
+        if (!fails.isEmpty()) armFailures(guest, m, resolver);
         try {
             setup.apply(events);
         } catch (EventSetup.Rejected e) {
@@ -478,6 +490,22 @@ public final class TracedBoot implements BootHooks {
         }
         watchReturnToUser(m);
         return true;
+    }
+
+    private void armFailures(LinuxGuest guest, Machine m, SymbolResolver resolver) {
+        TaskLayout layout;
+        try {
+            layout = TaskLayout.of(structs(guest));
+        } catch (KernelImageException | RuntimeException e) {
+            layout = null;    // no BTF: comm empty and pid 0, as the events without it
+        }
+        MachineFetchContext fetch = new MachineFetchContext(m, kprobes.regs(), KernelSymbols.permissive(), layout);
+        var task = new dev.kpemu.kprobes.fail.FunctionFailure.TaskView() {
+            @Override public String comm(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()); }
+            @Override public int pid(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return fetch.pid(); }
+        };
+        for (var spec : fails)
+            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, resolver, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, onInjection);
     }
 
     /**

@@ -152,6 +152,15 @@ public final class Arm64Kprobes implements ArchKprobes {
     // ------------------------------------------------------------------ kretprobes and unwinding
 
     @Override
+    public void overrideFunctionWithReturn(Regs r, long retval) {
+        r.setReturnValue(retval);
+        r.setIp(regs.xzr(30));
+    }
+
+    @Override
+    public long returnAddressAtEntry(Regs r) { return regs.xzr(30); }
+
+    @Override
     public long swapReturnAddress(Regs r, long trampoline) {
         long old = regs.xzr(30);
         regs.setXzr(30, trampoline);

@@ -180,6 +180,17 @@ public final class X86Kprobes implements ArchKprobes {
 
     // ------------------------------------------------------------------ kretprobes and unwinding
 
+    @Override
+    public void overrideFunctionWithReturn(Regs r, long retval) {
+        long sp = r.sp();
+        r.setReturnValue(retval);
+        r.setIp(r.readLong(sp));
+        r.setSp(sp + 8);
+    }
+
+    @Override
+    public long returnAddressAtEntry(Regs r) { return r.readLong(r.sp()); }
+
     /** One page walk for both the read and the write of {@code [rsp]}. */
     @Override
     public long swapReturnAddress(Regs r, long trampoline) {

@@ -1,0 +1,105 @@
+package dev.kpemu.kprobes.fail;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+import dev.kpemu.kprobes.Kprobe;
+import dev.kpemu.kprobes.Kprobes;
+import dev.kpemu.kprobes.Regs;
+import dev.kpemu.kprobes.SymbolResolver;
+
+/**
+ * One {@link FailSpec} armed on an engine, as Linux's fail_function arms its kprobe
+ * (kernel/fail_function.c {@code fei_kprobe_handler}): a probe at the function's entry whose
+ * pre handler asks {@link FaultAttr#shouldFail} and, on yes, makes the function return the
+ * spec's value without running its body ({@link Kprobes#overrideFunctionWithReturn}) and
+ * reports the injection. Checking the function against the error-injection list is the
+ * caller's business.
+ */
+public final class FunctionFailure {
+    /** Linux's fail_dump name of fail_function's attribute directory. */
+    public static final String NAME = "fail_function";
+    /** lib/fault-inject.c's MAX_STACK_TRACE_DEPTH. */
+    static final int STACK_DEPTH = 32;
+
+    /** The current task at a hit, as the guest's {@code current} says. */
+    public interface TaskView {
+        String comm(Regs regs);
+
+        int pid(Regs regs);
+    }
+
+    /**
+     * One injection: where, for whom, and Linux's fail_dump text ({@code dump}, empty at
+     * verbose 0); {@code stack} the return addresses, innermost first, from the function's caller.
+     */
+    public record Injection(String function, long retval, String comm, int pid, List<Long> stack, String dump, int verbose) {}
+
+    private final FailSpec spec;
+    private final Kprobe probe;
+    private final List<Injection> injections = new ArrayList<>();
+    private long calls;
+
+    private FunctionFailure(FailSpec spec, Kprobe probe) {
+        this.spec = spec;
+        this.probe = probe;
+    }
+
+    /** Registers the entry probe of {@code spec.function()} on {@code kprobes}; {@code onInjection} runs at each failure. */
+    public static FunctionFailure arm(Kprobes kprobes, SymbolResolver symbols, FailSpec spec, long seed, TaskView task,
+                                      java.util.function.Consumer<Injection> onInjection) {
+        Objects.requireNonNull(onInjection);
+        FaultAttr attr = spec.attr(seed);
+        FunctionFailure[] self = new FunctionFailure[1];
+        Kprobe p = Kprobe.at(spec.function(), 0).pre((kp, regs) -> {
+            self[0].calls++;
+            List<Long> stack = callers(kprobes, regs);
+            String comm = task.comm(regs);
+            int pid = task.pid(regs);
+            FaultAttr.Call call = new FaultAttr.Call() {
+                @Override public String comm() { return comm; }
+                @Override public int pid() { return pid; }
+                @Override public boolean hasCaller(String symbol) {
+                    for (long a : stack) {
+                        if (symbols.lookup(a).map(s -> s.name().equals(symbol)).orElse(false)) return true;
+                    }
+                    return false;
+                }
+            };
+            if (!attr.shouldFail(call)) return 0;
+            String dump = attr.dump(NAME);
+            attr.consumeTime();
+            kprobes.overrideFunctionWithReturn(regs, spec.retval());
+            Injection i = new Injection(spec.function(), spec.retval(), comm, pid, stack, dump, attr.verbose());
+            self[0].injections.add(i);
+            onInjection.accept(i);
+            return 1;
+        });
+        self[0] = new FunctionFailure(spec, p);
+        kprobes.register(p);
+        return self[0];
+    }
+
+    /**
+     * At the entry: the caller's return address (x86 {@code [sp]}, arm64 {@code lr}, which a
+     * frame-pointer walk from the entry does not show yet) and then the frame-pointer chain.
+     */
+    private static List<Long> callers(Kprobes kprobes, Regs regs) {
+        long[] trace = kprobes.stackTrace(regs, STACK_DEPTH);
+        long ret = kprobes.returnAddressAtEntry(regs);
+        List<Long> out = new ArrayList<>();
+        out.add(ret);
+        for (int i = 1; i < trace.length && out.size() < STACK_DEPTH; i++) if (trace[i] != ret) out.add(trace[i]);
+        return out;
+    }
+
+    public FailSpec spec() { return spec; }
+
+    public Kprobe probe() { return probe; }
+
+    /** Entries of the function seen so far (every task). */
+    public long calls() { return calls; }
+
+    public List<Injection> injections() { return List.copyOf(injections); }
+}
