@@ -638,6 +638,24 @@ public final class KernelTextTables {
         return Optional.empty();
     }
 
+    /**
+     * The kernel's own error-injection list, where it was built with CONFIG_FUNCTION_ERROR_INJECTION:
+     * {@code _error_injection_whitelist} between {@code __start_error_injection_whitelist} and
+     * {@code __stop_error_injection_whitelist}, entries {@code {unsigned long addr; int etype;}}
+     * (16 bytes; include/asm-generic/error-injection.h), an arm64 Image's addresses from its
+     * relocations. Function address to Linux's {@code EI_ETYPE_*} number (0 NULL, 1 ERRNO,
+     * 2 ERRNO_NULL, 3 TRUE); empty when the kernel has none.
+     */
+    public static java.util.Map<Long, Integer> errorInjectionWhitelist(Arch arch, SymbolTable syms, byte[] file) {
+        KernelTextTables t = new KernelTextTables(arch, syms, OnDemandFileBytes.inMemory(file, "kernel file"));
+        java.util.Map<Long, Integer> out = new java.util.LinkedHashMap<>();
+        t.table("__start_error_injection_whitelist", "__stop_error_injection_whitelist", 16, (at, b) -> {
+            long fn = t.pointer(at, b, 0);
+            if (fn != 0) out.put(fn, b.getInt(8));
+        });
+        return out;
+    }
+
     /** A section bounded by two symbols, e.g. {@code _sinittext}/{@code _einittext}. */
     public Optional<Range> section(String start, String end) {
         Optional<Symbol> a = syms.byName(start), z = syms.byName(end);
