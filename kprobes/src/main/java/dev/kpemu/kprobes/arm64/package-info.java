@@ -1,0 +1,6 @@
+/**
+ * Module <code>kprobes</code>, package <code>dev.kpemu.kprobes.arm64</code>.
+ *
+ * <p>(Shared with <code>dev.kpemu.kprobes.x86</code>.) the arch back ends, chosen in one place (<code>ArchBackEnds</code>; nothing else in the generic package branches on the arch): <code>X86ProbeDecoder</code>/<code>Arm64ProbeDecoder</code> (IBT entry adjustment, boundaries, refused instructions, decode once into an <code>ArchInsn</code>; x86 reads prefixes and opcode through decoder's <code>X86Opcode</code>), <code>ArchKprobes</code> (arm/disarm, step from a slot or simulate in Java, kretprobe trampolines, <code>Regs</code> views with their ip/sp names, the ip a trap shows and the trap number of a handler's memory fault), <code>ArchSiteRules</code> (kprobes on ftrace sites, exception-table sites), <code>ArchKernelText</code> (<code>X86KernelText</code>, <code>Arm64KernelText</code>: a function entry's landing pad and ftrace site, a jump-label site's jump — the one copy the engine, the optimizer and the events use; <code>X86LandingPad</code>, <code>Arm64LandingPad</code>). Bare-metal tests call guest functions from handlers through the test fixture <code>GuestFunctionCall</code> (kprobes' test-jar), never through the engine
+ */
+package dev.kpemu.kprobes.arm64;

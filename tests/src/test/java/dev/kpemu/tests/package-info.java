@@ -1,0 +1,6 @@
+/**
+ * Module <code>tests</code>, package <code>dev.kpemu.tests</code>.
+ *
+ * <p>integration tests: Debian's kernels booted with probe scripts, traces compared with Linux's own; <code>SourceKernelTest</code> (tag <code>source-kernel</code>, excluded from <code>./kpemu test</code>, run by <code>./kpemu test-source-kernels</code>) does the same for kernels built from source by <code>guest-images/build-kernel.sh</code>, with Linux's answers recorded under QEMU at test time (beside it <code>SourceKernelErrorInjectionTest</code>: the built kernel's compiled <code>_error_injection_whitelist</code> equals <code>record-error-injection.sh --tree</code>; <code>SourceKernelFailFunctionTest</code>: <code>boot --fail</code> against Linux's own fail_function, docs/fault-injection.md); the tests of scale (tag <code>scale</code>: <code>TenThousandProbesTest</code>, <code>LongRunMemoryTest</code>, and cli's <code>BenchBootTest</code>) run by <code>./kpemu test-scale</code>; the several-CPU matrix (tag <code>smp</code>: <code>Arm64SmpBootTest</code>, <code>X86SmpBootTest</code>, <code>SmpRaceTest</code>) by <code>./kpemu test-smp</code>, while <code>./kpemu test</code> keeps <code>SmpReferenceTest</code> (against Linux under QEMU <code>-smp N</code>), <code>SmpSnapshotBootTest</code> and the race example 
+ */
+package dev.kpemu.tests;
