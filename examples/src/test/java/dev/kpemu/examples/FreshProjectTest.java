@@ -149,7 +149,8 @@ class FreshProjectTest {
         return dir;
     }
 
-    private static void link(Path from, Path to, String except) throws IOException {
+    /** Links every entry of {@code from} but {@code except} into {@code to} (a local repository that shares the user's). */
+    static void link(Path from, Path to, String except) throws IOException {
         if (!Files.isDirectory(from)) return;
         try (var entries = Files.list(from)) {
             for (Path e : entries.toList()) {

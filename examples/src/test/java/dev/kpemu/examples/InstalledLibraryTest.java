@@ -89,18 +89,9 @@ class InstalledLibraryTest {
     static Path localRepository(Path dir) throws IOException {
         Path user = Path.of(System.getProperty("user.home"), ".m2", "repository");
         Files.createDirectories(dir.resolve("dev/kpemu"));
-        link(user, dir, "dev");
-        link(user.resolve("dev"), dir.resolve("dev"), "kpemu");
+        FreshProjectTest.link(user, dir, "dev");
+        FreshProjectTest.link(user.resolve("dev"), dir.resolve("dev"), "kpemu");
         return dir;
-    }
-
-    private static void link(Path from, Path to, String except) throws IOException {
-        if (!Files.isDirectory(from)) return;
-        try (var entries = Files.list(from)) {
-            for (Path e : entries.toList()) {
-                if (!e.getFileName().toString().equals(except)) Files.createSymbolicLink(to.resolve(e.getFileName().toString()), e);
-            }
-        }
     }
 
     /** Runs a command with kpemu's own variables removed (but KPEMU_KERNEL) plus {@code env}; its output, asserting exit 0. */
