@@ -15,6 +15,7 @@ import dev.kpemu.kprobes.KretprobeInstance;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.WatchHit;
 
 import java.io.PrintStream;
 import java.util.ArrayDeque;
@@ -115,6 +116,10 @@ public final class EventEngine implements AutoCloseable {
         String function;
         /** A tracepoint probe's hold on its tracepoint, or null. */
         TracepointHook hook;
+        /** A wprobe's watch, or null (none, or a wprobe at address 0: nothing watched). */
+        WatchedRange watch;
+        /** A wprobe's watched address ({@code tw->addr}, its {@code $addr}). */
+        long watchAddress;
 
         Probe(TraceProbe def, CompiledProbe compiled) {
             this.def = def;
@@ -160,6 +165,24 @@ public final class EventEngine implements AutoCloseable {
             long ip = reportedIp != 0 ? reportedIp : k.address();
             emit(this, false, ip, 0, buffer.bytes(), entryPath(this, regs));
             return 0;
+        }
+
+        /**
+         * A wprobe's hit ({@code wprobe_trace_handler}): the record's ip is where the hardware
+         * reports the access (x86-64: the instruction after it, its data breakpoints trap after
+         * the access; arm64: the accessing instruction, its watchpoints report before it), the
+         * fetch arguments read the registers and memory at that point.
+         */
+        void onWatch(WatchHit hit) {
+            nhit++;
+            if (!event.armed) return;
+            ctx.begin(null);
+            ctx.watchAddress(watchAddress);
+            if (!compiled.fetch(ctx, buffer.entryData(null))) {
+                dropped++;
+                return;
+            }
+            emit(this, false, reportedWatchIp(hit.pc()), 0, buffer.bytes(), LatencyPaths.Path.WATCHPOINT);
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
@@ -406,6 +429,10 @@ public final class EventEngine implements AutoCloseable {
     private void create(TraceProbe def) throws ProbeSyntaxException {
         String cmd = def.command();
         Event ev = events.get(def.group() + "/" + def.event());
+        if (ev != null && (def instanceof WprobeDef || ev.probes.getFirst().def instanceof WprobeDef)) {
+            // register_trace_wprobe_event: a wprobe event has one probe
+            throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST).from(WprobeDef.SUBSYSTEM);
+        }
         if (ev != null) {
             // register_trace_kprobe + append_trace_kprobe
             if (ev.isReturn != def.isReturn())
@@ -482,8 +509,58 @@ public final class EventEngine implements AutoCloseable {
         p.hook = null;
     }
 
+    /**
+     * Points wprobe {@code p} at {@code address} (0: watches nothing): the range is translated
+     * through the guest's page tables now, one watch per physically contiguous piece.
+     */
+    private void watch(Probe p, long address) {
+        WprobeDef w = (WprobeDef) p.def;
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
+        p.watchAddress = address;
+        p.registered = true;
+        if (address == 0) return;
+        try {
+            p.watch = WatchedRange.install(machine, address, w.length(), w.reads(), w.writes(), arch == Arch.X86_64,
+                    (hit, va) -> p.onWatch(hit));
+        } catch (IllegalArgumentException e) {
+            p.registered = false;
+            throw new IllegalStateException("kpemu cannot watch " + w.access() + "@0x"       // create(): one line, EOPNOTSUPP
+                    + Long.toHexString(address) + ":" + w.length() + ": " + e.getMessage());
+        }
+    }
+
+    /** Opened at the first x86-64 wprobe hit, to find the instruction after the accessing one. */
+    private dev.kpemu.decoder.Decoder decoder;
+    private final Map<Long, Long> nextInstruction = new java.util.HashMap<>();
+
+    /** The ip a wprobe's record reports for an access by the instruction at {@code pc} ({@link Probe#onWatch}). */
+    private long reportedWatchIp(long pc) {
+        if (arch != Arch.X86_64) return pc;
+        Long next = nextInstruction.get(pc);
+        if (next != null) return next;
+        if (decoder == null) decoder = dev.kpemu.decoder.Decoder.open(arch);
+        long ip = pc;
+        for (int len = 16; len > 0; len--) {       // the bytes up to a page end may be all that is mapped
+            try {
+                ip = decoder.decodeOne(machine.readVirtual(pc, len), pc).nextAddress();
+                break;
+            } catch (RuntimeException e) {
+                // fewer bytes
+            }
+        }
+        nextInstruction.put(pc, ip);
+        return ip;
+    }
+
     /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
     private void unregisterQuietly(Probe p) {
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
         if (p.registered) {
             kprobes.unregister(p.engineProbe);
             p.registered = false;
@@ -494,6 +571,10 @@ public final class EventEngine implements AutoCloseable {
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
+        if (def instanceof WprobeDef w) {
+            watch(p, w.address());
+            return;
+        }
         if (def instanceof FprobeDef) anyFprobe = true;
         if (def.isReturn()) {
             Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
@@ -663,7 +744,11 @@ public final class EventEngine implements AutoCloseable {
     private Errno release(Probe p) {
         Event ev = p.event;
         if (ev.probes.size() == 1 && (ev.enabled || !ev.triggers.isEmpty())) return Errno.EBUSY;
-        if (p.registered) {
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
+        if (p.registered && p.engineProbe != null) {
             kprobes.unregister(p.engineProbe);
             p.registered = false;
         }
@@ -815,7 +900,7 @@ public final class EventEngine implements AutoCloseable {
         if (e.armed == on) return;
         e.armed = on;
         for (Probe p : e.probes) {
-            if (!p.registered) continue;
+            if (!p.registered || p.engineProbe == null) continue;   // a wprobe's watch stays; its hits check armed
             if (on) kprobes.enable(p.engineProbe);
             else kprobes.disable(p.engineProbe);
         }
@@ -985,5 +1070,6 @@ public final class EventEngine implements AutoCloseable {
             p.event.triggers.clear();
             release(p);
         }
+        if (decoder != null) decoder.close();
     }
 }
