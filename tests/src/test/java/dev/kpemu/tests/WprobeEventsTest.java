@@ -30,9 +30,11 @@ import dev.kpemu.session.TracedBoot;
  * the event's {@code $addr} is the address Linux has, each record's ip is one of the pcs gdb
  * reported for the writes (x86's data breakpoints report the instruction after the access), and
  * the fetched value of jiffies rises at every write. The number of writes is not compared (QEMU
- * ticks with the host's clock). Then 64 wprobes at once, one of them 4 KiB long and one on
- * {@code init_task.comm} (its offset from the kernel's BTF) for reads and writes: the jiffies
- * event's records are the same, line for line, as with it alone.
+ * ticks with the host's clock). Then 64 wprobes at once, one of them 4 KiB long (reads of the
+ * idle task's first page) and one on {@code init_task.comm} (its offset from the kernel's BTF)
+ * for reads and writes: the jiffies event's records are the same, line for line, as with it
+ * alone. ({@code init_task.comm} is not accessed after the events are registered, at
+ * {@code init_kprobe_trace}, in this workload: its event stays silent.)
  */
 @Tag("kernel")
 class WprobeEventsTest {
@@ -93,14 +95,15 @@ class WprobeEventsTest {
         List<String> defs = new ArrayList<>();
         defs.add(JIFFIES);
         defs.add("w:comm rw@init_task+" + comm + ":16 c=+0($addr):string");
-        defs.add("w:page w@init_task+8192:4096");
+        defs.add("w:page r@init_task:4096 first=+0($addr):x64");
         for (int i = 0; i < 61; i++) defs.add("w:z" + i + " rw@empty_zero_page+" + (64 * i) + ":8");
         Run all = boot(defs);
         assertEquals(64, all.listing().size(), String.join("\n", all.listing()));
         assertEquals("w:wprobes/comm rw@init_task+" + comm + ":16 c=+0($addr):string", all.listing().get(1));
-        List<TraceRecord> reads = of(all, "comm");
-        assertTrue(!reads.isEmpty(), "init_task.comm is read");
-        for (TraceRecord r : reads) assertEquals("swapper/0", r.arg("c").value(), r.line());
+        assertEquals("w:wprobes/page r@init_task:4096 first=+0($addr):x64", all.listing().get(2));
+        List<TraceRecord> page = of(all, "page");
+        assertTrue(page.size() > 100, "the idle task's first page is read: " + page.size());
+        for (TraceRecord r : of(all, "comm")) assertEquals("swapper/0", r.arg("c").value(), r.line());
         assertEquals(List.of(), of(all, "z0"), "nobody touches empty_zero_page");
 
         Run alone = boot(List.of(JIFFIES));
