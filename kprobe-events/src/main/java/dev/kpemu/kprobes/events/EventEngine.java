@@ -90,6 +90,10 @@ public final class EventEngine implements AutoCloseable {
         EventFilter filter;
         /** The hist triggers of {@code events/GRP/EVENT/trigger}, oldest first. */
         final List<HistTrigger> triggers = new ArrayList<>(0);
+        /** The {@code set_wprobe}/{@code clear_wprobe} triggers of {@code events/GRP/EVENT/trigger}. */
+        final List<WprobeTrigger> wprobeTriggers = new ArrayList<>(0);
+
+        boolean hasTriggers() { return !triggers.isEmpty() || !wprobeTriggers.isEmpty(); }
 
         Event(String group, String name, boolean isReturn, int id) {
             this.group = group;
@@ -120,6 +124,8 @@ public final class EventEngine implements AutoCloseable {
         WatchedRange watch;
         /** A wprobe's watched address ({@code tw->addr}, its {@code $addr}). */
         long watchAddress;
+        /** The address its triggers last asked for (moved at the next safe point). */
+        long targetAddress;
 
         Probe(TraceProbe def, CompiledProbe compiled) {
             this.def = def;
@@ -532,27 +538,12 @@ public final class EventEngine implements AutoCloseable {
         }
     }
 
-    /** Opened at the first x86-64 wprobe hit, to find the instruction after the accessing one. */
-    private dev.kpemu.decoder.Decoder decoder;
-    private final Map<Long, Long> nextInstruction = new java.util.HashMap<>();
+    /** The ip rule of wprobe records ({@link Probe#onWatch}). */
+    private HardwareWatchIp watchIp;
 
-    /** The ip a wprobe's record reports for an access by the instruction at {@code pc} ({@link Probe#onWatch}). */
     private long reportedWatchIp(long pc) {
-        if (arch != Arch.X86_64) return pc;
-        Long next = nextInstruction.get(pc);
-        if (next != null) return next;
-        if (decoder == null) decoder = dev.kpemu.decoder.Decoder.open(arch);
-        long ip = pc;
-        for (int len = 16; len > 0; len--) {       // the bytes up to a page end may be all that is mapped
-            try {
-                ip = decoder.decodeOne(machine.readVirtual(pc, len), pc).nextAddress();
-                break;
-            } catch (RuntimeException e) {
-                // fewer bytes
-            }
-        }
-        nextInstruction.put(pc, ip);
-        return ip;
+        if (watchIp == null) watchIp = new HardwareWatchIp(machine);
+        return watchIp.of(pc);
     }
 
     /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
@@ -743,7 +734,7 @@ public final class EventEngine implements AutoCloseable {
     /** {@code unregister_trace_kprobe}: null on success, EBUSY for the last probe of an enabled event. */
     private Errno release(Probe p) {
         Event ev = p.event;
-        if (ev.probes.size() == 1 && (ev.enabled || !ev.triggers.isEmpty())) return Errno.EBUSY;
+        if (ev.probes.size() == 1 && (ev.enabled || ev.hasTriggers())) return Errno.EBUSY;
         if (p.watch != null) {
             p.watch.remove();
             p.watch = null;
@@ -861,6 +852,16 @@ public final class EventEngine implements AutoCloseable {
      */
     public void addTrigger(String name, String text) throws HistTriggerException {
         Event e = event(name);
+        if (WprobeTrigger.isOne(text)) {
+            WprobeTrigger t = WprobeTrigger.parse(text, e.probes.getFirst().def, dialect.filters());
+            Event target = events.get(WprobeDef.GROUP + "/" + t.wprobe());
+            if (target == null || !(target.probes.getFirst().def instanceof WprobeDef))
+                throw new HistTriggerException("No such file or directory: no wprobe event " + WprobeDef.GROUP + "/" + t.wprobe());
+            e.wprobeTriggers.add(t);
+            setEnabled(target, true);          // the trigger holds the wprobe event (Linux: its soft mode)
+            updateArmed(e);
+            return;
+        }
         e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect));
         updateArmed(e);
     }
@@ -896,7 +897,7 @@ public final class EventEngine implements AutoCloseable {
 
     /** Enables the event's probes in the engine while it is enabled or has triggers (the kernel's soft mode), disables them otherwise. */
     private void updateArmed(Event e) {
-        boolean on = e.enabled || !e.triggers.isEmpty();
+        boolean on = e.enabled || e.hasTriggers();
         if (e.armed == on) return;
         e.armed = on;
         for (Probe p : e.probes) {
@@ -992,6 +993,7 @@ public final class EventEngine implements AutoCloseable {
         TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, isReturn, ip, retIp, p.event.id,
                 new DecodedArgs(formatter, cp, data), body);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
+        for (WprobeTrigger t : p.event.wprobeTriggers) fire(t, r);
         for (HistTrigger t : p.event.triggers) t.accept(r);
         if (!p.event.enabled) return;
         if (p.event.filter != null && !p.event.filter.matches(r)) return;
@@ -1003,6 +1005,36 @@ public final class EventEngine implements AutoCloseable {
             o.write('\n');
         }
         for (Consumer<TraceRecord> l : listeners) l.accept(r);
+    }
+
+    /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */
+    private void fire(WprobeTrigger t, TraceRecord r) {
+        if (t.filter() != null && !t.filter().matches(r)) return;
+        Event target = events.get(WprobeDef.GROUP + "/" + t.wprobe());
+        if (target == null) return;
+        Probe wp = target.probes.getFirst();
+        long address = t.address(r);
+        if (!t.clear()) {
+            if (address == 0 || address == wp.targetAddress) return;
+        } else {
+            if (t.field() != null && address != wp.targetAddress) return;
+            address = 0;
+        }
+        wp.targetAddress = address;
+        long to = address;
+        kprobes.atSafePoint(() -> moveWatch(wp, to));
+    }
+
+    /** A trigger's move of wprobe {@code p}: an address that cannot be watched (unmapped) is a miss, as Linux's invalid one is. */
+    private void moveWatch(Probe p, long address) {
+        if (p.event == null || !probes.contains(p)) return;       // deleted meanwhile
+        try {
+            watch(p, address);
+        } catch (IllegalStateException e) {
+            p.registered = true;
+            p.watchAddress = 0;
+            dropped++;
+        }
     }
 
     private byte[] lastComm = new byte[0];
@@ -1068,8 +1100,9 @@ public final class EventEngine implements AutoCloseable {
         for (Probe p : new ArrayList<>(probes)) {
             p.event.enabled = false;
             p.event.triggers.clear();
+            p.event.wprobeTriggers.clear();
             release(p);
         }
-        if (decoder != null) decoder.close();
+        if (watchIp != null) watchIp.close();
     }
 }

@@ -14,9 +14,9 @@ import dev.kpemu.machine.Watchpoints;
  * watchpoint set on that mapping would while the mapping stays), and each hit is given back with
  * the virtual address it touched.
  */
-final class WatchedRange {
+public final class WatchedRange {
     /** A hit with the kernel-virtual address of the access's first byte. */
-    interface Handler {
+    public interface Handler {
         void hit(WatchHit hit, long virtualAddress);
     }
 
@@ -35,7 +35,7 @@ final class WatchedRange {
      *
      * @throws IllegalArgumentException when a page of the range is not mapped or not RAM (one line)
      */
-    static WatchedRange install(Machine machine, long va, long length, boolean reads, boolean writes, boolean afterAccess,
+    public static WatchedRange install(Machine machine, long va, long length, boolean reads, boolean writes, boolean afterAccess,
                                 Handler handler) {
         List<Piece> pieces = new ArrayList<>();
         long at = va, end = va + length;
@@ -65,7 +65,7 @@ final class WatchedRange {
     }
 
     /** Stops watching. */
-    void remove() {
+    public void remove() {
         for (Watchpoints.Watch w : watches) watchpoints.remove(w);
         watches.clear();
     }
