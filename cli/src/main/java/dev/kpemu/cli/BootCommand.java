@@ -181,7 +181,7 @@ final class BootCommand implements Callable<Integer> {
     List<String> filters = new ArrayList<>();
 
     @Option(names = "--trigger", paramLabel = "EVENT:hist:...",
-            description = "a hist trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable), e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending'; its hist file is printed when the guest stops")
+            description = "a trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable): hist, e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending' (its hist file is printed when the guest stops), or a wprobe's set_wprobe/clear_wprobe (linux-next), e.g. 'open:set_wprobe:fpos:file+64'")
     List<String> triggers = new ArrayList<>();
 
     @Option(names = "--disable", paramLabel = "EVENT",
@@ -524,7 +524,7 @@ final class BootCommand implements Callable<Integer> {
             return;
         }
         java.util.Set<String> histEvents = new java.util.LinkedHashSet<>();
-        for (EventSetup.Trigger t : setup.triggers()) histEvents.add(t.event());
+        for (EventSetup.Trigger t : setup.triggers()) if (!dev.kpemu.kprobes.events.WprobeTrigger.isOne(t.text())) histEvents.add(t.event());
         for (String name : histEvents) {
             out.println("kpemu: events/" + (name.contains("/") ? name : ev.events().stream()
                     .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");
