@@ -437,7 +437,7 @@ public final class ProbeParser {
                     sym = sym.substring(0, cut);
                 }
                 symbol = Bytes.decode(sym);
-                java.util.OptionalLong a = symbols.lookupName(symbol);
+                java.util.OptionalLong a = symbols.lookupDataName(symbol);
                 // a table without addresses (syntax checks) knows the name but not where it is: 0
                 if ((a.isEmpty() || a.getAsLong() == 0) && symbols.countSymbols(symbol) == 0)
                     throw err(at + 1, KernelError.BAD_ACCESS_ADDR, Errno.ENOENT);
