@@ -34,7 +34,7 @@ import dev.kpemu.session.TracedBoot;
  * idle task's first page) and one on {@code init_task.comm} (its offset from the kernel's BTF)
  * for reads and writes: the jiffies event's records are the same, line for line, as with it
  * alone. ({@code init_task.comm} is not accessed after the events are registered, at
- * {@code init_kprobe_trace}, in this workload: its event stays silent.)
+ * {@code init_kprobe_trace}, in this workload: its event stays silent; its records, if any, must read "swapper/0".)
  */
 @Tag("kernel")
 class WprobeEventsTest {
