@@ -317,10 +317,7 @@ public final class KpemuSession implements AutoCloseable {
     private void armFailures(LinuxGuest guest, Kprobes kprobes, MachineFetchContext fetch) {
         if (b.fails.isEmpty()) return;
         var symbols = dev.kpemu.kprobes.SymbolResolver.of(guest.symbols());
-        var task = new dev.kpemu.kprobes.fail.FunctionFailure.TaskView() {
-            @Override public String comm(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()); }
-            @Override public int pid(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return fetch.pid(); }
-        };
+        var task = dev.kpemu.session.GuestTasks.of(guest, kprobes);
         for (var spec : b.fails) {
             dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, symbols, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, i -> {
                 injections.add(i);
