@@ -522,7 +522,8 @@ public final class TracedBoot implements BootHooks {
     static TraceRecord injectionRecord(dev.kpemu.kprobes.fail.FunctionFailure.Injection i, dev.kpemu.kprobes.events.TraceContext c,
                                        SymbolResolver symbols) {
         String body = INJECTION_EVENT + ": (" + dev.kpemu.kprobes.fail.FunctionFailure.frame(symbols, i.address()) + ") retval=" + i.retval();
-        return new TraceRecord(INJECTION_GROUP, INJECTION_EVENT, c, body, false, i.address(), 0);
+        return new TraceRecord(INJECTION_GROUP, INJECTION_EVENT, c, body, false, i.address(), 0, 0,
+                java.util.List.of(new dev.kpemu.kprobes.events.EventArg("retval", dev.kpemu.kprobes.events.FetchType.S64, 0, i.retval(), null)));
     }
 
     /**
