@@ -76,7 +76,14 @@ public final class FaultExploration {
                       String firstLine, List<String> kernelMessages, int injected, String reproduce) {}
 
     /** What the exploration found: the command's pid, the counted calls, the rows run (all, or a shard's). */
-    public record Result(int commandPid, List<Call> calls, List<Row> rows, long countingHostNanos, List<Long> forkStartNanos) {}
+    /**
+     * What the exploration found: the command's pid, the counted calls, the rows run (all, or a
+     * shard's); host times: the counting run's whole run, its time from the snapshot's point
+     * (restored, probes registered) to the command's exec, and each row's run from its start to
+     * that point (the restore).
+     */
+    public record Result(int commandPid, List<Call> calls, List<Row> rows, long countingHostNanos, long countingReadyToExecNanos,
+                         List<Long> forkReadyNanos) {}
 
     private final Builder b;
 
@@ -154,28 +161,32 @@ public final class FaultExploration {
                     starts.add(forkStart[i]);
                 }
             }
-            return new Result(counting.pid, calls, out, countingNanos, starts);
+            return new Result(counting.pid, calls, out, countingNanos, counting.readyToExecNanos, starts);
         } finally {
             Files.deleteIfExists(initrd);
             Files.deleteIfExists(initrd.getParent());
         }
     }
 
-    private record Counting(int pid, List<Call> calls) {}
+    private record Counting(int pid, List<Call> calls, long readyToExecNanos) {}
 
     /** The counting run: from the snapshot, the command's task found at its exec, each site's calls by its tree. */
     private Counting count(Path kernel, Path initrd) throws IOException {
         int[] pid = {0};
+        long[] readyAt = {0}, execAt = {0};
         List<Call> calls = new ArrayList<>();
         Map<String, Long> counts = new TreeMap<>();
         TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true);
         BootHooks hooks = new ArmingHooks(traced, (guest, kprobes) -> {
+            readyAt[0] = System.nanoTime();
             GuestTasks tasks = GuestTasks.of(guest, kprobes);
             SymbolResolver symbols = SymbolResolver.of(guest.symbols());
             // the command's task: the child of init that executes the command's argv
             kprobes.register(Kprobe.at(EXEC_POINT, 0).pre((kp, regs) -> {
-                if (pid[0] == 0 && tasks.parentPid(regs) == 1 && b.command.equals(tasks.execArgv(regs, b.command.size())))
+                if (pid[0] == 0 && tasks.parentPid(regs) == 1 && b.command.equals(tasks.execArgv(regs, b.command.size()))) {
                     pid[0] = tasks.pid(regs);
+                    execAt[0] = System.nanoTime();
+                }
                 return 0;
             }));
             for (String site : b.sites.keySet()) {
@@ -193,7 +204,7 @@ public final class FaultExploration {
         if (pid[0] == 0)
             throw new KpemuException("the command never ran as a program (a shell builtin? run it with sh -c '...'); the guest: " + r.status(), null);
         calls.sort(Comparator.comparing(Call::function).thenComparingLong(Call::nth));
-        return new Counting(pid[0], List.copyOf(calls));
+        return new Counting(pid[0], List.copyOf(calls), execAt[0] - readyAt[0]);
     }
 
     private Row fork(Path kernel, Path initrd, int index, Call c, int commandPid, long[] forkStart) throws IOException {
@@ -201,16 +212,9 @@ public final class FaultExploration {
         List<FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
         TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true).fails(List.of(spec), injections::add);
         long t0 = System.nanoTime();
-        long[] started = {-1};
-        ByteArrayOutputStream output = new ByteArrayOutputStream() {
-            @Override public synchronized void write(byte[] bytes, int off, int len) {
-                if (started[0] < 0) started[0] = System.nanoTime() - t0;
-                super.write(bytes, off, len);
-            }
-        };
+        ByteArrayOutputStream output = new ByteArrayOutputStream();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> { }), console, output);
-        forkStart[index] = started[0];
+        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> forkStart[index] = System.nanoTime() - t0), console, output);
         String out = output.toString(StandardCharsets.UTF_8);
         String first = out.isEmpty() ? "" : out.lines().findFirst().orElse("");
         List<String> messages = console.toString(StandardCharsets.UTF_8).lines().filter(l -> KERNEL_PROBLEM.matcher(l).find()).toList();

@@ -51,9 +51,9 @@ final class FaultsCommand implements Callable<Integer> {
     @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = "kernel to boot: " + KernelOption.HELP)
     String kernel;
 
-    @Option(names = "--fail-sites", paramLabel = "GLOB", defaultValue = "*",
-            description = "the functions to fail: those of the kernel's error-injection list this shell glob matches (default: all)")
-    String sites;
+    @Option(names = "--fail-sites", paramLabel = "GLOB",
+            description = "the functions to fail: those of the kernel's error-injection list this shell glob matches (repeatable: any of them; default: all)")
+    List<String> sites = new ArrayList<>();
 
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "text", description = "text (default) or json (one object a row and line)")
     String format;
@@ -100,17 +100,20 @@ final class FaultsCommand implements Callable<Integer> {
         int[] part = shard(shard);
         if (jobs != null && jobs < 1) throw usage("--jobs must be at least 1");
         if (!(timeout > 0)) throw usage("--timeout must be positive");
-        Pattern glob;
-        try {
-            glob = ProbeGlob.pattern(sites);
-        } catch (IllegalArgumentException e) {
-            throw usage("bad glob '" + sites + "': " + e.getMessage());
+        if (sites.isEmpty()) sites.add("*");
+        List<Pattern> globs = new ArrayList<>();
+        for (String g : sites) {
+            try {
+                globs.add(ProbeGlob.pattern(g));
+            } catch (IllegalArgumentException e) {
+                throw usage("bad glob '" + g + "': " + e.getMessage());
+            }
         }
         var list = ErrorInjectionCheck.listFor(choice, a);
         if (list.isEmpty()) throw usage("no error-injection list is known for this kernel (recorded for Debian's 6.1, 6.12 and 7.2 series)");
         Map<String, ErrorInjectionList.EType> selected = new LinkedHashMap<>();
-        list.get().all().forEach((f, t) -> { if (glob.matcher(f).matches()) selected.put(f, t); });
-        if (selected.isEmpty()) throw usage("no function of the kernel's error-injection list matches '" + sites + "'");
+        list.get().all().forEach((f, t) -> { if (globs.stream().anyMatch(g -> g.matcher(f).matches())) selected.put(f, t); });
+        if (selected.isEmpty()) throw usage("no function of the kernel's error-injection list matches " + String.join(" or ", sites));
         var b = FaultExploration.builder().arch(a).kernel(kernel == null ? choice.toString() : kernel).command(command).sites(selected)
                 .shard(part[0], part[1]).timeoutSeconds(timeout).snapshotNotices(line -> { err.println(line); err.flush(); });
         if (jobs != null) b.jobs(jobs);
@@ -121,8 +124,11 @@ final class FaultsCommand implements Callable<Integer> {
             err.println("kpemu: " + e.getMessage());
             return ExitCodes.ERROR;
         }
-        err.printf("kpemu: faults: the command's task is pid %d; %d calls counted in %.2f s; %d rows run%n",
-                r.commandPid(), r.calls().size(), r.countingHostNanos() / 1e9, r.rows().size());
+        List<Long> ready = r.forkReadyNanos().stream().sorted().toList();
+        err.printf("kpemu: faults: the command's task is pid %d; %d calls counted in %.2f s (snapshot point to the command's exec %.3f s); %d rows run%s%n",
+                r.commandPid(), r.calls().size(), r.countingHostNanos() / 1e9, r.countingReadyToExecNanos() / 1e9, r.rows().size(),
+                ready.isEmpty() ? "" : String.format(" (start to the snapshot point, restored: median %.3f s, max %.3f s)",
+                        ready.get(ready.size() / 2) / 1e9, ready.getLast() / 1e9));
         print(out, r.rows());
         return ExitCodes.OK;
     }
