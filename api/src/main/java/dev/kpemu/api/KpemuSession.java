@@ -218,6 +218,15 @@ public final class KpemuSession implements AutoCloseable {
         traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
                 .kernelMessages(b.kernelMessages);
         if (b.optimize != null) traced.optimize(b.optimize);
+        // the fail specs armed with the definitions, each injection a kpemu/fail_function trace line
+        if (!b.fails.isEmpty()) traced.fails(b.fails, i -> {
+            injections.add(i);
+            try {
+                b.console.write(i.dump().getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
         traced.addSink(r -> {
             String line = r.line();
             if (b.keepTrace) trace.add(line);
@@ -301,7 +310,6 @@ public final class KpemuSession implements AutoCloseable {
             probes.clear();
         }
         for (Probe p : waiting) registerNow(p);
-        armFailures(guest, kprobes, fetch);
         Ready view = new Ready() {
             @Override public Kprobes kprobes() { return kprobes; }
             @Override public EventEngine events() { return traced.events(); }
@@ -313,22 +321,6 @@ public final class KpemuSession implements AutoCloseable {
     }
 
     private void registerNow(Probe probe) { engineProbes.register(probe); }
-
-    private void armFailures(LinuxGuest guest, Kprobes kprobes, MachineFetchContext fetch) {
-        if (b.fails.isEmpty()) return;
-        var symbols = dev.kpemu.kprobes.SymbolResolver.of(guest.symbols());
-        var task = dev.kpemu.session.GuestTasks.of(guest, kprobes);
-        for (var spec : b.fails) {
-            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, symbols, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, i -> {
-                injections.add(i);
-                try {
-                    b.console.write(i.dump().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-        }
-    }
 
     private final List<dev.kpemu.kprobes.fail.FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
 
