@@ -58,7 +58,7 @@ final class FaultsCommand implements Callable<Integer> {
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "text", description = "text (default) or json (one object a row and line)")
     String format;
 
-    @Option(names = "--shard", paramLabel = "I/N", description = "run only the rows whose index % N == I-1 (from 1); join the parts with --merge")
+    @Option(names = "--shard", paramLabel = "I/N", description = "run only the rows whose index %% N == I-1 (from 1); join the parts with --merge")
     String shard;
 
     @Option(names = "--jobs", paramLabel = "N", description = "runs in parallel (default: the host's cores)")
