@@ -67,7 +67,7 @@ public final class FaultExploration {
     /**
      * One row: the call that failed ({@code function}, {@code nth}, {@code retval}, the call's
      * {@code stack} from the counting run), what the run did ({@code outcome} as
-     * {@link Outcome}'s name, the command's {@code exit} status or null, the first line of its
+     * {@link Outcome}'s name, or {@code ERROR: why} when the run could not be made, the command's {@code exit} status or null, the first line of its
      * output, {@code kernelMessages}: the console lines {@link #KERNEL_PROBLEM} matches),
      * {@code injected} (how many calls failed: 1 when the Nth call came as counted) and
      * {@code reproduce}, the {@code kpemu boot} command line of the same run.
@@ -132,7 +132,13 @@ public final class FaultExploration {
                 for (Call c : mine) {
                     int index = calls.indexOf(c);
                     futures.add(pool.submit(() -> {
-                        Row row = fork(kernel, initrd, index, c, counting.pid, forkStart);
+                        Row row;
+                        try {
+                            row = fork(kernel, initrd, index, c, counting.pid, forkStart);
+                        } catch (KpemuException e) {     // this run could not be made: its row says why, the others go on
+                            row = new Row(index, c.function(), c.nth(), spec(c, counting.pid).retval(), c.stack(), "ERROR: " + e.getMessage(),
+                                    null, "", List.of(), 0, reproduce(spec(c, counting.pid)));
+                        }
                         rows[index] = row;
                         synchronized (onRow) { onRow.accept(row); }
                         return null;
