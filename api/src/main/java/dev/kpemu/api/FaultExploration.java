@@ -195,12 +195,16 @@ public final class FaultExploration {
                 }
                 return 0;
             }));
+            java.util.Set<Long> entries = new java.util.HashSet<>();
             for (String site : b.sites.keySet()) {
-                if (guest.symbols().byName(site).isEmpty()) continue;
+                // one function with several names on the list (SYSCALL_DEFINE0's __ia32_sys_getuid is
+                // __x64_sys_getuid): counted once, under the first name
+                var sym = guest.symbols().byName(site);
+                if (sym.isEmpty() || !entries.add(sym.get().address())) continue;
                 kprobes.register(Kprobe.at(site, 0).pre((kp, regs) -> {
                     if (pid[0] == 0 || !tasks.descendsFrom(regs, pid[0])) return 0;
                     long n = counts.merge(site, 1L, Long::sum);
-                    calls.add(new Call(site, n, FunctionFailure.callers(kprobes, regs).stream().map(a -> FunctionFailure.frame(symbols, a)).toList()));
+                    calls.add(new Call(site, n, FunctionFailure.knownFrames(symbols, FunctionFailure.callers(kprobes, regs))));
                     return 0;
                 }));
             }

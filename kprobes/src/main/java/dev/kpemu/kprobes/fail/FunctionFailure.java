@@ -100,8 +100,22 @@ public final class FunctionFailure {
     static String callTrace(SymbolResolver symbols, long entry, List<Long> stack) {
         StringBuilder sb = new StringBuilder("Call Trace:\n");
         sb.append(' ').append(frame(symbols, entry)).append('\n');
-        for (long a : stack) sb.append(' ').append(frame(symbols, a)).append('\n');
+        for (String f : knownFrames(symbols, stack)) sb.append(' ').append(f).append('\n');
         return sb.toString();
+    }
+
+    /**
+     * {@code stack} as {@link #frame}s up to the first address in no symbol: a kernel built
+     * without frame pointers (Debian's x86-64, ORC) leaves the walk beyond a function that keeps
+     * none, so the rest of the chain is not the caller's.
+     */
+    public static List<String> knownFrames(SymbolResolver symbols, List<Long> stack) {
+        List<String> out = new ArrayList<>();
+        for (long a : stack) {
+            if (symbols.lookup(a).isEmpty()) break;
+            out.add(frame(symbols, a));
+        }
+        return out;
     }
 
     /** {@code SYMBOL+0xOFF/0xSIZE} (Linux's %pS), or the address in hex. */
