@@ -20,8 +20,6 @@ import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
-import dev.kpemu.kprobes.events.MachineFetchContext;
-import dev.kpemu.kprobes.events.TaskLayout;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeParser;
