@@ -55,7 +55,7 @@ public final class UprobeMappings {
     // offsets from BTF
     private final long vmStart, vmEnd, vmMm, vmPgoff, vmFlags, vmFile, fileDentry, dParent, dNameName;
     private long calls;
-    private java.util.function.Consumer<Mapping> onMapped = m -> {};
+    private final List<java.util.function.Consumer<Mapping>> onMapped = new ArrayList<>();
 
     /**
      * @param files the watched files, as canonical absolute paths ({@code /bin/busybox})
@@ -113,7 +113,7 @@ public final class UprobeMappings {
 
     /** Calls {@code listener} with each watched mapping as the guest makes it (where a uprobe gets placed in that mm). */
     public void onMapped(java.util.function.Consumer<Mapping> listener) {
-        this.onMapped = Objects.requireNonNull(listener);
+        onMapped.add(Objects.requireNonNull(listener));
     }
 
     /** How many times the guest called a hooked function (each a host stop). */
@@ -133,7 +133,7 @@ public final class UprobeMappings {
         List<Mapping> list = byMm.computeIfAbsent(mm, k -> new ArrayList<>());
         cut(list, start, end);           // a VMA merged or split anew replaces what covered its range
         list.add(m);
-        onMapped.accept(m);
+        for (var l : onMapped) l.accept(m);
     }
 
     private void unmapped(long mm, long start, long end) {
