@@ -51,6 +51,8 @@ public final class CompiledProbe {
 
     private final TraceProbe definition;
     private final RegisterSet regs;
+    /** A uprobe's program: {@code $stackN} reads the user stack ({@code get_user_stack_nth}). */
+    private final boolean user;
     private final FetchProgram[] programs;
     private final int[] offsets;
     private final int fixedSize;
@@ -59,6 +61,7 @@ public final class CompiledProbe {
     private CompiledProbe(TraceProbe definition, RegisterSet regs, FetchProgram[] programs, int[] offsets, int fixedSize) {
         this.definition = definition;
         this.regs = regs;
+        this.user = definition instanceof UprobeDef;
         this.programs = programs;
         this.offsets = offsets;
         this.fixedSize = fixedSize;
@@ -184,6 +187,10 @@ public final class CompiledProbe {
     private long stackNth(FetchContext ctx, int n, FetchBuffer b) {
         long sp = ctx.stackPointer();
         long addr = sp + 8L * n;
+        if (user) {                     // get_user_stack_nth: a user read, no kernel stack bound
+            if (!ctx.readUser(addr, b.word, 0, 8)) return 0;
+            return (long) LONG.get(b.word, 0);
+        }
         long mask = ~((long) RegisterSet.THREAD_SIZE - 1);
         if ((addr & mask) != (sp & mask)) return 0;
         if (!ctx.readKernel(addr, b.word, 0, 8)) return 0;
@@ -215,6 +222,7 @@ public final class CompiledProbe {
             case EDATA -> val = b.entryData != null && c.offset + 8 <= b.entryData.length ? (long) LONG.get(b.entryData, (int) c.offset) : 0;
             case IMM -> val = c.imm;
             case BADDR -> val = ctx.watchAddress();
+            case FOFFS -> val = ctx.fileOffsetBase() + c.imm;     // translate_user_vaddr: bp_addr - probe offset + OFFS
             case NOP_SYMBOL -> { pc++; val = code[1].imm; }
             case COMM -> { return storeBytes(ctx.comm(), b, b.end, dest, maxlen); }
             case DATA -> { return storeBytes(c.bytes, b, b.end, dest, maxlen); }

@@ -571,6 +571,7 @@ public final class EventEngine implements AutoCloseable {
             Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kretprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
+                case ProbeTarget.FileTarget f -> throw new IllegalArgumentException("a uprobe in the kprobe engine: " + def.command());
             };
             rp.maxactive(def instanceof KretprobeDef r ? r.maxactive() : def instanceof FprobeDef f ? f.maxactive() : 0).handler(p::onReturn);
             int saved = p.compiled.entryArgs().length;
@@ -606,6 +607,7 @@ public final class EventEngine implements AutoCloseable {
             Kprobe kp = def instanceof FprobeDef f ? fentry(f.tracepoint() ? FprobeDef.probestub(f.symbol()) : p.function != null ? p.function : f.symbol(), p) : switch (def.target()) {
                 case ProbeTarget.SymbolTarget s -> Kprobe.at(s.qualifiedName(), s.offset());
                 case ProbeTarget.AddressTarget a -> Kprobe.at(a.address());
+                case ProbeTarget.FileTarget f -> throw new IllegalArgumentException("a uprobe in the kprobe engine: " + def.command());
             };
             kp.pre(p::onEntry);
             if (!enabled) kp.disabled();

@@ -60,6 +60,9 @@ public interface FetchContext {
     /** A wprobe's {@code $addr}: the watched address ({@code tw->addr}); 0 outside a wprobe hit. */
     default long watchAddress() { return 0; }
 
+    /** A uprobe hit's {@code bp_addr - offset}: where file offset 0 of the probed file is mapped ({@code @+OFFS}). */
+    default long fileOffsetBase() { return 0; }
+
     /** The current task's {@code comm} (at most 15 bytes, no NUL). */
     byte[] comm();
 

@@ -17,4 +17,7 @@ public interface GuestFiles {
 
     /** Resolves an absolute or root-relative path, following symlinks. */
     Lookup lookup(String path);
+
+    /** The bytes of the regular file at {@code canonicalPath} (a {@link Lookup#canonicalPath()}), or null when unknown. */
+    default byte[] contents(String canonicalPath) { return null; }
 }

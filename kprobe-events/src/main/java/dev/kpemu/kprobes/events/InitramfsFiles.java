@@ -30,6 +30,12 @@ public final class InitramfsFiles implements GuestFiles {
     }
 
     @Override
+    public byte[] contents(String canonicalPath) {
+        Initramfs.Entry e = byPath.get(canonicalPath.startsWith("/") ? canonicalPath.substring(1) : canonicalPath);
+        return e == null || e.isDirectory() || e.isSymlink() ? null : e.data();
+    }
+
+    @Override
     public Lookup lookup(String path) {
         List<String> todo = new ArrayList<>(List.of(path.split("/")));
         List<String> at = new ArrayList<>();     // resolved components of the current directory

@@ -206,6 +206,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
                 yield a.isEmpty() ? null : new Target(a.getAsLong() + s.offset(), s.symbol());
             }
             case ProbeTarget.AddressTarget a -> new Target(a.address(), "unknown");
+            case ProbeTarget.FileTarget f -> null;     // a user address: UprobeSites
         };
     }
 

@@ -153,6 +153,27 @@ public final class LatencyLayout {
         return LatencyFlags.column(LatencyPaths.traceContext(kernel(), path, s, ftraceOps));
     }
 
+    /**
+     * The column of a uprobe event: Linux fires it from {@code uprobe_notify_resume} on the way
+     * back to user mode (the breakpoint only sets TIF_UPROBE), in the task's context with
+     * interrupts on and a preempt count of 0, and {@code trace_event_buffer_reserve}'s
+     * {@code tracing_gen_ctx_dec} then takes one off the word with CONFIG_PREEMPTION: on such a
+     * kernel the decrement borrows through the count into the flags (all set when none was, the
+     * recorded x86-64 {@code DNZff}). {@code task} is the task that hit; its TIF bits and
+     * migration_disabled are read, the per-CPU PREEMPT_NEED_RESCHED (x86-64) is taken as clear.
+     */
+    public String userColumn(MachineFetchContext ctx, long task) {
+        long tif = ctx.kernelValue(task + tiFlagsOffset, 8);
+        int migration = migrationOffset >= 0 && ctx.readKernel(task + migrationOffset, word, 0, 2) ? (int) le(word, 2) : 0;
+        boolean needResched = (tif >>> needReschedBit & 1) != 0;
+        LatencyFlags.State s = new LatencyFlags.State(false, 0, needResched, lazyBit >= 0 && (tif >>> lazyBit & 1) != 0,
+                arch == Arch.ARM64 && needResched, migration);
+        int word = LatencyFlags.traceContext(s, kernel().preemption());
+        // before lazy preemption (6.13) flag 0x02 was IRQS_NOSUPPORT: a borrow sets it, the column does not show it as lazy
+        if (lazyBit < 0) word &= ~(LatencyFlags.NEED_RESCHED_LAZY << 16);
+        return LatencyFlags.column(word);
+    }
+
     private static long le(byte[] b, int n) {
         long v = 0;
         for (int i = n - 1; i >= 0; i--) v = (v << 8) | (b[i] & 0xff);

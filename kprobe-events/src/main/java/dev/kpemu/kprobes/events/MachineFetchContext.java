@@ -105,6 +105,21 @@ public final class MachineFetchContext implements FetchContext {
 
     @Override public long watchAddress() { return watchAddress; }
 
+    private long fileOffsetBase;
+
+    /**
+     * Sets a uprobe hit's context, after {@link #begin}: where the probed file's offset 0 is
+     * mapped ({@code @+OFFS}) and the task that hit, which the user-mode registers cannot tell
+     * (x86-64's GS base and arm64's SP_EL0 are the user's there).
+     */
+    public void userHit(long fileOffsetBase, long task) {
+        this.fileOffsetBase = fileOffsetBase;
+        taskKnown = true;
+        taskPointer = task;
+    }
+
+    @Override public long fileOffsetBase() { return fileOffsetBase; }
+
     /** Starts a new hit: the current task is read again when asked for. */
     public void begin() {
         begin(null);
@@ -117,6 +132,7 @@ public final class MachineFetchContext implements FetchContext {
      */
     public void begin(Regs hitRegs) {
         watchAddress = 0;
+        fileOffsetBase = 0;
         taskKnown = false;
         comm = null;
         current = hitRegs != null ? hitRegs : regs;
@@ -191,7 +207,27 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public boolean readUser(long address, byte[] dst, int offset, int len) {
         if (!userRange(address, len)) return false;
-        return read(address, dst, offset, len, true);
+        if (read(address, dst, offset, len, true)) return true;
+        UserPages f = notPresent;
+        return f != null && f.read(address, dst, offset, len);
+    }
+
+    /** What a user read that faults would read once Linux's fault handler brought the page in. */
+    @FunctionalInterface
+    public interface UserPages {
+        boolean read(long address, byte[] dst, int offset, int len);
+    }
+
+    private UserPages notPresent;
+
+    /**
+     * Where a user read finds pages the guest has not faulted in yet (null: nowhere, the read
+     * fails). Linux's {@code copy_from_user} in a uprobe handler takes the page fault and reads
+     * the page; kpemu, reading from outside, answers from the file a private mapping maps.
+     */
+    public MachineFetchContext userPages(UserPages pages) {
+        this.notPresent = pages;
+        return this;
     }
 
     /** The physical address of {@code va} if readable, else -1. */

@@ -9,4 +9,6 @@ public sealed interface ProbeTarget {
     }
     /** {@code MEMADDR}: an absolute address. */
     record AddressTarget(long address) implements ProbeTarget {}
+    /** {@code PATH:OFFSET}: a uprobe's place, an offset in a file (not a kernel address). */
+    record FileTarget(String path, long offset) implements ProbeTarget {}
 }

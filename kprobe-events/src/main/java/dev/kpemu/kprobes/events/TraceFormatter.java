@@ -199,6 +199,7 @@ public final class TraceFormatter {
         return switch (t) {
             case ProbeTarget.SymbolTarget s -> s.offset() != 0 ? s.qualifiedName() + "+" + s.offset() : s.qualifiedName();
             case ProbeTarget.AddressTarget a -> String.format("0x%016x", a.address());
+            case ProbeTarget.FileTarget f -> f.path() + ":" + String.format("0x%016x", f.offset());
         };
     }
 

@@ -2,8 +2,8 @@ package dev.kpemu.kprobes.events;
 
 import java.util.List;
 
-/** A definition that creates (or appends to) an event: a kprobe, a kretprobe, an fprobe or tracepoint probe, or a wprobe. */
-public sealed interface TraceProbe permits KprobeDef, KretprobeDef, FprobeDef, WprobeDef {
+/** A definition that creates (or appends to) an event: a kprobe, a kretprobe, an fprobe or tracepoint probe, a wprobe, or a uprobe. */
+public sealed interface TraceProbe permits KprobeDef, KretprobeDef, FprobeDef, WprobeDef, UprobeDef {
     String group();
 
     String event();

@@ -9,12 +9,16 @@ import java.util.List;
  * given (the kernel lists none then).
  */
 public record UprobeDef(String group, String event, String path, String file, long offset, long refCtrOffset,
-                        boolean isReturn, List<FetchArg> args, String command) implements UprobeCommand {
+                        boolean isReturn, List<FetchArg> args, String command) implements UprobeCommand, TraceProbe {
     public UprobeDef {
         args = List.copyOf(args);
     }
 
+    @Override
+    public ProbeTarget target() { return new ProbeTarget.FileTarget(path, offset); }
+
     /** The probe's line in {@code uprobe_events} ({@code trace_uprobe_show}), without newline. */
+    @Override
     public String listing() {
         StringBuilder sb = new StringBuilder();
         sb.append(isReturn ? 'r' : 'p').append(':').append(group).append('/').append(event).append(' ')

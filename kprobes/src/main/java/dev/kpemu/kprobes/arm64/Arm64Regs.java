@@ -38,7 +38,7 @@ public final class Arm64Regs extends LiveRegs {
     private final Machine machine;
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
-    Arm64Regs(Machine machine) {
+    public Arm64Regs(Machine machine) {
         super(machine, HIT_SYSTEM, HIT);
         this.machine = machine;
         this.batches = new dev.kpemu.kprobes.RegisterBatches(machine, Arm64Regs::engineId);

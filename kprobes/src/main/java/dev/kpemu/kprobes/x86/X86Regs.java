@@ -52,7 +52,7 @@ public final class X86Regs extends LiveRegs {
     private final Machine machine;
     private final dev.kpemu.kprobes.RegisterBatches batches;
 
-    X86Regs(Machine machine) {
+    public X86Regs(Machine machine) {
         super(machine, new int[0][], HIT);
         this.machine = machine;
         this.batches = new dev.kpemu.kprobes.RegisterBatches(machine, X86Regs::engineId);

@@ -1,0 +1,134 @@
+package dev.kpemu.kprobes.events;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.boot.BootHooks;
+import dev.kpemu.boot.BootOutcome;
+import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.image.btf.BtfLocator;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@link UprobeEvents}' trace lines on Debian's booted kernel against Linux's own
+ * ({@code reference/ARCH/SERIES/uprobes.trace}, record-uprobes.sh): the recording's entry probes
+ * ({@code p} lines of {@code uprobes.ARCH.events}: registers, {@code $stackN}, user strings,
+ * {@code @+0}, {@code +u0(%sp)}, {@code $comm}) placed from boot, the recording's workload run.
+ * Each of Linux's lines equals kpemu's but for the pid and the user stack addresses (ASLR: they
+ * differ between any two runs, Linux's own included) and the timestamp (not recorded). kpemu's
+ * probes also see init's shell and its {@code mount} of /proc start (before the workload, as in
+ * the recording's /init) and poweroff's: two {@code ustart} lines before Linux's and one after.
+ */
+@Tag("kernel")
+class UprobeEventsBootTest {
+    private static final Pattern EVENT = Pattern.compile("^\\s*\\S+-\\d+\\s+\\[\\d+\\] \\S+ (\\w+): ");
+    /** The timestamp column of kpemu's line (the recording removed Linux's). */
+    private static final Pattern TIMESTAMP = Pattern.compile("(\\] \\S+)\\s+\\d+\\.\\d+: ");
+
+    /**
+     * What is not compared against Linux, as {@link TraceComparator} does not: the task column
+     * (Linux prints its saved comm of the pid, kpemu the current one) and the need-resched
+     * character; and the user stack addresses (x86-64 0x7ff..., arm64 0xffff... below TASK_SIZE).
+     */
+    static String normalized(String line, Arch arch) {
+        String s = line.replaceFirst("^\\s*\\S+-\\d+\\s+(\\[\\d+\\] )(\\S)\\S", "TASK-PID $1$2?");
+        return arch == Arch.X86_64 ? s.replaceAll("0x7ff[0-9a-f]{9}\\b", "0xSTACK") : s.replaceAll("0xffff[0-9a-f]{8}\\b", "0xSTACK");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void entryProbeLinesAreLinuxs(Arch arch) throws Exception {
+        Path ref = RecordedReferenceTest.reference();
+        Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
+        GuestImages images = GuestImages.forRepository();
+        String release = images.kernelVersion(arch).get("release");
+        Path trace = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(release)).resolve("uprobes.trace");
+        Assumptions.assumeTrue(Files.isRegularFile(trace), "no uprobes.trace recorded for " + release);
+        List<String> lines = Files.readAllLines(trace);
+        Assumptions.assumeTrue(lines.stream().anyMatch(l -> l.startsWith("# kernel: " + release + " ")), "recorded on another build than " + release);
+
+        String init = """
+                #!/bin/sh
+                export PATH=/bin
+                mount -t proc proc /proc
+                echo %s
+                /bin/busybox true
+                /bin/busybox true
+                busybox true one two
+                echo %s
+                poweroff -f
+                """.formatted(Initramfs.MARK_START, Initramfs.MARK_DONE);
+        Initramfs guest = Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch))).file("init", 0755, init);
+        // the recording's definitions (as recorded, offsets filled in), entry probes only
+        UprobeParser parser = new UprobeParser(arch, Dialect.forRelease(release), new InitramfsFiles(guest));
+        List<UprobeDef> probes = new ArrayList<>();
+        for (String l : lines) {
+            if (!l.startsWith("#   ")) continue;
+            if (parser.parse(l.substring(4)) instanceof UprobeDef d && !d.isReturn()) probes.add(d);
+        }
+        assertEquals(2, probes.size(), "the recording's entry probes: " + probes);
+        List<String> linux = new ArrayList<>();
+        for (String l : lines) {
+            Matcher m = EVENT.matcher(l);
+            if (m.find() && probes.stream().anyMatch(p -> p.event().equals(m.group(1)))) linux.add(normalized(l, arch));
+        }
+        assertTrue(linux.size() >= 2 && linux.getFirst().contains(" ustart: "), "Linux's entry lines: " + linux);
+
+        List<String> kpemu = new ArrayList<>();
+        Path initrd = Files.createTempFile("kpemu-uprobes", ".cpio");
+        try {
+            guest.write(initrd);
+            BootHooks hooks = new BootHooks() {
+                @Override public void ready(LinuxGuest g) {
+                    try {
+                        var btf = BtfLocator.forGuest(images, arch, g.symbols()).btf();
+                        UprobeMappings mappings = new UprobeMappings(g.machine(), btf, g.symbols(), Set.of("/bin/busybox"));
+                        var structs = g.kernelStructs();
+                        var symbols = KallsymsSymbols.forKernel(g.symbols(), arch, g.kernelContents());
+                        UprobeEvents events = new UprobeEvents(g.machine(), symbols, structs, btf, Dialect.forRelease(release),
+                                mappings, new InitramfsFiles(guest), probes,
+                                EventEngine.DEFAULT_FIRST_EVENT_ID, r -> kpemu.add(TIMESTAMP.matcher(r.line()).replaceFirst("$1 ")));
+                        new UprobeSites(g.machine(), btf, mappings, probes, events::hit);
+                        mappings.install();
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            };
+            ByteArrayOutputStream console = new ByteArrayOutputStream();
+            BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, initrd, null, 256, 120, console,
+                    new PrintStream(new ByteArrayOutputStream())), hooks);
+            String log = console.toString(StandardCharsets.ISO_8859_1);
+            assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + log.substring(Math.max(0, log.length() - 2000)));
+            assertTrue(log.contains(Initramfs.MARK_DONE), "the workload ran");
+        } finally {
+            Files.deleteIfExists(initrd);
+        }
+        String all = String.join("\n", kpemu);
+        assertTrue(kpemu.size() == linux.size() + 3, "init's shell, mount, Linux's, poweroff:\n" + all);
+        assertTrue(kpemu.get(0).contains(" ustart: (") && kpemu.get(0).endsWith(" arg8=\"init\""), all);
+        assertTrue(kpemu.get(1).contains(" ustart: (") && kpemu.get(1).endsWith(" arg8=\"mount\""), all);
+        assertTrue(kpemu.getLast().contains(" ustart: (") && kpemu.getLast().contains(" arg4=\"poweroff\""), all);
+        List<String> workload = kpemu.subList(2, kpemu.size() - 1).stream().map(l -> normalized(l, arch)).toList();
+        assertEquals(String.join("\n", linux), String.join("\n", workload));
+    }
+}
