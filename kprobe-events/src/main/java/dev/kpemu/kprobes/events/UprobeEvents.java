@@ -27,8 +27,20 @@ import dev.kpemu.machine.Machine;
  * (x86-64's GS base and arm64's SP_EL0 are the user's); it is the owner of the mm that hit
  * ({@code mm_struct.owner}, CONFIG_MEMCG: all of Debian's kernels) — the process's main thread,
  * not another thread of it (a limit: threads share the mm). The latency column is
- * {@link LatencyLayout#userColumn}. Entry probes ({@code p}) only; return probes come next
- * (docs/uprobe-notes.md).
+ * {@link LatencyLayout#userColumn}.
+ *
+ * <p>Return probes ({@code r}, {@code %return}): Linux replaces the return address with its
+ * {@code [uprobes]} trampoline and keeps a per-task stack of return instances. kpemu writes
+ * nothing: at the entry hit it reads the return address (x86-64 {@code [sp]}, arm64 {@code x30})
+ * and puts a host breakpoint there (the instruction after a call starts a block), with an
+ * instance (mm's page-table root, function, return address, entry stack pointer). When the guest
+ * reaches it with the stack pointer the entry's frame returns with (x86-64 entry sp + 8, arm64
+ * the entry sp), that frame's instances fire, newest first (Linux's consumer order: the probe
+ * registered last first, as recorded); instances of deeper frames are dropped without an event,
+ * as Linux's {@code cleanup_return_instances} drops frames a {@code longjmp} left; outer frames
+ * of a recursion stay. Not done: the guest-visible hijack ({@code [uprobes]} in
+ * {@code /proc/PID/maps}, the trampoline address on the stack), a return address that is
+ * another host breakpoint, exits with instances pending (kept until the mm's root returns).
  */
 public final class UprobeEvents {
     private record Compiled(UprobeDef def, CompiledProbe program, int id) {}
@@ -69,7 +81,6 @@ public final class UprobeEvents {
         this.clock = machine.clock()::liveNanos;
         int id = firstId;
         for (UprobeDef d : probes) {
-            if (d.isReturn()) throw new IllegalArgumentException("return uprobes are not traced yet: " + d.command());
             compiled.put(d, new Compiled(d, CompiledProbe.compile(d, machine.arch(), symbols), id++));
             hits.put(d, new long[1]);
         }
@@ -106,24 +117,92 @@ public final class UprobeEvents {
 
     private static final long PAGE_SIZE = 4096;
 
+    /** A pending return ({@code struct return_instance}). */
+    private record Pending(Compiled probe, long root, long func, long ret, long sp, long mm) {}
+
+    private final List<Pending> pending = new ArrayList<>();
+
+    private long pageTableRoot() {
+        if (machine.arch() == Arch.X86_64) return machine.engine().regRead(dev.kpemu.unicorn.X86Reg.CR3) & 0x000f_ffff_ffff_f000L;
+        return machine.engine().regRead(dev.kpemu.unicorn.Arm64Reg.TTBR0_EL1) & 0x0000_ffff_ffff_fffeL;
+    }
+
+    private long userStackPointer() {
+        return machine.engine().regRead(machine.arch() == Arch.X86_64 ? dev.kpemu.unicorn.X86Reg.RSP : dev.kpemu.unicorn.Arm64Reg.SP);
+    }
+
+    /** The entry of a return probe's function: an instance, and a host breakpoint at the return address. */
+    private void entered(Compiled c, UprobeSites.Hit hit) {
+        long sp = userStackPointer();
+        long ret;
+        if (machine.arch() == Arch.X86_64) {
+            ctx.begin();
+            byte[] w = new byte[8];
+            if (!ctx.readUser(sp, w, 0, 8)) return;
+            ret = java.nio.ByteBuffer.wrap(w).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        } else {
+            ret = machine.engine().regRead(dev.kpemu.unicorn.Arm64Reg.X30);
+        }
+        boolean armed = pending.stream().anyMatch(p -> p.ret() == ret);
+        if (!armed && machine.hasBreakpoint(ret)) return;       // another host breakpoint there: not handled
+        pending.add(new Pending(c, pageTableRoot(), hit.address(), ret, sp, hit.mm()));
+        if (!armed) machine.addBreakpoint(ret, (m, address) -> { returned(address); return true; });
+    }
+
+    /** The guest reached a return address kpemu watches: the returning frame's instances fire. */
+    private void returned(long address) {
+        long root = pageTableRoot();
+        long sp = userStackPointer();
+        long entrySp = machine.arch() == Arch.X86_64 ? sp - 8 : sp;
+        List<Pending> fire = new ArrayList<>();
+        for (int i = pending.size() - 1; i >= 0; i--) {
+            Pending p = pending.get(i);
+            if (p.root() != root || p.ret() != address) continue;
+            if (p.sp() == entrySp) fire.add(p);
+            else if (Long.compareUnsigned(p.sp(), entrySp) > 0) continue;    // an outer frame (recursion)
+            pending.remove(i);                                                // this frame, or one a longjmp left
+        }
+        if (pending.stream().noneMatch(p -> p.ret() == address)) machine.removeBreakpoint(address);
+        for (Pending p : fire) emitReturn(p);
+    }
+
+    private void emitReturn(Pending p) {
+        Compiled c = p.probe();
+        long task = machine.readVirtualLong(p.mm() + mmOwner);
+        hitMm = p.mm();
+        ctx.begin();
+        ctx.userHit(p.func() - c.def().offset(), task);      // uretprobe_dispatcher: bp_addr = func
+        if (!c.program().fetch(ctx, buffer.entryData(null))) return;
+        String head = c.def().event() + ": (0x" + Long.toHexString(p.ret()) + " <- 0x" + Long.toHexString(p.func()) + ")";
+        record(c, task, true, p.func(), p.ret(), head);
+    }
+
     /** One hit ({@code uprobe_dispatcher} → {@code uprobe_trace_func}). */
     public void hit(UprobeSites.Hit hit) {
         Compiled c = compiled.get(hit.probe());
         if (c == null) return;
-        hits.get(hit.probe())[0]++;
+        hits.get(hit.probe())[0]++;         // uprobe_dispatcher counts every probe at the entry
+        if (c.def().isReturn()) {
+            entered(c, hit);
+            return;
+        }
         long task = machine.readVirtualLong(hit.mm() + mmOwner);
         hitMm = hit.mm();
         ctx.begin();
         ctx.userHit(hit.address() - hit.probe().offset(), task);
         if (!c.program().fetch(ctx, buffer.entryData(null))) return;    // larger than a ring-buffer page: dropped
+        record(c, task, false, hit.address(), 0, c.def().event() + ": (0x" + Long.toHexString(hit.address()) + ")");
+    }
+
+    /** The record of the fetch in {@link #buffer}: ip the probed address (entry) or the function, retIp the return address. */
+    private void record(Compiled c, long task, boolean isReturn, long ip, long retIp, String head) {
         byte[] data = buffer.bytes();
         int pid = ctx.pid();
         String comm = GuestText.decode(ctx.comm());
         String lat = latency.userColumn(ctx, task);
         TraceContext tc = new TraceContext(comm, pid, machine.cpu(), lat, clock.getAsLong());
-        String head = c.def().event() + ": (0x" + Long.toHexString(hit.address()) + ")";
         CompiledProbe cp = c.program();
-        TraceRecord r = new TraceRecord(c.def().group(), c.def().event(), tc, false, hit.address(), 0, c.id(),
+        TraceRecord r = new TraceRecord(c.def().group(), c.def().event(), tc, isReturn, ip, retIp, c.id(),
                 new DecodedArgs(formatter, cp, data),
                 () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString());
         sink.accept(r);
