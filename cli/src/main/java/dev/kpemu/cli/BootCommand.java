@@ -361,6 +361,8 @@ final class BootCommand implements Callable<Integer> {
                     initrdFile = generated != null ? generated : initrd != null ? initrd : dev.kpemu.image.GuestImages.forRepository().initramfs(a);
                     List<String> moduleNames = GuestModules.names(modules);
                     if (!moduleNames.isEmpty()) initrdFile = GuestModules.withModules(initrdFile, a, choice, moduleNames);
+                    if (traced != null && traced.hasUprobeDefinitions())
+                        traced.guestFiles(dev.kpemu.kprobes.events.InitramfsFiles.read(Files.readAllBytes(initrdFile)));
                     if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
                         version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
                     if (traced != null && (record != null || expect != null || perfetto != null)) {
@@ -544,13 +546,22 @@ final class BootCommand implements Callable<Integer> {
                     .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");
             out.print(ev.hist(name));
         }
+        var uprobes = traced.uprobeEvents();
         if (profile) {
             out.println("kpemu: kprobe_profile");
             out.print(ev.profile());
+            if (uprobes != null) {
+                out.println("kpemu: uprobe_profile");
+                uprobes.profile().forEach(out::println);
+            }
         }
         if (list) {
             out.println("kpemu: kprobe_events");
             out.print(ev.listing());
+            if (uprobes != null) {
+                out.println("kpemu: uprobe_events");
+                uprobes.probes().forEach(u -> out.println(u.listing()));
+            }
             out.println("kpemu: kprobes/list");
             out.print(traced.kprobes().list());
             if (traced.optimizer() != null) {

@@ -118,6 +118,11 @@ public final class TracedBoot implements BootHooks {
     private boolean returnedFromArmPoint;
     private Kprobes kprobes;
     private EventEngine events;
+    /** The guest's files as uprobe definitions see them (kpemu's initramfs), null until given. */
+    private dev.kpemu.kprobes.events.GuestFiles guestFiles;
+    /** The uprobe definitions ({@code PATH:OFFSET} places), parsed at {@link #ready}. */
+    private final List<dev.kpemu.kprobes.events.UprobeDef> uprobes = new ArrayList<>();
+    private dev.kpemu.kprobes.events.UprobeEvents uprobeEvents;
     private ProbeSyntaxException rejectedAtRegistration;
     private Boolean optimize;
     private java.time.Duration optimizeDelay = JumpOptimizer.DEFAULT_DELAY;
@@ -263,6 +268,10 @@ public final class TracedBoot implements BootHooks {
                 for (String line : text.split("\n", -1)) {
                     if (ProbeGlob.isGlob(line)) {
                         effective.addAll(expandGlob(line, syms, parser, symbols, sites, guest.arch()));
+                        continue;
+                    }
+                    if (isUprobeDefinition(line)) {
+                        uprobes.add(parseUprobe(line, guest.arch()));
                         continue;
                     }
                     effective.add(line);
@@ -480,6 +489,7 @@ public final class TracedBoot implements BootHooks {
             registrationNanos = System.nanoTime() - t0;
             registrationCpuNanos = THREADS.getCurrentThreadCpuTime() - c0;
         }
+        if (!uprobes.isEmpty()) installUprobes(guest, m);
         dev.kpemu.boot.PhaseLog.mark("probes registered");
         if (!fails.isEmpty()) armFailures(guest, m, resolver);
         try {
@@ -695,6 +705,71 @@ public final class TracedBoot implements BootHooks {
 
     /** The event engine, once the probes are registered (null before). */
     public EventEngine events() { return events; }
+
+    /** The uprobe events, once registered (null before, or when no definition is a uprobe). */
+    public dev.kpemu.kprobes.events.UprobeEvents uprobeEvents() { return uprobeEvents; }
+
+    /** The guest's files uprobe definitions are resolved against (the initramfs booted); needed when a definition is a uprobe. */
+    public TracedBoot guestFiles(dev.kpemu.kprobes.events.GuestFiles files) {
+        this.guestFiles = files;
+        return this;
+    }
+
+    /** Whether a definition line is a uprobe's: {@code p}/{@code r} with a {@code PATH:OFFSET} place (a {@code /} and a {@code :}, which no kprobe place has). */
+    public static boolean isUprobeDefinition(String line) {
+        String[] t = line.strip().split("\\s+");
+        if (t.length < 2 || t[0].isEmpty() || (t[0].charAt(0) != 'p' && t[0].charAt(0) != 'r')) return false;
+        return t[1].indexOf('/') >= 0 && t[1].indexOf(':') >= 0;
+    }
+
+    /** Whether any of the definitions is a uprobe's. */
+    public boolean hasUprobeDefinitions() {
+        for (String d : definitions) for (String l : d.split("\n", -1)) if (isUprobeDefinition(l)) return true;
+        return false;
+    }
+
+    private dev.kpemu.kprobes.events.UprobeDef parseUprobe(String line, Arch arch) {
+        if (guestFiles == null) throw new IllegalStateException("a uprobe definition needs the guest's files (guestFiles)");
+        try {
+            if (new dev.kpemu.kprobes.events.UprobeParser(arch, dialect, guestFiles).parse(line) instanceof dev.kpemu.kprobes.events.UprobeDef d) return d;
+            throw new IllegalStateException("not a uprobe definition: " + line);
+        } catch (ProbeSyntaxException e) {
+            throw new DefinitionRejected(e, List.of());
+        }
+    }
+
+    /**
+     * The uprobes: Linux's mapping hooks followed from the registration point on (every exec
+     * after it), one host breakpoint per probed user address, records into the same sinks as
+     * the kprobe events'.
+     */
+    private void installUprobes(LinuxGuest guest, Machine m) {
+        try {
+            KernelStructs k = structs(guest);
+            var btf = k.btf();
+            java.util.Set<String> files = new java.util.LinkedHashSet<>();
+            for (var u : uprobes) files.add(u.file());
+            var mappings = new dev.kpemu.kprobes.events.UprobeMappings(m, btf, guest.symbols(), files);
+            KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
+            uprobeEvents = new dev.kpemu.kprobes.events.UprobeEvents(m, symbols, k, btf, dialect, mappings, guestFiles, uprobes,
+                    events.takeEventIds(uprobes.size()), this::uprobeRecord);
+            new dev.kpemu.kprobes.events.UprobeSites(m, btf, mappings, uprobes, uprobeEvents::hit);
+            mappings.install();
+        } catch (KernelImageException | ProbeSyntaxException e) {
+            throw new IllegalStateException("cannot place the uprobes: " + e.getMessage(), e);
+        }
+    }
+
+    private void uprobeRecord(TraceRecord r) {
+        if (out != null) {
+            byte[] line = r.lineBytes();
+            out.write(line, 0, line.length);
+            out.write('\n');
+        }
+        if (keepRecords) records.add(r);
+        eventCount.incrementAndGet();
+        for (Consumer<TraceRecord> sink : sinks) sink.accept(r);
+    }
 
     public Kprobes kprobes() { return kprobes; }
 

@@ -321,6 +321,14 @@ public final class EventEngine implements AutoCloseable {
         return this;
     }
 
+    /** Takes {@code n} trace-event ids for another subsystem's events (uprobe events share the kernel's id space); returns the first. */
+    public int takeEventIds(int n) {
+        anyEventCreated = true;
+        int first = nextId;
+        nextId += n;
+        return first;
+    }
+
     /** Declares an event of another subsystem (a tracepoint, a uprobe): creating a kprobe event of that name gives EVENT_EXIST. */
     public EventEngine foreignEvent(String group, String event) {
         foreignEvents.add(group + "/" + event);

@@ -25,6 +25,14 @@ public final class InitramfsFiles implements GuestFiles {
         this(archive.entries());
     }
 
+    /** The files of a newc archive as {@link Initramfs#read} reads it back. */
+    public static InitramfsFiles read(byte[] cpio) throws dev.kpemu.image.KernelImageException {
+        List<Initramfs.Entry> entries = new ArrayList<>();
+        for (Initramfs.Member m : Initramfs.read(cpio))
+            entries.add(new Initramfs.Entry(m.name(), m.mode(), m.data(), m.rdevMajor(), m.rdevMinor()));
+        return new InitramfsFiles(entries);
+    }
+
     public InitramfsFiles(List<Initramfs.Entry> entries) {
         for (Initramfs.Entry e : entries) byPath.put(e.path(), e);
     }
