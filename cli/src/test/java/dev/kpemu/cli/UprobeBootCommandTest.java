@@ -1,0 +1,99 @@
+package dev.kpemu.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.Initramfs;
+import dev.kpemu.machine.Arch;
+import dev.kpemu.natives.NativeLibraries;
+
+/**
+ * {@code kpemu boot --events-file} with uprobe definitions against Linux's own trace
+ * ({@code guest-images/reference/ARCH/6.1/uprobes.trace}, record-uprobes.sh): the recording's
+ * definitions and workload (an initramfs whose /init runs it as the recording's does) through the
+ * CLI. Every line Linux printed is kpemu's line but for the task column (Linux prints its saved
+ * comm of the pid), the pid, the need-resched character, the user stack addresses (ASLR) and the
+ * timestamp. kpemu's probes are live from the registration point ({@code run_init_process}), not
+ * from the recording's enable right before its workload: init's shell and its {@code mount} start
+ * busybox before it and {@code poweroff} after it, each a {@code ustart} line, named here (the
+ * registration point is step 1 of docs/uprobe-notes.md's plan). {@code --profile} and
+ * {@code --list} print {@code uprobe_profile} and {@code uprobe_events}.
+ */
+@Tag("kernel")
+class UprobeBootCommandTest {
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void recordedUprobeEventsThroughTheCli(Arch arch, @TempDir Path tmp) throws Exception {
+        GuestImages images = GuestImages.forRepository();
+        String release = images.kernelVersion(arch).get("release");
+        Assumptions.assumeTrue(release.startsWith("6.1."), "recorded for Debian 12's 6.1 here; booted " + release);
+        Path trace = NativeLibraries.repositoryRoot().resolve("guest-images/reference/" + arch.linuxName() + "/6.1/uprobes.trace");
+        List<String> lines = Files.readAllLines(trace);
+        Assumptions.assumeTrue(lines.stream().anyMatch(l -> l.startsWith("# kernel: " + release + " ")), "recorded on another build than " + release);
+
+        List<String> defs = lines.stream().filter(l -> l.startsWith("#   ")).map(l -> l.substring(4)).toList();
+        Path events = Files.writeString(tmp.resolve("uprobes.events"), String.join("\n", defs) + "\n");
+        String init = """
+                #!/bin/sh
+                export PATH=/bin
+                mount -t proc proc /proc
+                echo %s
+                /bin/busybox true
+                /bin/busybox true
+                busybox true one two
+                echo %s
+                poweroff -f
+                """.formatted(Initramfs.MARK_START, Initramfs.MARK_DONE);
+        Path initrd = tmp.resolve("uprobes.cpio");
+        Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch))).file("init", 0755, init).write(initrd);
+
+        CliTest.Run r = CliTest.run("boot", "--arch", arch.linuxName(), "--initrd", initrd.toString(),
+                "--events-file", events.toString(), "--profile", "--list");
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
+        List<String> out = r.out().lines().toList();
+        List<String> trace2 = out.stream().takeWhile(l -> !l.startsWith("kpemu: ")).map(l -> normalized(l, arch)).toList();
+        List<String> linux = lines.stream().filter(l -> !l.startsWith("#") && !l.startsWith("%")).map(l -> normalized(l, arch)).toList();
+
+        List<String> expected = new ArrayList<>();
+        expected.add(trace2.isEmpty() ? "" : trace2.getFirst());     // init's shell: checked below
+        expected.add(trace2.size() < 2 ? "" : trace2.get(1));        // its mount of /proc
+        expected.addAll(linux);
+        expected.add(trace2.isEmpty() ? "" : trace2.getLast());      // poweroff
+        assertEquals(String.join("\n", expected), String.join("\n", trace2));
+        assertTrue(trace2.getFirst().contains(" ustart: (") && trace2.getFirst().contains("arg4=\"/bin/sh\""), trace2.getFirst());
+        assertTrue(trace2.get(1).contains(" ustart: (") && trace2.get(1).contains("arg4=\"mount\""), trace2.get(1));
+        assertTrue(trace2.getLast().contains(" ustart: (") && trace2.getLast().contains("arg4=\"poweroff\""), trace2.getLast());
+
+        // uprobe_profile: true_main runs only in the workload (Linux's counts); _start's count is kpemu's window's
+        int p = out.indexOf("kpemu: uprobe_profile");
+        assertTrue(p >= 0, r.out());
+        for (String l : lines) {
+            if (!l.startsWith("% ")) continue;
+            String want = l.substring(2);
+            if (want.contains(" ustart ")) assertTrue(out.get(p + 1).startsWith(want.replaceFirst("\\s+\\d+$", "")), out.get(p + 1));
+            else assertTrue(out.subList(p + 1, p + 5).contains(want), want + " in\n" + r.out());
+        }
+        int ls = out.indexOf("kpemu: uprobe_events");
+        assertTrue(ls >= 0, r.out());
+        assertTrue(out.get(ls + 1).startsWith("p:uprobes/ustart /bin/busybox:0x000000000000"), out.get(ls + 1));
+        assertTrue(out.get(ls + 4).startsWith("r:uprobes/p_busybox_0x"), out.get(ls + 4));
+    }
+
+    /** What is not compared against Linux (UprobeEventsBootTest's rule): task column, pid, need-resched, stack addresses, timestamp. */
+    static String normalized(String line, Arch arch) {
+        String s = line.replaceFirst("^\\s*\\S+-\\d+\\s+(\\[\\d+\\] )(\\S)\\S(\\S+)(\\s+\\d+\\.\\d+:)? ", "TASK-PID $1$2?$3 ");
+        return arch == Arch.X86_64 ? s.replaceAll("0x7ff[0-9a-f]{9}\\b", "0xSTACK") : s.replaceAll("0xffff[0-9a-f]{8}\\b", "0xSTACK");
+    }
+}
