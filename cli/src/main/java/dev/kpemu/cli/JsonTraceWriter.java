@@ -60,14 +60,14 @@ final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
         json.writeObjectFieldStart("probe");
         String probe = r.probeText();
         if (r.isReturn()) {
-            json.writeStringField("type", "kretprobe");
+            json.writeStringField("type", r.isUprobe() ? "uretprobe" : "kretprobe");
             int arrow = probe.indexOf(" <- ");
             json.writeStringField("func", hex(r.ip()));
             json.writeStringField("func_symbol", arrow < 0 ? "" : probe.substring(arrow + 4));
             json.writeStringField("ret_ip", hex(r.retIp()));
             json.writeStringField("ret_symbol", arrow < 0 ? probe : probe.substring(0, arrow));
         } else {
-            json.writeStringField("type", "kprobe");
+            json.writeStringField("type", r.isUprobe() ? "uprobe" : "kprobe");
             json.writeStringField("ip", hex(r.ip()));
             json.writeStringField("symbol", probe);
         }

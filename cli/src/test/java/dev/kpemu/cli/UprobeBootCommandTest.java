@@ -89,6 +89,22 @@ class UprobeBootCommandTest {
         assertTrue(ls >= 0, r.out());
         assertTrue(out.get(ls + 1).startsWith("p:uprobes/ustart /bin/busybox:0x000000000000"), out.get(ls + 1));
         assertTrue(out.get(ls + 4).startsWith("r:uprobes/p_busybox_0x"), out.get(ls + 4));
+
+        // JSON: the same records, typed uprobe / uretprobe, the return's addresses as Linux printed them
+        CliTest.Run j = CliTest.run("boot", "--arch", arch.linuxName(), "--initrd", initrd.toString(),
+                "--events-file", events.toString(), "--format", "json");
+        assertEquals(ExitCodes.OK, j.code(), j.err());
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        List<com.fasterxml.jackson.databind.JsonNode> records = new ArrayList<>();
+        for (String l : j.out().lines().toList()) records.add(mapper.readTree(l));
+        assertEquals(trace2.size(), records.size(), j.out());
+        java.util.regex.Matcher ret = java.util.regex.Pattern.compile(" uret: \\((0x[0-9a-f]+) <- (0x[0-9a-f]+)\\)").matcher(String.join("\n", linux));
+        assertTrue(ret.find(), "Linux's uret line");
+        var uret = records.stream().filter(n -> n.get("event").asText().equals("uret")).findFirst().orElseThrow();
+        assertEquals("uretprobe", uret.get("probe").get("type").asText());
+        assertEquals(ret.group(1), uret.get("probe").get("ret_ip").asText());
+        assertEquals(ret.group(2), uret.get("probe").get("func").asText());
+        assertTrue(records.stream().filter(n -> n.get("event").asText().equals("ustart")).allMatch(n -> n.get("probe").get("type").asText().equals("uprobe")), j.out());
     }
 
     /** What is not compared against Linux (UprobeEventsBootTest's rule): task column, pid, need-resched, stack addresses, timestamp. */

@@ -25,6 +25,7 @@ public final class TraceRecord {
     private final String group, event;
     private final TraceContext context;
     private final boolean isReturn;
+    private final boolean uprobe;
     private final long ip, retIp;
     private final int id;
     private final List<EventArg> args;
@@ -46,6 +47,13 @@ public final class TraceRecord {
     /** A record whose body {@code bodySource} formats when it is first asked for. */
     TraceRecord(String group, String event, TraceContext context, boolean isReturn, long ip, long retIp, int id,
                 List<EventArg> args, Supplier<String> bodySource) {
+        this(group, event, context, isReturn, ip, retIp, id, args, bodySource, false);
+    }
+
+    /** As above; {@code uprobe}: a uprobe event's record (ip and retIp are user addresses). */
+    TraceRecord(String group, String event, TraceContext context, boolean isReturn, long ip, long retIp, int id,
+                List<EventArg> args, Supplier<String> bodySource, boolean uprobe) {
+        this.uprobe = uprobe;
         this.group = group;
         this.event = event;
         this.context = context;
@@ -71,6 +79,9 @@ public final class TraceRecord {
     }
 
     public boolean isReturn() { return isReturn; }
+
+    /** Whether a uprobe event made it (a uretprobe when {@link #isReturn()}): its addresses are user addresses. */
+    public boolean isUprobe() { return uprobe; }
 
     public long ip() { return ip; }
 

@@ -204,7 +204,7 @@ public final class UprobeEvents {
         CompiledProbe cp = c.program();
         TraceRecord r = new TraceRecord(c.def().group(), c.def().event(), tc, isReturn, ip, retIp, c.id(),
                 new DecodedArgs(formatter, cp, data),
-                () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString());
+                () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString(), true);
         sink.accept(r);
     }
 }
