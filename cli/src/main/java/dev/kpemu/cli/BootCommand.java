@@ -119,6 +119,9 @@ final class BootCommand implements Callable<Integer> {
             description = "the booted kernel's System.map: data symbols for w: events that its kallsyms lacks (Debian's arm64 kernels; the real file is in Debian's linux-image-RELEASE-dbg package); used when it agrees with the kernel's kallsyms")
     Path systemMapFile;
 
+    @Option(names = "--uprobes-in-workload", description = "enable uprobe events only during the guest's workload (from the line its /init prints before it to the one after), as Linux's recordings enable them; default: from the registration point")
+    boolean uprobesInWorkload;
+
     @Option(names = "--profile", description = "print kprobe_profile (hits, misses) when the guest stops")
     boolean profile;
 
@@ -362,7 +365,8 @@ final class BootCommand implements Callable<Integer> {
                     List<String> moduleNames = GuestModules.names(modules);
                     if (!moduleNames.isEmpty()) initrdFile = GuestModules.withModules(initrdFile, a, choice, moduleNames);
                     if (traced != null && traced.hasUprobeDefinitions())
-                        traced.guestFiles(dev.kpemu.kprobes.events.InitramfsFiles.read(Files.readAllBytes(initrdFile)));
+                        traced.guestFiles(dev.kpemu.kprobes.events.InitramfsFiles.read(Files.readAllBytes(initrdFile)))
+                                .uprobesInWorkload(uprobesInWorkload);
                     if (choice instanceof dev.kpemu.image.KernelChoice.Debian d && (record != null || expect != null || perfetto != null))
                         version = dev.kpemu.image.GuestImages.forRepository().kernelVersion(a, d);
                     if (traced != null && (record != null || expect != null || perfetto != null)) {

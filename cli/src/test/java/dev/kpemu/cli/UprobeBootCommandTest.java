@@ -25,10 +25,11 @@ import dev.kpemu.natives.NativeLibraries;
  * definitions and workload (an initramfs whose /init runs it as the recording's does) through the
  * CLI. Every line Linux printed is kpemu's line but for the task column (Linux prints its saved
  * comm of the pid), the pid, the need-resched character, the user stack addresses (ASLR) and the
- * timestamp. kpemu's probes are live from the registration point ({@code run_init_process}), not
- * from the recording's enable right before its workload: init's shell and its {@code mount} start
- * busybox before it and {@code poweroff} after it, each a {@code ustart} line, named here (the
- * registration point is step 1 of docs/uprobe-notes.md's plan). {@code --profile} and
+ * timestamp. With {@code --uprobes-in-workload} the events are enabled where the recording enables
+ * them, around the workload (after the /init's start marker, before its done marker): the whole
+ * trace is Linux's. Without it they are live from the registration point
+ * ({@code run_init_process}): init's shell and its {@code mount} start busybox before the workload
+ * and {@code poweroff} after it, three more {@code ustart} lines. {@code --profile} and
  * {@code --list} print {@code uprobe_profile} and {@code uprobe_events}.
  */
 @Tag("kernel")
@@ -60,21 +61,12 @@ class UprobeBootCommandTest {
         Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch))).file("init", 0755, init).write(initrd);
 
         CliTest.Run r = CliTest.run("boot", "--arch", arch.linuxName(), "--initrd", initrd.toString(),
-                "--events-file", events.toString(), "--profile", "--list");
+                "--events-file", events.toString(), "--uprobes-in-workload", "--profile", "--list");
         assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
         List<String> out = r.out().lines().toList();
         List<String> trace2 = out.stream().takeWhile(l -> !l.startsWith("kpemu: ")).map(l -> normalized(l, arch)).toList();
         List<String> linux = lines.stream().filter(l -> !l.startsWith("#") && !l.startsWith("%")).map(l -> normalized(l, arch)).toList();
-
-        List<String> expected = new ArrayList<>();
-        expected.add(trace2.isEmpty() ? "" : trace2.getFirst());     // init's shell: checked below
-        expected.add(trace2.size() < 2 ? "" : trace2.get(1));        // its mount of /proc
-        expected.addAll(linux);
-        expected.add(trace2.isEmpty() ? "" : trace2.getLast());      // poweroff
-        assertEquals(String.join("\n", expected), String.join("\n", trace2));
-        assertTrue(trace2.getFirst().contains(" ustart: (") && trace2.getFirst().contains("arg4=\"/bin/sh\""), trace2.getFirst());
-        assertTrue(trace2.get(1).contains(" ustart: (") && trace2.get(1).contains("arg4=\"mount\""), trace2.get(1));
-        assertTrue(trace2.getLast().contains(" ustart: (") && trace2.getLast().contains("arg4=\"poweroff\""), trace2.getLast());
+        assertEquals(String.join("\n", linux), String.join("\n", trace2));
 
         // uprobe_profile: true_main runs only in the workload (Linux's counts); _start's count is kpemu's window's
         int p = out.indexOf("kpemu: uprobe_profile");
@@ -90,14 +82,17 @@ class UprobeBootCommandTest {
         assertTrue(out.get(ls + 1).startsWith("p:uprobes/ustart /bin/busybox:0x000000000000"), out.get(ls + 1));
         assertTrue(out.get(ls + 4).startsWith("r:uprobes/p_busybox_0x"), out.get(ls + 4));
 
-        // JSON: the same records, typed uprobe / uretprobe, the return's addresses as Linux printed them
+        // JSON, probes live from the registration point: Linux's records and three more ustart
+        // (init's shell, its mount, poweroff), typed uprobe / uretprobe, the return's addresses as Linux printed them
         CliTest.Run j = CliTest.run("boot", "--arch", arch.linuxName(), "--initrd", initrd.toString(),
                 "--events-file", events.toString(), "--format", "json");
         assertEquals(ExitCodes.OK, j.code(), j.err());
         var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
         List<com.fasterxml.jackson.databind.JsonNode> records = new ArrayList<>();
         for (String l : j.out().lines().toList()) records.add(mapper.readTree(l));
-        assertEquals(trace2.size(), records.size(), j.out());
+        assertEquals(trace2.size() + 3, records.size(), j.out());
+        assertEquals(List.of("/bin/sh", "mount", "poweroff"), java.util.stream.Stream.of(records.get(0), records.get(1), records.getLast())
+                .map(n -> n.get("args").get("arg4").asText()).toList(), j.out());
         java.util.regex.Matcher ret = java.util.regex.Pattern.compile(" uret: \\((0x[0-9a-f]+) <- (0x[0-9a-f]+)\\)").matcher(String.join("\n", linux));
         assertTrue(ret.find(), "Linux's uret line");
         var uret = records.stream().filter(n -> n.get("event").asText().equals("uret")).findFirst().orElseThrow();

@@ -123,6 +123,7 @@ public final class TracedBoot implements BootHooks {
     /** The uprobe definitions ({@code PATH:OFFSET} places), parsed at {@link #ready}. */
     private final List<dev.kpemu.kprobes.events.UprobeDef> uprobes = new ArrayList<>();
     private dev.kpemu.kprobes.events.UprobeEvents uprobeEvents;
+    private boolean uprobesInWorkload;
     private ProbeSyntaxException rejectedAtRegistration;
     private Boolean optimize;
     private java.time.Duration optimizeDelay = JumpOptimizer.DEFAULT_DELAY;
@@ -715,6 +716,18 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
+    /**
+     * Uprobe events enabled only during the guest's workload: from the console line kpemu's
+     * /init prints before it ({@code KPEMU-INIT-START}) until the one after it
+     * ({@code KPEMU-INIT-DONE}, or a command guest's exit status) — the window in which Linux's
+     * recordings enable them (record-uprobes.sh), so init's own processes are not traced.
+     * Default: enabled from the registration point.
+     */
+    public TracedBoot uprobesInWorkload(boolean on) {
+        this.uprobesInWorkload = on;
+        return this;
+    }
+
     /** Whether a definition line is a uprobe's: {@code p}/{@code r} with a {@code PATH:OFFSET} place (a {@code /} and a {@code :}, which no kprobe place has). */
     public static boolean isUprobeDefinition(String line) {
         String[] t = line.strip().split("\\s+");
@@ -753,6 +766,11 @@ public final class TracedBoot implements BootHooks {
             KernelSymbols symbols = modules == null ? kernelSymbols(guest) : modules.symbols(kernelSymbols(guest));
             uprobeEvents = new dev.kpemu.kprobes.events.UprobeEvents(m, symbols, k, btf, dialect, mappings, guestFiles, uprobes,
                     events.takeEventIds(uprobes.size()), this::uprobeRecord);
+            if (uprobesInWorkload) {
+                var con = guest.console();
+                uprobeEvents.enabledWhile(() -> con.seen(dev.kpemu.image.Initramfs.MARK_START)
+                        && !con.seen(dev.kpemu.image.Initramfs.MARK_DONE) && !con.seen(dev.kpemu.image.CommandGuest.EXIT_MARKER));
+            }
             new dev.kpemu.kprobes.events.UprobeSites(m, btf, mappings, uprobes, uprobeEvents::hit);
             mappings.install();
         } catch (KernelImageException | ProbeSyntaxException e) {

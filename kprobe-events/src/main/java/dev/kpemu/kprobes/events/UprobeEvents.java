@@ -86,6 +86,18 @@ public final class UprobeEvents {
         }
     }
 
+    private java.util.function.BooleanSupplier enabled = () -> true;
+
+    /**
+     * When the events are enabled ({@code events/uprobes/EVENT/enable}; default: always): while
+     * it says false a hit is neither counted nor traced and starts no return instance, and a
+     * pending return does not fire, as Linux's consumers are unregistered while disabled.
+     */
+    public UprobeEvents enabledWhile(java.util.function.BooleanSupplier enabled) {
+        this.enabled = Objects.requireNonNull(enabled);
+        return this;
+    }
+
     /** The probes, in definition order. */
     public List<UprobeDef> probes() { return new ArrayList<>(compiled.keySet()); }
 
@@ -163,6 +175,7 @@ public final class UprobeEvents {
             pending.remove(i);                                                // this frame, or one a longjmp left
         }
         if (pending.stream().noneMatch(p -> p.ret() == address)) machine.removeBreakpoint(address);
+        if (!enabled.getAsBoolean()) return;
         for (Pending p : fire) emitReturn(p);
     }
 
@@ -180,7 +193,7 @@ public final class UprobeEvents {
     /** One hit ({@code uprobe_dispatcher} → {@code uprobe_trace_func}). */
     public void hit(UprobeSites.Hit hit) {
         Compiled c = compiled.get(hit.probe());
-        if (c == null) return;
+        if (c == null || !enabled.getAsBoolean()) return;
         hits.get(hit.probe())[0]++;         // uprobe_dispatcher counts every probe at the entry
         if (c.def().isReturn()) {
             entered(c, hit);
