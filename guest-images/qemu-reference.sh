@@ -158,6 +158,13 @@ timing_failure() {   # LOG: prints the reason, or nothing
   return 0
 }
 
+# corpus_machine: the corpus guest's machine (record-corpus.sh, fuzz-reference.sh): QEMU gets kpemu's
+# RAM (254 MiB left to the guest) and kpemu's kernel command line, so /proc/cmdline reads the same.
+corpus_machine() {
+  qemu_mem=254
+  if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x9000000 nokaslr"; fi
+}
+
 # qemu_command INITRAMFS APPEND: sets $cmd to the reference machine's command line.
 qemu_command() {
   local initramfs=$1 append="$2 $(reference_timing_append)"

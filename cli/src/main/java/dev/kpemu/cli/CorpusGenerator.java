@@ -205,6 +205,11 @@ final class CorpusGenerator {
     private final List<String> functions;
     private final boolean x86;
     private final Dialect dialect;
+    /** Functions drawn from though the corpus leaves them out, with the reason (empty unless asked for). */
+    private java.util.Map<String, String> leftOut = java.util.Map.of();
+
+    java.util.Map<String, String> leftOut() { return leftOut; }
+
     /** The record-corpus.sh option naming the kernel ("" for the default one). */
     private String kernelOption = "";
 
@@ -229,22 +234,40 @@ final class CorpusGenerator {
     }
 
     static CorpusGenerator forKernel(Arch arch, KernelChoice kernel, List<String> survey) throws Exception {
+        return forKernel(arch, kernel, survey, false);
+    }
+
+    /**
+     * As {@link #forKernel(Arch, KernelChoice, List)}; with {@code includeLeftOut} (kpemu fuzz
+     * --include-left-out) the functions the corpus leaves out are drawn from too, each marked in
+     * {@link #leftOut()} with the rule that leaves it out (the corpus itself never includes them).
+     */
+    static CorpusGenerator forKernel(Arch arch, KernelChoice kernel, List<String> survey, boolean includeLeftOut) throws Exception {
         Path k = GuestImages.forRepository().kernel(arch, kernel);
         Kallsyms.KernelText kt = Kallsyms.load(k);
         Btf btf = BtfLocator.read(k).btf();
+        // the parser of the kernel's own series: 6.12 and 7.x accept what 6.1 refuses (char, kretprobe $argN)
+        Dialect dialect = Dialect.forRelease(KernelRelease.of(kt.bytes()).orElse(""));
         List<String> fns = new ArrayList<>();
+        java.util.Map<String, String> leftOut = new java.util.HashMap<>();
         for (String l : survey) {
             if (l.startsWith("#") || l.isBlank()) continue;
             String[] f = l.trim().split("\\s+");
             long calls = Long.parseLong(f[1]), outside = Long.parseLong(f[2]);
-            if (calls < 1 || calls > MAX_CALLS || outside != 0) continue;
-            if (MACHINE_PATHS.matcher(f[0]).find()) continue;
+            String why = calls < 1 || calls > MAX_CALLS ? "called " + calls + " times in the survey (the corpus takes 1 to " + MAX_CALLS + ")"
+                    : outside != 0 ? "called outside the workload's task context (" + outside + " of " + calls + " calls in the survey)"
+                    : MACHINE_PATHS.matcher(f[0]).find() ? "a machine path (CorpusGenerator.MACHINE_PATHS)"
+                    : dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(f[0]).find() ? "a machine path found on 6.12 and 7.2 (CorpusGenerator.LATER_MACHINE_PATHS)"
+                    : null;
+            if (why != null) {
+                if (!includeLeftOut) continue;
+                leftOut.put(f[0], why);
+            }
             fns.add(f[0]);
         }
         fns.sort(Comparator.naturalOrder());
-        // the parser of the kernel's own series: 6.12 and 7.x accept what 6.1 refuses (char, kretprobe $argN)
-        Dialect dialect = Dialect.forRelease(KernelRelease.of(kt.bytes()).orElse(""));
         CorpusGenerator g = new CorpusGenerator(arch, kt.symbols(), kt.bytes(), btf, fns, dialect);
+        g.leftOut = java.util.Map.copyOf(leftOut);
         if (kernel instanceof KernelChoice.Debian d && d.suite() != null) g.kernelOption = "--kernel " + d + " ";
         return g;
     }
@@ -265,7 +288,7 @@ final class CorpusGenerator {
         try (KernelProbeSites sites = new KernelProbeSites(arch, syms, file); Decoder dec = Decoder.open(arch)) {
             for (String fn : fns) {
                 if (n >= count) break;
-                if (dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(fn).find()) continue;
+                if (dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(fn).find() && !leftOut.containsKey(fn)) continue;
                 if (!accepted(parser, symbols, sites, "p " + fn)) continue;
                 int want = 2 + rnd.nextInt(5);
                 List<String> defs = new ArrayList<>();

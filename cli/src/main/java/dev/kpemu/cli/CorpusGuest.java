@@ -15,7 +15,8 @@ import dev.kpemu.kprobes.events.ReferenceTrace;
  * files. The only difference is {@code /tmp/corpus/mode}:
  * <ul>
  * <li>{@code linux}: /init writes {@code /tmp/corpus/events} to tracefs' {@code kprobe_events}, one
- *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED}; an fprobe {@code f…} or
+ *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED} and its {@code error_log}
+ *     lines, each after {@value #ERROR_LOG_LINE}; an fprobe {@code f…} or
  *     tracepoint probe {@code t…} goes to {@code dynamic_events}), and enables them;
  *     after the workload tracing stops and the {@code trace} file is printed between
  *     {@value #TRACE_BEGIN} and {@value #TRACE_END}.</li>
@@ -72,7 +73,11 @@ public final class CorpusGuest {
                   echo 8192 > /root/buffer_size_kb
                   while IFS= read -r d; do
                     case "$d" in f*|t*) f=dynamic_events ;; *) f=kprobe_events ;; esac
-                    printf '%%s\\n' "$d" >> /root/$f || printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
+                    : > /root/error_log
+                    printf '%%s\\n' "$d" >> /root/$f || {
+                      printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
+                      while IFS= read -r l; do echo "%3$s $l"; done < /root/error_log
+                    }
                   done < /tmp/corpus/events
                   echo 1 > /root/events/kprobes/enable
                   if [ -d /root/events/fprobes ]; then echo 1 > /root/events/fprobes/enable; fi
