@@ -20,7 +20,9 @@ import java.util.regex.Pattern;
  *     Linux's own survey (interrupts, timers, kernel threads run when each machine's clock says); a
  *     return probe whose return address Linux printed as the return trampoline and kpemu as the real
  *     caller (the probe out of instances, which an exiting task returns one RCU grace period later,
- *     {@code CorpusTraceTest}).</li>
+ *     {@code CorpusTraceTest}); a latency column showing Linux's breakpoint path (x86-64 int3: 'Z') where
+ *     kpemu's probe was already a jump (Linux's optimizer runs OPTIMIZE_DELAY after registration, on the
+ *     guest's clock: a small set's first events can come before it).</li>
  * <li>Otherwise a <b>kpemu defect</b>.</li>
  * </ol>
  * The class's key is its category, the kind of difference, the field and the function: two
@@ -82,6 +84,12 @@ public final class FuzzClassifier {
         if (outside > 0) {
             return of(Category.MACHINE, "the survey saw " + outside + " of " + ev.surveyCalls().getOrDefault(d.function(), 0L)
                     + " calls of " + d.function() + " outside the workload's task context (interrupts, timers, kernel threads)", d);
+        }
+        if (d.field().equals("latency") && d.linux().length() == 5 && d.kpemu().length() == 5
+                && d.linux().charAt(2) == 'Z' && d.kpemu().charAt(2) != 'Z') {
+            return of(Category.MACHINE, "Linux fired this probe through its breakpoint (int3: NMI and hardirq, 'Z'), kpemu through the "
+                    + "jump it optimized: Linux's optimizer replaces the breakpoint OPTIMIZE_DELAY after registration on the guest's clock, "
+                    + "and a small set leaves its workload's first events before that", d);
         }
         if (d.field().startsWith("argument") && RETURN_TRAMPOLINE.matcher(d.linux()).find() && !RETURN_TRAMPOLINE.matcher(d.kpemu()).find()) {
             return of(Category.MACHINE, "a return probe out of instances: Linux printed the trampoline, kpemu the caller "

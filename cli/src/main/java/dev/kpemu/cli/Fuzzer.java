@@ -133,7 +133,7 @@ public final class Fuzzer {
                     r.classified().isEmpty() ? "identical" : r.classified().size() + " difference(s), " + newKeys.size() + " new class(es)");
             for (String key : newKeys) {
                 DifferenceClass k = classes.get(key);
-                Path dir = reproduce(report, classes.size(), k.first(), r);
+                Path dir = reproduce(report, new ArrayList<>(classes.keySet()).indexOf(key) + 1, k.first(), r);
                 classes.put(key, new DifferenceClass(k.first(), k.sets(), dir));
                 progress.printf("kpemu fuzz:   %s: %s -> %s%n", k.first().category().label(), k.first().difference(), dir);
             }
