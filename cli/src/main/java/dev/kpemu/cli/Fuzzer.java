@@ -59,6 +59,9 @@ public final class Fuzzer {
         }
     }
 
+    /** Linux's guest waits this long after enabling its events ({@link CorpusGuest#archive(byte[], String, List, List, boolean, int)}). */
+    static final int SETTLE_SECONDS = 2;
+
     private final Config config;
     private final PrintWriter progress;
     private final Path root, kernel, qemuKernel, work;
@@ -186,7 +189,7 @@ public final class Fuzzer {
     }
 
     private FuzzRun linux(String name, List<String> definitions) throws IOException, InterruptedException {
-        Path initramfs = CorpusGuest.archive(busybox, "linux", definitions).write(work.resolve("linux-" + name + ".cpio"));
+        Path initramfs = CorpusGuest.archive(busybox, "linux", definitions, List.of(), false, SETTLE_SECONDS).write(work.resolve("linux-" + name + ".cpio"));
         return LinuxFuzzRun.run(root, config.arch(), qemuKernel, initramfs, work.resolve("linux-" + name + ".console"));
     }
 
