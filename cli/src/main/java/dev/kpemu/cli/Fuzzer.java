@@ -181,7 +181,7 @@ public final class Fuzzer {
         FuzzRun linux = linux(name, definitions);
         Path events = work.resolve("set-" + name + ".events");
         Files.write(events, definitions);
-        FuzzRun kpemu = KpemuFuzzRun.run(config.arch(), kernel, kernelOption, kpemuInitramfs, definitions, events);
+        FuzzRun kpemu = KpemuFuzzRun.run(config.arch(), kernel, kernelOption, kpemuInitramfs, definitions, events, work.resolve("kpemu.snapshot"));
         FuzzComparison.Result cmp = linux.finished() && kpemu.finished()
                 ? FuzzComparison.compare(config.arch(), release, definitions, linux, kpemu)
                 : new FuzzComparison.Result(List.of(), 0, 0, 0);

@@ -11,6 +11,8 @@ import java.util.Map;
 
 import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.boot.BootRunner;
+import dev.kpemu.boot.BootSnapshot;
+import dev.kpemu.machine.snapshot.SnapshotException;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
@@ -19,7 +21,7 @@ import dev.kpemu.session.TracedBoot;
 /**
  * The kpemu side of {@code kpemu fuzz}: the corpus guest in mode kpemu booted in-process through
  * the session's composition root ({@link TracedBoot}), the definitions registered right before
- * /init as {@code CorpusTraceTest} registers them. A definition kpemu refuses stops a boot before
+ * /init as {@code CorpusTraceTest} registers them (from a snapshot there after the first set). A definition kpemu refuses stops a boot before
  * the guest runs: it is noted with its error_log message and the boot starts again without it.
  */
 final class KpemuFuzzRun {
@@ -28,8 +30,13 @@ final class KpemuFuzzRun {
 
     private KpemuFuzzRun() {}
 
-    static FuzzRun run(Arch arch, Path kernel, String kernelOption, Path initramfs, List<String> definitions, Path eventsFile)
-            throws KernelImageException {
+    /**
+     * Boots the set; {@code snapshot} (a file, or null for a cold boot): the machine at
+     * run_init_process, saved by the first boot and restored by the later ones (every set boots the
+     * same kernel, guest and command line; the probes are registered there, as cold).
+     */
+    static FuzzRun run(Arch arch, Path kernel, String kernelOption, Path initramfs, List<String> definitions, Path eventsFile,
+                       Path snapshot) throws KernelImageException {
         List<String> remaining = new ArrayList<>(definitions);
         Map<String, String> refused = new LinkedHashMap<>();
         String command = "kpemu boot --arch " + arch.linuxName() + (kernelOption.isEmpty() ? "" : " --kernel " + kernelOption)
@@ -38,8 +45,11 @@ final class KpemuFuzzRun {
             TracedBoot traced = new TracedBoot(remaining, null).armAtInit(true).optimizeDelay(Duration.ZERO);
             BootRunner.Result r;
             try {
-                r = BootRunner.boot(new BootRunner.Options(arch, kernel, initramfs, null, MEMORY_MIB, TIMEOUT_SECONDS,
-                        new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream())), traced);
+                BootRunner.Options o = new BootRunner.Options(arch, kernel, initramfs, null, MEMORY_MIB, TIMEOUT_SECONDS,
+                        new ByteArrayOutputStream(), new PrintStream(new ByteArrayOutputStream()));
+                r = snapshot == null ? BootRunner.boot(o, traced) : BootRunner.boot(o, traced, BootSnapshot.file(snapshot, line -> { }));
+            } catch (SnapshotException e) {
+                return new FuzzRun(refused, List.of(), command, "kpemu's snapshot " + snapshot + ": " + e.getMessage());
             } catch (TracedBoot.DefinitionRejected e) {
                 String which = rejected(remaining, e.error().command());
                 if (which == null) return new FuzzRun(refused, List.of(), command, "kpemu refused a definition it cannot name: " + e.error());

@@ -127,4 +127,17 @@ class FuzzClassifierTest {
         // a console that never reaches the trace's end is a boot that did not finish
         assertTrue(LinuxFuzzRun.parseConsole("KPEMU-CORPUS-TRACE-BEGIN\n", "qemu").failure() != null);
     }
+
+    @Test
+    void badOptionsAreOneLineUsageErrors() {
+        CliTest.Run noLimit = CliTest.run("fuzz", "--arch", "x86_64", "--kernel", "debian:bookworm", "--seed", "1");
+        assertEquals(ExitCodes.USAGE, noLimit.code());
+        assertTrue(noLimit.err().contains("give --seconds N or --sets N"), noLimit.err());
+        assertTrue(!noLimit.err().contains("Exception"), noLimit.err());
+        CliTest.Run badSize = CliTest.run("fuzz", "--arch", "x86_64", "--kernel", "debian:bookworm", "--seed", "1", "--sets", "1", "--set-size", "0");
+        assertEquals(ExitCodes.USAGE, badSize.code());
+        assertTrue(badSize.err().contains("--set-size takes 1 to 200"), badSize.err());
+        CliTest.Run badArch = CliTest.run("fuzz", "--arch", "mips", "--kernel", "debian:bookworm", "--seed", "1", "--sets", "1");
+        assertEquals(ExitCodes.USAGE, badArch.code());
+    }
 }
