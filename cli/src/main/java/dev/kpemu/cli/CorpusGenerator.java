@@ -205,10 +205,13 @@ final class CorpusGenerator {
     private final List<String> functions;
     private final boolean x86;
     private final Dialect dialect;
-    /** Functions drawn from though the corpus leaves them out, with the reason (empty unless asked for). */
-    private java.util.Map<String, String> leftOut = java.util.Map.of();
+    /**
+     * Functions drawn from though the corpus leaves them out, and definitions of a left-out form
+     * (registers at mid-function probes), each with the reason; empty unless asked for.
+     */
+    private java.util.Map<String, String> leftOut = new java.util.HashMap<>();
 
-    java.util.Map<String, String> leftOut() { return leftOut; }
+    java.util.Map<String, String> leftOut() { return java.util.Collections.unmodifiableMap(leftOut); }
 
     /** The record-corpus.sh option naming the kernel ("" for the default one). */
     private String kernelOption = "";
@@ -267,7 +270,8 @@ final class CorpusGenerator {
         }
         fns.sort(Comparator.naturalOrder());
         CorpusGenerator g = new CorpusGenerator(arch, kt.symbols(), kt.bytes(), btf, fns, dialect);
-        g.leftOut = java.util.Map.copyOf(leftOut);
+        g.leftOut = new java.util.HashMap<>(leftOut);
+        g.includeLeftOut = includeLeftOut;
         if (kernel instanceof KernelChoice.Debian d && d.suite() != null) g.kernelOption = "--kernel " + d + " ";
         return g;
     }
@@ -301,7 +305,10 @@ final class CorpusGenerator {
                     if (d == null) continue;
                     String named = d.replace(":cN ", ":c" + (n + defs.size()) + " ");
                     if (defs.stream().anyMatch(x -> x.substring(x.indexOf(' ')).equals(named.substring(named.indexOf(' '))))) continue;
-                    if (accepted(parser, symbols, sites, named)) defs.add(named);
+                    if (accepted(parser, symbols, sites, named)) {
+                        defs.add(named);
+                        if (leftOutForms.contains(d)) leftOut.put(named, "a register at a mid-function probe (left out: it holds whatever the compiler put there, pointers and values the CPU model changes)");
+                    }
                 }
                 if (defs.isEmpty()) continue;
                 usedFns++;
@@ -550,8 +557,22 @@ final class CorpusGenerator {
             String a = common(rnd);
             if (!args.contains(a)) args.add(a);
         }
+        if (includeLeftOut && rnd.nextInt(3) == 0) {
+            // LEFT-OUT CLASS (kpemu fuzz --include-left-out only): a register at a mid-function probe,
+            // whatever the compiler put there: pointers, and values the CPU model's alternatives change
+            String reg = x86 ? pick(rnd, "ax", "bx", "cx", "dx", "si", "di", "bp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+                    : "x" + rnd.nextInt(31);
+            args.add("%" + reg + ":x64");
+            String d = "p:cN " + fn + "+" + (at.address() - start) + named(args);
+            leftOutForms.add(d);
+            return d;
+        }
         return "p:cN " + fn + "+" + (at.address() - start) + named(args);
     }
+
+    /** Definitions of a left-out form made by this generator, before their events are named. */
+    private final java.util.Set<String> leftOutForms = new java.util.HashSet<>();
+    private boolean includeLeftOut;
 
     /** An x86 legacy or REX prefix byte. */
     private static boolean prefixed(byte b) {

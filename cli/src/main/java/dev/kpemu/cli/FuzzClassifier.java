@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
  * <li><b>Linux's own flakiness</b>: a second QEMU run of the same set differs from the first at the
  *     same place (the same definition's acceptance, or the same event index and field), or kpemu's
  *     value is what Linux's second run printed there.</li>
- * <li><b>Left out of the corpus</b> ({@code --include-left-out}): the definition probes a function
- *     {@link CorpusGenerator} leaves out, for the reason its class comment gives (machine paths,
+ * <li><b>Left out of the corpus</b> ({@code --include-left-out}): the definition is of a form
+ *     {@link CorpusGenerator} leaves out (a register at a mid-function probe) or probes a function it leaves out, for the reason its class comment gives (machine paths,
  *     functions called outside the workload's task context, or too often).</li>
  * <li><b>Machine-dependent</b>, with its evidence: both values are addresses of per-boot allocations
  *     (the direct map, vmalloc or module space: heap, stacks, per-CPU data, which depend on RAM size
@@ -49,7 +49,7 @@ public final class FuzzClassifier {
      * @param secondLinux  Linux's second run of the set compared with its first (null: not run)
      * @param surveyOutside per function, how many of its calls the survey saw outside the workload's task context
      * @param surveyCalls   per function, its calls in the survey
-     * @param leftOut       functions the corpus leaves out, with the generator's reason
+     * @param leftOut       functions the corpus leaves out, and definitions of a form it leaves out, with the generator's reason
      */
     public record Evidence(List<FuzzDifference> secondLinux, Map<String, Long> surveyOutside, Map<String, Long> surveyCalls,
                            Map<String, String> leftOut) {
@@ -74,7 +74,7 @@ public final class FuzzClassifier {
                 }
             }
         }
-        String left = ev.leftOut().get(d.function());
+        String left = ev.leftOut().getOrDefault(d.definition(), ev.leftOut().get(d.function()));
         if (left != null) return of(Category.LEFT_OUT, "left out of the corpus: " + left, d);
         if (d.field().startsWith("argument") && !d.field().endsWith(" name") && !d.field().equals("argument count")
                 && addressLike(d.linux()) && addressLike(d.kpemu())) {
