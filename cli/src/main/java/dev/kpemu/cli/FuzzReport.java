@@ -38,14 +38,14 @@ final class FuzzReport {
                 set -e
                 cd "$(dirname "$0")"
                 kpemu corpus initramfs --arch %s --mode kpemu -o kpemu.cpio
-                kpemu corpus initramfs --arch %s --mode linux --events definitions.events -o linux.cpio
+                kpemu corpus initramfs --arch %s --mode linux --settle %d --events definitions.events -o linux.cpio
                 # kpemu (the trace on stdout; compare the workload's window, CorpusGuest.window)
                 %s
                 # Linux's own kprobe_events under QEMU (the trace on the console between KPEMU-CORPUS-TRACE-BEGIN and -END)
                 %s
                 """.formatted(number, c.category().label(), set.index(), set.generatorSeed(), set.definitions().size() - 2,
                 definitions.size() - 2, shrunk.trials(), shrunk.minimal() ? "" : " (the budget ran out before it was minimal)",
-                c.difference().toString().replace('\n', ' '), a, a, boot, qemu));
+                c.difference().toString().replace('\n', ' '), a, a, Fuzzer.SETTLE_SECONDS, boot, qemu));
         dir.resolve("reproduce.sh").toFile().setExecutable(true);
         Files.write(dir.resolve("linux.trace"), linux.traceLines());
         Files.write(dir.resolve("kpemu.trace"), kpemu.traceLines());
