@@ -95,7 +95,7 @@ public final class Fuzzer {
             surveyCalls.put(f[0], Long.parseLong(f[1]));
             surveyOutside.put(f[0], Long.parseLong(f[2]));
         }
-        generator = CorpusGenerator.forKernel(arch, config.kernel(), surveyLines, config.includeLeftOut());
+        generator = CorpusGenerator.forKernel(arch, config.kernel(), surveyLines, config.includeLeftOut()).fuzzRules();
         busybox = Files.readAllBytes(images.busybox(arch));
         work = Files.createDirectories(config.out().resolve("work"));
         kpemuInitramfs = CorpusGuest.archive(busybox, "kpemu", List.of()).write(work.resolve("kpemu.cpio"));
