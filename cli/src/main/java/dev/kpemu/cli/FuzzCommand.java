@@ -21,12 +21,12 @@ final class FuzzCommand implements Callable<Integer> {
     @Option(names = "--arch", required = true, paramLabel = "ARCH", description = "x86_64 or arm64") String arch;
     @Option(names = "--kernel", required = true, paramLabel = KernelOption.LABEL,
             description = "the kernel both machines boot (its function survey must be recorded: guest-images/record-corpus.sh); " + KernelOption.HELP) String kernel;
-    @Option(names = "--seed", required = true, description = "the run's seed: the same seed, the same sets") long seed;
+    @Option(names = "--seed", required = true, paramLabel = "S", description = "the run's seed: the same seed, the same sets") long seed;
     @Option(names = "--seconds", paramLabel = "N", description = "start no set after N seconds") long seconds;
     @Option(names = "--sets", paramLabel = "N", description = "run N sets") int sets;
     @Option(names = "--set-size", paramLabel = "M", defaultValue = "12", description = "definitions per set (default ${DEFAULT-VALUE}; the generator adds a function's 2 to 6 at once, so a set may hold a few more)") int setSize;
     @Option(names = "--out", paramLabel = "DIR", description = "summary and reproductions (default kpemu-fuzz-ARCH-SEED)") Path out;
-    @Option(names = "--include-left-out", description = "also probe the functions the recorded corpus leaves out as machine-dependent (their differences are classed 'left-out class')") boolean includeLeftOut;
+    @Option(names = "--include-left-out", description = "also the classes the recorded corpus leaves out as machine-dependent: its left-out functions, registers at mid-function probes (their differences are classed 'left-out class')") boolean includeLeftOut;
     @Option(names = "--shrink-boots", paramLabel = "N", defaultValue = "3", description = "trials (a boot on each side) to shrink each new class's set (default ${DEFAULT-VALUE})") int shrinkBoots;
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
