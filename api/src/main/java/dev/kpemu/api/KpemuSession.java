@@ -254,6 +254,7 @@ public final class KpemuSession implements AutoCloseable {
             throw new KpemuException(e.getMessage(), e);
         } finally {
             synchronized (this) { ready = false; }
+            if (watchIps != null) watchIps.close();
             if (generated != null) Files.deleteIfExists(generated);
         }
         if (kprobes != null && kprobes.handlerFailures() > 0) {
@@ -302,6 +303,7 @@ public final class KpemuSession implements AutoCloseable {
         }
         for (Probe p : waiting) registerNow(p);
         armFailures(guest, kprobes, fetch);
+        armWatchpoints(guest, fetch);
         Ready view = new Ready() {
             @Override public Kprobes kprobes() { return kprobes; }
             @Override public EventEngine events() { return traced.events(); }
@@ -313,6 +315,52 @@ public final class KpemuSession implements AutoCloseable {
     }
 
     private void registerNow(Probe probe) { engineProbes.register(probe); }
+
+    /** The watchpoints' ip rule (its Capstone handle is closed when the boot ends). */
+    private dev.kpemu.kprobes.events.HardwareWatchIp watchIps;
+
+    /** Installs the builder's watchpoints: each place resolved by kallsyms, translated through the guest's page tables. */
+    private void armWatchpoints(LinuxGuest guest, MachineFetchContext fetch) {
+        if (b.watchpoints.isEmpty()) return;
+        Machine m = guest.machine();
+        dev.kpemu.kprobes.events.HardwareWatchIp ips = watchIps = new dev.kpemu.kprobes.events.HardwareWatchIp(m);
+        for (Watchpoint w : b.watchpoints) {
+            long va = resolve(w.place(), guest.symbols());
+            try {
+                dev.kpemu.kprobes.events.WatchedRange.install(m, va, w.length(), w.watchesReads(), w.watchesWrites(),
+                        guest.arch() == Arch.X86_64, (hit, at) -> {
+                            try {
+                                fetch.begin();
+                                w.handlerFn().accept(new WatchAccess(w, ips.of(hit.pc()), hit.pc(), at, hit.physicalAddress(), hit.size(),
+                                        hit.write(), hit.oldValue(), hit.newValue(), dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()),
+                                        fetch.pid(), hit.cpu(), m.clock().liveNanos(), () -> m.watchpoints().stopAt(hit)));
+                            } catch (RuntimeException | AssertionError e) {
+                                failures.add(new HandlerFailure(null, "watchpoint " + w, m.clock().liveNanos(), e));
+                            }
+                        });
+            } catch (IllegalArgumentException e) {
+                throw new KpemuException("watchpoint " + w + ": " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** {@code SYM}, {@code SYM+OFFS}, {@code SYM-OFFS} (kallsyms) or an address. */
+    static long resolve(String place, dev.kpemu.image.SymbolTable symbols) {
+        String p = place.strip();
+        try {
+            if (p.startsWith("0x") || p.startsWith("0X")) return Long.parseUnsignedLong(p.substring(2), 16);
+            if (!p.isEmpty() && Character.isDigit(p.charAt(0))) return Long.parseUnsignedLong(p);
+            int cut = -1;
+            for (int i = 1; i < p.length() && cut < 0; i++) if (p.charAt(i) == '+' || p.charAt(i) == '-') cut = i;
+            String name = cut < 0 ? p : p.substring(0, cut);
+            long offset = cut < 0 ? 0 : Long.decode(p.substring(cut));
+            var sym = symbols.byName(name);
+            if (sym.isEmpty()) throw new KpemuException("watchpoint " + place + ": the kernel's kallsyms has no symbol " + name, null);
+            return sym.get().address() + offset;
+        } catch (NumberFormatException e) {
+            throw new KpemuException("watchpoint " + place + ": not a symbol, SYM+OFFS or an address", e);
+        }
+    }
 
     private void armFailures(LinuxGuest guest, Kprobes kprobes, MachineFetchContext fetch) {
         if (b.fails.isEmpty()) return;
@@ -368,6 +416,7 @@ public final class KpemuSession implements AutoCloseable {
         private boolean armAtInit;
         private Consumer<String> kernelMessages = m -> { };
         private final List<dev.kpemu.kprobes.fail.FailSpec> fails = new ArrayList<>();
+        private final List<Watchpoint> watchpoints = new ArrayList<>();
         private Path snapshot;
         private Consumer<String> snapshotNotices = m -> { };
         private long snapshotAtNanos = -1;
@@ -522,6 +571,9 @@ public final class KpemuSession implements AutoCloseable {
         public Builder fail(Fail fail) { this.fails.add(fail.spec()); return this; }
 
         public Builder kernelMessages(Consumer<String> sink) { this.kernelMessages = Objects.requireNonNull(sink); return this; }
+
+        /** Watches data for the whole session, from the registration point on ({@link Watchpoint}). */
+        public Builder watch(Watchpoint w) { this.watchpoints.add(Objects.requireNonNull(w)); return this; }
 
         public KpemuSession build() { return new KpemuSession(this); }
     }

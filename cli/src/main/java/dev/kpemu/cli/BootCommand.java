@@ -115,6 +115,10 @@ final class BootCommand implements Callable<Integer> {
     @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")
     Path eventsFile;
 
+    @Option(names = "--system-map", paramLabel = "FILE",
+            description = "the booted kernel's System.map: data symbols for w: events that its kallsyms lacks (Debian's arm64 kernels; the real file is in Debian's linux-image-RELEASE-dbg package); used when it agrees with the kernel's kallsyms")
+    Path systemMapFile;
+
     @Option(names = "--profile", description = "print kprobe_profile (hits, misses) when the guest stops")
     boolean profile;
 
@@ -181,7 +185,7 @@ final class BootCommand implements Callable<Integer> {
     List<String> filters = new ArrayList<>();
 
     @Option(names = "--trigger", paramLabel = "EVENT:hist:...",
-            description = "a hist trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable), e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending'; its hist file is printed when the guest stops")
+            description = "a trigger as ftrace's events/GROUP/EVENT/trigger takes it (repeatable): hist, e.g. 'myopen:hist:keys=fn:vals=hitcount:sort=hitcount.descending' (its hist file is printed when the guest stops), or a wprobe's set_wprobe/clear_wprobe (linux-next), e.g. 'open:set_wprobe:fpos:file+64'")
     List<String> triggers = new ArrayList<>();
 
     @Option(names = "--disable", paramLabel = "EVENT",
@@ -212,6 +216,16 @@ final class BootCommand implements Callable<Integer> {
             }
         }
         List<String> defs = definitions();
+        dev.kpemu.kprobes.events.SystemMap systemMap = null;
+        if (systemMapFile != null) {
+            try {
+                systemMap = dev.kpemu.kprobes.events.SystemMap.read(systemMapFile);
+            } catch (NoSuchFileException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "no such file: " + systemMapFile);
+            } catch (IOException | IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--system-map: " + e.getMessage());
+            }
+        }
         TraceComparison.Choice choice2 = CompareCommand.choice(spec, mode);
         if ((record != null || expect != null || perfetto != null) && defs.isEmpty())
             throw new CommandLine.ParameterException(spec.commandLine(), "--record, --expect and --perfetto need probe definitions (-e or --events-file)");
@@ -292,7 +306,7 @@ final class BootCommand implements Callable<Integer> {
                 return ExitCodes.USAGE;
             }
         }
-        TracedBoot traced = defs.isEmpty() && failSpecs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false);
+        TracedBoot traced = defs.isEmpty() && failSpecs.isEmpty() ? null : new TracedBoot(defs, null).setup(setup).keepRecords(false).systemMap(systemMap);
         if (traced != null && !failSpecs.isEmpty()) traced.fails(failSpecs, i -> {
             err.println("kpemu: fail_function: " + i.function() + " retval=" + i.retval() + " comm=" + i.comm() + " pid=" + i.pid());
             err.print(i.dump());
@@ -524,7 +538,7 @@ final class BootCommand implements Callable<Integer> {
             return;
         }
         java.util.Set<String> histEvents = new java.util.LinkedHashSet<>();
-        for (EventSetup.Trigger t : setup.triggers()) histEvents.add(t.event());
+        for (EventSetup.Trigger t : setup.triggers()) if (!dev.kpemu.kprobes.events.WprobeTrigger.isOne(t.text())) histEvents.add(t.event());
         for (String name : histEvents) {
             out.println("kpemu: events/" + (name.contains("/") ? name : ev.events().stream()
                     .filter(k -> k.endsWith("/" + name)).findFirst().orElse(name)) + "/hist");

@@ -21,7 +21,7 @@ import dev.kpemu.machine.Arch;
  */
 @Command(name = "corpus", mixinStandardHelpOptions = true,
         description = {"The differential corpus: its guest and its probe definitions (see guest-images/record-corpus.sh)."},
-        subcommands = {CorpusCommand.Archive.class, CorpusCommand.Generate.class, CorpusCommand.PatchedSites.class})
+        subcommands = {CorpusCommand.Archive.class, CorpusCommand.Generate.class, CorpusCommand.PatchedSites.class, CorpusCommand.OptimizedSites.class})
 final class CorpusCommand implements Runnable {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -82,6 +82,23 @@ final class CorpusCommand implements Runnable {
         @Override public Integer call() throws Exception {
             Arch a = ArchOption.one(spec, arch);
             PatchedSitesCorpus.generate(a, KernelOption.parse(spec, kernel), seed, perKind).forEach(spec.commandLine().getOut()::println);
+            spec.commandLine().getOut().flush();
+            return ExitCodes.OK;
+        }
+    }
+
+    @Command(name = "optimized-sites", mixinStandardHelpOptions = true,
+            description = "Write definitions whose jump optimization the kernel decides (guest-images/record-error-log.sh --kprobes-list ARCH optimized).")
+    static final class OptimizedSites implements Callable<Integer> {
+        @Option(names = "--arch", defaultValue = "x86_64") String arch;
+        @Option(names = "--seed", defaultValue = "1") long seed;
+        @Option(names = "--per-kind", defaultValue = "20", description = "sites of each kind (default ${DEFAULT-VALUE})") int perKind;
+        @Option(names = "--kernel", paramLabel = KernelOption.LABEL, description = KernelOption.HELP) String kernel;
+        @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+        @Override public Integer call() throws Exception {
+            Arch a = ArchOption.one(spec, arch);
+            OptimizedSitesCorpus.generate(a, KernelOption.parse(spec, kernel), seed, perKind).forEach(spec.commandLine().getOut()::println);
             spec.commandLine().getOut().flush();
             return ExitCodes.OK;
         }

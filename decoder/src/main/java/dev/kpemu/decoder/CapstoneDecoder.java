@@ -18,6 +18,14 @@ abstract sealed class CapstoneDecoder implements Decoder permits X86Decoder, Arm
     /** Turns Capstone's view into an {@link Instruction}. */
     abstract Instruction classify(CsInstruction insn);
 
+    /**
+     * The instruction at {@code offset} of {@code code} as the arch defines it, where Capstone's
+     * length is not that (default: Capstone's own); null when {@code code} ends inside it.
+     */
+    CsInstruction corrected(CsInstruction insn, byte[] code, int offset) {
+        return insn;
+    }
+
     @Override
     public Arch arch() {
         return capstone.arch();
@@ -31,17 +39,28 @@ abstract sealed class CapstoneDecoder implements Decoder permits X86Decoder, Arm
             throw new UndecodableInstructionException(address,
                     code.length == 0 ? "no bytes" : "bytes " + HexFormat.ofDelimiter(" ").formatHex(head));
         }
-        return classify(one.getFirst());
+        CsInstruction insn = corrected(one.getFirst(), code, 0);
+        if (insn == null) throw new UndecodableInstructionException(address, "an instruction longer than its bytes");
+        return classify(insn);
     }
 
     @Override
     public Disassembly decodeAll(byte[] code, long address) {
-        List<CsInstruction> raw = capstone.disassemble(code, address, 0);
-        List<Instruction> out = new ArrayList<>(raw.size());
+        List<Instruction> out = new ArrayList<>();
         int decoded = 0;
-        for (CsInstruction insn : raw) {
-            out.add(classify(insn));
-            decoded += insn.length();
+        resweep:
+        while (decoded < code.length) {
+            byte[] rest = decoded == 0 ? code : Arrays.copyOfRange(code, decoded, code.length);
+            List<CsInstruction> raw = capstone.disassemble(rest, address + decoded, 0);
+            if (raw.isEmpty()) break;
+            for (CsInstruction insn : raw) {
+                CsInstruction fixed = corrected(insn, code, decoded);
+                if (fixed == null) break resweep;
+                out.add(classify(fixed));
+                decoded += fixed.length();
+                if (fixed != insn) continue resweep;   // Capstone's sweep went on from a wrong length
+            }
+            if (decoded < code.length) break;
         }
         OptionalLong stop = decoded < code.length ? OptionalLong.of(address + decoded) : OptionalLong.empty();
         return new Disassembly(address, code.length, out, stop);

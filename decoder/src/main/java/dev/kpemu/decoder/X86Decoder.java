@@ -18,6 +18,40 @@ public final class X86Decoder extends CapstoneDecoder {
         super(Arch.X86_64);
     }
 
+    /**
+     * {@code UD1} ({@code 0f b9}) has a ModRM operand (Intel SDM; Linux's opcode map, Grp10), which
+     * Capstone 5.0 does not read: Linux's UBSAN traps from 6.12 on ({@code 67 48 0f b9 3a}) would
+     * decode one byte short and put everything after them off the instruction boundaries.
+     */
+    @Override
+    CsInstruction corrected(CsInstruction insn, byte[] code, int offset) {
+        byte[] b = insn.bytes();
+        X86Opcode op = X86Opcode.parse(b);
+        if (op.vex() || !op.isTwoByte(0xb9)) return insn;
+        int opcodeEnd = 0;
+        while (opcodeEnd < b.length && !(u8(b, opcodeEnd) == 0x0f && opcodeEnd + 1 < b.length && u8(b, opcodeEnd + 1) == 0xb9)) opcodeEnd++;
+        int at = offset + opcodeEnd + 2;
+        if (at >= code.length) return null;
+        int modrm = u8(code, at), mod = modrm >> 6, rm = modrm & 7, len = opcodeEnd + 3;
+        if (mod != 3 && rm == 4) {
+            if (at + 1 >= code.length) return null;
+            int sibBase = u8(code, at + 1) & 7;
+            len += 1;
+            if (mod == 0 && sibBase == 5) len += 4;
+        }
+        if (mod == 0 && rm == 5) len += 4;
+        else if (mod == 1) len += 1;
+        else if (mod == 2) len += 4;
+        if (offset + len > code.length) return null;
+        if (len == b.length) return insn;
+        return new CsInstruction(insn.id(), insn.address(), java.util.Arrays.copyOfRange(code, offset, offset + len), "ud1", "",
+                insn.groups(), insn.detail());
+    }
+
+    private static int u8(byte[] b, int i) {
+        return b[i] & 0xff;
+    }
+
     @Override
     Instruction classify(CsInstruction insn) {
         X86Detail detail = (X86Detail) insn.detail();

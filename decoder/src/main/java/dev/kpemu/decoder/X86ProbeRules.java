@@ -109,9 +109,9 @@ final class X86ProbeRules {
     /** Linux's {@code can_boost}, false for refused instructions. */
     static boolean boostable(X86Opcode op, OutOfLine outOfLine) {
         if (outOfLine == OutOfLine.REJECT || op.vex()) return false;
-        if (op.hasPrefix(0x2e) || op.hasPrefix(0x67)) return false;
-        if (op.length() == 2) return TWO_BYTE_BOOSTABLE[op.opcode()[1]];
+        if (op.length() == 2) return TWO_BYTE_BOOSTABLE[op.opcode()[1]];   // before the prefixes, as in Linux
         if (op.length() != 1) return false;
+        if (op.hasPrefix(0x2e) || op.hasPrefix(0x67)) return false;
         int b = op.first();
         if (b >= 0x70 && b <= 0x7f || b >= 0xcc && b <= 0xce || b >= 0xd0 && b <= 0xd3
                 || b >= 0xd8 && b <= 0xdf || b >= 0xe0 && b <= 0xe3 || b >= 0xf0 && b <= 0xf4) {

@@ -130,6 +130,19 @@ class X86DecoderTest {
     }
 
     @Test
+    void ud1WithPrefixesDecodes() {
+        // Linux 6.12's UBSAN trap in init_amd: 67 48 0f b9 3a = addr32 REX.W UD1 rdi, [edx] (0f b9 /r, ModRM 3a)
+        Instruction insn = decoder.decodeOne(HexFormat.of().parseHex("67480fb93ae91cfdffff"), KTEXT);
+        assertEquals(5, insn.length());
+        // the sweep goes on from the true boundary: the jmp rel32 after it, then nothing left
+        Disassembly all = decoder.decodeAll(HexFormat.of().parseHex("67480fb93ae91cfdffff" + "0fb9442408" + "90"), KTEXT);
+        assertTrue(all.complete());
+        assertEquals(List.of(KTEXT, KTEXT + 5, KTEXT + 10, KTEXT + 15), all.instructions().stream().map(Instruction::address).toList());
+        assertEquals(BranchKind.JUMP, all.instructions().get(1).branchKind());
+        assertEquals(KTEXT + 10 + 0xfffffd1cL - 0x100000000L, all.instructions().get(1).branchTarget().getAsLong());
+    }
+
+    @Test
     void ripRelativeLoadFromRawBytes() {
         // mov rax, [rip+0x1234] = REX.W 8b /r, ModRM 05 (mod 00, r/m 101), disp32 at offset 3
         Instruction insn = decoder.decodeOne(HexFormat.of().parseHex("488b0534120000"), KTEXT);

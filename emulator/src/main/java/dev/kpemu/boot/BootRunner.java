@@ -314,6 +314,12 @@ public final class BootRunner {
                     status = "stopped: " + h.why();
                     break;
                 }
+                if (stop instanceof StopReason.Watchpoint w) {          // a watch handler's Watchpoints.stopAt
+                    outcome = BootOutcome.STOPPED;
+                    status = String.format("stopped at a watchpoint: %s of %d bytes at 0x%x by 0x%x", w.hit().write() ? "write" : "read",
+                            w.hit().size(), w.hit().physicalAddress(), w.hit().pc());
+                    break;
+                }
                 if (stop instanceof StopReason.BudgetExhausted) {
                     if (m.clock().nanos() >= limitNanos) {
                         outcome = BootOutcome.TIMEOUT;

@@ -59,6 +59,8 @@ public final class KernelTextTables {
     private final List<Range> jumpLabels = new ArrayList<>(), staticCalls = new ArrayList<>();
     /** Sites the kernel rewrites while it boots (x86), sorted by address: see {@link #bootPatchedSites()}. */
     private final List<Range> bootPatched = new ArrayList<>();
+    /** x86's {@code .smp_locks}: the {@code lock} prefixes a uniprocessor boot patches (see {@link #smpLockSites()}). */
+    private final NavigableSet<Long> smpLocks = new TreeSet<>(Long::compareUnsigned);
 
     private KernelTextTables(Arch arch, SymbolTable syms, OnDemandFileBytes contents) {
         this(arch, syms, contents, arch == Arch.ARM64 ? Arm64Relocations.of(contents.bytes()) : null);
@@ -81,6 +83,7 @@ public final class KernelTextTables {
         writeRanges(out, jumpLabels);
         writeRanges(out, staticCalls);
         writeRanges(out, bootPatched);
+        writeLongs(out, smpLocks);
         out.writeInt(notes.size());
         for (String n : notes) out.writeUTF(n);
     }
@@ -96,6 +99,7 @@ public final class KernelTextTables {
         readRanges(in, t.jumpLabels);
         readRanges(in, t.staticCalls);
         readRanges(in, t.bootPatched);
+        readLongs(in, t.smpLocks);
         for (int n = count(in); n > 0; n--) t.notes.add(in.readUTF());
         return t;
     }
@@ -342,7 +346,12 @@ public final class KernelTextTables {
                     : "__jump_table: not bounded; " + found.size() + " entries found by shape");
         }
         table("__start_static_call_sites", "__stop_static_call_sites", 8, (at, b) -> staticCalls.add(new Range(at + b.getInt(0), at + b.getInt(0) + 5, "static call")));
-        if (arch == Arch.X86_64) readBootPatchedSites();
+        if (arch == Arch.X86_64) {
+            readBootPatchedSites();
+            table("__smp_locks", "__smp_locks_end", 4, (at, b) -> {
+                if (isText(at + b.getInt(0))) smpLocks.add(at + b.getInt(0));   // the section is padded to a page with zeros
+            });
+        }
         table("__start___bug_table", "__stop___bug_table", 12, (at, b) -> bugSites.add(at + b.getInt(0)));
     }
 
@@ -623,6 +632,13 @@ public final class KernelTextTables {
      * what the running kernel runs.
      */
     public List<Range> bootPatchedSites() { return List.copyOf(bootPatched); }
+
+    /**
+     * x86's {@code .smp_locks} ({@code s32} offsets to {@code lock} prefixes): with one CPU Linux
+     * rewrites each to a {@code ds} prefix and keeps the table, so jump optimization refuses a
+     * region holding one ({@code alternatives_text_reserved}); empty where the table is not bounded.
+     */
+    public NavigableSet<Long> smpLockSites() { return Collections.unmodifiableNavigableSet(smpLocks); }
 
     /** The boot-patched site holding {@code address}, if any. */
     public Optional<Range> bootPatchedSiteAt(long address) { return bootPatchedSiteAt(address, r -> true); }

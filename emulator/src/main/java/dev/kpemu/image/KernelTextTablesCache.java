@@ -21,7 +21,7 @@ import dev.kpemu.machine.Arch;
  * file anew).
  */
 public final class KernelTextTablesCache {
-    private static final String MAGIC = "kpemu kernel text tables 2";
+    private static final String MAGIC = "kpemu kernel text tables 3";
 
     private KernelTextTablesCache() {}
 

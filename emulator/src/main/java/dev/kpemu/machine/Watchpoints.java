@@ -50,14 +50,15 @@ public final class Watchpoints {
     /** A watched physical range. */
     public static final class Watch {
         private final long start, end;
-        private final boolean reads, writes;
+        private final boolean reads, writes, afterAccess;
         private final Consumer<WatchHit> handler;
 
-        private Watch(long start, long end, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+        private Watch(long start, long end, boolean reads, boolean writes, boolean afterAccess, Consumer<WatchHit> handler) {
             this.start = start;
             this.end = end;
             this.reads = reads;
             this.writes = writes;
+            this.afterAccess = afterAccess;
             this.handler = handler;
         }
 
@@ -65,6 +66,8 @@ public final class Watchpoints {
         public long length() { return end - start; }
         public boolean reads() { return reads; }
         public boolean writes() { return writes; }
+        /** Whether the handler sees a store after it is made (as x86's data breakpoints report), not before. */
+        public boolean afterAccess() { return afterAccess; }
 
         boolean overlaps(long pa, int size) { return pa < end && start < pa + size; }
     }
@@ -120,6 +123,7 @@ public final class Watchpoints {
      */
     public void stopBefore(WatchHit hit) {
         if (!hit.write()) throw new IllegalArgumentException("only a write can be stopped before (reads are seen by a hook that cannot stop)");
+        if (hit.watch().afterAccess()) throw new IllegalArgumentException("a watch reporting after the access cannot stop before it");
         stopBeforeRequested = hit;
     }
 
@@ -135,11 +139,22 @@ public final class Watchpoints {
      * {@code handler} gets each access that overlaps it, from inside the engine's memory callback.
      */
     public Watch add(long pa, long length, boolean reads, boolean writes, Consumer<WatchHit> handler) {
+        return add(pa, length, reads, writes, false, handler);
+    }
+
+    /**
+     * As {@link #add(long, long, boolean, boolean, Consumer)}; with {@code afterAccess} the handler
+     * of a store runs once the store is made in RAM (what x86's trap-after data breakpoints let a
+     * handler read; a page-crossing store's bytes past its first page are made just after), and
+     * cannot {@link #stopBefore} it. A read's handler runs before the load either way (the value
+     * is the same).
+     */
+    public Watch add(long pa, long length, boolean reads, boolean writes, boolean afterAccess, Consumer<WatchHit> handler) {
         if (length <= 0) throw new IllegalArgumentException("a watched range is at least 1 byte long");
         if (!reads && !writes) throw new IllegalArgumentException("a watch is on reads, writes or both");
         if (!memory.isRam(pa) || !memory.isRam(pa + length - 1))
             throw new IllegalArgumentException("watched range 0x" + Long.toHexString(pa) + "+" + length + " is not in RAM");
-        Watch w = new Watch(pa, pa + length, reads, writes, handler);
+        Watch w = new Watch(pa, pa + length, reads, writes, afterAccess, handler);
         watches.add(w);
         if (writes) {
             protect(writePages(w), +1);
@@ -240,12 +255,14 @@ public final class Watchpoints {
         crossingEngine = null;
         if (u == replayEngine && pc == replayPc && pa == replayPa && size == replaySize) {
             replayEngine = null;            // the store stopped before, made now
+            long before = memory.readInPlace(pa, size);
             memory.storeInPlace(pa, (int) inPage, value);
+            report(pa, size, true, before, value, pc, true);
             return true;
         }
         long old = memory.readInPlace(pa, size);
         stopBeforeRequested = null;
-        report(pa, size, true, old, value, pc);
+        report(pa, size, true, old, value, pc, false);
         WatchHit stop = stopBeforeRequested;
         stopBeforeRequested = null;
         if (inPage < size) {
@@ -264,14 +281,17 @@ public final class Watchpoints {
             return true;                    // handled, so discarded: not made
         }
         memory.storeInPlace(pa, (int) inPage, value);
+        report(pa, size, true, old, value, pc, true);
         return true;
     }
 
     /** Whether the crossing store's byte calls are discarded (a stop before it), not made. */
     private boolean crossingDiscarded;
 
-    private void report(long pa, int size, boolean write, long old, long value, long pc) {
+    /** Reports an access to the watches it overlaps whose handlers run {@code after} it (reads: every watch, {@code after} ignored). */
+    private void report(long pa, int size, boolean write, long old, long value, long pc, boolean after) {
         for (Watch w : List.copyOf(watches)) {
+            if (write && w.afterAccess != after) continue;
             if ((write ? w.writes : w.reads) && w.overlaps(pa, size))
                 w.handler.accept(new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, write, old, value));
         }
@@ -292,7 +312,7 @@ public final class Watchpoints {
                 int pcReg = pcRegister(e);
                 readHooks.put(e, e.hookMemory(Unicorn.HOOK_MEM_READ, lo, hi, (u, type, pa, size, value) -> {
                     long v = memory.readInPlace(pa, size);
-                    report(pa, size, false, v, v, u.regRead(pcReg));
+                    report(pa, size, false, v, v, u.regRead(pcReg), false);
                 }));
             }
             if (old != null || lo <= hi) mapChange.accept(e, () -> { });

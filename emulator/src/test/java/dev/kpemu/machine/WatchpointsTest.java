@@ -137,6 +137,23 @@ class WatchpointsTest {
         }
     }
 
+    /** {@code afterAccess}: a handler sees the store made (what a trap-after report reads), the others before it. */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aHandlerAfterTheAccessReadsTheStoredValueOneBeforeReadsTheOldOne(Guest g) {
+        long watched = g.data + 0x200;
+        try (Machine m = g.create()) {
+            m.memory().writeLong(watched, 1);
+            List<Long> before = new ArrayList<>(), after = new ArrayList<>();
+            m.watchpoints().add(watched, 8, false, true, false, h -> before.add(m.memory().readLong(watched)));
+            m.watchpoints().add(watched, 8, false, true, true, h -> after.add(m.memory().readLong(watched)));
+            run(m, new Program(g).then(g.store(watched, 2)).then(g.store(watched, 3)));
+            assertEquals(List.of(1L, 2L), before, "x86's trap-after handlers see memory as it was");
+            assertEquals(List.of(2L, 3L), after, "and after-access handlers as the store left it");
+        }
+    }
+
+    /** A store starting 4 bytes below a watched page arrives whole, once, with the old and new 8 bytes. */
     /** A store starting 4 bytes below a watched page arrives whole, once, with the old and new 8 bytes. */
     @ParameterizedTest
     @EnumSource(Guest.class)

@@ -1,6 +1,8 @@
 package dev.kpemu.kprobes;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 import dev.kpemu.machine.Machine;
@@ -266,7 +268,25 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     public boolean onFault(Machine m, long pc, int trapnr) { return hits.onFault(pc, trapnr); }
 
     @Override
-    public void onSafePoint(Machine m) { hits.onSafePoint(); }
+    public void onSafePoint(Machine m) {
+        hits.onSafePoint();
+        if (safePointActions.isEmpty()) return;
+        List<Runnable> now = new ArrayList<>(safePointActions);
+        safePointActions.clear();
+        for (Runnable r : now) r.run();
+    }
+
+    private final List<Runnable> safePointActions = new ArrayList<>();
+
+    /**
+     * Runs {@code action} at the run loop's next safe point (between slices, the running slice
+     * ended at its next block boundary): where a handler's change of the machine's memory map
+     * (a watchpoint moved by a trigger) is made, not inside the hook that asked for it.
+     */
+    public void atSafePoint(Runnable action) {
+        safePointActions.add(Objects.requireNonNull(action));
+        machine.endSliceSoon();
+    }
 
     // ------------------------------------------------------------------ kretprobe instances
 

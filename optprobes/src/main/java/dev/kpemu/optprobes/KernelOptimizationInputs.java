@@ -29,10 +29,13 @@ import dev.kpemu.machine.Machine;
  * <li>reserved text: jump labels {@code __start___jump_table..__stop___jump_table} ({@code struct
  *     jump_entry {s32 code; s32 target; long key;}}, 16 bytes, 5 bytes reserved at {@code code} —
  *     the longest form), static calls {@code __start_static_call_sites..__stop_static_call_sites}
- *     ({@code struct static_call_site {s32 addr; s32 key;}}, the 5-byte call), and alternatives
- *     {@code __alt_instructions..__alt_instructions_end} ({@code struct alt_instr {s32 instr_offset;
- *     s32 repl_offset; u16 cpuid; u8 instrlen; u8 replacementlen;}}, 12 bytes; {@code instrlen} bytes);
- *     {@code .smp_locks} is not reserved (patched only when CPUs come and go; kpemu has one CPU);</li>
+ *     ({@code struct static_call_site {s32 addr; s32 key;}}, the 5-byte call). Not alternatives:
+ *     Linux's {@code alternatives_text_reserved} covers only the {@code lock} prefixes of
+ *     {@code .smp_locks}, and only of a kernel patched for one CPU that may later get more
+ *     ({@code alternatives_smp_module_add} keeps none when one CPU is possible, and none is patched
+ *     with several present) — never the case on kpemu's boards, nor under QEMU with {@code -smp N}.
+ *     Recorded: Linux optimizes regions holding alternative sites and lock prefixes
+ *     ({@code reference/x86_64/SERIES/optimized.error_log}, {@code OptimizedSitesTest});</li>
  * <li>the retpoline thunks {@code __indirect_thunk_start..__indirect_thunk_end} (a direct jump there
  *     is an indirect jump, as Linux 6.1's {@code insn_is_indirect_jump} says);</li>
  * <li>the patch window: {@link OptimizationInputs#kernelPatchWindow} with the idle functions.</li>

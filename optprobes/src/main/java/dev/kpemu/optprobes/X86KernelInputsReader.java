@@ -26,10 +26,6 @@ final class X86KernelInputsReader {
                 (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
         r.table("__start_static_call_sites", "__stop_static_call_sites", 8, notes,
                 (at, b) -> reserved.add(TextRange.of(at + b.getInt(0), 5)));
-        r.table("__alt_instructions", "__alt_instructions_end", 12, notes, (at, b) -> {
-            int len = b.get(10) & 0xff;
-            if (len > 0) reserved.add(TextRange.of(at + b.getInt(0), len));
-        });
         TextRange thunks = null;
         Optional<Symbol> ts = syms.byName("__indirect_thunk_start"), te = syms.byName("__indirect_thunk_end");
         if (ts.isPresent() && te.isPresent()) thunks = new TextRange(ts.get().address(), te.get().address());

@@ -643,9 +643,29 @@ public final class TracedBoot implements BootHooks {
         return structs;
     }
 
-    /** The kernel's symbols, with its BTF when the dialect uses it. */
+    private dev.kpemu.kprobes.events.SystemMap systemMap;
+    private Boolean systemMapAgrees;
+
+    /**
+     * A System.map giving the data symbols the kernel's kallsyms lacks, for wprobes ({@code w@SYM}):
+     * used when it agrees with the booted kernel's kallsyms, else refused with one kernel-message line.
+     */
+    public TracedBoot systemMap(dev.kpemu.kprobes.events.SystemMap map) {
+        this.systemMap = map;
+        return this;
+    }
+
+    /** The kernel's symbols, with its BTF when the dialect uses it (and the System.map's data symbols when one agrees). */
     private KallsymsSymbols kernelSymbols(LinuxGuest guest) {
         KallsymsSymbols k = KallsymsSymbols.forKernel(guest.symbols(), guest.arch(), guest.kernelContents());
+        if (systemMap != null) {
+            if (systemMapAgrees == null) {
+                String why = systemMap.mismatch(k);
+                systemMapAgrees = why == null;
+                if (why != null) kernelMessages.accept("kpemu: " + why + "; not used");
+            }
+            if (systemMapAgrees) k = k.withSystemMap(systemMap);
+        }
         if (!dialect.hasBtfArgs()) return k;
         try {
             return k.withBtf(structs(guest).btf());

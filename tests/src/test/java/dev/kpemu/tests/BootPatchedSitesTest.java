@@ -3,8 +3,6 @@ package dev.kpemu.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,9 +12,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import dev.kpemu.boot.BootHooks;
-import dev.kpemu.boot.BootRunner;
-import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelTextTables;
@@ -30,8 +25,6 @@ import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.RecordedErrorLog;
 import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.machine.Arch;
-import dev.kpemu.machine.StopReason;
-import dev.kpemu.session.TracedBoot;
 
 /**
  * Probes on the sites an x86 kernel rewrites while it boots — alternatives, paravirt calls,
@@ -76,26 +69,7 @@ class BootPatchedSitesTest {
         }
         assertTrue(deferred > 1000, "the kernel's boot-patched sites are known: " + deferred);
 
-        TracedBoot traced = new TracedBoot(List.of(), null);
-        boolean[] answered = {false};
-        BootHooks hooks = new BootHooks() {
-            @Override public void ready(LinuxGuest guest) { traced.ready(guest); }
-
-            @Override public boolean breakpoint(LinuxGuest guest, long address) {
-                boolean go = traced.breakpoint(guest, address);
-                if (!answered[0] && traced.events() != null) {
-                    answered[0] = true;
-                    answerOnTheRunningKernel(traced.events(), recorded, wrong);
-                    guest.machine().requestStopFromAnyThread(new StopReason.HostRequest("answered"));
-                }
-                return go;
-            }
-
-            @Override public void finished(LinuxGuest guest) { traced.finished(guest); }
-        };
-        BootRunner.boot(new BootRunner.Options(ARCH, kernel, null, null, 256, 60, new ByteArrayOutputStream(),
-                new PrintStream(new ByteArrayOutputStream())), hooks);
-        assertTrue(answered[0], "the probes' registration point was reached");
+        RegistrationPoint.run(ARCH, kernel, traced -> answerOnTheRunningKernel(traced.events(), recorded, wrong));
         assertTrue(wrong.isEmpty(), wrong.size() + " of " + recorded.answers().size() + " answered otherwise:\n" + String.join("\n", wrong));
     }
 

@@ -214,6 +214,7 @@ public final class CompiledProbe {
             case ARG -> val = argument(ctx, c.param, b);
             case EDATA -> val = b.entryData != null && c.offset + 8 <= b.entryData.length ? (long) LONG.get(b.entryData, (int) c.offset) : 0;
             case IMM -> val = c.imm;
+            case BADDR -> val = ctx.watchAddress();
             case NOP_SYMBOL -> { pc++; val = code[1].imm; }
             case COMM -> { return storeBytes(ctx.comm(), b, b.end, dest, maxlen); }
             case DATA -> { return storeBytes(c.bytes, b, b.end, dest, maxlen); }

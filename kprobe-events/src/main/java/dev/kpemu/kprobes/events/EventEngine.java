@@ -15,6 +15,7 @@ import dev.kpemu.kprobes.KretprobeInstance;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.WatchHit;
 
 import java.io.PrintStream;
 import java.util.ArrayDeque;
@@ -89,6 +90,10 @@ public final class EventEngine implements AutoCloseable {
         EventFilter filter;
         /** The hist triggers of {@code events/GRP/EVENT/trigger}, oldest first. */
         final List<HistTrigger> triggers = new ArrayList<>(0);
+        /** The {@code set_wprobe}/{@code clear_wprobe} triggers of {@code events/GRP/EVENT/trigger}. */
+        final List<WprobeTrigger> wprobeTriggers = new ArrayList<>(0);
+
+        boolean hasTriggers() { return !triggers.isEmpty() || !wprobeTriggers.isEmpty(); }
 
         Event(String group, String name, boolean isReturn, int id) {
             this.group = group;
@@ -115,6 +120,12 @@ public final class EventEngine implements AutoCloseable {
         String function;
         /** A tracepoint probe's hold on its tracepoint, or null. */
         TracepointHook hook;
+        /** A wprobe's watch, or null (none, or a wprobe at address 0: nothing watched). */
+        WatchedRange watch;
+        /** A wprobe's watched address ({@code tw->addr}, its {@code $addr}). */
+        long watchAddress;
+        /** The address its triggers last asked for (moved at the next safe point). */
+        long targetAddress;
 
         Probe(TraceProbe def, CompiledProbe compiled) {
             this.def = def;
@@ -160,6 +171,24 @@ public final class EventEngine implements AutoCloseable {
             long ip = reportedIp != 0 ? reportedIp : k.address();
             emit(this, false, ip, 0, buffer.bytes(), entryPath(this, regs));
             return 0;
+        }
+
+        /**
+         * A wprobe's hit ({@code wprobe_trace_handler}): the record's ip is where the hardware
+         * reports the access (x86-64: the instruction after it, its data breakpoints trap after
+         * the access; arm64: the accessing instruction, its watchpoints report before it), the
+         * fetch arguments read the registers and memory at that point.
+         */
+        void onWatch(WatchHit hit) {
+            nhit++;
+            if (!event.armed) return;
+            ctx.begin(null);
+            ctx.watchAddress(watchAddress);
+            if (!compiled.fetch(ctx, buffer.entryData(null))) {
+                dropped++;
+                return;
+            }
+            emit(this, false, reportedWatchIp(hit.pc()), 0, buffer.bytes(), LatencyPaths.Path.WATCHPOINT);
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
@@ -406,6 +435,10 @@ public final class EventEngine implements AutoCloseable {
     private void create(TraceProbe def) throws ProbeSyntaxException {
         String cmd = def.command();
         Event ev = events.get(def.group() + "/" + def.event());
+        if (ev != null && (def instanceof WprobeDef || ev.probes.getFirst().def instanceof WprobeDef)) {
+            // register_trace_wprobe_event: a wprobe event has one probe
+            throw ProbeSyntaxException.registration(cmd, 0, 0, KernelError.EVENT_EXIST, Errno.EEXIST).from(WprobeDef.SUBSYSTEM);
+        }
         if (ev != null) {
             // register_trace_kprobe + append_trace_kprobe
             if (ev.isReturn != def.isReturn())
@@ -482,8 +515,43 @@ public final class EventEngine implements AutoCloseable {
         p.hook = null;
     }
 
+    /**
+     * Points wprobe {@code p} at {@code address} (0: watches nothing): the range is translated
+     * through the guest's page tables now, one watch per physically contiguous piece.
+     */
+    private void watch(Probe p, long address) {
+        WprobeDef w = (WprobeDef) p.def;
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
+        p.watchAddress = address;
+        p.registered = true;
+        if (address == 0) return;
+        try {
+            p.watch = WatchedRange.install(machine, address, w.length(), w.reads(), w.writes(), arch == Arch.X86_64,
+                    (hit, va) -> p.onWatch(hit));
+        } catch (IllegalArgumentException e) {
+            p.registered = false;
+            throw new IllegalStateException("kpemu cannot watch " + w.access() + "@0x"       // create(): one line, EOPNOTSUPP
+                    + Long.toHexString(address) + ":" + w.length() + ": " + e.getMessage());
+        }
+    }
+
+    /** The ip rule of wprobe records ({@link Probe#onWatch}). */
+    private HardwareWatchIp watchIp;
+
+    private long reportedWatchIp(long pc) {
+        if (watchIp == null) watchIp = new HardwareWatchIp(machine);
+        return watchIp.of(pc);
+    }
+
     /** Undoes {@link #register} for a probe of a definition that failed as a whole. */
     private void unregisterQuietly(Probe p) {
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
         if (p.registered) {
             kprobes.unregister(p.engineProbe);
             p.registered = false;
@@ -494,6 +562,10 @@ public final class EventEngine implements AutoCloseable {
     /** {@code __register_trace_kprobe}. A module symbol whose module is not loaded stays unregistered, as in the kernel. */
     private void register(Probe p, boolean enabled) {
         TraceProbe def = p.def;
+        if (def instanceof WprobeDef w) {
+            watch(p, w.address());
+            return;
+        }
         if (def instanceof FprobeDef) anyFprobe = true;
         if (def.isReturn()) {
             Kretprobe rp = p.function != null ? Kretprobe.at(p.function) : switch (def.target()) {
@@ -662,8 +734,12 @@ public final class EventEngine implements AutoCloseable {
     /** {@code unregister_trace_kprobe}: null on success, EBUSY for the last probe of an enabled event. */
     private Errno release(Probe p) {
         Event ev = p.event;
-        if (ev.probes.size() == 1 && (ev.enabled || !ev.triggers.isEmpty())) return Errno.EBUSY;
-        if (p.registered) {
+        if (ev.probes.size() == 1 && (ev.enabled || ev.hasTriggers())) return Errno.EBUSY;
+        if (p.watch != null) {
+            p.watch.remove();
+            p.watch = null;
+        }
+        if (p.registered && p.engineProbe != null) {
             kprobes.unregister(p.engineProbe);
             p.registered = false;
         }
@@ -776,6 +852,16 @@ public final class EventEngine implements AutoCloseable {
      */
     public void addTrigger(String name, String text) throws HistTriggerException {
         Event e = event(name);
+        if (WprobeTrigger.isOne(text)) {
+            WprobeTrigger t = WprobeTrigger.parse(text, e.probes.getFirst().def, dialect.filters());
+            Event target = events.get(WprobeDef.GROUP + "/" + t.wprobe());
+            if (target == null || !(target.probes.getFirst().def instanceof WprobeDef))
+                throw new HistTriggerException("No such file or directory: no wprobe event " + WprobeDef.GROUP + "/" + t.wprobe());
+            e.wprobeTriggers.add(t);
+            setEnabled(target, true);          // the trigger holds the wprobe event (Linux: its soft mode)
+            updateArmed(e);
+            return;
+        }
         e.triggers.add(HistTrigger.parse(text, fields(e), symbols, dialect));
         updateArmed(e);
     }
@@ -811,11 +897,11 @@ public final class EventEngine implements AutoCloseable {
 
     /** Enables the event's probes in the engine while it is enabled or has triggers (the kernel's soft mode), disables them otherwise. */
     private void updateArmed(Event e) {
-        boolean on = e.enabled || !e.triggers.isEmpty();
+        boolean on = e.enabled || e.hasTriggers();
         if (e.armed == on) return;
         e.armed = on;
         for (Probe p : e.probes) {
-            if (!p.registered) continue;
+            if (!p.registered || p.engineProbe == null) continue;   // a wprobe's watch stays; its hits check armed
             if (on) kprobes.enable(p.engineProbe);
             else kprobes.disable(p.engineProbe);
         }
@@ -907,6 +993,7 @@ public final class EventEngine implements AutoCloseable {
         TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, isReturn, ip, retIp, p.event.id,
                 new DecodedArgs(formatter, cp, data), body);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
+        for (WprobeTrigger t : p.event.wprobeTriggers) fire(t, r);
         for (HistTrigger t : p.event.triggers) t.accept(r);
         if (!p.event.enabled) return;
         if (p.event.filter != null && !p.event.filter.matches(r)) return;
@@ -918,6 +1005,36 @@ public final class EventEngine implements AutoCloseable {
             o.write('\n');
         }
         for (Consumer<TraceRecord> l : listeners) l.accept(r);
+    }
+
+    /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */
+    private void fire(WprobeTrigger t, TraceRecord r) {
+        if (t.filter() != null && !t.filter().matches(r)) return;
+        Event target = events.get(WprobeDef.GROUP + "/" + t.wprobe());
+        if (target == null) return;
+        Probe wp = target.probes.getFirst();
+        long address = t.address(r);
+        if (!t.clear()) {
+            if (address == 0 || address == wp.targetAddress) return;
+        } else {
+            if (t.field() != null && address != wp.targetAddress) return;
+            address = 0;
+        }
+        wp.targetAddress = address;
+        long to = address;
+        kprobes.atSafePoint(() -> moveWatch(wp, to));
+    }
+
+    /** A trigger's move of wprobe {@code p}: an address that cannot be watched (unmapped) is a miss, as Linux's invalid one is. */
+    private void moveWatch(Probe p, long address) {
+        if (p.event == null || !probes.contains(p)) return;       // deleted meanwhile
+        try {
+            watch(p, address);
+        } catch (IllegalStateException e) {
+            p.registered = true;
+            p.watchAddress = 0;
+            dropped++;
+        }
     }
 
     private byte[] lastComm = new byte[0];
@@ -983,7 +1100,9 @@ public final class EventEngine implements AutoCloseable {
         for (Probe p : new ArrayList<>(probes)) {
             p.event.enabled = false;
             p.event.triggers.clear();
+            p.event.wprobeTriggers.clear();
             release(p);
         }
+        if (watchIp != null) watchIp.close();
     }
 }

@@ -10,7 +10,7 @@ import dev.kpemu.kprobes.events.hist.HistTriggerException;
 
 /**
  * What a user writes to an event's tracefs files besides {@code kprobe_events}, given before the
- * boot: filters ({@code events/GROUP/EVENT/filter}), triggers ({@code .../trigger}, hist only) and
+ * boot: filters ({@code events/GROUP/EVENT/filter}), triggers ({@code .../trigger}: hist, and wprobes' set_wprobe/clear_wprobe) and
  * events left disabled ({@code .../enable}). Each names its event as {@code EVENT} or
  * {@code GROUP/EVENT}. {@link #check} refuses, before the guest runs, what the kernel would
  * refuse; {@link #apply} writes it all once the events exist.
@@ -96,6 +96,12 @@ public final class EventSetup {
         for (Trigger t : triggers) {
             TraceProbe d = find(definitions, t.event(), "--trigger");
             try {
+                if (WprobeTrigger.isOne(t.text())) {
+                    WprobeTrigger w = WprobeTrigger.parse(t.text(), d, dialect.filters());
+                    if (definitions.stream().noneMatch(x -> x instanceof WprobeDef && x.group().equals(WprobeDef.GROUP) && x.event().equals(w.wprobe())))
+                        throw new HistTriggerException("No such file or directory: no wprobe event " + WprobeDef.GROUP + "/" + w.wprobe());
+                    continue;
+                }
                 HistTrigger.parse(t.text(), EventFields.of(d), symbols, dialect);
             } catch (HistTriggerException e) {
                 throw triggerRejected(t, d, e);

@@ -57,6 +57,9 @@ public interface FetchContext {
         return Long.compareUnsigned(address, taskSize()) < 0 ? readUserString(address, dst, offset, max) : readKernelString(address, dst, offset, max);
     }
 
+    /** A wprobe's {@code $addr}: the watched address ({@code tw->addr}); 0 outside a wprobe hit. */
+    default long watchAddress() { return 0; }
+
     /** The current task's {@code comm} (at most 15 bytes, no NUL). */
     byte[] comm();
 

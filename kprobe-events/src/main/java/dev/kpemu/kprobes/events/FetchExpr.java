@@ -14,6 +14,8 @@ public sealed interface FetchExpr {
     record Parameter(String name, int number) implements FetchExpr {}
     /** {@code $retval}. */
     record ReturnValue() implements FetchExpr {}
+    /** {@code $addr} of a wprobe: the watched address. */
+    record WatchAddress() implements FetchExpr {}
     /** {@code $comm} / {@code $COMM}. */
     record Comm() implements FetchExpr {}
     /** {@code \IMM}. */

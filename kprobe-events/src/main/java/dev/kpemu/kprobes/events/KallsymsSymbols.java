@@ -19,20 +19,30 @@ public final class KallsymsSymbols implements KernelSymbols {
     private final SymbolTable table;
     private final LongToIntFunction landingPadAt;
     private final Btf btf;
+    private final SystemMap systemMap;
 
     /** @param landingPadAt the length of the landing pad a probe skips at the function at an address (x86 IBT's {@code endbr}), 0 when none */
     public KallsymsSymbols(SymbolTable table, LongToIntFunction landingPadAt) {
-        this(table, landingPadAt, null);
+        this(table, landingPadAt, null, null);
     }
 
-    private KallsymsSymbols(SymbolTable table, LongToIntFunction landingPadAt, Btf btf) {
+    private KallsymsSymbols(SymbolTable table, LongToIntFunction landingPadAt, Btf btf, SystemMap systemMap) {
         this.table = table;
         this.landingPadAt = landingPadAt;
         this.btf = btf;
+        this.systemMap = systemMap;
     }
 
     /** The same symbols with the kernel's BTF, for the types BTF gives (an untyped {@code $retval} on 6.10+). */
-    public KallsymsSymbols withBtf(Btf btf) { return new KallsymsSymbols(table, landingPadAt, btf); }
+    public KallsymsSymbols withBtf(Btf btf) { return new KallsymsSymbols(table, landingPadAt, btf, systemMap); }
+
+    /** The same symbols with {@code map}'s data symbols for wprobes ({@link #lookupDataName}); check {@link SystemMap#mismatch} first. */
+    public KallsymsSymbols withSystemMap(SystemMap map) { return new KallsymsSymbols(table, landingPadAt, btf, map); }
+
+    @Override public OptionalLong lookupDataName(String name) {
+        OptionalLong k = lookupName(name);
+        return k.isPresent() || systemMap == null ? k : systemMap.address(name);
+    }
 
     @Override public Optional<FetchType> btfReturnType(String function) {
         return btf == null ? Optional.empty() : BtfFetchTypes.returnType(btf, function);

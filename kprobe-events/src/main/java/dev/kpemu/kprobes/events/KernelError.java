@@ -81,7 +81,12 @@ public enum KernelError {
     /** Mainline only; Linux 6.1 rejects these silently (-EINVAL, no error_log entry). */
     NEED_STRING_TYPE("$comm and immediate-string only accepts string type"),
     /** Mainline only; Linux 6.1 silently drops arguments past the 128th. */
-    TOO_MANY_ARGS("Too many arguments are specified");
+    TOO_MANY_ARGS("Too many arguments are specified"),
+    /** The wprobe entries (linux-next's {@code trace_wprobe}; no kernel of kpemu's matrix has them). */
+    BAD_ACCESS_FMT("Access memory address requires @"),
+    BAD_ACCESS_TYPE("Bad memory access type"),
+    BAD_ACCESS_LEN("This memory access length is not supported"),
+    BAD_ACCESS_ADDR("Invalid access memory address");
 
     private final String message;
 

@@ -73,6 +73,7 @@ public final class KernelProbeSites implements ProbeSites, AutoCloseable {
     @Override
     public Answer check(TraceProbe probe) {
         if (probe instanceof FprobeDef f) return checkFprobe(f);
+        if (probe instanceof WprobeDef) return null;   // data, not a code site: checked when it is watched
         Target t = target(probe, name -> syms.byName(name).map(x -> OptionalLong.of(x.address())).orElse(OptionalLong.empty()));
         if (t == null) return null;   // a module's symbol (deferred until it loads) or unknown (the parser reports it)
         long address = t.address();

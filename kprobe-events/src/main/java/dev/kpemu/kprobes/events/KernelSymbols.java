@@ -56,6 +56,12 @@ public interface KernelSymbols {
     /** {@code kallsyms_lookup_name}: the address of {@code name}, if known. */
     OptionalLong lookupName(String name);
 
+    /**
+     * A wprobe's symbol ({@code w@SYM}): {@link #lookupName}, then the data symbols a
+     * {@link SystemMap} adds when one was given (Debian's arm64 kallsyms has no data symbols).
+     */
+    default OptionalLong lookupDataName(String name) { return lookupName(name); }
+
     /** {@code kallsyms_lookup}: the symbol containing {@code address}, if any. */
     Optional<Symbol> symbolAt(long address);
 

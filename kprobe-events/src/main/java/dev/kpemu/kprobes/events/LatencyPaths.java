@@ -42,11 +42,17 @@ import dev.kpemu.machine.Arch;
  *     already counted in the guest's state; 7.x's tracepoints no longer disable preemption): the
  *     path adds what an fprobe entry with one ftrace_ops adds (recorded: depth 1 on 6.12 and 7.2,
  *     both arches).</li>
+ * <li>{@link Path#WATCHPOINT} (wprobe events, linux-next only: nothing recorded): x86-64's
+ *     {@code exc_debug_kernel} enters as an NMI ({@code irqentry_nmi_enter}: NMI_OFFSET +
+ *     HARDIRQ_OFFSET, interrupts off) and the perf overflow path adds one preempt_disable, as
+ *     wprobetrace.rst's example line prints ({@code d.Z1.}); arm64's watchpoint exception
+ *     ({@code el1_dbg}) as its {@code BRK}: interrupts masked, {@code debug_exception_enter}'s
+ *     preempt_disable (by analogy, not recorded).</li>
  * </ul>
  */
 public final class LatencyPaths {
     /** The way a probe event was fired. */
-    public enum Path { BREAKPOINT, FTRACE, JUMP, KRETPROBE_RETURN, FPROBE_ENTRY, FPROBE_EXIT, TRACEPOINT }
+    public enum Path { BREAKPOINT, FTRACE, JUMP, KRETPROBE_RETURN, FPROBE_ENTRY, FPROBE_EXIT, TRACEPOINT, WATCHPOINT }
 
     /**
      * What a kernel build does on those paths, from its kallsyms and text.
@@ -81,6 +87,11 @@ public final class LatencyPaths {
                 } else {
                     disables = 1;
                 }
+            }
+            case WATCHPOINT -> {
+                irqsOff = true;
+                if (x86) irqCounts = LatencyFlags.NMI_OFFSET + LatencyFlags.HARDIRQ_OFFSET;
+                disables = 1;
             }
             case JUMP -> {
                 if (x86) {

@@ -246,6 +246,8 @@ public final class LoadedModules {
 
             @Override public OptionalLong lookupName(String name) { return addressOf(name, vmlinux::lookupName); }
 
+            @Override public OptionalLong lookupDataName(String name) { return addressOf(name, vmlinux::lookupDataName); }
+
             @Override public Optional<Symbol> symbolAt(long address) {
                 return vmlinux.symbolAt(address).or(() -> moduleSymbolAt(address));
             }

@@ -98,6 +98,13 @@ public final class MachineFetchContext implements FetchContext {
         return slotValues[slot];
     }
 
+    private long watchAddress;
+
+    /** Sets the hit's {@code $addr} (a wprobe's watched address), after {@link #begin}. */
+    public void watchAddress(long address) { watchAddress = address; }
+
+    @Override public long watchAddress() { return watchAddress; }
+
     /** Starts a new hit: the current task is read again when asked for. */
     public void begin() {
         begin(null);
@@ -109,6 +116,7 @@ public final class MachineFetchContext implements FetchContext {
      * Linux's {@code optimized_callback} sets it); null reads the engine's live view.
      */
     public void begin(Regs hitRegs) {
+        watchAddress = 0;
         taskKnown = false;
         comm = null;
         current = hitRegs != null ? hitRegs : regs;

@@ -1,7 +1,7 @@
 package dev.kpemu.kprobes.events;
 
 /** One parsed {@code kprobe_events} command. */
-public sealed interface ProbeDefinition permits KprobeDef, KretprobeDef, FprobeDef, DeleteDef {
+public sealed interface ProbeDefinition permits KprobeDef, KretprobeDef, FprobeDef, WprobeDef, DeleteDef {
     /** The group ({@code kprobes} by default; null for a delete without group). */
     String group();
 

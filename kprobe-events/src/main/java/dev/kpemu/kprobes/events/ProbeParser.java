@@ -136,6 +136,7 @@ public final class ProbeParser {
         boolean fentry;       // TPARG_FL_FENTRY
         boolean fprobe;       // TPARG_FL_FPROBE: an fprobe or tracepoint probe (no registers)
         boolean tpoint;       // TPARG_FL_TPOINT: a tracepoint probe (the probestub's first parameter is hidden)
+        boolean wprobe;       // TPARG_FL_WPROBE: a wprobe ($addr)
         String function;      // the probed symbol (for BTF), or null for an address
         // current fetch program
         Insn[] code;
@@ -161,7 +162,7 @@ public final class ProbeParser {
 
         ProbeSyntaxException err(int offset, KernelError e, Errno errno) {
             ProbeSyntaxException x = ProbeSyntaxException.at(argv, index, offset, e, errno);
-            return fprobe ? x.from(FprobeDef.SUBSYSTEM) : x;
+            return fprobe ? x.from(FprobeDef.SUBSYSTEM) : wprobe ? x.from(WprobeDef.SUBSYSTEM) : x;
         }
 
         ProbeSyntaxException silent(String why) {
@@ -172,6 +173,7 @@ public final class ProbeParser {
             String a0 = argv.get(0);
             char kind = a0.charAt(0);
             if ((kind == 'f' || kind == 't') && dialect.hasFprobeEvents() && symbols.hasFprobeEvents()) return parseFprobe();
+            if (kind == 'w') return parseWprobe();          // kpemu's extension on every dialect
             if (kind != 'p' && kind != 'r') throw unmatched("not a kprobe command");
             if (argv.size() < 2) throw silent("a kprobe command needs a place");
             boolean ret = kind == 'r';
@@ -377,6 +379,91 @@ public final class ProbeParser {
             function = tp && symbols.hasTracepoint(decoded) ? FprobeDef.probestub(decoded) : decoded;
             List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
             return new FprobeDef(Bytes.decode(group), Bytes.decode(name), decoded, tp, ret, maxactive, args, cmd);
+        }
+
+        /**
+         * {@code __trace_wprobe_create} and {@code parse_address_spec} (linux-next):
+         * {@code w[:[GRP/][EVENT]] [r|w|rw]@ADDR|SYM[+|-OFFS][:LEN] [FETCHARGS]}, in the kernel's order
+         * of checks. The symbol is resolved here, as Linux's {@code kallsyms_lookup_name} does;
+         * kpemu's extension: any length from 1 to {@link WprobeDef#MAX_LENGTH} (Linux: 1, 2, 4, 8,
+         * aligned).
+         */
+        ProbeDefinition parseWprobe() throws ProbeSyntaxException {
+            String a0 = argv.get(0);
+            wprobe = true;
+            index = 0;
+            if (argv.size() < 2) throw err(0, KernelError.NO_ARG_BODY);
+            String event = null;
+            if (a0.length() > 1) {
+                if (a0.charAt(1) != ':') throw err(1, KernelError.BAD_MAXACT_TYPE);
+                event = a0.substring(2);
+            }
+            index = 1;
+            String spec = argv.get(1);
+            int at = spec.indexOf('@');
+            int col = spec.indexOf(':');
+            if (at < 0) throw err(0, KernelError.BAD_ACCESS_FMT);
+            boolean reads = true, writes = true;
+            if (at > 0) {
+                switch (spec.substring(0, at)) {
+                    case "r" -> writes = false;
+                    case "w" -> reads = false;
+                    case "rw" -> { }
+                    default -> throw err(0, KernelError.BAD_ACCESS_TYPE);
+                }
+            }
+            long length = WprobeDef.DEFAULT_LENGTH;
+            String place = spec.substring(at + 1);
+            if (col >= 0) {
+                Long l = Bytes.kstrtoll(spec.substring(col + 1), 0);
+                if (l == null || l < 1 || l > WprobeDef.MAX_LENGTH) throw err(col + 1, KernelError.BAD_ACCESS_LEN);
+                length = l;
+                if (col > at) place = spec.substring(at + 1, col);
+            }
+            String symbol = null;
+            long offset = 0;
+            Long addr = Bytes.kstrtoull(place, 0);
+            if (addr == null) {
+                String sym = place;
+                int cut = -1;
+                for (int i = 0; i < sym.length(); i++) {
+                    char c = sym.charAt(i);
+                    if (c == '+' || c == '-') { cut = i; break; }
+                }
+                if (cut >= 0) {
+                    Long o = Bytes.kstrtoll(sym.substring(cut), 0);
+                    if (o == null || o != (int) (long) o) throw err(at + 1 + cut, KernelError.BAD_PROBE_ADDR);
+                    offset = o;
+                    sym = sym.substring(0, cut);
+                }
+                symbol = Bytes.decode(sym);
+                java.util.OptionalLong a = symbols.lookupDataName(symbol);
+                // a table without addresses (syntax checks) knows the name but not where it is: 0
+                if ((a.isEmpty() || a.getAsLong() == 0) && symbols.countSymbols(symbol) == 0)
+                    throw err(at + 1, KernelError.BAD_ACCESS_ADDR, Errno.ENOENT);
+                addr = a.isPresent() ? a.getAsLong() + offset : 0;
+            }
+            boolean linuxLength = length == 1 || length == 2 || length == 4 || length == 8;
+            if (linuxLength && addr != 0 && (addr & (length - 1)) != 0) throw err(at + 1, KernelError.BAD_ACCESS_ADDR);
+            index = 0;
+            String group = WprobeDef.GROUP;
+            String name = null;
+            if (event != null) {
+                String[] ge = parseEventName(event, 2);
+                if (ge[0] != null) group = ge[0];
+                name = ge[1];
+            }
+            if (name == null) name = sanitizedEventName(symbol != null ? symbol : "w_0x" + Long.toHexString(addr));
+            List<FetchArg> args = parseArgs(argv.subList(2, argv.size()));
+            return new WprobeDef(Bytes.decode(group), Bytes.decode(name), reads, writes, symbol, offset, addr, length, args, cmd);
+        }
+
+        /** {@code sanitize_event_name} on a name cut to {@code MAX_EVENT_NAME_LEN - 1}: every character not of a C identifier made {@code _}. */
+        static String sanitizedEventName(String gen) {
+            if (gen.length() > MAX_EVENT_NAME_LEN - 1) gen = gen.substring(0, MAX_EVENT_NAME_LEN - 1);
+            char[] cs = gen.toCharArray();
+            for (int i = 0; i < cs.length; i++) if (!(Bytes.isAlpha(cs[i]) || Bytes.isDigit(cs[i]) || cs[i] == '_')) cs[i] = '_';
+            return new String(cs);
         }
 
         /**
@@ -939,6 +1026,10 @@ public final class ProbeParser {
                 code[cur].op = STACK;
                 code[cur].param = (int) (long) n;
                 return new FetchExpr.StackEntry((int) (long) n);
+            }
+            if (wprobe && arg.equals("addr")) {
+                code[cur].op = BADDR;
+                return new FetchExpr.WatchAddress();
             }
             if (arg.equals("comm") || arg.equals("COMM")) {
                 code[cur].op = COMM;

@@ -12,7 +12,8 @@ import dev.kpemu.kprobes.Errno;
  * Linux's own answers to kprobe_events writes, as {@code guest-images/record-error-log.sh}
  * records them under QEMU: for each definition (written alone to an empty kprobe_events), the
  * write's outcome, the {@code error_log} entry, the {@code kprobe_events} listing after an
- * accepted write, and what the kernel printed on its console about it.
+ * accepted write, what the kernel printed on its console about it and, when recorded with
+ * {@code --kprobes-list}, debugfs {@code kprobes/list} once the event was enabled.
  */
 public record RecordedErrorLog(String kernel, List<Answer> answers) {
     /**
@@ -22,8 +23,10 @@ public record RecordedErrorLog(String kernel, List<Answer> answers) {
      * @param errorLog error_log lines without the timestamp (message, {@code "  Command: ..."}, caret line)
      * @param listing  kprobe_events lines after the write
      * @param console  {@code trace_kprobe: ...} lines the kernel printed
+     * @param kprobesList {@code kprobes/list} lines once the event was enabled (empty when not recorded)
      */
-    public record Answer(String definition, Errno errno, List<String> errorLog, List<String> listing, List<String> console) {
+    public record Answer(String definition, Errno errno, List<String> errorLog, List<String> listing, List<String> console,
+                         List<String> kprobesList) {
         public boolean accepted() { return errno == null; }
     }
 
@@ -32,26 +35,27 @@ public record RecordedErrorLog(String kernel, List<Answer> answers) {
         List<Answer> out = new ArrayList<>();
         String def = null;
         Errno errno = null;
-        List<String> log = new ArrayList<>(), listing = new ArrayList<>(), console = new ArrayList<>();
+        List<String> log = new ArrayList<>(), listing = new ArrayList<>(), console = new ArrayList<>(), kprobesList = new ArrayList<>();
         for (String line : Files.readAllLines(file)) {
             if (line.startsWith("# kernel: ")) kernel = line.substring("# kernel: ".length()).split(" ")[0];
             if (line.length() < 2 || line.charAt(1) != ' ' || line.startsWith("#")) continue;
             String body = line.substring(2);
             switch (line.charAt(0)) {
                 case '>' -> {
-                    if (def != null) out.add(new Answer(def, errno, List.copyOf(log), List.copyOf(listing), List.copyOf(console)));
+                    if (def != null) out.add(new Answer(def, errno, List.copyOf(log), List.copyOf(listing), List.copyOf(console), List.copyOf(kprobesList)));
                     def = body;
                     errno = null;
-                    log.clear(); listing.clear(); console.clear();
+                    log.clear(); listing.clear(); console.clear(); kprobesList.clear();
                 }
                 case '<' -> errno = body.equals("ok") ? null : errnoOf(body, file);
                 case '!' -> log.add(body);
                 case '=' -> listing.add(body);
                 case '~' -> console.add(body);
+                case '@' -> kprobesList.add(body);
                 default -> throw new IOException(file + ": unknown line kind: " + line);
             }
         }
-        if (def != null) out.add(new Answer(def, errno, List.copyOf(log), List.copyOf(listing), List.copyOf(console)));
+        if (def != null) out.add(new Answer(def, errno, List.copyOf(log), List.copyOf(listing), List.copyOf(console), List.copyOf(kprobesList)));
         return new RecordedErrorLog(kernel, List.copyOf(out));
     }
 

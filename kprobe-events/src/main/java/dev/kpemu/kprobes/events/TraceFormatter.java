@@ -214,6 +214,7 @@ public final class TraceFormatter {
      * {@code defaultMaxactive} ({@link Kprobes#defaultMaxactive()}: 10 up to 5 CPUs, 2N above).
      */
     public static String listing(TraceProbe p, int defaultMaxactive) {
+        if (p instanceof WprobeDef w) return w.wprobeListing();
         StringBuilder sb = new StringBuilder();
         if (p instanceof FprobeDef f) {          // trace_fprobe_show
             sb.append(f.tracepoint() ? 't' : 'f');

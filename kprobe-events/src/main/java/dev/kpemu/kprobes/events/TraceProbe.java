@@ -2,8 +2,8 @@ package dev.kpemu.kprobes.events;
 
 import java.util.List;
 
-/** A definition that creates (or appends to) an event: a kprobe, a kretprobe, or an fprobe or tracepoint probe. */
-public sealed interface TraceProbe permits KprobeDef, KretprobeDef, FprobeDef {
+/** A definition that creates (or appends to) an event: a kprobe, a kretprobe, an fprobe or tracepoint probe, or a wprobe. */
+public sealed interface TraceProbe permits KprobeDef, KretprobeDef, FprobeDef, WprobeDef {
     String group();
 
     String event();
