@@ -95,6 +95,16 @@ class FuzzClassifierTest {
     }
 
     @Test
+    void aProcPidNameIsMachineDependent() throws Exception {
+        // arm64 6.12, seed 7301131, set 17: Linux under QEMU "126", kpemu "124"
+        FuzzDifference d = new FuzzDifference("event", "p:c7 proc_pid_get_link a0=+0(+40(+24(%x0))):string", "proc_pid_get_link",
+                "argument a0", "\"126\"", "\"124\"", 1);
+        assertEquals(Category.MACHINE, FuzzClassifier.classify(d, survey(Map.of(), null)).category());
+        FuzzDifference word = new FuzzDifference("event", "", "proc_pid_get_link", "argument a0", "\"126\"", "\"self\"", 1);
+        assertEquals(Category.KPEMU_DEFECT, FuzzClassifier.classify(word, survey(Map.of(), null)).category());
+    }
+
+    @Test
     void aLeftOutFunctionIsItsOwnClass() throws Exception {
         FuzzDifference d = new FuzzDifference("event", "p:c0 schedule_tail", "schedule_tail", "argument a0", "1", "2", 0);
         FuzzClassifier.Classified c = FuzzClassifier.classify(d, survey(Map.of("schedule_tail", "a machine path (CorpusGenerator.MACHINE_PATHS)"), null));
