@@ -10,19 +10,46 @@
 #   packages the same content).
 #
 #   scripts/dist.sh NATIVES_DIR      (JAVA_HOME: the JDK 25 that built kpemu)
+#   scripts/dist.sh --host-arch arm64 NATIVES_DIR JMODS_DIR
+#     the archive for another host arch (only arm64 from x86-64): NATIVES_DIR holds that arch's
+#     engines (KPEMU_NATIVES_ARCH=arm64 scripts/fetch-natives.sh), JMODS_DIR that arch's JDK 25
+#     jmods (scripts/fetch-cross-host.sh arm64); this JDK's jlink makes the runtime from them, its
+#     native code stripped by aarch64-linux-gnu-objcopy (guest-images/static-cc.sh arm64 installs
+#     it). The tree is dist/linux-aarch64/kpemu-VERSION, the archive dist/kpemu-VERSION-linux-aarch64.tar.gz.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-natives=${1:?usage: scripts/dist.sh NATIVES_DIR}
 die() { echo "dist: $*" >&2; exit 1; }
+host_arch=$(uname -m); jmods=""
+if [ "${1:-}" = --host-arch ]; then
+  case "${2:-}" in
+    arm64|aarch64) host_arch=aarch64 ;;
+    x86_64|amd64) host_arch=x86_64 ;;
+    *) echo "dist: --host-arch takes x86_64 or arm64, not '${2:-}'" >&2; exit 2 ;;
+  esac
+  shift 2
+fi
+natives=${1:?usage: scripts/dist.sh [--host-arch ARCH] NATIVES_DIR [JMODS_DIR]}
 [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/jlink" ] || die "JAVA_HOME must name a JDK 25 with jlink"
+strip_opts=(--strip-debug)
+if [ "$host_arch" != "$(uname -m)" ]; then
+  [ "$host_arch" = aarch64 ] && [ "$(uname -m)" = x86_64 ] || die "only an aarch64 archive can be cross-built, from x86_64"
+  jmods=${2:?usage: scripts/dist.sh --host-arch arm64 NATIVES_DIR JMODS_DIR}
+  [ -f "$jmods/java.base.jmod" ] || die "$jmods has no java.base.jmod (scripts/fetch-cross-host.sh arm64 fetches the arm64 jmods)"
+  objcopy=$(command -v aarch64-linux-gnu-objcopy) || die "aarch64-linux-gnu-objcopy missing (guest-images/static-cc.sh arm64 installs it)"
+  # this machine's objcopy cannot read arm64 code: the cross one strips the runtime's libraries
+  # (Debian's jmods also carry each library's separate debug file, *.debuginfo: left out)
+  strip_opts=(--strip-java-debug-attributes --strip-native-debug-symbols "objcopy=$objcopy" --exclude-files '**.debuginfo')
+fi
 
 jar=$(ls "$root"/cli/target/kpemu-cli-*.jar 2>/dev/null | grep -v -- '-tests.jar' | head -n1)
 [ -f "$jar" ] || die "cli/target/kpemu-cli-*.jar missing: build first (./kpemu dist builds)"
 version=$(basename "$jar" .jar); version=${version#kpemu-cli-}
-arch=$(uname -m)
+arch=$host_arch
 name=kpemu-$version
 out="$root/dist"
 tree="$out/$name"
+# another arch's tree beside the host's, which scripts/deb.sh packages
+[ -z "$jmods" ] || tree="$out/linux-$arch/$name"
 rm -rf "$tree"; mkdir -p "$tree/bin" "$tree/lib/native" "$tree/legal"
 
 cp "$jar" "$root"/cli/target/lib/*.jar "$tree/lib/"
@@ -41,7 +68,7 @@ modules=$("$JAVA_HOME/bin/jdeps" --multi-release 25 --ignore-missing-deps --prin
           --class-path "$tree/lib/*" "$tree"/lib/kpemu-*.jar 2>/dev/null | tail -n1)
 [ -n "$modules" ] || die "jdeps found no modules"
 modules="$modules,jdk.zipfs,jdk.charsets"
-"$JAVA_HOME/bin/jlink" --add-modules "$modules" --strip-debug --no-header-files --no-man-pages \
+"$JAVA_HOME/bin/jlink" ${jmods:+--module-path "$jmods"} --add-modules "$modules" "${strip_opts[@]}" --no-header-files --no-man-pages \
     --compress zip-6 --output "$tree/runtime" >/dev/null || die "jlink failed"
 
 cat >"$tree/bin/kpemu" <<'SCRIPT'
@@ -51,8 +78,10 @@ cat >"$tree/bin/kpemu" <<'SCRIPT'
 # on first use into $XDG_CACHE_HOME/kpemu (else ~/.cache/kpemu; --cache DIR, KPEMU_CACHE).
 here=$(dirname "$(readlink -f "$0")")
 home=$(dirname "$here")
-# JIT, GC and flags as the repository's launcher (./kpemu) runs short sessions; KPEMU_JAVA_OPTS appended
-exec "$home/runtime/bin/java" -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms32m -XX:-UsePerfData -Xss4m \
+# JIT, GC and flags as the repository's launcher (./kpemu) runs short sessions; KPEMU_JAVA_OPTS appended.
+# KPEMU_RUNTIME_WRAPPER: a command the runtime runs under, e.g. "qemu-aarch64 -L ROOT" to try an
+# aarch64 archive on an x86-64 machine
+exec ${KPEMU_RUNTIME_WRAPPER:-} "$home/runtime/bin/java" -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms32m -XX:-UsePerfData -Xss4m \
   --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
   -Dkpemu.natives="$home/lib/native" -Dkpemu.root=none ${KPEMU_JAVA_OPTS:-} \
   -cp "$home/lib/*" dev.kpemu.cli.Main "$@"
@@ -92,5 +121,5 @@ cp "$deb_docs/libcapstone5/copyright" "$tree/legal/capstone.copyright" 2>/dev/nu
 cp "$root/README.md" "$tree/README.md"
 
 tarball="$out/$name-linux-$arch.tar.gz"
-tar -C "$out" -czf "$tarball.tmp" "$name" && mv -f "$tarball.tmp" "$tarball"
+tar -C "$(dirname "$tree")" -czf "$tarball.tmp" "$name" && mv -f "$tarball.tmp" "$tarball"
 echo "$tarball"

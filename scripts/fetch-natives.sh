@@ -5,6 +5,10 @@
 # Idempotent: a verified cache is reused. Prints the library directory on success.
 #
 #   scripts/fetch-natives.sh [CACHE_DIR]      (default: <repo>/.cache/natives)
+#
+# KPEMU_NATIVES_ARCH=arm64 (or x86_64) fetches another host arch's engines, for a release archive of
+# that arch (./kpemu dist --host-arch arm64): Debian's packages of that arch, kpemu's C hooks built
+# by the cross compiler guest-images/static-cc.sh provides. Give it its own CACHE_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${1:-${KPEMU_CACHE:-$here/.cache}/natives}
@@ -15,11 +19,24 @@ die() { echo "fetch-natives: $*" >&2; exit 1; }
 
 clock_src=("$here"/emulator/src/main/c/*.c)
 
+# the host arch the engines are for: this machine's, unless KPEMU_NATIVES_ARCH names another
+native_debarch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+case "${KPEMU_NATIVES_ARCH:-}" in
+  "") debarch=$native_debarch ;;
+  x86_64|amd64) debarch=amd64 ;;
+  arm64|aarch64) debarch=arm64 ;;
+  *) echo "fetch-natives: unknown KPEMU_NATIVES_ARCH '${KPEMU_NATIVES_ARCH}' (x86_64 or arm64)" >&2; exit 2 ;;
+esac
+
 # kpemu's own C hooks (the instruction clock, x86 syscall), one library built against the fetched
 # Unicorn headers.
 build_clock() {
-  command -v gcc >/dev/null || die "gcc is needed to build kpemu's instruction clock (emulator/src/main/c); install Debian's 'gcc' package"
-  gcc -O2 -Wall -shared -fPIC -I "$cache/include" -o "$libdir/libkpemu_clock.so.tmp" "${clock_src[@]}" \
+  local cc=gcc
+  if [ "$debarch" != "$native_debarch" ]; then   # another arch's library: Debian's cross compiler
+    cc=$("$here/guest-images/static-cc.sh" "$debarch") || die "no C compiler for $debarch (guest-images/static-cc.sh $debarch)"
+  fi
+  command -v "$cc" >/dev/null || die "$cc is needed to build kpemu's instruction clock (emulator/src/main/c); install Debian's 'gcc' package"
+  "$cc" -O2 -Wall -shared -fPIC -I "$cache/include" -o "$libdir/libkpemu_clock.so.tmp" "${clock_src[@]}" \
       -L "$libdir" -l:libunicorn.so.2 -Wl,-rpath,'$ORIGIN' || die "compiling ${clock_src[*]} failed"
   mv -f "$libdir/libkpemu_clock.so.tmp" "$libdir/libkpemu_clock.so"
 }
@@ -81,8 +98,8 @@ fi
 mirror=${mirror%/}
 
 work="$cache/apt"
-# the host's own architecture: the engines run in this process (amd64, arm64)
-debarch=$(dpkg --print-architecture)
+# $debarch (above): the host's own architecture, where the engines run in this process (amd64,
+# arm64), or the one KPEMU_NATIVES_ARCH names
 rm -rf "$work"; mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/etc/sources.list.d" "$work/etc/preferences.d" "$work/debs"
 # Unicorn 2.1.4 lives in Debian unstable (it needs only libc6 >= 2.34, so it loads on Debian 12);
 # Capstone 5 comes from Debian 13 (trixie): kpemu's binding is written against Capstone 5's API.

@@ -218,6 +218,15 @@ public final class KpemuSession implements AutoCloseable {
         traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
                 .kernelMessages(b.kernelMessages);
         if (b.optimize != null) traced.optimize(b.optimize);
+        // the fail specs armed with the definitions, each injection a kpemu/fail_function trace line
+        if (!b.fails.isEmpty()) traced.fails(b.fails, i -> {
+            injections.add(i);
+            try {
+                b.console.write(i.dump().getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
         traced.addSink(r -> {
             String line = r.line();
             if (b.keepTrace) trace.add(line);
@@ -302,7 +311,6 @@ public final class KpemuSession implements AutoCloseable {
             probes.clear();
         }
         for (Probe p : waiting) registerNow(p);
-        armFailures(guest, kprobes, fetch);
         armWatchpoints(guest, fetch);
         Ready view = new Ready() {
             @Override public Kprobes kprobes() { return kprobes; }
@@ -359,25 +367,6 @@ public final class KpemuSession implements AutoCloseable {
             return sym.get().address() + offset;
         } catch (NumberFormatException e) {
             throw new KpemuException("watchpoint " + place + ": not a symbol, SYM+OFFS or an address", e);
-        }
-    }
-
-    private void armFailures(LinuxGuest guest, Kprobes kprobes, MachineFetchContext fetch) {
-        if (b.fails.isEmpty()) return;
-        var symbols = dev.kpemu.kprobes.SymbolResolver.of(guest.symbols());
-        var task = new dev.kpemu.kprobes.fail.FunctionFailure.TaskView() {
-            @Override public String comm(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()); }
-            @Override public int pid(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return fetch.pid(); }
-        };
-        for (var spec : b.fails) {
-            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, symbols, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, i -> {
-                injections.add(i);
-                try {
-                    b.console.write(i.dump().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
         }
     }
 

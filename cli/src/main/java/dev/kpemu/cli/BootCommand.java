@@ -109,7 +109,7 @@ final class BootCommand implements Callable<Integer> {
     List<String> events = new ArrayList<>();
 
     @Option(names = "--fail", paramLabel = "SPEC",
-            description = "make a function fail (repeatable): 'FUNC=RETVAL[,nth=N][,times=N][,interval=N][,probability=P][,space=N][,comm=NAME][,pid=N][,caller=SYM][,verbose=0|1|2]' (docs/fault-injection.md)")
+            description = "make a function fail (repeatable): 'FUNC=RETVAL[,nth=N][,times=N][,interval=N][,probability=P][,space=N][,comm=NAME][,pid=N][,tree=PID][,caller=SYM][,verbose=0|1|2]' (docs/fault-injection.md)")
     List<String> fail = new ArrayList<>();
 
     @Option(names = "--events-file", paramLabel = "FILE", description = "definitions, one per line as written to kprobe_events")

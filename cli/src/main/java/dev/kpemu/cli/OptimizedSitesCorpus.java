@@ -65,6 +65,7 @@ final class OptimizedSitesCorpus {
             sampleBefore(out, "lock prefix (.smp_locks)", List.copyOf(tables.smpLockSites()), dec, syms, kt.bytes(), ordinary, random, perKind);
             sampleBefore(out, "alternative site", alternatives, dec, syms, kt.bytes(), ordinary, random, perKind);
             sampleBefore(out, "exception-table instruction", List.copyOf(tables.exceptionTable()), dec, syms, kt.bytes(), ordinary, random, perKind);
+            sampleBeyondCapstone(out, dec, syms, kt.bytes(), ordinary, random, perKind);
         }
         return out;
     }
@@ -87,6 +88,30 @@ final class OptimizedSitesCorpus {
             if (near.isEmpty()) continue;
             out.add(definition(s.get(), near.get(random.nextInt(near.size()))));
             n++;
+        }
+    }
+
+    /** Mnemonics the x86 decoder gives instructions Capstone 5.0 does not decode (or decodes short), as Linux's decoder does. */
+    private static final java.util.Set<String> BEYOND_CAPSTONE = java.util.Set.of("ud1", "lkgs", "serialize", "wrmsrns", "tdcall",
+            "seamcall", "seamret", "seamops", "rmpupdate", "pvalidate", "rmpadjust", "psmash", "tilerelease");
+
+    /** Probes at, and just after, instructions that Capstone 5.0 alone would not decode (or decode short). */
+    private static void sampleBeyondCapstone(List<String> out, Decoder dec, SymbolTable syms, byte[] file, List<Symbol> ordinary,
+                                             Random random, int perKind) {
+        List<long[]> sites = new ArrayList<>();   // {function start, instruction, next boundary}
+        for (Symbol s : ordinary) {
+            OptionalLong off = syms.fileOffset(s.address());
+            if (off.isEmpty() || off.getAsLong() + s.size() > file.length) continue;
+            byte[] code = java.util.Arrays.copyOfRange(file, (int) off.getAsLong(), (int) (off.getAsLong() + s.size()));
+            for (Instruction i : dec.decodeAll(code, s.address()).instructions())
+                if (BEYOND_CAPSTONE.contains(i.mnemonic())) sites.add(new long[] {s.address(), i.address(), i.address() + i.length()});
+        }
+        Collections.shuffle(sites, random);
+        out.add("# at and after an instruction Capstone 5.0 does not decode: " + sites.size() + " in ordinary functions");
+        for (long[] site : sites.subList(0, Math.min(perKind, sites.size()))) {
+            Symbol s = syms.lookup(site[0]).orElseThrow();
+            out.add(definition(s, site[1]));
+            if (site[2] < s.address() + s.size()) out.add(definition(s, site[2]));
         }
     }
 

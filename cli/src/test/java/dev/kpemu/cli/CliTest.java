@@ -38,7 +38,7 @@ class CliTest {
         java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
         System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
         try {
-            for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench"}) {
+            for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench", "faults"}) {
                 Run r = run(sub, "--help");
                 assertEquals(0, r.code(), sub);
                 assertTrue(r.out().contains("Usage: kpemu " + sub), r.out());

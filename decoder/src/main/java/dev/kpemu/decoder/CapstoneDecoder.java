@@ -26,6 +26,11 @@ abstract sealed class CapstoneDecoder implements Decoder permits X86Decoder, Arm
         return insn;
     }
 
+    /** The instruction at {@code offset} of {@code code} that Capstone does not decode but the arch defines, or null. */
+    CsInstruction beyondCapstone(byte[] code, int offset, long address) {
+        return null;
+    }
+
     @Override
     public Arch arch() {
         return capstone.arch();
@@ -34,6 +39,8 @@ abstract sealed class CapstoneDecoder implements Decoder permits X86Decoder, Arm
     @Override
     public Instruction decodeOne(byte[] code, long address) {
         List<CsInstruction> one = capstone.disassemble(code, address, 1);
+        CsInstruction known = one.isEmpty() ? beyondCapstone(code, 0, address) : null;
+        if (known != null) return classify(known);
         if (one.isEmpty()) {
             byte[] head = Arrays.copyOf(code, Math.min(code.length, 16));
             throw new UndecodableInstructionException(address,
@@ -48,19 +55,25 @@ abstract sealed class CapstoneDecoder implements Decoder permits X86Decoder, Arm
     public Disassembly decodeAll(byte[] code, long address) {
         List<Instruction> out = new ArrayList<>();
         int decoded = 0;
-        resweep:
+        sweep:
         while (decoded < code.length) {
             byte[] rest = decoded == 0 ? code : Arrays.copyOfRange(code, decoded, code.length);
-            List<CsInstruction> raw = capstone.disassemble(rest, address + decoded, 0);
-            if (raw.isEmpty()) break;
-            for (CsInstruction insn : raw) {
+            boolean resweep = false;
+            for (CsInstruction insn : capstone.disassemble(rest, address + decoded, 0)) {
                 CsInstruction fixed = corrected(insn, code, decoded);
-                if (fixed == null) break resweep;
+                if (fixed == null) break sweep;
                 out.add(classify(fixed));
                 decoded += fixed.length();
-                if (fixed != insn) continue resweep;   // Capstone's sweep went on from a wrong length
+                if (fixed != insn) {   // Capstone's sweep went on from a wrong length
+                    resweep = true;
+                    break;
+                }
             }
-            if (decoded < code.length) break;
+            if (resweep || decoded >= code.length) continue;
+            CsInstruction known = beyondCapstone(code, decoded, address + decoded);
+            if (known == null) break;
+            out.add(classify(known));
+            decoded += known.length();
         }
         OptionalLong stop = decoded < code.length ? OptionalLong.of(address + decoded) : OptionalLong.empty();
         return new Disassembly(address, code.length, out, stop);

@@ -3,6 +3,11 @@ package dev.kpemu.decoder;
 import dev.kpemu.decoder.CsInstruction.X86Detail;
 import dev.kpemu.decoder.CsInstruction.X86Operand;
 import dev.kpemu.machine.Arch;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -46,6 +51,45 @@ public final class X86Decoder extends CapstoneDecoder {
         if (len == b.length) return insn;
         return new CsInstruction(insn.id(), insn.address(), java.util.Arrays.copyOfRange(code, offset, offset + len), "ud1", "",
                 insn.groups(), insn.detail());
+    }
+
+    /**
+     * Instructions of Linux's x86 opcode map that Capstone 5.0 does not decode, found in Debian's
+     * kernels by comparing its instruction starts with GNU objdump's over their text: each is a
+     * fixed encoding without memory operands, so its bytes are all there is to it.
+     */
+    private static final Map<String, byte[]> FIXED_BEYOND_CAPSTONE = new LinkedHashMap<>();
+    static {
+        FIXED_BEYOND_CAPSTONE.put("serialize", HexFormat.of().parseHex("0f01e8"));   // (sync_core)
+        FIXED_BEYOND_CAPSTONE.put("wrmsrns", HexFormat.of().parseHex("0f01c6"));
+        FIXED_BEYOND_CAPSTONE.put("tdcall", HexFormat.of().parseHex("660f01cc"));   // (TDX guest)
+        FIXED_BEYOND_CAPSTONE.put("seamcall", HexFormat.of().parseHex("660f01cf"));
+        FIXED_BEYOND_CAPSTONE.put("seamret", HexFormat.of().parseHex("660f01cd"));
+        FIXED_BEYOND_CAPSTONE.put("seamops", HexFormat.of().parseHex("660f01ce"));
+        FIXED_BEYOND_CAPSTONE.put("rmpupdate", HexFormat.of().parseHex("f20f01fe"));   // (SEV-SNP host)
+        FIXED_BEYOND_CAPSTONE.put("pvalidate", HexFormat.of().parseHex("f20f01ff"));   // (SEV-SNP guest)
+        FIXED_BEYOND_CAPSTONE.put("rmpadjust", HexFormat.of().parseHex("f30f01fe"));
+        FIXED_BEYOND_CAPSTONE.put("psmash", HexFormat.of().parseHex("f30f01ff"));
+        FIXED_BEYOND_CAPSTONE.put("tilerelease", HexFormat.of().parseHex("c4e27849c0"));   // (AMX)
+    }
+
+    @Override
+    CsInstruction beyondCapstone(byte[] code, int offset, long address) {
+        for (Map.Entry<String, byte[]> e : FIXED_BEYOND_CAPSTONE.entrySet()) {
+            byte[] f = e.getValue();
+            if (offset + f.length <= code.length && Arrays.equals(code, offset, offset + f.length, f, 0, f.length))
+                return synthesized(address, e.getKey(), f);
+        }
+        // lkgs r16 (FRED): f2 0f 00 /6, register form only (a memory operand would need its displacement located)
+        if (offset + 4 <= code.length && u8(code, offset) == 0xf2 && u8(code, offset + 1) == 0x0f && u8(code, offset + 2) == 0x00
+                && (u8(code, offset + 3) & 0xf8) == 0xf0)
+            return synthesized(address, "lkgs", Arrays.copyOfRange(code, offset, offset + 4));
+        return null;
+    }
+
+    private static CsInstruction synthesized(long address, String mnemonic, byte[] bytes) {
+        return new CsInstruction(0, address, bytes, mnemonic, "", List.of(),
+                new X86Detail(0, 8, 0, 0, 0, 0, 0, 0, List.of()));
     }
 
     private static int u8(byte[] b, int i) {

@@ -142,6 +142,33 @@ class X86DecoderTest {
         assertEquals(KTEXT + 10 + 0xfffffd1cL - 0x100000000L, all.instructions().get(1).branchTarget().getAsLong());
     }
 
+    /**
+     * Instructions Debian's kernels hold that Capstone 5.0 does not decode, with their lengths from
+     * the SDM / AMD APM encodings (each fixed, no operand bytes); lkgs is f2 0f 00 /6 with a register ModRM.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("beyondCapstone")
+    void instructionsCapstoneDoesNotDecodeHaveTheirLengths(String name, String hex, int length) {
+        Disassembly all = decoder.decodeAll(HexFormat.of().parseHex(hex + "90"), KTEXT);
+        assertTrue(all.complete(), name);
+        assertEquals(List.of(KTEXT, KTEXT + length), all.instructions().stream().map(Instruction::address).toList(), name);
+        assertEquals(name, all.instructions().get(0).mnemonic());
+        assertEquals(length, decoder.decodeOne(HexFormat.of().parseHex(hex + "90"), KTEXT).length(), name);
+    }
+
+    static Stream<org.junit.jupiter.params.provider.Arguments> beyondCapstone() {
+        return Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of("serialize", "0f01e8", 3),
+                org.junit.jupiter.params.provider.Arguments.of("wrmsrns", "0f01c6", 3),
+                org.junit.jupiter.params.provider.Arguments.of("tdcall", "660f01cc", 4),
+                org.junit.jupiter.params.provider.Arguments.of("pvalidate", "f20f01ff", 4),
+                org.junit.jupiter.params.provider.Arguments.of("rmpupdate", "f20f01fe", 4),
+                org.junit.jupiter.params.provider.Arguments.of("rmpadjust", "f30f01fe", 4),
+                org.junit.jupiter.params.provider.Arguments.of("psmash", "f30f01ff", 4),
+                org.junit.jupiter.params.provider.Arguments.of("tilerelease", "c4e27849c0", 5),
+                org.junit.jupiter.params.provider.Arguments.of("lkgs", "f20f00f7", 4));
+    }
+
     @Test
     void ripRelativeLoadFromRawBytes() {
         // mov rax, [rip+0x1234] = REX.W 8b /r, ModRM 05 (mod 00, r/m 101), disp32 at offset 3

@@ -155,6 +155,14 @@ final class InstructionClock implements AutoCloseable {
         if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
         state.set(JAVA_INT, NBREAKS, n + 1);
+        if (address >= 0) {
+            // a user-space address (a uprobe): the current page tables may not map it (Unicorn's
+            // removal looks the address up through them), and a block translated there for
+            // another address space of the same page must go too: drop every block
+            uc.flushTranslationCache();
+            forgetBlocks();
+            return;
+        }
         dropBlockAt(address);
     }
 

@@ -1,9 +1,9 @@
 package dev.kpemu.kprobes;
 
-/** The kernel errno values kprobes registration can fail with (include/uapi/asm-generic/errno*.h). */
+/** The kernel errno values kprobe and uprobe definitions can fail with (include/uapi/asm-generic/errno*.h). */
 public enum Errno {
-    ENOENT(2), E2BIG(7), ENOMEM(12), EBUSY(16), EEXIST(17), EINVAL(22), ENOSPC(28), ERANGE(34),
-    EILSEQ(84), EOPNOTSUPP(95), EADDRNOTAVAIL(99);
+    ENOENT(2), E2BIG(7), ENOMEM(12), EBUSY(16), EEXIST(17), ENOTDIR(20), EINVAL(22), ENOSPC(28), ERANGE(34),
+    ELOOP(40), EILSEQ(84), EOPNOTSUPP(95), EADDRNOTAVAIL(99);
 
     private final int value;
 

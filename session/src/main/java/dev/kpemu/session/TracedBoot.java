@@ -8,6 +8,7 @@ import java.util.function.Consumer;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.LinuxGuest;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.image.KernelTextTables;
 import dev.kpemu.image.SymbolTable;
 import dev.kpemu.kprobes.KernelProbeRules;
@@ -19,8 +20,6 @@ import dev.kpemu.kprobes.events.Dialect;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.EventSetup;
 import dev.kpemu.kprobes.events.KallsymsSymbols;
-import dev.kpemu.kprobes.events.MachineFetchContext;
-import dev.kpemu.kprobes.events.TaskLayout;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeParser;
@@ -493,19 +492,36 @@ public final class TracedBoot implements BootHooks {
     }
 
     private void armFailures(LinuxGuest guest, Machine m, SymbolResolver resolver) {
-        TaskLayout layout;
+        KernelStructs k;
         try {
-            layout = TaskLayout.of(structs(guest));
+            k = structs(guest);
         } catch (KernelImageException | RuntimeException e) {
-            layout = null;    // no BTF: comm empty and pid 0, as the events without it
+            k = null;    // no BTF: comm empty and pid 0, as the events without it
         }
-        MachineFetchContext fetch = new MachineFetchContext(m, kprobes.regs(), KernelSymbols.permissive(), layout);
-        var task = new dev.kpemu.kprobes.fail.FunctionFailure.TaskView() {
-            @Override public String comm(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return dev.kpemu.kprobes.events.GuestText.decode(fetch.comm()); }
-            @Override public int pid(dev.kpemu.kprobes.Regs r) { fetch.begin(r); return fetch.pid(); }
-        };
+        GuestTasks task = GuestTasks.of(m, kprobes, k);
         for (var spec : fails)
-            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, resolver, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, onInjection);
+            dev.kpemu.kprobes.fail.FunctionFailure.arm(kprobes, resolver, spec, dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED, task, i -> {
+                TraceRecord r = injectionRecord(i, task.traceContext(kprobes.regs()), resolver);
+                if (keepRecords) records.add(r);
+                eventCount.incrementAndGet();
+                for (Consumer<TraceRecord> sink : sinks) sink.accept(r);
+                onInjection.accept(i);
+            });
+    }
+
+    /** The group and name of the trace event each injection makes ({@link #injectionRecord}). */
+    public static final String INJECTION_GROUP = "kpemu", INJECTION_EVENT = "fail_function";
+
+    /**
+     * An injection as a trace line in ftrace's format: event {@code kpemu/fail_function}, the
+     * function's entry as a kprobe event prints its place ({@code (FUNC+0x0/0xSIZE)}) and the
+     * value it was made to return, {@code retval=-2} (signed decimal, as ftrace prints an s64).
+     */
+    static TraceRecord injectionRecord(dev.kpemu.kprobes.fail.FunctionFailure.Injection i, dev.kpemu.kprobes.events.TraceContext c,
+                                       SymbolResolver symbols) {
+        String body = INJECTION_EVENT + ": (" + dev.kpemu.kprobes.fail.FunctionFailure.frame(symbols, i.address()) + ") retval=" + i.retval();
+        return new TraceRecord(INJECTION_GROUP, INJECTION_EVENT, c, body, false, i.address(), 0, 0,
+                java.util.List.of(new dev.kpemu.kprobes.events.EventArg("retval", dev.kpemu.kprobes.events.FetchType.S64, 0, i.retval(), null)));
     }
 
     /**

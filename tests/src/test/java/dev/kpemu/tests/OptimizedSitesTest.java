@@ -24,7 +24,8 @@ import dev.kpemu.session.TracedBoot;
 /**
  * Which enabled probes Linux jump-optimizes on x86-64: {@code kprobes/list}'s {@code [OPTIMIZED]}
  * (and {@code [FTRACE]}) for a seeded sample of instruction boundaries — anywhere, just before a
- * {@code lock} prefix of {@code .smp_locks}, an alternative site, an exception-table instruction
+ * {@code lock} prefix of {@code .smp_locks}, an alternative site, an exception-table instruction, at and
+ * after an instruction Capstone 5.0 does not decode (serialize, pvalidate, UD1 with its ModRM, ...)
  * ({@code kpemu corpus optimized-sites}) — recorded under QEMU with one CPU on each pinned kernel
  * ({@code record-error-log.sh --kprobes-list --kernel debian:SUITE@RELEASE x86_64 optimized}).
  * kpemu, writing and enabling each definition on the running kernel as the recording did, must

@@ -126,6 +126,20 @@ final class Bytes {
         return parseUll(s, from, base);
     }
 
+    /**
+     * Whether {@code kstrtoull} refuses {@code s} only because its value passes 2^64-1: the
+     * kernel then returns ERANGE rather than EINVAL.
+     */
+    static boolean kstrtoullOverflows(String s, int base) {
+        int from = (!s.isEmpty() && s.charAt(0) == '+') ? 1 : 0;
+        if (parseUll(s, from, base) != null) return false;
+        int[] fr = fixupRadix(s, from, base);
+        int i = from + fr[1], count = 0;
+        while (i < s.length() && digitValue(s.charAt(i)) < fr[0]) { i++; count++; }
+        if (i < s.length() && s.charAt(i) == '\n') i++;
+        return count > 0 && i == s.length();
+    }
+
     /** {@code kstrtouint}. */
     static Long kstrtouint(String s, int base) {
         Long v = kstrtoull(s, base);

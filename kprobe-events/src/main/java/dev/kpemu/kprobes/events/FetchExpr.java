@@ -26,6 +26,8 @@ public sealed interface FetchExpr {
     record AbsoluteMemory(long address) implements FetchExpr {}
     /** {@code @SYM[+|-off]}: memory at a data symbol; {@code spec} is the text after {@code @}, resolved at registration. */
     record SymbolMemory(String spec) implements FetchExpr {}
+    /** {@code @+OFFS} (uprobes): memory at file offset OFFS of the probed file, where this process maps it. */
+    record FileOffset(long offset) implements FetchExpr {}
     /** {@code +|-[u]OFFS(BASE)}: the word at BASE+OFFS (user memory when {@code user}). */
     record Deref(FetchExpr base, long offset, boolean user) implements FetchExpr {}
 }

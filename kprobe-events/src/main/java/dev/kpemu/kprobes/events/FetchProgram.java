@@ -16,10 +16,10 @@ public final class FetchProgram {
     static final int NOP = 0, REG = 1, STACK = 2, STACKP = 3, RETVAL = 4, IMM = 5, COMM = 6,
             DATA = 7, ARG = 8, NOP_SYMBOL = 9, DEREF = 10, UDEREF = 11, ST_RAW = 12, ST_MEM = 13,
             ST_UMEM = 14, ST_STRING = 15, ST_USTRING = 16, ST_SYMSTR = 17, MOD_BF = 18,
-            LP_ARRAY = 19, END = 20, EDATA = 21, BADDR = 22;
+            LP_ARRAY = 19, END = 20, EDATA = 21, BADDR = 22, FOFFS = 23;
     private static final String[] NAMES = {"NOP", "REG", "STACK", "STACKP", "RETVAL", "IMM",
             "COMM", "DATA", "ARG", "NOP_SYMBOL", "DEREF", "UDEREF", "ST_RAW", "ST_MEM", "ST_UMEM",
-            "ST_STRING", "ST_USTRING", "ST_SYMSTR", "MOD_BF", "LP_ARRAY", "END", "EDATA", "BADDR"};
+            "ST_STRING", "ST_USTRING", "ST_SYMSTR", "MOD_BF", "LP_ARRAY", "END", "EDATA", "BADDR", "FOFFS"};
 
     /** One instruction. Mutable only while the parser builds it. */
     static final class Insn {

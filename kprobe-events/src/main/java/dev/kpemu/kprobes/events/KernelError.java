@@ -31,6 +31,22 @@ public enum KernelError {
     BAD_IMM("Invalid immediate value"),
     IMMSTR_NO_CLOSE("String is not closed with '\"'"),
     FILE_ON_KPROBE("File offset is not available with kprobe"),
+    /** trace_uprobe: {@code @+OFFS} whose offset {@code kstrtol} refuses. */
+    BAD_FILE_OFFS("Invalid file offset value"),
+    /** trace_uprobe: {@code @SYM}. */
+    SYM_ON_UPROBE("Symbol is not available with uprobe"),
+    /** trace_uprobe: the place's path does not resolve. */
+    FILE_NOT_FOUND("Failed to find the given file"),
+    /** trace_uprobe: the place's path is not a regular file. */
+    NO_REGULAR_FILE("Not a regular file"),
+    /** trace_uprobe: {@code (REF_CTR_OFFSET} without {@code )}. */
+    REFCNT_OPEN_BRACE("Reference counter brace is not closed"),
+    /** trace_uprobe: text after {@code (REF_CTR_OFFSET)}. */
+    BAD_REFCNT_SUFFIX("Reference counter has wrong suffix"),
+    /** trace_uprobe: a reference counter offset {@code kstrtoul} refuses. */
+    BAD_REFCNT("Invalid reference counter offset"),
+    /** trace_uprobe: an offset {@code kstrtoul} refuses. */
+    BAD_UPROBE_OFFS("Invalid uprobe offset"),
     TOO_MANY_OPS("Dereference is too much nested"),
     DEREF_NEED_BRACE("Dereference needs a brace"),
     BAD_DEREF_OFFS("Invalid dereference offset"),

@@ -107,7 +107,26 @@ public final class ProbeParser {
         return new Command(argv).parse();
     }
 
-    private static DeleteDef parseDelete(List<String> argv) throws ProbeSyntaxException {
+    /**
+     * A uprobe's fetch arguments ({@code argv} from index 2) as {@code __trace_uprobe_create}
+     * parses them: {@code TPARG_FL_USER}, with {@code TPARG_FL_RETURN} for a return probe.
+     * Errors are logged by {@code trace_uprobe}.
+     */
+    List<FetchArg> parseUprobeArgs(List<String> argv, boolean isReturn) throws ProbeSyntaxException {
+        Command c = new Command(argv);
+        c.user = true;
+        c.isReturn = isReturn;
+        return c.parseArgs(argv.subList(2, argv.size()));
+    }
+
+    /** {@code traceprobe_parse_event_name} on {@code argv[0]}'s text after {@code "p:"}, for a uprobe: {group or null, event or null}. */
+    String[] parseUprobeEventName(List<String> argv, String event, int offset) throws ProbeSyntaxException {
+        Command c = new Command(argv);
+        c.user = true;
+        return c.parseEventName(event, offset);
+    }
+
+    static DeleteDef parseDelete(List<String> argv) throws ProbeSyntaxException {
         String cmd = Bytes.decode(String.join(" ", argv));
         String a0 = argv.get(0);
         if (a0.length() < 2 || a0.charAt(1) != ':')
@@ -136,6 +155,7 @@ public final class ProbeParser {
         boolean fentry;       // TPARG_FL_FENTRY
         boolean fprobe;       // TPARG_FL_FPROBE: an fprobe or tracepoint probe (no registers)
         boolean tpoint;       // TPARG_FL_TPOINT: a tracepoint probe (the probestub's first parameter is hidden)
+        boolean user;         // TPARG_FL_USER: a uprobe (no TPARG_FL_KERNEL: neither function entry nor exit)
         boolean wprobe;       // TPARG_FL_WPROBE: a wprobe ($addr)
         String function;      // the probed symbol (for BTF), or null for an address
         // current fetch program
@@ -162,7 +182,8 @@ public final class ProbeParser {
 
         ProbeSyntaxException err(int offset, KernelError e, Errno errno) {
             ProbeSyntaxException x = ProbeSyntaxException.at(argv, index, offset, e, errno);
-            return fprobe ? x.from(FprobeDef.SUBSYSTEM) : wprobe ? x.from(WprobeDef.SUBSYSTEM) : x;
+            return fprobe ? x.from(FprobeDef.SUBSYSTEM) : wprobe ? x.from(WprobeDef.SUBSYSTEM)
+                    : user ? x.from(UprobeParser.SUBSYSTEM) : x;
         }
 
         ProbeSyntaxException silent(String why) {
@@ -266,7 +287,7 @@ public final class ProbeParser {
 
         /** The fetch arguments: {@code $arg*}/{@code $argN} and {@code :%pd}/{@code :%pD} expanded (BTF kernels), then each parsed. */
         List<FetchArg> parseArgs(List<String> raw) throws ProbeSyntaxException {
-            if (dialect.btfArgs) {
+            if (dialect.btfArgs && !user) {     // trace_uprobe expands no meta-arguments
                 raw = expandMetaArgs(raw);
                 if (raw.size() > MAX_TRACE_ARGS) {
                     index = 2;
@@ -274,7 +295,7 @@ public final class ProbeParser {
                     throw ProbeSyntaxException.silent(cmd, Errno.E2BIG, "more than " + MAX_TRACE_ARGS + " arguments");
                 }
                 raw = expandDentryArgs(raw);
-            } else if (dialect.tooManyArgsError && raw.size() > MAX_TRACE_ARGS) {
+            } else if (dialect.tooManyArgsError && !user && raw.size() > MAX_TRACE_ARGS) {
                 index = 2;
                 throw err(0, KernelError.TOO_MANY_ARGS, Errno.E2BIG);
             }
@@ -494,7 +515,7 @@ public final class ProbeParser {
             if (event.isEmpty()) {
                 if (slash >= 0) return new String[] {group, null};
                 throw err(offset, KernelError.NO_EVENT_NAME);
-            } else if (event.length() > (dialect == Dialect.LINUX_6_1 ? MAX_EVENT_NAME_LEN : MAX_EVENT_NAME_LEN - 1)) {
+            } else if (event.length() > MAX_EVENT_NAME_LEN - 1) {   // recorded: Debian's 6.1.192 refuses 64 characters too (uprobes.error_log)
                 throw err(offset, KernelError.EVENT_TOO_LONG);
             }
             if (!Bytes.isGoodName(event)) throw err(offset, KernelError.BAD_EVENT_NAME);
@@ -573,6 +594,9 @@ public final class ProbeParser {
             lastType = null;
             ctxOffset = offset;
             FetchExpr expr = parseProbeArg(arg, offset);
+            // where the checks after the fetch's parse put their caret (the context's offset on 6.6+)
+            int after = dialect == Dialect.LINUX_6_1 ? offset : ctxOffset;
+            typeOff = after + (t != null ? tPos : 0);
             boolean btfTyped = false;
             if (dialect.btfArgs && lastType != null) {
                 if (t == null) {
@@ -620,7 +644,7 @@ public final class ProbeParser {
             int scode = cur;
             if (t != null && !t.isEmpty() && t.charAt(0) == 'b') {
                 bitfield = parseBitfield(t, type);
-                if (bitfield == null) throw err(offset + tPos, KernelError.BAD_BITFIELD);
+                if (bitfield == null) throw err(after + tPos, KernelError.BAD_BITFIELD);
             } else if (t == null && dialect.btfArgs && lastType != null && (lastBitsize % 8 != 0 || lastBitoffs != 0)) {
                 // parse_btf_bitfield: a 64-bit modifier whatever the stored type
                 cur++;
@@ -660,7 +684,10 @@ public final class ProbeParser {
                 if (bs == 64) return FetchType.U64;
                 return null;
             }
-            return FetchType.byName(t, dialect);
+            FetchType type = FetchType.byName(t, dialect);
+            // 6.2+ find_fetch_type: no symbol types on a uprobe (recorded: 6.1 takes them)
+            if (user && dialect != Dialect.LINUX_6_1 && (type == FetchType.SYMBOL || type == FetchType.SYMSTR)) return null;
+            return type;
         }
 
         /** {@code __parse_bitfield_probe_arg}; null when the kernel says BAD_BITFIELD. */
@@ -708,8 +735,14 @@ public final class ProbeParser {
                         code[cur].imm = a;
                         expr = new FetchExpr.AbsoluteMemory(a);
                     } else if (c1 == '+') {
-                        throw err(offs, KernelError.FILE_ON_KPROBE);
+                        if (!user) throw err(offs, KernelError.FILE_ON_KPROBE);
+                        Long o = Bytes.kstrtoll(arg.substring(2), 0);
+                        if (o == null) throw err(offs, KernelError.BAD_FILE_OFFS);
+                        code[cur].op = FOFFS;
+                        code[cur].imm = o;
+                        expr = new FetchExpr.FileOffset(o);
                     } else {
+                        if (user) throw err(offs, KernelError.SYM_ON_UPROBE);
                         code[cur].op = NOP_SYMBOL;
                         code[cur].data = arg.substring(1);
                         if (++cur == FETCH_INSN_MAX - 1) throw err(offs, KernelError.TOO_MANY_OPS);
@@ -738,6 +771,9 @@ public final class ProbeParser {
                     int close = inner.lastIndexOf(')');
                     if (close < 0) throw err(offs + inner.length(), KernelError.DEREF_OPEN_BRACE);
                     FetchExpr base = parseProbeArg(inner.substring(0, close), offs);
+                    // 6.6+ keep the offset in the parse context: past the outermost dereference's
+                    // "+OFFS(" once parsed (recorded: 6.12 and 7.2 put the caret of a bad bitfield there)
+                    if (dialect != Dialect.LINUX_6_1) ctxOffset = offs;
                     if (code[cur].op == COMM || code[cur].op == DATA) throw err(offs, KernelError.COMM_CANT_DEREF);
                     if (++cur == FETCH_INSN_MAX - 1) throw err(offs, KernelError.TOO_MANY_OPS);
                     code[cur].op = user ? UDEREF : DEREF;
@@ -768,7 +804,7 @@ public final class ProbeParser {
                 }
                 default -> {
                     if (dialect.btfArgs && (Bytes.isAlpha(c0) || c0 == '_')) {   // a BTF variable
-                        if (!fentry && !isReturn) throw err(offs, KernelError.NOSUP_BTFARG);
+                        if (user || (!fentry && !isReturn)) throw err(offs, KernelError.NOSUP_BTFARG);
                         expr = parseBtfArg(arg, offs);
                     }
                 }
@@ -1009,7 +1045,7 @@ public final class ProbeParser {
         FetchExpr parseProbeVars(String arg, int offs) throws ProbeSyntaxException {
             if (dialect.btfArgs ? arg.startsWith("retval") : arg.equals("retval")) {
                 if (!isReturn) throw err(offs, KernelError.RETVAL_ON_PROBE);
-                if (dialect.btfArgs) return parseBtfArg("$" + arg, offs);
+                if (dialect.btfArgs && !user) return parseBtfArg("$" + arg, offs);
                 code[cur].op = RETVAL;
                 return new FetchExpr.ReturnValue();
             }
@@ -1022,7 +1058,7 @@ public final class ProbeParser {
                 if (!Bytes.isDigit(rest.charAt(0))) throw err(offs, KernelError.BAD_VAR);
                 Long n = Bytes.kstrtoull(rest, 10);
                 if (n == null) throw err(offs, KernelError.BAD_VAR);
-                if (n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_STACK_NUM);
+                if (!user && n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_STACK_NUM);
                 code[cur].op = STACK;
                 code[cur].param = (int) (long) n;
                 return new FetchExpr.StackEntry((int) (long) n);
@@ -1040,7 +1076,7 @@ public final class ProbeParser {
                 Long n = Bytes.kstrtoull(arg.substring(3), 10);
                 if (n == null) throw err(offs, KernelError.BAD_VAR);
                 if (n == 0 || n > RegisterSet.PARAM_MAX_STACK) throw err(offs, KernelError.BAD_ARG_NUM);
-                if (!fentry && !isReturn) throw err(offs, KernelError.NOFENTRY_ARGS);
+                if (user || (!fentry && !isReturn)) throw err(offs, KernelError.NOFENTRY_ARGS);
                 if (fentry) {
                     code[cur].op = ARG;
                     code[cur].param = (int) (tpoint ? n : n - 1);   // a tracepoint's stub: skip 'data'

@@ -67,6 +67,8 @@ public record RecordedErrorLog(String kernel, List<Answer> answers) {
             case "Out of memory", "Cannot allocate memory" -> Errno.ENOMEM;
             case "Device or resource busy", "Resource busy" -> Errno.EBUSY;
             case "File exists" -> Errno.EEXIST;
+            case "Not a directory" -> Errno.ENOTDIR;
+            case "Too many levels of symbolic links", "Symbolic link loop" -> Errno.ELOOP;
             case "Invalid argument" -> Errno.EINVAL;
             case "No space left on device" -> Errno.ENOSPC;
             case "Result not representable", "Numerical result out of range" -> Errno.ERANGE;

@@ -67,8 +67,13 @@ class ProbeParserAcceptTest {
         assertEquals("r_do_sys_open_0", ((TraceProbe) p.parse("r do_sys_open")).event());
         assertEquals("r_do_sys_open_0", ((TraceProbe) p.parse("p do_sys_open%return")).event());
         assertEquals("p_0xffffffff81001000", ((TraceProbe) p.parse("p 0xffffffff81001000")).event());
-        String name64 = "e".repeat(64);
-        assertEquals(name64, ((TraceProbe) p.parse("p:" + name64 + " vfs_read")).event());
+        // Debian's 6.1.192 takes 63 bytes, not 64 (recorded, as the uprobe table's
+        // reference/ARCH/6.1/uprobes.error_log shows: traceprobe_parse_event_name is shared)
+        String name63 = "e".repeat(63);
+        assertEquals(name63, ((TraceProbe) p.parse("p:" + name63 + " vfs_read")).event());
+        ProbeSyntaxException tooLong = org.junit.jupiter.api.Assertions.assertThrows(ProbeSyntaxException.class,
+                () -> p.parse("p:" + "e".repeat(64) + " vfs_read"));
+        assertEquals(KernelError.EVENT_TOO_LONG, tooLong.error());
         String grp63 = "g".repeat(63);
         assertEquals(grp63, ((TraceProbe) p.parse("p:" + grp63 + "/e vfs_read")).group());
         // pfoo: no ':' and no digit -> a plain kprobe with a generated name (the kernel ignores the rest)

@@ -5,7 +5,7 @@ import java.util.SplittableRandom;
 /**
  * One {@code --fail} spec's decision, Linux's {@code should_fail_ex} (lib/fault-inject.c) with
  * {@code size} 1 as fail_function calls it, in Linux's order of checks: probability 0 never
- * fails; the task filter (kpemu: {@code comm=}, {@code pid=}, standing for the task's
+ * fails; the task filter (kpemu: {@code comm=}, {@code pid=}, {@code tree=}, standing for the task's
  * {@code make_it_fail}); {@code times} 0 stops; {@code space} is used up first; every
  * {@code interval}-th call; the probability drawn as {@code get_random_u32_below(100)} from a
  * PRNG seeded per run; the stack filter (kpemu: {@code caller=}); then kpemu's own {@code nth}
@@ -26,6 +26,12 @@ public final class FaultAttr {
 
         int pid();
 
+        /**
+         * True when the calling task is the task {@code pid} or a descendant of it (its
+         * {@code real_parent} chain): the {@code tree=} filter. Default: the task itself only.
+         */
+        default boolean descendsFrom(int pid) { return pid == pid(); }
+
         /** True when a frame of the call's stack trace is in {@code symbol}. */
         boolean hasCaller(String symbol);
     }
@@ -37,6 +43,7 @@ public final class FaultAttr {
     private final int verbose;
     private final String comm;
     private final Integer pid;
+    private final Integer tree;
     private final String caller;
     private final long nth;
     private final SplittableRandom random;
@@ -51,6 +58,7 @@ public final class FaultAttr {
         this.verbose = b.verbose;
         this.comm = b.comm;
         this.pid = b.pid;
+        this.tree = b.tree;
         this.caller = b.caller;
         this.nth = b.nth;
         this.random = new SplittableRandom(b.seed);
@@ -98,6 +106,7 @@ public final class FaultAttr {
 
     private boolean taskMatches(Call call) {
         if (comm != null && !comm.equals(call.comm())) return false;
+        if (tree != null && !call.descendsFrom(tree)) return false;
         return pid == null || pid == call.pid();
     }
 
@@ -110,6 +119,7 @@ public final class FaultAttr {
         private int verbose = 2;
         private String comm;
         private Integer pid;
+        private Integer tree;
         private String caller;
         private long nth;
         private long seed = DEFAULT_SEED;
@@ -145,6 +155,12 @@ public final class FaultAttr {
         public Builder comm(String c) { comm = c; return this; }
 
         public Builder pid(int p) { pid = p; return this; }
+
+        /**
+         * Only calls by the task {@code pid} and its descendants: kpemu's stand-in for Linux's
+         * {@code make-it-fail} set on that task, which its children inherit at fork.
+         */
+        public Builder tree(int p) { tree = p; return this; }
 
         public Builder caller(String symbol) { caller = symbol; return this; }
 

@@ -28,13 +28,17 @@ public final class FunctionFailure {
         String comm(Regs regs);
 
         int pid(Regs regs);
+
+        /** Whether the current task is {@code pid} or descends from it ({@code real_parent}s); default: it is {@code pid}. */
+        default boolean descendsFrom(Regs regs, int pid) { return pid(regs) == pid; }
     }
 
     /**
      * One injection: where, for whom, and Linux's fail_dump text ({@code dump}, empty at
-     * verbose 0); {@code stack} the return addresses, innermost first, from the function's caller.
+     * verbose 0; at verbose 2 with its {@code Call Trace:}); {@code stack} the return addresses,
+     * innermost first, from the function's caller; {@code address} the function's entry.
      */
-    public record Injection(String function, long retval, String comm, int pid, List<Long> stack, String dump, int verbose) {}
+    public record Injection(String function, long retval, String comm, int pid, List<Long> stack, String dump, int verbose, long address) {}
 
     private final FailSpec spec;
     private final Kprobe probe;
@@ -60,6 +64,7 @@ public final class FunctionFailure {
             FaultAttr.Call call = new FaultAttr.Call() {
                 @Override public String comm() { return comm; }
                 @Override public int pid() { return pid; }
+                @Override public boolean descendsFrom(int ancestor) { return task.descendsFrom(regs, ancestor); }
                 @Override public boolean hasCaller(String symbol) {
                     for (long a : stack) {
                         if (symbols.lookup(a).map(s -> s.name().equals(symbol)).orElse(false)) return true;
@@ -68,13 +73,18 @@ public final class FunctionFailure {
                 }
             };
             if (!attr.shouldFail(call)) return 0;
+            long entry = kp.address();
             String dump = attr.dump(NAME);
+            if (attr.verbose() > 1) dump += callTrace(symbols, entry, stack);
             attr.consumeTime();
             kprobes.overrideFunctionWithReturn(regs, spec.retval());
-            Injection i = new Injection(spec.function(), spec.retval(), comm, pid, stack, dump, attr.verbose());
+            Injection i = new Injection(spec.function(), spec.retval(), comm, pid, stack, dump, attr.verbose(), entry);
             self[0].injections.add(i);
             onInjection.accept(i);
             return 1;
+        }).post((kp, regs, flags) -> {
+            // empty, as fail_function's fei_post_handler: a probe with a post handler is not
+            // jump-optimized, and only a breakpoint's path can be sent elsewhere by the pre handler
         });
         self[0] = new FunctionFailure(spec, p);
         kprobes.register(p);
@@ -82,10 +92,43 @@ public final class FunctionFailure {
     }
 
     /**
+     * verbose 2: in place of the {@code dump_stack()} Linux's fail_dump calls, {@code Call Trace:}
+     * and the failed function's entry, then its callers (the frame-pointer chain), one
+     * {@code  SYMBOL+0xOFF/0xSIZE} a line as Linux prints them; the frames of Linux's own handlers
+     * (dump_stack, should_fail, the kprobe and int3 handlers) are not there: kpemu's run on the host.
+     */
+    static String callTrace(SymbolResolver symbols, long entry, List<Long> stack) {
+        StringBuilder sb = new StringBuilder("Call Trace:\n");
+        sb.append(' ').append(frame(symbols, entry)).append('\n');
+        for (String f : knownFrames(symbols, stack)) sb.append(' ').append(f).append('\n');
+        return sb.toString();
+    }
+
+    /**
+     * {@code stack} as {@link #frame}s up to the first address in no symbol: a kernel built
+     * without frame pointers (Debian's x86-64, ORC) leaves the walk beyond a function that keeps
+     * none, so the rest of the chain is not the caller's.
+     */
+    public static List<String> knownFrames(SymbolResolver symbols, List<Long> stack) {
+        List<String> out = new ArrayList<>();
+        for (long a : stack) {
+            if (symbols.lookup(a).isEmpty()) break;
+            out.add(frame(symbols, a));
+        }
+        return out;
+    }
+
+    /** {@code SYMBOL+0xOFF/0xSIZE} (Linux's %pS), or the address in hex. */
+    public static String frame(SymbolResolver symbols, long address) {
+        return symbols.lookup(address).map(s -> s.name() + "+0x" + Long.toHexString(address - s.start()) + "/0x" + Long.toHexString(s.size()))
+                .orElse("0x" + Long.toHexString(address));
+    }
+
+    /**
      * At the entry: the caller's return address (x86 {@code [sp]}, arm64 {@code lr}, which a
      * frame-pointer walk from the entry does not show yet) and then the frame-pointer chain.
      */
-    private static List<Long> callers(Kprobes kprobes, Regs regs) {
+    public static List<Long> callers(Kprobes kprobes, Regs regs) {
         long[] trace = kprobes.stackTrace(regs, STACK_DEPTH);
         long ret = kprobes.returnAddressAtEntry(regs);
         List<Long> out = new ArrayList<>();

@@ -37,6 +37,28 @@ class FaultAttrTest {
         assertEquals(List.of(1, 2, 3, 4, 5), failing(FaultAttr.builder().times(-1).build(), 5, CAT));
     }
 
+    /** A call by a task whose ancestry (itself first) is {@code lineage}. */
+    record TreeCall(int... lineage) implements FaultAttr.Call {
+        @Override public String comm() { return "sh"; }
+        @Override public int pid() { return lineage[0]; }
+        @Override public boolean descendsFrom(int pid) { return java.util.Arrays.stream(lineage).anyMatch(p -> p == pid); }
+        @Override public boolean hasCaller(String symbol) { return false; }
+    }
+
+    @Test
+    void treeLetsThroughTheTaskAndItsDescendantsOnly() {
+        FaultAttr a = FaultAttr.builder().tree(88).times(-1).build();
+        assertEquals(true, a.shouldFail(new TreeCall(88, 1)));
+        assertEquals(true, a.shouldFail(new TreeCall(90, 88, 1)));
+        assertEquals(false, a.shouldFail(new TreeCall(89, 1)));
+        // nth counts only the calls the tree lets through
+        FaultAttr second = FaultAttr.builder().tree(88).nth(2).build();
+        assertEquals(false, second.shouldFail(new TreeCall(88, 1)));
+        assertEquals(false, second.shouldFail(new TreeCall(87, 1)));
+        assertEquals(true, second.shouldFail(new TreeCall(90, 88, 1)));
+        assertEquals("__x64_sys_openat=-22,tree=88,nth=2", FailSpec.parse("__x64_sys_openat=-22,tree=88,nth=2").format());
+    }
+
     @Test
     void intervalFailsEveryIntervalthCall() {
         assertEquals(List.of(3, 6, 9), failing(FaultAttr.builder().interval(3).times(-1).build(), 10, CAT));
