@@ -6,10 +6,16 @@
 # hit until the guest powers off, the pc gdb reports (QEMU's TCG watchpoints, as x86's debug
 # registers, stop after the access: the instruction after the accessing one) and the new value.
 # The variable's address comes from Linux itself: a first boot prints its /proc/kallsyms line
-# (nokaslr, as both boots and kpemu run).
+# (nokaslr, as both boots and kpemu run), or, with --system-map, the kernel build's System.map
+# (Debian's arm64 kallsyms has no data symbols; a kernel built by guest-images/build-kernel.sh has
+# the System.map of its vmlinux: `nm -n vmlinux`, as Linux's scripts/mksysmap writes it). nokaslr
+# keeps the link-time address on both arches.
 #
-#   guest-images/record-watch.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] ARCH [VARIABLE]
-#     VARIABLE  a data symbol of /proc/kallsyms (default jiffies)
+#   guest-images/record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--out FILE] ARCH [VARIABLE]
+#     --kernel FILE  a kernel file (e.g. build-kernel.sh's bzImage or Image), booted with the default initramfs
+#     VARIABLE  a data symbol of /proc/kallsyms or of the System.map (default jiffies)
+#     --hits N  only the first N writes: gdb then deletes the watchpoint and the boot goes on unwatched (a watched
+#               arm64 boot under a busy host's TCG outlasts the time limit: every hit is a gdb round trip)
 #     writes    guest-images/reference/ARCH/SERIES/watch-VARIABLE.trace: the kernel header, the
 #               variable's address, then one "W PC VALUE" line (hex pc, decimal value) per write
 #
@@ -20,7 +26,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch
 . "$here/qemu-reference.sh"
-reference_args "record-watch.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] x86_64|arm64 [VARIABLE]" "$@"
+usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--out FILE] x86_64|arm64 [VARIABLE]"
+system_map=""; hits=""; rest=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --system-map) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; system_map=$2; shift 2 ;;
+    --system-map=*) system_map=${1#--system-map=}; shift ;;
+    --hits) [ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "$prog: --hits takes a positive count; usage: $usage" >&2; exit 2; }; hits=$2; shift 2 ;;
+    *) rest+=("$1"); shift ;;
+  esac
+done
+[ -z "$system_map" ] || [ -f "$system_map" ] || { echo "$prog: --system-map: no file '$system_map'" >&2; exit 2; }
+reference_args "$usage" "${rest[@]}"
 variable=${name:-jiffies}
 
 gdb=""
@@ -28,7 +45,10 @@ if command -v gdb-multiarch >/dev/null; then gdb=gdb-multiarch
 elif [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ] && command -v gdb >/dev/null; then gdb=gdb
 else
   [ "$(id -u)" = 0 ] || die "gdb-multiarch is missing; install Debian's gdb-multiarch"
-  apt-get install -y gdb-multiarch >/dev/null 2>&1 || die "apt-get install gdb-multiarch failed"
+  command -v apt-get >/dev/null || die "gdb-multiarch is missing and apt-get is not available"
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gdb-multiarch \
+    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gdb-multiarch; }; } >/dev/null 2>&1 \
+    || die "apt-get install gdb-multiarch failed"
   gdb=gdb-multiarch
 fi
 
@@ -36,7 +56,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 append="nokaslr panic=-1"
 
-# 1. Linux's own address of the variable
+# 1. Linux's own address of the variable: its System.map, or its /proc/kallsyms in a first boot
+if [ -n "$system_map" ]; then
+  address=$(awk -v v="$variable" '$3 == v && $2 ~ /^[bBdDrRgGsSvV]$/ { print $1; exit }' "$system_map")
+  [ -n "$address" ] || die "$system_map has no data symbol '$variable'"
+else
 cat > "$work/init" <<INIT
 #!/bin/sh
 mount -t proc proc /proc
@@ -48,6 +72,7 @@ kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/symbol.cpio" >/
 qemu_boot "$work/symbol.cpio" "$append" "$work/symbol.log" KPEMU-SYMBOL
 address=$(tr -d '\r' < "$work/symbol.log" | sed -nE "s/^KPEMU-SYMBOL ([0-9a-f]{8,16}) [A-Za-z] $variable\$/\1/p" | head -n1)
 [ -n "$address" ] || { tail -n 20 "$work/symbol.log" >&2; die "Linux's /proc/kallsyms has no data symbol '$variable'"; }
+fi
 
 # 2. the default workload under the gdbstub, a write watchpoint on it
 port=$(( 20000 + $$ % 20000 ))
@@ -55,10 +80,15 @@ cat > "$work/gdb" <<GDB
 set pagination off
 set confirm off
 target remote :$port
+set \$hits = 0
 watch *(unsigned long *)0x$address
 commands
 silent
 printf "W %lx %lu\n", \$pc, *(unsigned long *)0x$address
+set \$hits = \$hits + 1
+if \$hits == ${hits:-0}
+  delete
+end
 continue
 end
 continue
@@ -78,11 +108,12 @@ out=${out:-$here/reference/$arch/$series/watch-$variable.trace}
 mkdir -p "$(dirname "$out")"
 {
   echo "# Linux's own writes of $variable, recorded by guest-images/record-watch.sh: QEMU TCG's gdbstub write"
-  echo "# watchpoint through the boot of the default initramfs to power-off ($append). W PC VALUE:"
+  echo "# watchpoint through the boot of the default initramfs ${hits:+(its first $hits writes) }to power-off ($append). W PC VALUE:"
   echo "# the pc gdb reports (after the accessing instruction), the value after the write."
   kernel_header
   echo "# gdb: $("$gdb" --version | head -n1)"
   echo "# address: $address"
+  echo "# address from: ${system_map:+System.map (nm -n vmlinux)}${system_map:-/proc/kallsyms}"
   grep '^W ' "$work/hits"
 } > "$out"
 echo "$out: $(grep -c '^W ' "$out") writes of $variable" >&2
