@@ -14,6 +14,10 @@
 #   guest-images/record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--out FILE] ARCH [VARIABLE]
 #     --kernel FILE  a kernel file (e.g. build-kernel.sh's bzImage or Image), booted with the default initramfs
 #     VARIABLE  a data symbol of /proc/kallsyms or of the System.map (default jiffies)
+#     --access w|r|rw  gdb's watch, rwatch or awatch (default w); r and rw write "R PC VALUE" lines
+#               for reads (gdb's "Value =") beside the "W PC VALUE" lines of writes ("New value =")
+#     --offset N  bytes past the symbol (a field: take its offset from the kernel's BTF, e.g. pahole)
+#     --length 1|2|4|8  the watched length (default 8), the printed value's size
 #     --hits N  only the first N writes: gdb then deletes the watchpoint and the boot goes on unwatched (a watched
 #               arm64 boot under a busy host's TCG outlasts the time limit: every hit is a gdb round trip)
 #     writes    guest-images/reference/ARCH/SERIES/watch-VARIABLE.trace: the kernel header, the
@@ -26,12 +30,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch
 . "$here/qemu-reference.sh"
-usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--out FILE] x86_64|arm64 [VARIABLE]"
-system_map=""; hits=""; rest=()
+usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--access w|r|rw] [--offset N] [--length N] [--hits N] [--out FILE] x86_64|arm64 [VARIABLE]"
+system_map=""; hits=""; access=w; offset=0; length=8; rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --system-map) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; system_map=$2; shift 2 ;;
     --system-map=*) system_map=${1#--system-map=}; shift ;;
+    --access) [ $# -ge 2 ] && [[ $2 =~ ^(w|r|rw)$ ]] || { echo "$prog: --access takes w, r or rw; usage: $usage" >&2; exit 2; }; access=$2; shift 2 ;;
+    --offset) [ $# -ge 2 ] && [[ $2 =~ ^(0|[1-9][0-9]*)$ ]] || { echo "$prog: --offset takes a byte count; usage: $usage" >&2; exit 2; }; offset=$2; shift 2 ;;
+    --length) [ $# -ge 2 ] && [[ $2 =~ ^(1|2|4|8)$ ]] || { echo "$prog: --length takes 1, 2, 4 or 8; usage: $usage" >&2; exit 2; }; length=$2; shift 2 ;;
     --hits) [ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "$prog: --hits takes a positive count; usage: $usage" >&2; exit 2; }; hits=$2; shift 2 ;;
     *) rest+=("$1"); shift ;;
   esac
@@ -74,17 +81,21 @@ address=$(tr -d '\r' < "$work/symbol.log" | sed -nE "s/^KPEMU-SYMBOL ([0-9a-f]{8
 [ -n "$address" ] || { tail -n 20 "$work/symbol.log" >&2; die "Linux's /proc/kallsyms has no data symbol '$variable'"; }
 fi
 
-# 2. the default workload under the gdbstub, a write watchpoint on it
+# 2. the default workload under the gdbstub, a watchpoint on it
+symbol_address=$address
+address=$(printf '%x' $(( 0x$address + offset )))
+case "$length" in 1) ctype="unsigned char" ;; 2) ctype="unsigned short" ;; 4) ctype="unsigned int" ;; 8) ctype="unsigned long" ;; esac
+case "$access" in w) gwatch=watch; quiet=silent ;; r) gwatch=rwatch; quiet="" ;; rw) gwatch=awatch; quiet="" ;; esac
 port=$(( 20000 + $$ % 20000 ))
 cat > "$work/gdb" <<GDB
 set pagination off
 set confirm off
 target remote :$port
 set \$hits = 0
-watch *(unsigned long *)0x$address
+$gwatch *($ctype *)0x$address
 commands
-silent
-printf "W %lx %lu\n", \$pc, *(unsigned long *)0x$address
+$quiet
+printf "@ %lx %lu\n", \$pc, *($ctype *)0x$address
 set \$hits = \$hits + 1
 if \$hits == ${hits:-0}
   delete
@@ -101,19 +112,24 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 timeout "${qemu_limit:-600}" "$gdb" -batch -x "$work/gdb" > "$work/hits" 2>&1 || true
 wait "$qemu_pid" || true
 grep -aq "reboot: Power down" "$work/console" || { tail -n 20 "$work/console" >&2; die "the watched boot did not power off"; }
-grep -q '^W ' "$work/hits" || { tail -n 20 "$work/hits" >&2; die "gdb reported no write of $variable"; }
+# gdb's report of each hit: "New value =" a write, "Value =" a read (rwatch, awatch); w: all writes
+awk -v access="$access" '/^New value = /{kind="W"} /^Value = /{kind="R"}
+  /^@ /{ if (access == "w") kind = "W"; print kind, $2, $3; kind = "" }' "$work/hits" > "$work/accesses"
+[ -s "$work/accesses" ] || { tail -n 20 "$work/hits" >&2; die "gdb reported no access of $variable"; }
 
 series=$(kernel_series)
-out=${out:-$here/reference/$arch/$series/watch-$variable.trace}
+suffix=""; [ "$offset" = 0 ] || suffix="+$offset"; [ "$access" = w ] || suffix="$suffix-$access"
+out=${out:-$here/reference/$arch/$series/watch-$variable$suffix.trace}
 mkdir -p "$(dirname "$out")"
 {
-  echo "# Linux's own writes of $variable, recorded by guest-images/record-watch.sh: QEMU TCG's gdbstub write"
-  echo "# watchpoint through the boot of the default initramfs ${hits:+(its first $hits writes) }to power-off ($append). W PC VALUE:"
-  echo "# the pc gdb reports (after the accessing instruction), the value after the write."
+  echo "# Linux's own accesses ($access) of $variable${suffix%-*}:$length, recorded by guest-images/record-watch.sh: QEMU TCG's"
+  echo "# gdbstub $gwatch watchpoint through the boot of the default initramfs ${hits:+(its first $hits hits) }to power-off ($append)."
+  echo "# W|R PC VALUE: the pc gdb reports (after the accessing instruction), the value after the access."
   kernel_header
   echo "# gdb: $("$gdb" --version | head -n1)"
   echo "# address: $address"
+  [ "$offset" = 0 ] || echo "# symbol: $variable $symbol_address + $offset"
   echo "# address from: ${system_map:+System.map (nm -n vmlinux)}${system_map:-/proc/kallsyms}"
-  grep '^W ' "$work/hits"
+  cat "$work/accesses"
 } > "$out"
-echo "$out: $(grep -c '^W ' "$out") writes of $variable" >&2
+echo "$out: $(grep -c '^W ' "$out") writes, $(grep -c '^R ' "$out") reads of $variable${suffix%-*}" >&2
