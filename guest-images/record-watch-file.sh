@@ -3,11 +3,12 @@
 # set_wprobe triggers are compared against: the f_pos of the struct file a command opens. Under
 # QEMU TCG's gdbstub (as record-watch.sh), gdb (batch, Python) stops at do_filp_open's entry, sets a
 # breakpoint at its return address, and there, when the current task's comm is the command's and
-# the returned struct file * is not an error, sets `awatch -l` on the file's f_pos (offset from the
-# kernel's BTF, given); filp_close of that file deletes it. The guest's /init runs the command once
-# (nokaslr: the addresses of a first boot's /proc/kallsyms hold in the second).
+# the returned struct file * is not an error, sets `awatch -l` on the file's f_pos; filp_close of that file deletes it. The guest's /init runs the command once
+# (nokaslr: the addresses of a first boot's /proc/kallsyms hold in the second). The offsets of
+# file.f_pos and task_struct.comm come from the kernel's own BTF (Debian's pahole, installed
+# with apt-get as root when missing); --fpos/--comm-offset override them.
 #
-#   guest-images/record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] --fpos OFFSET --comm-offset OFFSET x86_64 'COMMAND'
+#   guest-images/record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64 'COMMAND'
 #     writes  OUT (default guest-images/reference/x86_64/SERIES/watch-file-fpos.trace): the kernel header,
 #             then one "W|R PC VALUE" line per access of f_pos (pc as gdb reports it, value after the access;
 #             W: the value changed, as gdb's awatch tells a write)
@@ -17,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch-file
 . "$here/qemu-reference.sh"
-usage="record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] --fpos OFFSET --comm-offset OFFSET x86_64 'COMMAND'"
+usage="record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64 'COMMAND'"
 fpos=""; commoff=""; rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,7 +27,6 @@ while [ $# -gt 0 ]; do
     *) rest+=("$1"); shift ;;
   esac
 done
-[ -n "$fpos" ] && [ -n "$commoff" ] || { echo "$prog: usage: $usage" >&2; exit 2; }
 reference_args "$usage" "${rest[@]}"
 [ "$arch" = x86_64 ] || die "x86_64 only"
 command_line=$name
@@ -35,6 +35,12 @@ comm=${command_line%% *}; comm=${comm##*/}
 gdb=gdb-multiarch
 command -v "$gdb" >/dev/null || gdb=gdb
 command -v "$gdb" >/dev/null || die "gdb is missing; install Debian's gdb-multiarch"
+
+if [ -z "$fpos" ] || [ -z "$commoff" ]; then
+  [ -n "$fpos" ] || fpos=$(btf_offset file f_pos)
+  [ -n "$commoff" ] || commoff=$(btf_offset task_struct comm)
+  [[ $fpos =~ ^[0-9]+$ && $commoff =~ ^[0-9]+$ ]] || die "the kernel's BTF gives no offset of file.f_pos or task_struct.comm (pahole on $(kernel_print vmlinux))"
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

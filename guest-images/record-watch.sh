@@ -16,7 +16,9 @@
 #     VARIABLE  a data symbol of /proc/kallsyms or of the System.map (default jiffies)
 #     --access w|r|rw  gdb's watch, rwatch or awatch (default w); r and rw write "R PC VALUE" lines
 #               for reads (gdb's "Value =") beside the "W PC VALUE" lines of writes ("New value =")
-#     --offset N  bytes past the symbol (a field: take its offset from the kernel's BTF, e.g. pahole)
+#     --offset N  bytes past the symbol
+#     --field STRUCT.MEMBER  bytes past the symbol: the member's offset in the kernel's own BTF
+#               (pahole on the booted vmlinux), e.g. init_task --field task_struct.nivcsw
 #     --length 1|2|4|8  the watched length (default 8), the printed value's size
 #     --hits N  only the first N writes: gdb then deletes the watchpoint and the boot goes on unwatched (a watched
 #               arm64 boot under a busy host's TCG outlasts the time limit: every hit is a gdb round trip)
@@ -30,14 +32,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch
 . "$here/qemu-reference.sh"
-usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--access w|r|rw] [--offset N] [--length N] [--hits N] [--out FILE] x86_64|arm64 [VARIABLE]"
-system_map=""; hits=""; access=w; offset=0; length=8; rest=()
+usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--access w|r|rw] [--offset N|--field STRUCT.MEMBER] [--length N] [--hits N] [--out FILE] x86_64|arm64 [VARIABLE]"
+system_map=""; hits=""; access=w; offset=0; field=""; length=8; rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --system-map) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; system_map=$2; shift 2 ;;
     --system-map=*) system_map=${1#--system-map=}; shift ;;
     --access) [ $# -ge 2 ] && [[ $2 =~ ^(w|r|rw)$ ]] || { echo "$prog: --access takes w, r or rw; usage: $usage" >&2; exit 2; }; access=$2; shift 2 ;;
     --offset) [ $# -ge 2 ] && [[ $2 =~ ^(0|[1-9][0-9]*)$ ]] || { echo "$prog: --offset takes a byte count; usage: $usage" >&2; exit 2; }; offset=$2; shift 2 ;;
+    --field) [ $# -ge 2 ] && [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$ ]] || { echo "$prog: --field takes STRUCT.MEMBER; usage: $usage" >&2; exit 2; }; field=$2; shift 2 ;;
     --length) [ $# -ge 2 ] && [[ $2 =~ ^(1|2|4|8)$ ]] || { echo "$prog: --length takes 1, 2, 4 or 8; usage: $usage" >&2; exit 2; }; length=$2; shift 2 ;;
     --hits) [ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "$prog: --hits takes a positive count; usage: $usage" >&2; exit 2; }; hits=$2; shift 2 ;;
     *) rest+=("$1"); shift ;;
@@ -45,6 +48,10 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$system_map" ] || [ -f "$system_map" ] || { echo "$prog: --system-map: no file '$system_map'" >&2; exit 2; }
 reference_args "$usage" "${rest[@]}"
+if [ -n "$field" ]; then
+  offset=$(btf_offset "${field%%.*}" "${field#*.}")
+  [[ $offset =~ ^[0-9]+$ ]] || die "the kernel's BTF has no member ${field#*.} in struct ${field%%.*}"
+fi
 variable=${name:-jiffies}
 
 gdb=""
@@ -128,7 +135,7 @@ mkdir -p "$(dirname "$out")"
   kernel_header
   echo "# gdb: $("$gdb" --version | head -n1)"
   echo "# address: $address"
-  [ "$offset" = 0 ] || echo "# symbol: $variable $symbol_address + $offset"
+  [ "$offset" = 0 ] || echo "# symbol: $variable $symbol_address + $offset${field:+ ($field in the kernel BTF)}"
   echo "# address from: ${system_map:+System.map (nm -n vmlinux)}${system_map:-/proc/kallsyms}"
   cat "$work/accesses"
 } > "$out"
