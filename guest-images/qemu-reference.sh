@@ -216,3 +216,14 @@ qemu_boot() {
   echo "${prog:-record}: the reference boot did not reach $marker: $reason; booting it once more" >&2
   run_qemu "$log" "${qemu_limit:-600}"
 }
+
+# btf_offset STRUCT MEMBER: the member's byte offset in the chosen kernel's own BTF (pahole prints
+# "/* OFFSET SIZE */" after each member; Debian's pahole is installed with apt-get, as root, when missing).
+btf_offset() {
+  if ! command -v pahole >/dev/null; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || die "pahole is missing; install Debian's pahole"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pahole >/dev/null 2>&1 || die "apt-get install pahole failed"
+  fi
+  pahole -C "$1" "$(kernel_print vmlinux)" 2>/dev/null \
+    | awk -v m="$2" '!done { for (i = 1; i <= NF && !done; i++) if ($i == m ";" || index($i, m "[") == 1) { for (j = i; j <= NF; j++) if ($j == "/*") { print $(j + 1); done = 1; break } } }'
+}
