@@ -158,6 +158,13 @@ timing_failure() {   # LOG: prints the reason, or nothing
   return 0
 }
 
+# corpus_machine: the corpus guest's machine (record-corpus.sh, fuzz-reference.sh): QEMU gets kpemu's
+# RAM (254 MiB left to the guest) and kpemu's kernel command line, so /proc/cmdline reads the same.
+corpus_machine() {
+  qemu_mem=254
+  if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x9000000 nokaslr"; fi
+}
+
 # qemu_command INITRAMFS APPEND: sets $cmd to the reference machine's command line.
 qemu_command() {
   local initramfs=$1 append="$2 $(reference_timing_append)"
@@ -208,4 +215,15 @@ qemu_boot() {
   [ -n "$reason" ] || return 0     # the caller reports the failure with the console's tail
   echo "${prog:-record}: the reference boot did not reach $marker: $reason; booting it once more" >&2
   run_qemu "$log" "${qemu_limit:-600}"
+}
+
+# btf_offset STRUCT MEMBER: the member's byte offset in the chosen kernel's own BTF (pahole prints
+# "/* OFFSET SIZE */" after each member; Debian's pahole is installed with apt-get, as root, when missing).
+btf_offset() {
+  if ! command -v pahole >/dev/null; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || die "pahole is missing; install Debian's pahole"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pahole >/dev/null 2>&1 || die "apt-get install pahole failed"
+  fi
+  pahole -C "$1" "$(kernel_print vmlinux)" 2>/dev/null \
+    | awk -v m="$2" '!done { for (i = 1; i <= NF && !done; i++) if ($i == m ";" || index($i, m "[") == 1) { for (j = i; j <= NF; j++) if ($j == "/*") { print $(j + 1); done = 1; break } } }'
 }

@@ -38,8 +38,7 @@ reference_args "record-corpus.sh [--kernel debian[:SUITE]] [--seed N] [--survey]
 series=$(kernel_series)
 dir="$here/reference/$arch/$series"
 mkdir -p "$dir"
-qemu_mem=254
-if [ "$arch" = x86_64 ]; then append="nokaslr"; else append="earlycon=pl011,0x9000000 nokaslr"; fi
+corpus_machine   # qemu-reference.sh: $qemu_mem, $append
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 renice -n 19 $$ >/dev/null 2>&1 || true   # QEMU and kpemu are CPU-heavy: be nice to the machine's other users

@@ -6,10 +6,22 @@
 # hit until the guest powers off, the pc gdb reports (QEMU's TCG watchpoints, as x86's debug
 # registers, stop after the access: the instruction after the accessing one) and the new value.
 # The variable's address comes from Linux itself: a first boot prints its /proc/kallsyms line
-# (nokaslr, as both boots and kpemu run).
+# (nokaslr, as both boots and kpemu run), or, with --system-map, the kernel build's System.map
+# (Debian's arm64 kallsyms has no data symbols; a kernel built by guest-images/build-kernel.sh has
+# the System.map of its vmlinux: `nm -n vmlinux`, as Linux's scripts/mksysmap writes it). nokaslr
+# keeps the link-time address on both arches.
 #
-#   guest-images/record-watch.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] ARCH [VARIABLE]
-#     VARIABLE  a data symbol of /proc/kallsyms (default jiffies)
+#   guest-images/record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--out FILE] ARCH [VARIABLE]
+#     --kernel FILE  a kernel file (e.g. build-kernel.sh's bzImage or Image), booted with the default initramfs
+#     VARIABLE  a data symbol of /proc/kallsyms or of the System.map (default jiffies)
+#     --access w|r|rw  gdb's watch, rwatch or awatch (default w); r and rw write "R PC VALUE" lines
+#               for reads (gdb's "Value =") beside the "W PC VALUE" lines of writes ("New value =")
+#     --offset N  bytes past the symbol
+#     --field STRUCT.MEMBER  bytes past the symbol: the member's offset in the kernel's own BTF
+#               (pahole on the booted vmlinux), e.g. init_task --field task_struct.nivcsw
+#     --length 1|2|4|8  the watched length (default 8), the printed value's size
+#     --hits N  only the first N writes: gdb then deletes the watchpoint and the boot goes on unwatched (a watched
+#               arm64 boot under a busy host's TCG outlasts the time limit: every hit is a gdb round trip)
 #     writes    guest-images/reference/ARCH/SERIES/watch-VARIABLE.trace: the kernel header, the
 #               variable's address, then one "W PC VALUE" line (hex pc, decimal value) per write
 #
@@ -20,7 +32,26 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch
 . "$here/qemu-reference.sh"
-reference_args "record-watch.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] x86_64|arm64 [VARIABLE]" "$@"
+usage="record-watch.sh [--kernel debian[:SUITE][@RELEASE]|FILE] [--system-map FILE] [--access w|r|rw] [--offset N|--field STRUCT.MEMBER] [--length N] [--hits N] [--out FILE] x86_64|arm64 [VARIABLE]"
+system_map=""; hits=""; access=w; offset=0; field=""; length=8; rest=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --system-map) [ $# -ge 2 ] || { echo "$prog: usage: $usage" >&2; exit 2; }; system_map=$2; shift 2 ;;
+    --system-map=*) system_map=${1#--system-map=}; shift ;;
+    --access) [ $# -ge 2 ] && [[ $2 =~ ^(w|r|rw)$ ]] || { echo "$prog: --access takes w, r or rw; usage: $usage" >&2; exit 2; }; access=$2; shift 2 ;;
+    --offset) [ $# -ge 2 ] && [[ $2 =~ ^(0|[1-9][0-9]*)$ ]] || { echo "$prog: --offset takes a byte count; usage: $usage" >&2; exit 2; }; offset=$2; shift 2 ;;
+    --field) [ $# -ge 2 ] && [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$ ]] || { echo "$prog: --field takes STRUCT.MEMBER; usage: $usage" >&2; exit 2; }; field=$2; shift 2 ;;
+    --length) [ $# -ge 2 ] && [[ $2 =~ ^(1|2|4|8)$ ]] || { echo "$prog: --length takes 1, 2, 4 or 8; usage: $usage" >&2; exit 2; }; length=$2; shift 2 ;;
+    --hits) [ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "$prog: --hits takes a positive count; usage: $usage" >&2; exit 2; }; hits=$2; shift 2 ;;
+    *) rest+=("$1"); shift ;;
+  esac
+done
+[ -z "$system_map" ] || [ -f "$system_map" ] || { echo "$prog: --system-map: no file '$system_map'" >&2; exit 2; }
+reference_args "$usage" "${rest[@]}"
+if [ -n "$field" ]; then
+  offset=$(btf_offset "${field%%.*}" "${field#*.}")
+  [[ $offset =~ ^[0-9]+$ ]] || die "the kernel's BTF has no member ${field#*.} in struct ${field%%.*}"
+fi
 variable=${name:-jiffies}
 
 gdb=""
@@ -28,7 +59,10 @@ if command -v gdb-multiarch >/dev/null; then gdb=gdb-multiarch
 elif [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ] && command -v gdb >/dev/null; then gdb=gdb
 else
   [ "$(id -u)" = 0 ] || die "gdb-multiarch is missing; install Debian's gdb-multiarch"
-  apt-get install -y gdb-multiarch >/dev/null 2>&1 || die "apt-get install gdb-multiarch failed"
+  command -v apt-get >/dev/null || die "gdb-multiarch is missing and apt-get is not available"
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gdb-multiarch \
+    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gdb-multiarch; }; } >/dev/null 2>&1 \
+    || die "apt-get install gdb-multiarch failed"
   gdb=gdb-multiarch
 fi
 
@@ -36,7 +70,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 append="nokaslr panic=-1"
 
-# 1. Linux's own address of the variable
+# 1. Linux's own address of the variable: its System.map, or its /proc/kallsyms in a first boot
+if [ -n "$system_map" ]; then
+  address=$(awk -v v="$variable" '$3 == v && $2 ~ /^[bBdDrRgGsSvV]$/ { print $1; exit }' "$system_map")
+  [ -n "$address" ] || die "$system_map has no data symbol '$variable'"
+else
 cat > "$work/init" <<INIT
 #!/bin/sh
 mount -t proc proc /proc
@@ -48,17 +86,27 @@ kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/symbol.cpio" >/
 qemu_boot "$work/symbol.cpio" "$append" "$work/symbol.log" KPEMU-SYMBOL
 address=$(tr -d '\r' < "$work/symbol.log" | sed -nE "s/^KPEMU-SYMBOL ([0-9a-f]{8,16}) [A-Za-z] $variable\$/\1/p" | head -n1)
 [ -n "$address" ] || { tail -n 20 "$work/symbol.log" >&2; die "Linux's /proc/kallsyms has no data symbol '$variable'"; }
+fi
 
-# 2. the default workload under the gdbstub, a write watchpoint on it
+# 2. the default workload under the gdbstub, a watchpoint on it
+symbol_address=$address
+address=$(printf '%x' $(( 0x$address + offset )))
+case "$length" in 1) ctype="unsigned char" ;; 2) ctype="unsigned short" ;; 4) ctype="unsigned int" ;; 8) ctype="unsigned long" ;; esac
+case "$access" in w) gwatch=watch; quiet=silent ;; r) gwatch=rwatch; quiet="" ;; rw) gwatch=awatch; quiet="" ;; esac
 port=$(( 20000 + $$ % 20000 ))
 cat > "$work/gdb" <<GDB
 set pagination off
 set confirm off
 target remote :$port
-watch *(unsigned long *)0x$address
+set \$hits = 0
+$gwatch *($ctype *)0x$address
 commands
-silent
-printf "W %lx %lu\n", \$pc, *(unsigned long *)0x$address
+$quiet
+printf "@ %lx %lu\n", \$pc, *($ctype *)0x$address
+set \$hits = \$hits + 1
+if \$hits == ${hits:-0}
+  delete
+end
 continue
 end
 continue
@@ -71,18 +119,24 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 timeout "${qemu_limit:-600}" "$gdb" -batch -x "$work/gdb" > "$work/hits" 2>&1 || true
 wait "$qemu_pid" || true
 grep -aq "reboot: Power down" "$work/console" || { tail -n 20 "$work/console" >&2; die "the watched boot did not power off"; }
-grep -q '^W ' "$work/hits" || { tail -n 20 "$work/hits" >&2; die "gdb reported no write of $variable"; }
+# gdb's report of each hit: "New value =" a write, "Value =" a read (rwatch, awatch); w: all writes
+awk -v access="$access" '/^New value = /{kind="W"} /^Value = /{kind="R"}
+  /^@ /{ if (access == "w") kind = "W"; print kind, $2, $3; kind = "" }' "$work/hits" > "$work/accesses"
+[ -s "$work/accesses" ] || { tail -n 20 "$work/hits" >&2; die "gdb reported no access of $variable"; }
 
 series=$(kernel_series)
-out=${out:-$here/reference/$arch/$series/watch-$variable.trace}
+suffix=""; [ "$offset" = 0 ] || suffix="+$offset"; [ "$access" = w ] || suffix="$suffix-$access"
+out=${out:-$here/reference/$arch/$series/watch-$variable$suffix.trace}
 mkdir -p "$(dirname "$out")"
 {
-  echo "# Linux's own writes of $variable, recorded by guest-images/record-watch.sh: QEMU TCG's gdbstub write"
-  echo "# watchpoint through the boot of the default initramfs to power-off ($append). W PC VALUE:"
-  echo "# the pc gdb reports (after the accessing instruction), the value after the write."
+  echo "# Linux's own accesses ($access) of $variable${suffix%-*}:$length, recorded by guest-images/record-watch.sh: QEMU TCG's"
+  echo "# gdbstub $gwatch watchpoint through the boot of the default initramfs ${hits:+(its first $hits hits) }to power-off ($append)."
+  echo "# W|R PC VALUE: the pc gdb reports (after the accessing instruction), the value after the access."
   kernel_header
   echo "# gdb: $("$gdb" --version | head -n1)"
   echo "# address: $address"
-  grep '^W ' "$work/hits"
+  [ "$offset" = 0 ] || echo "# symbol: $variable $symbol_address + $offset${field:+ ($field in the kernel BTF)}"
+  echo "# address from: ${system_map:+System.map (nm -n vmlinux)}${system_map:-/proc/kallsyms}"
+  cat "$work/accesses"
 } > "$out"
-echo "$out: $(grep -c '^W ' "$out") writes of $variable" >&2
+echo "$out: $(grep -c '^W ' "$out") writes, $(grep -c '^R ' "$out") reads of $variable${suffix%-*}" >&2

@@ -34,16 +34,18 @@ final class CorpusCommand implements Runnable {
         @Option(names = "--events", description = "the definitions (mode linux)") Path events;
         @Option(names = "--setup", description = "tracefs writes after enabling (mode linux): FILE<TAB>TEXT lines, # comments") Path setup;
         @Option(names = "--read-refused", description = "print each refused tracefs file's text too (runs programs during the set-up: later pids move)") boolean readRefused;
+        @Option(names = "--settle", paramLabel = "SECONDS", description = "mode linux: wait this long after enabling the events, before the workload (kpemu fuzz: Linux's optimizer makes its jumps)") int settle;
         @Option(names = {"-o", "--output"}, required = true) Path output;
         @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
         @Override public Integer call() throws KernelImageException, IOException {
+            if (settle < 0) throw new CommandLine.ParameterException(spec.commandLine(), "--settle takes 0 or more seconds");
             Arch a = ArchOption.one(spec, arch);
             List<String> defs = events == null ? List.of() : CorpusGenerator.definitions(Files.readAllLines(events));
             byte[] bb = Files.readAllBytes(GuestImages.forRepository().busybox(a));
             List<String> writes = setup == null ? List.of() : Files.readAllLines(setup).stream()
                     .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
-            CorpusGuest.archive(bb, mode, defs, writes, readRefused).write(output);
+            CorpusGuest.archive(bb, mode, defs, writes, readRefused, settle).write(output);
             spec.commandLine().getOut().println(output);
             return ExitCodes.OK;
         }

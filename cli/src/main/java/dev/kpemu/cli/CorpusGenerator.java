@@ -133,6 +133,21 @@ final class CorpusGenerator {
             + "cookie|seq|ptr|^p$|^arg$|^data$|^priv|private|pfn|page|index|^pos$|pos$|ino|^dev$|nr_|_nr$|^nr$|gen|serial|id$|"
             + "mnt_id|size|len|bytes|free|total|avail|max|min|_ns$|ts$|vm_|mm$|brk|mmap|pgoff|off$|offset|mask|state|mode$|"
             + "rcu|ratelimit|dirty|bandwidth|bw$|parent_color|acct|avg|util|load|runnable|propagate|csw|trac");
+    /**
+     * Types whose values depend on the machine, found by kpemu fuzz and left out of its sets only
+     * (the recorded corpora are generated unchanged): {@code time64_t}/{@code time_t}, wall-clock
+     * seconds (x86_64 6.1, seed 7301128, set 28: {@code alloc_super a0=+96(+296(%dx)):b2@25/64}, the
+     * user namespace's keyring's {@code last_used_at}, printed 1 under QEMU, whose clock is the host's,
+     * and 3 on kpemu).
+     */
+    static final Pattern FUZZ_MACHINE_TYPES = Pattern.compile("time64_t|time_t|timespec64|ktime_t");
+    /**
+     * Functions whose calls depend on the machine, found by kpemu fuzz and left out of its sets only:
+     * the write-access release of file_update_time, which runs only when the coarse clock moved (the
+     * corpus's rule for its mnt_get_write_access_file half; x86_64 6.12, seed 7301130, set 52:
+     * {@code mnt_put_write_access_file} fired twice under QEMU, from {@code date}, once on kpemu).
+     */
+    static final Pattern FUZZ_MACHINE_PATHS = Pattern.compile("mnt_put_write_access|mnt_drop_write");
     static final Pattern MACHINE_TYPES = Pattern.compile("pt_regs|folio|page|timespec|ktime|atomic|refcount|lock|kref|seqcount|rcu|list|hlist|llist|work|timer|wait|"
             + "rb_node|rb_root|bdi_writeback|pgd|p4d|pud|pmd|pte|sched|thread_info");
 
@@ -205,6 +220,14 @@ final class CorpusGenerator {
     private final List<String> functions;
     private final boolean x86;
     private final Dialect dialect;
+    /**
+     * Functions drawn from though the corpus leaves them out, and definitions of a left-out form
+     * (registers at mid-function probes), each with the reason; empty unless asked for.
+     */
+    private java.util.Map<String, String> leftOut = new java.util.HashMap<>();
+
+    java.util.Map<String, String> leftOut() { return java.util.Collections.unmodifiableMap(leftOut); }
+
     /** The record-corpus.sh option naming the kernel ("" for the default one). */
     private String kernelOption = "";
 
@@ -229,22 +252,41 @@ final class CorpusGenerator {
     }
 
     static CorpusGenerator forKernel(Arch arch, KernelChoice kernel, List<String> survey) throws Exception {
+        return forKernel(arch, kernel, survey, false);
+    }
+
+    /**
+     * As {@link #forKernel(Arch, KernelChoice, List)}; with {@code includeLeftOut} (kpemu fuzz
+     * --include-left-out) the functions the corpus leaves out are drawn from too, each marked in
+     * {@link #leftOut()} with the rule that leaves it out (the corpus itself never includes them).
+     */
+    static CorpusGenerator forKernel(Arch arch, KernelChoice kernel, List<String> survey, boolean includeLeftOut) throws Exception {
         Path k = GuestImages.forRepository().kernel(arch, kernel);
         Kallsyms.KernelText kt = Kallsyms.load(k);
         Btf btf = BtfLocator.read(k).btf();
+        // the parser of the kernel's own series: 6.12 and 7.x accept what 6.1 refuses (char, kretprobe $argN)
+        Dialect dialect = Dialect.forRelease(KernelRelease.of(kt.bytes()).orElse(""));
         List<String> fns = new ArrayList<>();
+        java.util.Map<String, String> leftOut = new java.util.HashMap<>();
         for (String l : survey) {
             if (l.startsWith("#") || l.isBlank()) continue;
             String[] f = l.trim().split("\\s+");
             long calls = Long.parseLong(f[1]), outside = Long.parseLong(f[2]);
-            if (calls < 1 || calls > MAX_CALLS || outside != 0) continue;
-            if (MACHINE_PATHS.matcher(f[0]).find()) continue;
+            String why = calls < 1 || calls > MAX_CALLS ? "called " + calls + " times in the survey (the corpus takes 1 to " + MAX_CALLS + ")"
+                    : outside != 0 ? "called outside the workload's task context (" + outside + " of " + calls + " calls in the survey)"
+                    : MACHINE_PATHS.matcher(f[0]).find() ? "a machine path (CorpusGenerator.MACHINE_PATHS)"
+                    : dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(f[0]).find() ? "a machine path found on 6.12 and 7.2 (CorpusGenerator.LATER_MACHINE_PATHS)"
+                    : null;
+            if (why != null) {
+                if (!includeLeftOut) continue;
+                leftOut.put(f[0], why);
+            }
             fns.add(f[0]);
         }
         fns.sort(Comparator.naturalOrder());
-        // the parser of the kernel's own series: 6.12 and 7.x accept what 6.1 refuses (char, kretprobe $argN)
-        Dialect dialect = Dialect.forRelease(KernelRelease.of(kt.bytes()).orElse(""));
         CorpusGenerator g = new CorpusGenerator(arch, kt.symbols(), kt.bytes(), btf, fns, dialect);
+        g.leftOut = new java.util.HashMap<>(leftOut);
+        g.includeLeftOut = includeLeftOut;
         if (kernel instanceof KernelChoice.Debian d && d.suite() != null) g.kernelOption = "--kernel " + d + " ";
         return g;
     }
@@ -265,7 +307,7 @@ final class CorpusGenerator {
         try (KernelProbeSites sites = new KernelProbeSites(arch, syms, file); Decoder dec = Decoder.open(arch)) {
             for (String fn : fns) {
                 if (n >= count) break;
-                if (dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(fn).find()) continue;
+                if (dialect.hasBtfRetval() && LATER_MACHINE_PATHS.matcher(fn).find() && !leftOut.containsKey(fn)) continue;
                 if (!accepted(parser, symbols, sites, "p " + fn)) continue;
                 int want = 2 + rnd.nextInt(5);
                 List<String> defs = new ArrayList<>();
@@ -278,7 +320,10 @@ final class CorpusGenerator {
                     if (d == null) continue;
                     String named = d.replace(":cN ", ":c" + (n + defs.size()) + " ");
                     if (defs.stream().anyMatch(x -> x.substring(x.indexOf(' ')).equals(named.substring(named.indexOf(' '))))) continue;
-                    if (accepted(parser, symbols, sites, named)) defs.add(named);
+                    if (accepted(parser, symbols, sites, named)) {
+                        defs.add(named);
+                        if (leftOutForms.contains(d)) leftOut.put(named, "a register at a mid-function probe (left out: it holds whatever the compiler put there, pointers and values the CPU model changes)");
+                    }
                 }
                 if (defs.isEmpty()) continue;
                 usedFns++;
@@ -339,6 +384,7 @@ final class CorpusGenerator {
         if (t == null) return null;
         String tn = btf.typeName(typeId);
         if (MACHINE_TYPES.matcher(tn).find()) return null;
+        if (fuzzRules && FUZZ_MACHINE_TYPES.matcher(tn).find()) return null;
         switch (t.kind()) {
             case INT, ENUM, ENUM64 -> {
                 if (name != null && MACHINE_NAMES.matcher(name.toLowerCase()).find()) return null;
@@ -388,6 +434,7 @@ final class CorpusGenerator {
             if (dialect.hasBtfRetval() && LATER_MACHINE_NAMES.matcher(mn).find()) continue;
             String mtn = btf.typeName(m.typeId());
             if (MACHINE_TYPES.matcher(mtn).find()) continue;
+            if (fuzzRules && FUZZ_MACHINE_TYPES.matcher(mtn).find()) continue;
             long off = extraOff + m.byteOffset();
             BtfType mt = btf.resolve(m.typeId());
             if (mt == null) continue;
@@ -527,7 +574,34 @@ final class CorpusGenerator {
             String a = common(rnd);
             if (!args.contains(a)) args.add(a);
         }
+        if (includeLeftOut && rnd.nextInt(3) == 0) {
+            // LEFT-OUT CLASS (kpemu fuzz --include-left-out only): a register at a mid-function probe,
+            // whatever the compiler put there: pointers, and values the CPU model's alternatives change
+            String reg = x86 ? pick(rnd, "ax", "bx", "cx", "dx", "si", "di", "bp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+                    : "x" + rnd.nextInt(31);
+            args.add("%" + reg + ":x64");
+            String d = "p:cN " + fn + "+" + (at.address() - start) + named(args);
+            leftOutForms.add(d);
+            return d;
+        }
         return "p:cN " + fn + "+" + (at.address() - start) + named(args);
+    }
+
+    /** Definitions of a left-out form made by this generator, before their events are named. */
+    private final java.util.Set<String> leftOutForms = new java.util.HashSet<>();
+    private boolean includeLeftOut;
+    /** kpemu fuzz's own rules ({@link #FUZZ_MACHINE_TYPES}); off for the recorded corpus. */
+    private boolean fuzzRules;
+
+    /** Turns on kpemu fuzz's rules (the recorded corpus is generated without them). */
+    CorpusGenerator fuzzRules() {
+        fuzzRules = true;
+        for (String fn : List.copyOf(functions)) {
+            if (!FUZZ_MACHINE_PATHS.matcher(fn).find() || leftOut.containsKey(fn)) continue;
+            if (includeLeftOut) leftOut.put(fn, "a machine path found by kpemu fuzz (CorpusGenerator.FUZZ_MACHINE_PATHS)");
+            else functions.remove(fn);
+        }
+        return this;
     }
 
     /** An x86 legacy or REX prefix byte. */

@@ -15,7 +15,8 @@ import dev.kpemu.kprobes.events.ReferenceTrace;
  * files. The only difference is {@code /tmp/corpus/mode}:
  * <ul>
  * <li>{@code linux}: /init writes {@code /tmp/corpus/events} to tracefs' {@code kprobe_events}, one
- *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED}; an fprobe {@code f…} or
+ *     definition a write (a refused one prints {@code KPEMU-CORPUS-REFUSED} and its {@code error_log}
+ *     lines, each after {@value #ERROR_LOG_LINE}; an fprobe {@code f…} or
  *     tracepoint probe {@code t…} goes to {@code dynamic_events}), and enables them;
  *     after the workload tracing stops and the {@code trace} file is printed between
  *     {@value #TRACE_BEGIN} and {@value #TRACE_END}.</li>
@@ -72,11 +73,16 @@ public final class CorpusGuest {
                   echo 8192 > /root/buffer_size_kb
                   while IFS= read -r d; do
                     case "$d" in f*|t*) f=dynamic_events ;; *) f=kprobe_events ;; esac
-                    printf '%%s\\n' "$d" >> /root/$f || printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
+                    : > /root/error_log
+                    printf '%%s\\n' "$d" >> /root/$f || {
+                      printf '%%s %%s\\n' KPEMU-CORPUS-REFUSED "$d"
+                      while IFS= read -r l; do echo "%3$s $l"; done < /root/error_log
+                    }
                   done < /tmp/corpus/events
                   echo 1 > /root/events/kprobes/enable
                   if [ -d /root/events/fprobes ]; then echo 1 > /root/events/fprobes/enable; fi
                   if [ -d /root/events/tracepoints ]; then echo 1 > /root/events/tracepoints/enable; fi
+                  if [ -s /tmp/corpus/settle ]; then read s < /tmp/corpus/settle; read -t "$s" _ < /dev/console || :; fi
                   if [ -s /tmp/corpus/setup ]; then
                     while IFS='\t' read -r f v; do
                       : > /root/error_log
@@ -155,6 +161,18 @@ public final class CorpusGuest {
 
     /** As {@link #archive(byte[], String, List, List)}; {@code readRefused}: print each refused file's text too. */
     public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup, boolean readRefused) {
+        return archive(busybox, mode, definitions, setup, readRefused, 0);
+    }
+
+    /**
+     * As {@link #archive(byte[], String, List, List, boolean)}; mode linux with {@code settleSeconds}
+     * &gt; 0 (kpemu fuzz): after enabling the events /init sleeps that long (the shell's own
+     * {@code read -t} on the console: no program runs, so the pids stay kpemu's) before the workload,
+     * so that Linux's kprobe optimizer (OPTIMIZE_DELAY, then an RCU-tasks grace period) has made its
+     * jumps before the window as kpemu's are; a small set's writes take too little time for that.
+     */
+    public static Initramfs archive(byte[] busybox, String mode, List<String> definitions, List<String> setup, boolean readRefused,
+                                    int settleSeconds) {
         if (!List.of("linux", "survey", "kpemu").contains(mode)) throw new IllegalArgumentException("mode " + mode);
         Initramfs r = Initramfs.defaultGuest(busybox);
         r.file("init", 0755, initScript());
@@ -165,6 +183,7 @@ public final class CorpusGuest {
         r.file("tmp/corpus/after", 0755, afterScript());
         r.file("tmp/corpus/setup", 0644, setup.isEmpty() || !mode.equals("linux") ? "" : String.join("\n", setup) + "\n");
         if (readRefused) r.file("tmp/corpus/read-refused", 0644, "");
+        if (settleSeconds > 0 && mode.equals("linux")) r.file("tmp/corpus/settle", 0644, settleSeconds + "\n");
         return r;
     }
 

@@ -11,7 +11,7 @@ import picocli.CommandLine.Command;
         versionProvider = VersionProvider.class,
         description = {"Full-system emulator on Unicorn that boots unmodified Linux kernels (x86-64, arm64)",
                 "and probes them from outside the guest with a kprobes engine."},
-        subcommands = {BootCommand.class, CompareCommand.class, ConvertCommand.class, DemoCommand.class, ImagesCommand.class, InitramfsCommand.class, CheckEventsCommand.class, FuncsCommand.class, FaultsCommand.class, VarsCommand.class, BenchCommand.class, CorpusCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {BootCommand.class, CompareCommand.class, ConvertCommand.class, DemoCommand.class, ImagesCommand.class, InitramfsCommand.class, CheckEventsCommand.class, FuncsCommand.class, FaultsCommand.class, VarsCommand.class, BenchCommand.class, CorpusCommand.class, FuzzCommand.class, CommandLine.HelpCommand.class},
         footer = {"", "Also: ./kpemu test   runs the whole test suite (the launcher runs Maven verify).",
                 "", "Exit codes: 0 ok / guest powered off, 1 error, 2 usage or probe-definition error,",
                 "3 guest panic or unhandled guest fault, 4 timeout, 5 the trace differs from the golden (compare, boot --expect)."})
