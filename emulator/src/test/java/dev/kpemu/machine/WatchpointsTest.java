@@ -187,6 +187,47 @@ class WatchpointsTest {
     }
 
     /**
+     * A watch on reads and writes: one instruction that reads and writes is one hit, a write with
+     * the old and new value (x86 {@code incq}, {@code lock xadd}, {@code add} to memory, as DR7
+     * RW=11 traps and gdb's {@code awatch} reports); a load and a store at two instructions stay
+     * two hits (arm64's exclusive pair: {@code ldxr} reads, {@code stxr} writes; the A57 has no
+     * LSE atomics), and a load ending the program is a read.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void oneInstructionThatReadsAndWritesIsOneHitOfAReadWriteWatch(Guest g) {
+        long watched = g.data + 0x7008;
+        try (Machine m = g.create()) {
+            m.memory().writeLong(watched, 40);
+            List<WatchHit> hits = new ArrayList<>();
+            Watchpoints.Watch w = m.watchpoints().add(watched, 8, true, true, hits::add);
+            Program p = new Program(g);
+            List<WatchHit> expected = new ArrayList<>();
+            if (g == Guest.X86) {
+                p.then("mov $" + watched + ", %r9\n incq (%r9)")               // 0: 40 -> 41
+                 .then(g.atomicAdd(watched, 2))                                // 1: 41 -> 43
+                 .then("mov $3, %r10\n add %r10, (%r9)");                      // 2: 43 -> 46
+                expected.add(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 41));
+                expected.add(new WatchHit(w, 0, p.last(1), watched, 8, true, 41, 43));
+                expected.add(new WatchHit(w, 0, p.last(2), watched, 8, true, 43, 46));
+            } else {
+                p.then(g.atomicAdd(watched, 6));                               // 0: ldxr 40, then stxr 40 -> 46
+                expected.add(new WatchHit(w, 0, p.last(0) - 8, watched, 8, false, 40, 40));
+                expected.add(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 46));
+                p.then("nop").then("nop");                                     // keeps the indices of the x86 program
+            }
+            p.then(g.load(watched))                                            // 3: a load
+             .then(g.store(watched, 9))                                        // 4: a store at another instruction
+             .then(g.load(watched));                                           // 5: a load, the program's last access
+            expected.add(new WatchHit(w, 0, p.last(3), watched, 8, false, 46, 46));
+            expected.add(new WatchHit(w, 0, p.last(4), watched, 8, true, 46, 9));
+            expected.add(new WatchHit(w, 0, p.last(5), watched, 8, false, 9, 9));
+            run(m, p);
+            assertEquals(expected, hits);
+        }
+    }
+
+    /**
      * x86 {@code lock cmpxchg}: a failed compare still writes (the old value back, as the locked
      * instruction does on hardware), a successful one writes the new value; arm64 {@code stp}: two
      * 8-byte writes at the one instruction.
