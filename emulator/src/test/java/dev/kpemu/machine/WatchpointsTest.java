@@ -228,6 +228,42 @@ class WatchpointsTest {
     }
 
     /**
+     * A read of a read-write watch, held in case its instruction stores, is reported by the end of
+     * its block: a handler stopping at it stops the guest there, the block's later store (outside
+     * the range) made, the next block not run.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aHeldReadIsReportedByTheEndOfItsBlock(Guest g) {
+        long watched = g.data + 0x9000, marker = g.data + 0xa000;
+        String branch = g == Guest.X86 ? "jmp" : "b";
+        try (Machine m = g.create()) {
+            List<WatchHit> hits = new ArrayList<>();
+            m.watchpoints().add(watched, 8, true, true, h -> {
+                hits.add(h);
+                if (hits.size() == 2) m.watchpoints().stopAt(h);
+            });
+            StringBuilder src = new StringBuilder();
+            for (int v = 1; v <= 3; v++)
+                src.append(g.load(watched)).append("\n").append(g.store(marker, v)).append("\n ").append(branch).append(" next").append(v)
+                   .append("\n next").append(v).append(":\n");
+            byte[] code = g.asm(src + g.end(), g.code);
+            m.memory().write(g.code, code);
+            m.invalidateCode(g.code, code.length);
+            if (m instanceof Arm64Machine a) a.setReg(Arm64Reg.SP, g.code + 0x8000);
+            m.setPc(g.code);
+            StopReason.Watchpoint w = assertInstanceOf(StopReason.Watchpoint.class, m.run(1_000_000));
+            assertEquals(hits.get(1), w.hit());
+            assertEquals(2, hits.size());
+            assertTrue(hits.stream().noneMatch(WatchHit::write), hits.toString());
+            assertEquals(2, m.memory().readLong(marker), "the read's block is done, the next not run");
+            StopReason end = m.run(1_000_000);
+            assertTrue(end instanceof StopReason.Halted || end instanceof StopReason.PoweredOff, end.toString());
+            assertEquals(3, hits.size());
+        }
+    }
+
+    /**
      * x86 {@code lock cmpxchg}: a failed compare still writes (the old value back, as the locked
      * instruction does on hardware), a successful one writes the new value; arm64 {@code stp}: two
      * 8-byte writes at the one instruction.
