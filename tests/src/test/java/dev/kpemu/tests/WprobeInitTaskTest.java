@@ -26,8 +26,8 @@ import dev.kpemu.machine.Arch;
  * kpemu's {@code rw} event gives gdb's accesses, line for line, as (ip, value) pairs: the
  * read-modify-write {@code incq} once, as a write (gdb's awatch and x86's DR7 RW=11 report it once),
  * at the pc gdb reported (the instruction after it). kpemu's records start at the registration of
- * the events ({@code init_kprobe_trace}): gdb's reads (and, on a slower boot, the idle task's first
- * switch) come earlier, so the comparison starts at kpemu's first record among gdb's first lines. The
+ * the events ({@code init_kprobe_trace}): gdb's reads and the idle task's first switch (its first
+ * write) come earlier, so the comparison starts at kpemu's first record among gdb's first lines. The
  * number of accesses is not compared (the idle task's switches follow the host's clock under QEMU).
  */
 @Tag("kernel")
@@ -55,7 +55,7 @@ class WprobeInitTaskTest {
         List<String> accesses = new ArrayList<>();
         for (TraceRecord r : WprobeEventsTest.of(run, "nivcsw")) accesses.add(Long.toHexString(r.ip()) + " " + Long.toUnsignedString(r.arg("v").bits()));
         assertTrue(accesses.size() >= 5, "kpemu saw init_task.nivcsw accessed: " + accesses.size());
-        // kpemu's events exist from init_kprobe_trace on: gdb's first reads (and maybe the idle task's first switch) come before
+        // kpemu's events exist from init_kprobe_trace on: gdb's first reads and the idle task's first switch come before
         int from = refAccesses.indexOf(accesses.get(0));
         assertTrue(from >= 0 && from <= 4, "kpemu's first access " + accesses.get(0) + " is one of Linux's first: " + refAccesses);
         int n = Math.min(accesses.size(), refAccesses.size() - from);
