@@ -30,7 +30,7 @@ public final class Watchpoint {
     /** Watches {@code length} bytes at {@code symbolOrAddress} ({@code SYM}, {@code SYM+OFFS}, {@code SYM-OFFS} or an address). */
     public static Watchpoint on(String symbolOrAddress, long length) { return new Watchpoint(symbolOrAddress, length); }
 
-    /** Reports the guest's loads (with {@link #writes()}: both). */
+    /** Reports the guest's loads (with {@link #writes()}: both; an instruction that loads and stores it is one hit, a store). */
     public Watchpoint reads() { reads = true; return this; }
 
     /** Reports the guest's stores (with {@link #reads()}: both); the default when neither is asked. */

@@ -77,7 +77,7 @@ public abstract class Machine implements AutoCloseable {
         }, (engine, reason) -> {
             requestStopAtSliceEnd(reason);
             engine.stop();
-        });
+        }, this::endSliceSoon);
         this.clock = new VirtualClock(instructionsPerSecond);
         this.icount = new InstructionClock(uc, uc.arch() == Unicorn.ARCH_ARM64);
         this.primaryClock = icount;
@@ -997,6 +997,7 @@ public abstract class Machine implements AutoCloseable {
         } finally {
             inSlice = false;
             icount.afterSlice(pc());
+            watchpoints.flushHeldReads();      // a read held for a store of its instruction: the block is over
         }
         sliceRan = icount.executed() - before;
         clock.advance(sliceRan);

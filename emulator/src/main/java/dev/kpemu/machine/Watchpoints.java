@@ -36,6 +36,12 @@ import dev.kpemu.unicorn.X86Reg;
  * adding or removing it drops every engine's translations.</li>
  * </ul>
  *
+ * <b>One instruction that reads and writes is one hit</b> for a watch on both (x86's DR7 RW=11
+ * traps once per instruction; gdb's {@code awatch} reports a write, old and new value): a read
+ * hit of such a watch is held; a write at the same pc by the same engine overlapping the read
+ * replaces it. Anything else flushes it as a read, in the guest's order: the next access of any
+ * engine, and the end of the block (a held read ends the slice there; {@link #flushHeldReads}).
+ *
  * Host accesses do not count: kpemu reads guest RAM in place and writes it through
  * {@code uc_mem_write}, which neither hook sees. Handlers run inside the engine's memory callback:
  * they must not stop the engine themselves (they ask {@link #stopAt} or {@link #stopBefore}), run
@@ -86,15 +92,22 @@ public final class Watchpoints {
     private final BiConsumer<Unicorn, Runnable> mapChange;
     private final Consumer<StopReason> stopSoon;
     private final BiConsumer<Unicorn, StopReason> stopNow;
+    private final Runnable endSliceSoon;
+    /** Read hits held for watches on reads and writes, made by {@link #heldEngine} at {@link #heldPc}. */
+    private final List<WatchHit> heldReads = new ArrayList<>();
+    private Unicorn heldEngine;
+    private long heldPc;
 
     /**
      * {@code mapChange}: applies a change to an engine's memory map as {@link Machine#changeMemoryMap}
      * does; {@code stopSoon}: ends the run at the next block boundary with a reason, safely from a
      * memory callback; {@code stopNow}: records the reason and stops the engine inside the callback
-     * (the instruction is then made again by the next run).
+     * (the instruction is then made again by the next run); {@code endSliceSoon}: ends the run's
+     * slice at the next block boundary, after which the machine calls {@link #flushHeldReads}.
      */
     Watchpoints(GuestMemory memory, IntSupplier currentCpu, BiConsumer<Unicorn, Runnable> mapChange, Consumer<StopReason> stopSoon,
-                BiConsumer<Unicorn, StopReason> stopNow) {
+                BiConsumer<Unicorn, StopReason> stopNow, Runnable endSliceSoon) {
+        this.endSliceSoon = endSliceSoon;
         this.memory = memory;
         this.currentCpu = currentCpu;
         this.mapChange = mapChange;
@@ -167,6 +180,7 @@ public final class Watchpoints {
     /** Stops watching {@code w} (its pages go back to read-write when no other write watch needs them). */
     public void remove(Watch w) {
         if (!watches.remove(w)) return;
+        heldReads.removeIf(h -> h.watch() == w);
         if (w.writes) {
             protect(writePages(w), -1);
             rehookWrites();
@@ -253,6 +267,7 @@ public final class Watchpoints {
             return true;
         }
         crossingEngine = null;
+        takeHeldReadsOf(u, pc, pa, size);
         if (u == replayEngine && pc == replayPc && pa == replayPa && size == replaySize) {
             replayEngine = null;            // the store stopped before, made now
             long before = memory.readInPlace(pa, size);
@@ -297,6 +312,47 @@ public final class Watchpoints {
         }
     }
 
+    /** A load: reported to read-only watches, held for watches on reads and writes (the same instruction may store next). */
+    private void onRead(Unicorn u, long pc, long pa, int size) {
+        flushHeldReads();
+        long v = memory.readInPlace(pa, size);
+        for (Watch w : List.copyOf(watches)) {
+            if (!w.reads || !w.overlaps(pa, size)) continue;
+            WatchHit hit = new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, false, v, v);
+            if (w.writes) heldReads.add(hit);
+            else w.handler.accept(hit);
+        }
+        if (!heldReads.isEmpty()) {
+            heldEngine = u;
+            heldPc = pc;
+            endSliceSoon.run();
+        }
+    }
+
+    /**
+     * Before a store by {@code u} at {@code pc}: drops the held reads it makes one hit with (same
+     * engine and pc, overlapping the read, in the same watch: the store's report is that hit) and
+     * flushes the others.
+     */
+    private void takeHeldReadsOf(Unicorn u, long pc, long pa, int size) {
+        if (heldReads.isEmpty()) return;
+        if (u == heldEngine && pc == heldPc)
+            heldReads.removeIf(h -> h.physicalAddress() < pa + size && pa < h.physicalAddress() + h.size() && h.watch().overlaps(pa, size));
+        flushHeldReads();
+    }
+
+    /**
+     * Reports the held reads as reads, in the order made. The machine calls it when a slice ends
+     * (a held read asks for the end of its block), so no held read outlives its block or the run.
+     */
+    void flushHeldReads() {
+        if (heldReads.isEmpty()) return;
+        List<WatchHit> held = List.copyOf(heldReads);
+        heldReads.clear();
+        heldEngine = null;
+        for (WatchHit h : held) h.watch().handler.accept(h);
+    }
+
     /** Replaces every engine's read hook by one bounded to the read watches now (none without them), dropping translations. */
     private void rehookReads() {
         long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
@@ -310,10 +366,7 @@ public final class Watchpoints {
             if (old != null) e.delete(old);
             if (lo <= hi) {
                 int pcReg = pcRegister(e);
-                readHooks.put(e, e.hookMemory(Unicorn.HOOK_MEM_READ, lo, hi, (u, type, pa, size, value) -> {
-                    long v = memory.readInPlace(pa, size);
-                    report(pa, size, false, v, v, u.regRead(pcReg), false);
-                }));
+                readHooks.put(e, e.hookMemory(Unicorn.HOOK_MEM_READ, lo, hi, (u, type, pa, size, value) -> onRead(u, u.regRead(pcReg), pa, size)));
             }
             if (old != null || lo <= hi) mapChange.accept(e, () -> { });
         }

@@ -187,6 +187,83 @@ class WatchpointsTest {
     }
 
     /**
+     * A watch on reads and writes: one instruction that reads and writes is one hit, a write with
+     * the old and new value (x86 {@code incq}, {@code lock xadd}, {@code add} to memory, as DR7
+     * RW=11 traps and gdb's {@code awatch} reports); a load and a store at two instructions stay
+     * two hits (arm64's exclusive pair: {@code ldxr} reads, {@code stxr} writes; the A57 has no
+     * LSE atomics), and a load ending the program is a read.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void oneInstructionThatReadsAndWritesIsOneHitOfAReadWriteWatch(Guest g) {
+        long watched = g.data + 0x7008;
+        try (Machine m = g.create()) {
+            m.memory().writeLong(watched, 40);
+            List<WatchHit> hits = new ArrayList<>();
+            Watchpoints.Watch w = m.watchpoints().add(watched, 8, true, true, hits::add);
+            Program p = new Program(g);
+            List<WatchHit> expected = new ArrayList<>();
+            if (g == Guest.X86) {
+                p.then("mov $" + watched + ", %r9\n incq (%r9)")               // 0: 40 -> 41
+                 .then(g.atomicAdd(watched, 2))                                // 1: 41 -> 43
+                 .then("mov $3, %r10\n add %r10, (%r9)");                      // 2: 43 -> 46
+                expected.add(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 41));
+                expected.add(new WatchHit(w, 0, p.last(1), watched, 8, true, 41, 43));
+                expected.add(new WatchHit(w, 0, p.last(2), watched, 8, true, 43, 46));
+            } else {
+                p.then(g.atomicAdd(watched, 6));                               // 0: ldxr 40, then stxr 40 -> 46
+                expected.add(new WatchHit(w, 0, p.last(0) - 8, watched, 8, false, 40, 40));
+                expected.add(new WatchHit(w, 0, p.last(0), watched, 8, true, 40, 46));
+                p.then("nop").then("nop");                                     // keeps the indices of the x86 program
+            }
+            p.then(g.load(watched))                                            // 3: a load
+             .then(g.store(watched, 9))                                        // 4: a store at another instruction
+             .then(g.load(watched));                                           // 5: a load, the program's last access
+            expected.add(new WatchHit(w, 0, p.last(3), watched, 8, false, 46, 46));
+            expected.add(new WatchHit(w, 0, p.last(4), watched, 8, true, 46, 9));
+            expected.add(new WatchHit(w, 0, p.last(5), watched, 8, false, 9, 9));
+            run(m, p);
+            assertEquals(expected, hits);
+        }
+    }
+
+    /**
+     * A read of a read-write watch, held in case its instruction stores, is reported by the end of
+     * its block: a handler stopping at it stops the guest there, the block's later store (outside
+     * the range) made, the next block not run.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aHeldReadIsReportedByTheEndOfItsBlock(Guest g) {
+        long watched = g.data + 0x9000, marker = g.data + 0xa000;
+        String branch = g == Guest.X86 ? "jmp" : "b";
+        try (Machine m = g.create()) {
+            List<WatchHit> hits = new ArrayList<>();
+            m.watchpoints().add(watched, 8, true, true, h -> {
+                hits.add(h);
+                if (hits.size() == 2) m.watchpoints().stopAt(h);
+            });
+            StringBuilder src = new StringBuilder();
+            for (int v = 1; v <= 3; v++)
+                src.append(g.load(watched)).append("\n").append(g.store(marker, v)).append("\n ").append(branch).append(" next").append(v)
+                   .append("\n next").append(v).append(":\n");
+            byte[] code = g.asm(src + g.end(), g.code);
+            m.memory().write(g.code, code);
+            m.invalidateCode(g.code, code.length);
+            if (m instanceof Arm64Machine a) a.setReg(Arm64Reg.SP, g.code + 0x8000);
+            m.setPc(g.code);
+            StopReason.Watchpoint w = assertInstanceOf(StopReason.Watchpoint.class, m.run(1_000_000));
+            assertEquals(hits.get(1), w.hit());
+            assertEquals(2, hits.size());
+            assertTrue(hits.stream().noneMatch(WatchHit::write), hits.toString());
+            assertEquals(2, m.memory().readLong(marker), "the read's block is done, the next not run");
+            StopReason end = m.run(1_000_000);
+            assertTrue(end instanceof StopReason.Halted || end instanceof StopReason.PoweredOff, end.toString());
+            assertEquals(3, hits.size());
+        }
+    }
+
+    /**
      * x86 {@code lock cmpxchg}: a failed compare still writes (the old value back, as the locked
      * instruction does on hardware), a successful one writes the new value; arm64 {@code stp}: two
      * 8-byte writes at the one instruction.
