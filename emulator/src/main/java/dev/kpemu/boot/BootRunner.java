@@ -424,13 +424,14 @@ public final class BootRunner {
     }
 
     /**
-     * The kernel's symbols, kept between runs beside the kernel cache ({@code symbols}), keyed as
+     * The kernel's symbols, kept between runs beside the kernel cache ({@code symbols}) and in this
+     * JVM's memory ({@link dev.kpemu.image.KernelSymbolsInMemory}), keyed as
      * the text tables are; decoded when there is no cache folder or the key cannot be had.
      */
     static dev.kpemu.image.SymbolTable symbols(Path kernelPath, java.util.function.LongFunction<java.util.function.LongFunction<java.util.OptionalLong>> fileOffsets,
                                                dev.kpemu.image.SymbolTableCache.Decoder decoder) throws KernelImageException {
         Path k = kernelCacheDir();
-        return dev.kpemu.image.SymbolTableCache.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
+        return dev.kpemu.image.KernelSymbolsInMemory.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
     }
 
     /** The kernel file's SHA-256 (what its derived tables are kept by), or null without a cache or when it cannot be had. */
