@@ -1,12 +1,10 @@
 package dev.kpemu.tests;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -23,7 +21,6 @@ import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.RecordedErrorLog;
-import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -45,11 +42,8 @@ class BootPatchedSitesTest {
     @ValueSource(strings = {"bookworm", "trixie", "sid"})
     void probesOnBootPatchedSitesAreAnsweredAsLinuxAnswers(String suite) throws Exception {
         GuestImages images = GuestImages.forRepository();
-        Map<String, String> v = images.kernelVersion(ARCH, RecordedKernels.choice(suite));
-        String release = v.get("release");
-        Path file = KernelTraceRegressionTest.REFERENCE.resolve("x86_64").resolve(ReferenceTrace.series(release)).resolve("patched.error_log");
-        RecordedErrorLog recorded = RecordedErrorLog.read(file);
-        assertEquals(release, recorded.kernel(), "recorded on the kernel the test boots");
+        RecordedErrorLog recorded = RegistrationPoint.recorded(ARCH, suite, "patched");
+        String release = recorded.kernel();
         assertTrue(recorded.answers().stream().filter(RecordedErrorLog.Answer::accepted).count() >= 20, "Linux accepts sites of the sample");
 
         List<String> wrong = new ArrayList<>();

@@ -1,12 +1,9 @@
 package dev.kpemu.tests;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -17,7 +14,6 @@ import dev.kpemu.image.RecordedKernels;
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.RecordedErrorLog;
-import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.session.TracedBoot;
 
@@ -38,18 +34,13 @@ class OptimizedSitesTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"bookworm", "trixie", "sid"})
     void enabledProbesAreOptimizedWhereLinuxOptimizesThem(String suite) throws Exception {
-        GuestImages images = GuestImages.forRepository();
-        Map<String, String> v = images.kernelVersion(ARCH, RecordedKernels.choice(suite));
-        String release = v.get("release");
-        Path file = KernelTraceRegressionTest.REFERENCE.resolve("x86_64").resolve(ReferenceTrace.series(release)).resolve("optimized.error_log");
-        RecordedErrorLog recorded = RecordedErrorLog.read(file);
-        assertEquals(release, recorded.kernel(), "recorded on the kernel the test boots");
+        RecordedErrorLog recorded = RegistrationPoint.recorded(ARCH, suite, "optimized");
         long optimized = recorded.answers().stream().filter(a -> a.kprobesList().stream().anyMatch(l -> l.contains("[OPTIMIZED]"))).count();
         long plain = recorded.answers().stream().filter(a -> a.accepted() && a.kprobesList().stream().noneMatch(l -> l.contains("[OPTIMIZED]"))).count();
         assertTrue(optimized >= 20 && plain >= 20, "the sample has both answers: " + optimized + " optimized, " + plain + " not");
 
         List<String> wrong = new ArrayList<>();
-        RegistrationPoint.run(ARCH, images.kernel(ARCH, RecordedKernels.choice(suite)), traced -> listEach(traced, recorded, wrong));
+        RegistrationPoint.run(ARCH, GuestImages.forRepository().kernel(ARCH, RecordedKernels.choice(suite)), traced -> listEach(traced, recorded, wrong));
         assertTrue(wrong.isEmpty(), wrong.size() + " of " + recorded.answers().size() + " listed otherwise:\n" + String.join("\n", wrong));
     }
 

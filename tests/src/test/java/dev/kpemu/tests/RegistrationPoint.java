@@ -1,5 +1,6 @@
 package dev.kpemu.tests;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -11,6 +12,10 @@ import java.util.function.Consumer;
 import dev.kpemu.boot.BootHooks;
 import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.image.GuestImages;
+import dev.kpemu.image.RecordedKernels;
+import dev.kpemu.kprobes.events.RecordedErrorLog;
+import dev.kpemu.kprobes.events.ReferenceTrace;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.session.TracedBoot;
@@ -22,6 +27,18 @@ import dev.kpemu.session.TracedBoot;
  */
 final class RegistrationPoint {
     private RegistrationPoint() {}
+
+    /**
+     * Linux's recorded answers {@code reference/ARCH/SERIES/NAME.error_log} for the pinned kernel
+     * of {@code suite}, checked to be of that very build.
+     */
+    static RecordedErrorLog recorded(Arch arch, String suite, String name) throws java.io.IOException {
+        String release = GuestImages.forRepository().kernelVersion(arch, RecordedKernels.choice(suite)).get("release");
+        Path file = KernelTraceRegressionTest.REFERENCE.resolve(arch.linuxName()).resolve(ReferenceTrace.series(release)).resolve(name + ".error_log");
+        RecordedErrorLog recorded = RecordedErrorLog.read(file);
+        assertEquals(release, recorded.kernel(), "recorded on the kernel the test boots");
+        return recorded;
+    }
 
     static void run(Arch arch, Path kernel, Consumer<TracedBoot> atRegistration) throws Exception {
         TracedBoot traced = new TracedBoot(List.of(), null);

@@ -43,31 +43,16 @@ class UprobeMappingsBootTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void everyExecOfBusyboxMapsTheProbedOffsetWhereLinuxHitIt(Arch arch) throws Exception {
-        Path ref = RecordedReferenceTest.reference();
-        Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
-        GuestImages images = GuestImages.forRepository();
-        String release = images.kernelVersion(arch).get("release");
-        Path trace = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(release)).resolve("uprobes.trace");
-        Assumptions.assumeTrue(Files.isRegularFile(trace), "no uprobes.trace recorded for " + release);
-        String text = Files.readString(trace);
-        Assumptions.assumeTrue(text.contains("# kernel: " + release + " "), "recorded on another build than " + release);
+        RecordedUprobes rec = RecordedUprobes.forBootedKernel(arch);
+        GuestImages images = rec.images();
+        String release = rec.release();
+        String text = rec.text();
         long entry = hex(find(text, "@ENTRY@ = 0x([0-9a-f]+)"));
         long linuxIp = hex(find(text, "\\] \\S+ ustart: \\(0x([0-9a-f]+)\\)"));
         // one ustart line per exec of busybox while Linux traced: the workload's
         int workloadExecs = (int) text.lines().filter(l -> l.matches("\\s*\\S+-\\d+\\s+\\[\\d+\\] \\S+ ustart: .*")).count();
 
-        // the recording's workload, between the markers kpemu's tests look for
-        String init = """
-                #!/bin/sh
-                export PATH=/bin
-                echo %s
-                /bin/busybox true
-                /bin/busybox true
-                busybox true one two
-                echo %s
-                poweroff -f
-                """.formatted(Initramfs.MARK_START, Initramfs.MARK_DONE);
-        Initramfs guest = Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch))).file("init", 0755, init);
+        Initramfs guest = rec.workloadGuest(false);
         Path initrd = Files.createTempFile("kpemu-uprobes", ".cpio");
         UprobeMappings[] tracker = new UprobeMappings[1];
         List<UprobeMappings.Mapping> entryMappings = new ArrayList<>();

@@ -43,26 +43,11 @@ class UprobeSitesBootTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void entryProbesHitWhereAndWhenLinuxHitThem(Arch arch) throws Exception {
-        Path ref = RecordedReferenceTest.reference();
-        Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
-        GuestImages images = GuestImages.forRepository();
-        String release = images.kernelVersion(arch).get("release");
-        Path trace = ref.resolve(arch.linuxName()).resolve(ReferenceTrace.series(release)).resolve("uprobes.trace");
-        Assumptions.assumeTrue(Files.isRegularFile(trace), "no uprobes.trace recorded for " + release);
-        List<String> lines = Files.readAllLines(trace);
-        Assumptions.assumeTrue(lines.stream().anyMatch(l -> l.startsWith("# kernel: " + release + " ")), "recorded on another build than " + release);
-
-        String init = """
-                #!/bin/sh
-                export PATH=/bin
-                echo %s
-                /bin/busybox true
-                /bin/busybox true
-                busybox true one two
-                echo %s
-                poweroff -f
-                """.formatted(Initramfs.MARK_START, Initramfs.MARK_DONE);
-        Initramfs guest = Initramfs.defaultGuest(Files.readAllBytes(images.busybox(arch))).file("init", 0755, init);
+        RecordedUprobes rec = RecordedUprobes.forBootedKernel(arch);
+        GuestImages images = rec.images();
+        String release = rec.release();
+        List<String> lines = rec.lines();
+        Initramfs guest = rec.workloadGuest(false);
         // the recording's definitions (as recorded, offsets filled in), entry probes only
         UprobeParser parser = new UprobeParser(arch, Dialect.forRelease(release), new InitramfsFiles(guest));
         List<UprobeDef> probes = new ArrayList<>();
