@@ -51,6 +51,7 @@ import dev.kpemu.session.TracedBoot;
  * misses in {@code kprobe_profile}. Not compared: the interleaving across CPUs, timestamps.
  */
 @Tag("kernel")
+@Tag("smp")
 class SmpReferenceTest {
     static final Path REFERENCE = KernelTraceRegressionTest.REFERENCE;
     /** TASK-PID [CPU] FLAGS [TIMESTAMP:] EVENT: TEXT, as the trace file prints a line. */

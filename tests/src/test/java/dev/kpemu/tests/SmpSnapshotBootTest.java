@@ -47,6 +47,7 @@ import dev.kpemu.session.TracedBoot;
  * in one line.
  */
 @Tag("kernel")
+@Tag("smp")
 class SmpSnapshotBootTest {
     static final Path REFERENCE = KernelTraceRegressionTest.REFERENCE;
 
