@@ -267,9 +267,13 @@ public final class Unicorn implements AutoCloseable {
     private void setExitFor(long until) {
         long exit = (until >> 47) == 0 || (until >> 47) == -1 ? until : Long.MIN_VALUE;
         if (exit == currentExit) return;
-        scratch.set(JAVA_LONG, 0, exit);
-        try {
-            check((int) UC_CTL_PTR_LONG.invokeExact(uc, ctl(CTL_EXITS, 2, CTL_IO_WRITE), scratch, exit == Long.MIN_VALUE ? 0L : 1L), "uc_ctl(EXITS)");
+        int n = (exit == Long.MIN_VALUE ? 0 : 1) + extraExits.length;
+        try (Arena a = n <= 8 ? null : Arena.ofConfined()) {
+            MemorySegment list = a == null ? scratch : a.allocate(8L * n, 8);
+            int i = 0;
+            if (exit != Long.MIN_VALUE) list.setAtIndex(JAVA_LONG, i++, exit);
+            for (long e : extraExits) list.setAtIndex(JAVA_LONG, i++, e);
+            check((int) UC_CTL_PTR_LONG.invokeExact(uc, ctl(CTL_EXITS, 2, CTL_IO_WRITE), list, (long) n), "uc_ctl(EXITS)");
         } catch (UnicornException e) {
             throw e;
         } catch (Throwable t) {
@@ -277,6 +281,24 @@ public final class Unicorn implements AutoCloseable {
         }
         currentExit = exit;
     }
+
+    /**
+     * In exits mode: stop also at {@code exits}, with every run's {@code until} (UC_CTL_UC_EXITS).
+     * Unicorn checks the list when it translates an instruction: a block ends before an exit and the
+     * run returns with the pc at it, mid-block included; a block translated before the exit was
+     * added does not see it until it is dropped (UnicornExitsTest).
+     */
+    public void setExits(long... exits) {
+        ensureOpen();
+        if (!exitsMode) throw new IllegalStateException("setExits needs useExits(true)");
+        extraExits = exits.clone();
+        long until = currentExit;
+        currentExit = Long.MIN_VALUE + 1;   // rewrite the list
+        setExitFor(until == Long.MIN_VALUE + 1 ? Long.MIN_VALUE : until);
+    }
+
+    /** The exits of {@link #setExits}. */
+    private long[] extraExits = {};
 
     /** Drops every translated block. */
     public void flushTranslationCache() {
