@@ -147,14 +147,41 @@ final class InstructionClock implements AutoCloseable {
      * and after every stop there ({@link #takeBreakHit}, {@link #afterSlice}).
      */
     void addBreak(long address) {
+        if (listBreak(address)) dropNewBreak(address);
+    }
+
+    /**
+     * Adds several stop addresses as {@link #addBreak} does, with one flush of the whole
+     * translation cache for all the user-space ones (a uprobe's mapping event places many).
+     */
+    void addBreaks(long[] addresses) {
+        boolean user = false;
+        for (long a : addresses) {
+            if (!listBreak(a)) continue;
+            if (a >= 0) user = true;
+            else dropBlockAt(a);
+        }
+        if (user) {
+            uc.flushTranslationCache();
+            forgetBlocks();
+        }
+    }
+
+    /** Lists {@code address} as a stop address; false when it already was. */
+    private boolean listBreak(long address) {
         if (!supportsBreaks()) {
             throw new IllegalStateException("libkpemu_clock.so predates native breakpoints; rebuild it with scripts/fetch-natives.sh");
         }
         int n = state.get(JAVA_INT, NBREAKS);
-        for (int i = 0; i < n; i++) if (state.get(JAVA_LONG, BREAKS + 8L * i) == address) return;
+        for (int i = 0; i < n; i++) if (state.get(JAVA_LONG, BREAKS + 8L * i) == address) return false;
         if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
         state.set(JAVA_INT, NBREAKS, n + 1);
+        return true;
+    }
+
+    /** Drops what Unicorn translated at a new stop address. */
+    private void dropNewBreak(long address) {
         if (address >= 0) {
             // a user-space address (a uprobe): the current page tables may not map it (Unicorn's
             // removal looks the address up through them), and a block translated there for

@@ -692,6 +692,16 @@ public abstract class Machine implements AutoCloseable {
         breakpoints.put(va, action);
     }
 
+    /**
+     * Host breakpoints at every address of {@code vas} with the same action, as
+     * {@link #addBreakpoint(long, BreakpointAction)} adds each, but with one flush of the
+     * translation cache for all the user-space addresses instead of one per address.
+     */
+    public void addBreakpoints(long[] vas, BreakpointAction action) {
+        for (Vcpu v : vcpus) v.clock.addBreaks(vas);
+        for (long va : vas) breakpoints.put(va, action);
+    }
+
     /** What to do when the guest reaches a host breakpoint. */
     @FunctionalInterface
     public interface BreakpointAction {

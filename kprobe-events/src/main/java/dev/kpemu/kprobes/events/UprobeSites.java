@@ -53,15 +53,18 @@ public final class UprobeSites {
 
     private void mapped(UprobeMappings.Mapping m) {
         if (!m.exec()) return;
+        List<Long> added = new ArrayList<>();
         for (UprobeDef p : probes) {
             if (!p.file().equals(m.file())) continue;
             long va = m.addressOf(p.offset());
             if (va < 0) continue;
             roots.put(m.mm(), machine.translateOrThrow(machine.readVirtualLong(m.mm() + mmPgd)).physical());
             Set<Site> at = sites.computeIfAbsent(va, k -> new java.util.LinkedHashSet<>());
-            if (at.isEmpty()) machine.addBreakpoint(va, (mc, address) -> { hit(address); return true; });
+            if (at.isEmpty()) added.add(va);
             at.add(new Site(p, m.mm()));
         }
+        // one translation-cache flush for the whole mapping, not one per address
+        if (!added.isEmpty()) machine.addBreakpoints(added.stream().mapToLong(Long::longValue).toArray(), (mc, address) -> { hit(address); return true; });
     }
 
     private void hit(long address) {
