@@ -9,7 +9,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Consumer;
 
@@ -215,7 +217,14 @@ public final class KpemuSession implements AutoCloseable {
         String append = b.command != null ? CommandGuest.commandLine(arch, b.append) : b.append;
         // a snapshot is taken (and restored) at run_init_process, before any probe is attached:
         // the probes are registered there, as armAtInit does
-        traced = new TracedBoot(b.definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
+        List<String> definitions = new ArrayList<>(b.definitions);
+        Map<String, UserProbe> userProbes = new HashMap<>();
+        for (UserProbe u : b.userProbes) {
+            String event = "u" + userProbes.size();
+            userProbes.put(event, u);
+            definitions.add(u.definition(event));
+        }
+        traced = new TracedBoot(definitions, null).keepRecords(false).armAtInit(b.armAtInit || (b.snapshot != null && b.snapshotAtNanos < 0))
                 .kernelMessages(b.kernelMessages);
         if (b.optimize != null) traced.optimize(b.optimize);
         // the fail specs armed with the definitions, each injection a kpemu/fail_function trace line
@@ -225,6 +234,24 @@ public final class KpemuSession implements AutoCloseable {
                 b.console.write(i.dump().getBytes(StandardCharsets.UTF_8));
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
+            }
+        });
+        if (traced.hasUprobeDefinitions()) {
+            if (initrd == null) throw new KpemuException("uprobes need the guest's files: give the session a command or an initramfs", null);
+            traced.guestFiles(dev.kpemu.kprobes.events.InitramfsFiles.read(Files.readAllBytes(initrd)));
+        }
+        if (!userProbes.isEmpty()) traced.addSink(r -> {
+            if (!r.isUprobe() || !UserProbe.GROUP.equals(r.group())) return;
+            UserProbe u = userProbes.get(r.event());
+            if (u == null) return;
+            u.hits++;
+            if (userRegs == null) {
+                userRegs = machine.arch() == Arch.X86_64 ? new dev.kpemu.kprobes.x86.X86Regs(machine) : new dev.kpemu.kprobes.arm64.Arm64Regs(machine);
+            }
+            try {
+                u.handler.accept(new UprobeHit(u, r, userRegs));
+            } catch (RuntimeException | Error e) {
+                failures.add(new HandlerFailure(null, u + " handler", machine.clock().liveNanos(), e));
             }
         });
         traced.addSink(r -> {
@@ -284,6 +311,9 @@ public final class KpemuSession implements AutoCloseable {
         return new SessionResult(outcome, status, r.guestNanos(), r.commandExit(),
                 commandBytes.toString(StandardCharsets.UTF_8), r.lastLines(), trace, failures, snapshot);
     }
+
+    /** The user registers the uprobe handlers read (made at the first hit). */
+    private dev.kpemu.kprobes.Regs userRegs;
 
     private SessionResult rejected(String message, ByteArrayOutputStream commandBytes) {
         return new SessionResult(Outcome.REJECTED, message, 0, null, commandBytes.toString(StandardCharsets.UTF_8), List.of(), List.of(), failures, null);
@@ -406,6 +436,7 @@ public final class KpemuSession implements AutoCloseable {
         private Consumer<String> kernelMessages = m -> { };
         private final List<dev.kpemu.kprobes.fail.FailSpec> fails = new ArrayList<>();
         private final List<Watchpoint> watchpoints = new ArrayList<>();
+        private final List<UserProbe> userProbes = new ArrayList<>();
         private Path snapshot;
         private Consumer<String> snapshotNotices = m -> { };
         private long snapshotAtNanos = -1;
@@ -563,6 +594,15 @@ public final class KpemuSession implements AutoCloseable {
 
         /** Watches data for the whole session, from the registration point on ({@link Watchpoint}). */
         public Builder watch(Watchpoint w) { this.watchpoints.add(Objects.requireNonNull(w)); return this; }
+
+        /**
+         * A uprobe on a guest file ({@code uprobe_events}' {@code p PATH:OFFSET}), registered with
+         * the probes; needs the guest's files: a {@link #command} guest or an {@link #initramfs}.
+         */
+        public Builder uprobe(Uprobe u) { this.userProbes.add(Objects.requireNonNull(u)); return this; }
+
+        /** A return probe on a function of a guest file ({@code uprobe_events}' {@code r PATH:OFFSET}). */
+        public Builder uretprobe(Uretprobe u) { this.userProbes.add(Objects.requireNonNull(u)); return this; }
 
         public KpemuSession build() { return new KpemuSession(this); }
     }
