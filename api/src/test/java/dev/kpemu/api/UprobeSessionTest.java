@@ -92,4 +92,30 @@ class UprobeSessionTest {
             Files.deleteIfExists(initrd);
         }
     }
+
+    /**
+     * Linux's copy-on-write insertion leaves the page cache alone: a {@code read()} of a probed file
+     * gets its bytes. kpemu writes nothing into the guest: the guest's md5sum of /bin/busybox while
+     * a uprobe on its entry is registered (and hit by md5sum's own exec) is the host's md5 of the
+     * same file.
+     */
+    @Test
+    void theGuestReadsTheProbedFilesOriginalBytes() throws Exception {
+        GuestImages images = GuestImages.forRepository();
+        byte[] busybox = Files.readAllBytes(images.busybox(Arch.X86_64));
+        dev.kpemu.image.ElfImage elf = dev.kpemu.image.ElfImage.parse(busybox, "busybox");
+        long entry = -1;
+        for (dev.kpemu.image.ElfImage.Segment seg : elf.loadSegments())
+            if (seg.containsVaddr(elf.entry())) entry = elf.entry() - seg.vaddr() + seg.offset();
+        assertTrue(entry > 0, "busybox's entry in a PT_LOAD segment");
+        StringBuilder md5 = new StringBuilder();
+        for (byte x : java.security.MessageDigest.getInstance("MD5").digest(busybox)) md5.append(String.format("%02x", x));
+        Uprobe u = Uprobe.on("/bin/busybox", entry);
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        SessionResult result = KpemuSession.builder().arch(Arch.X86_64).timeout(Duration.ofSeconds(60))
+                .command("sh", "-c", "/bin/busybox md5sum /bin/busybox").commandOutput(out).uprobe(u).build().run();
+        assertEquals(Integer.valueOf(0), result.commandExit(), result.status() + " " + out);
+        assertTrue(u.hits() >= 1, "md5sum's exec hit the probe");
+        assertEquals(md5 + "  /bin/busybox", out.toString(java.nio.charset.StandardCharsets.UTF_8).strip());
+    }
 }

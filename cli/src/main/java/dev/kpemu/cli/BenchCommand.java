@@ -34,9 +34,11 @@ import dev.kpemu.machine.Arch;
                 "           power-off with N = 1, 2, 4 (--cpus-list), and one task pinned to each CPU reading /proc/version",
                 "           --rounds times under three probes (QEMU: Linux's own kprobes): probe hits per second of guest work",
                 "  watch    data watchpoints on Debian's booted kernel: boots with 16 write watchpoints on read-only data, a",
-                "           write watchpoint on jiffies (x86-64) and a read watchpoint, each against a boot without (ratio, hits, us/hit)"})
+                "           write watchpoint on jiffies (x86-64) and a read watchpoint, each against a boot without (ratio, hits, us/hit)",
+                "  uprobes  user-space probes on Debian's booted kernel, a shell loop calling busybox's test_main: boots with",
+                "           " + UprobeBench.UNHIT + " uprobes never hit and with one three-fetcharg uprobe on test_main, each against a boot without"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes, boot, snapshot, guest, smp, watch }
+    enum What { unicorn, probes, boot, snapshot, guest, smp, watch, uprobes }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -168,6 +170,37 @@ final class BenchCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    /** {@code bench uprobes}: boots with uprobes against a boot without, per arch ({@link UprobeBench}). */
+    private int uprobes(List<Arch> arches, PrintWriter out) {
+        if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        List<UprobeBench.Result> results = new java.util.ArrayList<>();
+        try {
+            for (Arch a : arches) results.add(UprobeBench.run(a, repeat, progress));
+        } catch (java.io.IOException e) {
+            progress.flush();
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        out.printf("%-8s %-40s %6s %14s %9s %7s %13s %8s%n", "arch", "boot", "probes", "instructions", "cpu s", "ratio", "ratio range", "events");
+        for (UprobeBench.Result r : results) {
+            for (UprobeBench.Row row : r.rows()) {
+                out.printf("%-8s %-40s %6d %14d %9.2f %7.3f %13s %8d%n", r.arch().linuxName(), row.label(), row.probes(), row.instructions(),
+                        row.cpuNanos() / 1e9, row.ratio(), row.spread(), row.events());
+            }
+            List<Double> pe = r.perEventMicros().stream().sorted().toList();
+            out.printf("%-8s per event (three fetchargs): median %.2f us, range %.2f..%.2f us over %d rounds%n", r.arch().linuxName(),
+                    pe.get(pe.size() / 2), pe.getFirst(), pe.getLast(), pe.size());
+        }
+        out.println("(cpu s: CPU time of the emulation thread from the first guest instruction to power-off, the set-up at the");
+        out.println(" registration point excluded, least of --repeat boots; ratio: median over rounds of the row's boot / that");
+        out.println(" round's boot without uprobes, rows rotated each round; per event: each round's (row - no uprobes) / events;");
+        out.println(" target: unhit uprobes <= 1.02 with the same instruction count)");
+        out.flush();
+        return ExitCodes.OK;
+    }
+
     /** {@code bench watch}: boots with data watchpoints against a boot without, per arch ({@link WatchBench}). */
     private int watch(List<Arch> arches, PrintWriter out) {
         if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
@@ -295,6 +328,7 @@ final class BenchCommand implements Callable<Integer> {
         if (what == What.boot) return boot(arches, out);
         if (what == What.snapshot) return snapshot(arches, out);
         if (what == What.watch) return watch(arches, out);
+        if (what == What.uprobes) return uprobes(arches, out);
         if (what == What.guest) return guest(arches, out);
         if (what == What.smp) return smp(arches, out);
         if (what == What.probes) {
