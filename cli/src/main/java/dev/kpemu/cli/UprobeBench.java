@@ -139,7 +139,8 @@ final class UprobeBench {
         };
         PrintStream none = new PrintStream(OutputStream.nullOutputStream());
         BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, initrd, CommandGuest.commandLine(arch, null), 256, 120,
-                OutputStream.nullOutputStream(), none, null, null, false, 1, dev.kpemu.machine.Schedule.DEFAULT_SEED), hooks);
+                OutputStream.nullOutputStream(), none, new dev.kpemu.boot.GuestTerminal(OutputStream.nullOutputStream(), null), null, false, 1,
+                dev.kpemu.machine.Schedule.DEFAULT_SEED), hooks);
         if (r.outcome() != dev.kpemu.boot.BootOutcome.POWERED_OFF || r.commandExit() == null || r.commandExit() != 0)
             throw new IllegalStateException(arch.linuxName() + ": the boot ended " + r.status() + " (command exit " + r.commandExit() + ")");
         return new long[] {cpu[1] - cpu[0] - cpu[2], r.instructions(), events[0]};
