@@ -76,6 +76,10 @@ final class BenchCommand implements Callable<Integer> {
             + "); job: rounds of the job (default " + JobBench.ROUNDS + ")")
     Long roundsOption;
 
+    @Option(names = "--zero-rounds", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "job: each pair also at 0 rounds, for the marginal cost of an event (default on; --no-zero-rounds: without)")
+    boolean zeroRounds;
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     /** {@code bench smp}: every arch's runs first (progress on stderr), then the table. */
@@ -138,7 +142,7 @@ final class BenchCommand implements Callable<Integer> {
         java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
         List<JobBench.Result> results = new java.util.ArrayList<>();
         try {
-            for (Arch a : arches) results.add(JobBench.run(a, rounds, repeat, progress));
+            for (Arch a : arches) results.add(JobBench.run(a, rounds, repeat, zeroRounds, progress));
         } catch (java.io.IOException | IllegalArgumentException e) {
             progress.flush();
             spec.commandLine().getErr().println("kpemu: " + e.getMessage());
@@ -150,25 +154,37 @@ final class BenchCommand implements Callable<Integer> {
         out.printf("%-7s %-6s %6s | %24s | %24s | %17s | %13s%n", "", "", "", "wall s", "CPU s (user+sys)", "events", "peak MiB");
         for (JobBench.Result r : results) {
             JobFigures.Machine k = r.machines().get(GuestBench.Machine.KPEMU), q = r.machines().get(GuestBench.Machine.QEMU);
-            out.printf("%-7s %-6s %6d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %8s %8s | %6d %6d%n", r.arch().linuxName(), "plain", r.rounds(),
-                    k.plainWall() / 1e9, q.plainWall() / 1e9, ratio(k.plainWall(), q.plainWall()), k.plainCpu() / 1e9, q.plainCpu() / 1e9,
-                    ratio(k.plainCpu(), q.plainCpu()), "-", "-", k.plainPeakKib() / 1024, q.plainPeakKib() / 1024);
-            out.printf("%-7s %-6s %6d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %8d %8d | %6d %6d%n", r.arch().linuxName(), "probed", r.rounds(),
-                    k.probedWall() / 1e9, q.probedWall() / 1e9, ratio(k.probedWall(), q.probedWall()), k.probedCpu() / 1e9, q.probedCpu() / 1e9,
-                    ratio(k.probedCpu(), q.probedCpu()), k.events(), q.events(), k.probedPeakKib() / 1024, q.probedPeakKib() / 1024);
-            out.printf("%-7s per event, us (probed - plain) / events, median [least, greatest] of %d pair(s): CPU kpemu %s, QEMU %s; wall kpemu %s, QEMU %s%n",
-                    r.arch().linuxName(), k.pairs().size(), spread(k.cpuMicrosPerEvent()), spread(q.cpuMicrosPerEvent()),
-                    spread(k.wallMicrosPerEvent()), spread(q.wallMicrosPerEvent()));
+            if (k.atZeroRounds() != null) jobRows(out, r.arch(), 0, k.atZeroRounds(), q.atZeroRounds());
+            jobRows(out, r.arch(), r.rounds(), k, q);
+            out.printf("%-7s per event, us, median [least, greatest] of %d pair(s):%n", r.arch().linuxName(), k.pairs().size());
+            out.printf("%-7s   (probed - plain) / events:    CPU kpemu %s, QEMU %s; wall kpemu %s, QEMU %s%n", r.arch().linuxName(),
+                    spread(k.cpuMicrosPerEvent()), spread(q.cpuMicrosPerEvent()), spread(k.wallMicrosPerEvent()), spread(q.wallMicrosPerEvent()));
+            if (k.atZeroRounds() != null) {
+                out.printf("%-7s   marginal, over 0 rounds:      CPU kpemu %s, QEMU %s; wall kpemu %s, QEMU %s%n", r.arch().linuxName(),
+                        spread(k.marginalCpuMicrosPerEvent()), spread(q.marginalCpuMicrosPerEvent()),
+                        spread(k.marginalWallMicrosPerEvent()), spread(q.marginalWallMicrosPerEvent()));
+            }
             out.printf("%-7s kernel %s; %d probes on both machines; %d pair(s)%n", r.arch().linuxName(), r.release(), r.probes(), repeat);
         }
         out.println("(whole processes, QEMU TCG and kpemu alternating, same kernel, initramfs, command line and 256 MiB; medians over pairs;");
         out.println(" plain: the job without probes; probed: QEMU's guest writes the definitions to tracefs, runs the job, stops tracing and");
         out.println(" reads trace once; kpemu registers them when /init starts (--from-init) and writes its trace to a file; events: event");
         out.println(" lines of each side's trace (kpemu's also hold the init's mounts; QEMU's the enabling); ratio: kpemu / QEMU;");
-        out.println(" per event: each pair's probed run minus its plain run over the probed run's events: a spread as wide as the median");
-        out.println(" is noise, not a cost; issue 30's targets: probed <= 1.0, per event <= 2 us)");
+        out.println(" per event: each pair's probed run minus its plain run over the probed run's events (fixed costs included: kpemu's");
+        out.println(" symbol tables and registration, Linux's writes to kprobe_events); marginal: the same pair's rounds' addition over");
+        out.println(" the pair at 0 rounds, ((probed - probed0) - (plain - plain0)) / (events - events0): the cost of an event itself;");
+        out.println(" a spread as wide as the median is noise, not a cost; issue 30's targets: probed <= 1.0, per event <= 2 us)");
         out.flush();
         return ExitCodes.OK;
+    }
+
+    private static void jobRows(PrintWriter out, Arch arch, long rounds, JobFigures.Machine k, JobFigures.Machine q) {
+        out.printf("%-7s %-6s %6d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %8s %8s | %6d %6d%n", arch.linuxName(), "plain", rounds,
+                k.plainWall() / 1e9, q.plainWall() / 1e9, ratio(k.plainWall(), q.plainWall()), k.plainCpu() / 1e9, q.plainCpu() / 1e9,
+                ratio(k.plainCpu(), q.plainCpu()), "-", "-", k.plainPeakKib() / 1024, q.plainPeakKib() / 1024);
+        out.printf("%-7s %-6s %6d | %8.2f %8.2f %6s | %8.2f %8.2f %6s | %8d %8d | %6d %6d%n", arch.linuxName(), "probed", rounds,
+                k.probedWall() / 1e9, q.probedWall() / 1e9, ratio(k.probedWall(), q.probedWall()), k.probedCpu() / 1e9, q.probedCpu() / 1e9,
+                ratio(k.probedCpu(), q.probedCpu()), k.events(), q.events(), k.probedPeakKib() / 1024, q.probedPeakKib() / 1024);
     }
 
     private static String spread(JobFigures.Spread s) {

@@ -33,7 +33,8 @@ import dev.kpemu.natives.NativeLibraries;
  * number of event lines; kpemu registers the file's definitions host-side when /init starts
  * ({@code --from-init}) and writes its trace to a file, whose event lines are counted. Plain runs
  * (no definitions) are each machine's baseline. Each round runs the four (QEMU and kpemu, plain and
- * probed), the machine that starts alternating by round.
+ * probed), the machine that starts alternating by round; unless {@code zeroRounds} is off, first the
+ * same four at 0 rounds, for the marginal cost of an event ({@link JobFigures}).
  */
 final class JobBench {
     /** Each machine's pairs ({@link JobFigures}), with the probes each side registered. */
@@ -45,7 +46,7 @@ final class JobBench {
 
     private JobBench() {}
 
-    static Result run(Arch arch, long rounds, int repeat, PrintStream progress) throws KernelImageException, IOException {
+    static Result run(Arch arch, long rounds, int repeat, boolean zeroRounds, PrintStream progress) throws KernelImageException, IOException {
         Path root = NativeLibraries.repositoryRoot();
         if (root == null) throw new KernelImageException("kpemu's repository (guest-images/reference/job.init) was not found; set -Dkpemu.root");
         GuestImages images = GuestImages.forRepository();
@@ -64,47 +65,63 @@ final class JobBench {
         archive.file("job.events", 0644, String.join("\n", linuxDefs) + "\n");
         Path initramfs = archive.write(dir.resolve("job.cpio"));
         Path qemuKernel = arch == Arch.X86_64 ? images.vmlinux(arch) : guest.kernel();
-        String base = (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 job_rounds=" + rounds;
 
-        Map<GuestBench.Machine, List<JobFigures.Pair>> pairs = new EnumMap<>(GuestBench.Machine.class);
-        for (GuestBench.Machine m : GuestBench.Machine.values()) pairs.put(m, new ArrayList<>());
-        List<String> done = List.of("KPEMU-INIT-START rounds=" + rounds, "KPEMU-JOB-WORK-DONE");
+        Map<GuestBench.Machine, List<JobFigures.Pair>> pairs = new EnumMap<>(GuestBench.Machine.class), empty = new EnumMap<>(GuestBench.Machine.class);
+        for (GuestBench.Machine m : GuestBench.Machine.values()) {
+            pairs.put(m, new ArrayList<>());
+            empty.put(m, new ArrayList<>());
+        }
+        Setup setup = new Setup(arch, qemuKernel, initramfs, events, dir, linuxDefs.size());
         for (int round = 0; round < repeat; round++) {
             List<GuestBench.Machine> order = round % 2 == 0 ? List.of(GuestBench.Machine.QEMU, GuestBench.Machine.KPEMU)
                     : List.of(GuestBench.Machine.KPEMU, GuestBench.Machine.QEMU);
-            Map<GuestBench.Machine, GuestBench.Sample> plain = new EnumMap<>(GuestBench.Machine.class);
-            for (boolean probed : new boolean[] {false, true}) {
-                for (GuestBench.Machine m : order) {
-                    String name = m == GuestBench.Machine.KPEMU ? "kpemu" : "QEMU";
-                    progress.printf("kpemu bench job: %s pair %d of %d: %s %s, %d rounds%n", arch.linuxName(), round + 1, repeat, name,
-                            probed ? "probed" : "plain", rounds);
-                    Path log = dir.resolve(name.toLowerCase(java.util.Locale.ROOT) + (probed ? "-probed" : "-plain") + ".log");
-                    Path trace = dir.resolve("kpemu-probed.trace");
-                    List<String> cmd;
-                    if (m == GuestBench.Machine.QEMU) {
-                        cmd = GuestBench.qemu(arch, qemuKernel, initramfs, probed ? base + " job_trace=1" : base);
-                    } else {
-                        cmd = GuestBench.kpemu(arch, initramfs, base, log);
-                        if (probed) cmd.addAll(List.of("--from-init", "--events-file", events.toString(), "-o", trace.toString()));
-                        Files.deleteIfExists(trace);
-                    }
-                    List<String> lines = m == GuestBench.Machine.QEMU && probed
-                            ? List.of(done.get(0), done.get(1), "KPEMU-JOB-EVENTS ") : done;
-                    GuestBench.Sample s = GuestBench.measure(cmd, log, lines, name, arch);
-                    if (!probed) {
-                        plain.put(m, s);
-                        continue;
-                    }
-                    long n = m == GuestBench.Machine.QEMU ? qemuEvents(log, linuxDefs.size()) : traceLines(trace);
-                    if (n == 0) throw new IOException(name + " " + arch.linuxName() + ": the probed run traced no event; see " + log);
-                    progress.printf("kpemu bench job: %s pair %d: %s traced %d events%n", arch.linuxName(), round + 1, name, n);
-                    pairs.get(m).add(new JobFigures.Pair(plain.get(m), s, n));
-                }
-            }
+            String pair = "pair " + (round + 1) + " of " + repeat;
+            if (zeroRounds) pairs(setup, order, 0, pair, progress).forEach((m, p) -> empty.get(m).add(p));
+            pairs(setup, order, rounds, pair, progress).forEach((m, p) -> pairs.get(m).add(p));
         }
         Map<GuestBench.Machine, JobFigures.Machine> machines = new EnumMap<>(GuestBench.Machine.class);
-        pairs.forEach((m, p) -> machines.put(m, new JobFigures.Machine(p)));
+        pairs.forEach((m, p) -> machines.put(m, new JobFigures.Machine(p, empty.get(m))));
         return new Result(arch, guest.release(), rounds, linuxDefs.size(), machines);
+    }
+
+    /** What every run of one arch shares. */
+    private record Setup(Arch arch, Path qemuKernel, Path initramfs, Path events, Path dir, int definitions) {}
+
+    /** One pair of runs per machine, plain then probed, {@code rounds} rounds, the machines in {@code order}. */
+    private static Map<GuestBench.Machine, JobFigures.Pair> pairs(Setup setup, List<GuestBench.Machine> order, long rounds, String pair,
+            PrintStream progress) throws IOException {
+        Arch arch = setup.arch();
+        String cmdline = (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 job_rounds=" + rounds;
+        List<String> done = List.of("KPEMU-INIT-START rounds=" + rounds, "KPEMU-JOB-WORK-DONE");
+        Map<GuestBench.Machine, GuestBench.Sample> plain = new EnumMap<>(GuestBench.Machine.class);
+        Map<GuestBench.Machine, JobFigures.Pair> out = new EnumMap<>(GuestBench.Machine.class);
+        for (boolean probed : new boolean[] {false, true}) {
+            for (GuestBench.Machine m : order) {
+                String name = m == GuestBench.Machine.KPEMU ? "kpemu" : "QEMU";
+                progress.printf("kpemu bench job: %s %s: %s %s, %d rounds%n", arch.linuxName(), pair, name, probed ? "probed" : "plain", rounds);
+                Path log = setup.dir().resolve(name.toLowerCase(java.util.Locale.ROOT) + (probed ? "-probed" : "-plain") + ".log");
+                Path trace = setup.dir().resolve("kpemu-probed.trace");
+                List<String> cmd;
+                if (m == GuestBench.Machine.QEMU) {
+                    cmd = GuestBench.qemu(arch, setup.qemuKernel(), setup.initramfs(), probed ? cmdline + " job_trace=1" : cmdline);
+                } else {
+                    cmd = GuestBench.kpemu(arch, setup.initramfs(), cmdline, log);
+                    if (probed) cmd.addAll(List.of("--from-init", "--events-file", setup.events().toString(), "-o", trace.toString()));
+                    Files.deleteIfExists(trace);
+                }
+                List<String> lines = m == GuestBench.Machine.QEMU && probed ? List.of(done.get(0), done.get(1), "KPEMU-JOB-EVENTS ") : done;
+                GuestBench.Sample s = GuestBench.measure(cmd, log, lines, name, arch);
+                if (!probed) {
+                    plain.put(m, s);
+                    continue;
+                }
+                long n = m == GuestBench.Machine.QEMU ? qemuEvents(log, setup.definitions()) : traceLines(trace);
+                if (n == 0 && rounds > 0) throw new IOException(name + " " + arch.linuxName() + ": the probed run traced no event; see " + log);
+                progress.printf("kpemu bench job: %s %s: %s traced %d events in %d rounds%n", arch.linuxName(), pair, name, n, rounds);
+                out.put(m, new JobFigures.Pair(plain.get(m), s, n));
+            }
+        }
+        return out;
     }
 
     /** The definitions as Linux takes them: {@code kpemu check-events} on the guest's kernel, its listing. */

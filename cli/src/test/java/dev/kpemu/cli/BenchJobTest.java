@@ -39,10 +39,13 @@ class BenchJobTest {
         assertTrue(probed.find(), r.out());
         long kpemuEvents = Long.parseLong(probed.group(5)), qemuEvents = Long.parseLong(probed.group(6));
         assertTrue(kpemuEvents > 0 && qemuEvents > 0, "both sides traced the job: " + r.out());
-        assertTrue(r.out().contains("x86_64  per event, us (probed - plain) / events, median [least, greatest] of 1 pair(s): CPU kpemu "), r.out());
+        assertTrue(r.out().contains("x86_64  per event, us, median [least, greatest] of 1 pair(s):"), r.out());
+        assertTrue(r.out().contains("x86_64    marginal, over 0 rounds:      CPU kpemu "), r.out());
+        Matcher zero = Pattern.compile("x86_64\\s+probed\\s+0 \\|.*\\|\\s+(\\d+)\\s+(\\d+) \\|").matcher(r.out());
+        assertTrue(zero.find(), "the pair at 0 rounds: " + r.out());
         assertTrue(Pattern.compile("x86_64  kernel \\S+; 294 probes on both machines; 1 pair\\(s\\)").matcher(r.out()).find(),
                 "the glob's 287 functions and the 7 single definitions on both sides: " + r.out());
-        assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1: QEMU traced " + qemuEvents + " events"), r.err());
-        assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1: kpemu traced " + kpemuEvents + " events"), r.err());
+        assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1 of 1: QEMU traced " + qemuEvents + " events in 5 rounds"), r.err());
+        assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1 of 1: kpemu traced " + kpemuEvents + " events in 5 rounds"), r.err());
     }
 }
