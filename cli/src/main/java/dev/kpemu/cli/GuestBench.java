@@ -89,7 +89,7 @@ final class GuestBench {
     }
 
     /** kpemu as the launcher starts it: this JVM's java, options and class path, the CLI's boot. */
-    private static List<String> kpemu(Arch arch, Path initramfs, String cmdline, Path console) {
+    static List<String> kpemu(Arch arch, Path initramfs, String cmdline, Path console) {
         List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         c.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
         c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
@@ -99,7 +99,7 @@ final class GuestBench {
     }
 
     /** QEMU TCG as scripts/compare-boot-time.sh and guest-images/qemu-reference.sh run it. */
-    private static List<String> qemu(Arch arch, Path kernel, Path initramfs, String cmdline) {
+    static List<String> qemu(Arch arch, Path kernel, Path initramfs, String cmdline) {
         List<String> c = new ArrayList<>(arch == Arch.X86_64 ? List.of("qemu-system-x86_64", "-M", "pc")
                 : List.of("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57"));
         c.addAll(List.of("-m", Integer.toString(MEMORY_MIB), "-nographic", "-no-reboot", "-kernel", kernel.toString(),
