@@ -20,6 +20,10 @@
 #define WRITES 5
 
 static volatile unsigned long watched;
+/* Volatile, so the compiler keeps the loop (one store per iteration, a branch after each) rather
+ * than five stores in a row: kpemu delivers a guest data breakpoint's #DB at the end of the
+ * translated block of the access (X86DebugRegisters), where the hardware traps right after it. */
+static volatile int writes = WRITES;
 
 static void fail(const char *what) {
     perror(what);
@@ -35,7 +39,7 @@ int main(void) {
         fflush(stdout);
         if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) fail("PTRACE_TRACEME");
         raise(SIGSTOP);
-        for (int i = 0; i < WRITES; i++) watched = 100 + i;
+        for (int i = 0; i < writes; i++) watched = 100 + i;
         _exit(0);
     }
     int status;
