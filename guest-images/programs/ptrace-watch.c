@@ -4,7 +4,7 @@
  * prints the variable's address, stops itself; the parent sets DR0 = &variable and
  * DR7 = L0 | RW0=01 (writes) | LEN0=11 (8 bytes) with PTRACE_POKEUSER, continues the child, which
  * writes the variable WRITES times, and counts the SIGTRAPs (one per write: x86 data breakpoints
- * trap after the access). Prints "ptrace-watch: address 0x... " and "ptrace-watch: traps N of M".
+ * trap after the access). The child also makes an empty write(2) whose buffer is the variable. Prints "ptrace-watch: address 0x... " and "ptrace-watch: traps N of M".
  * Exit 0 when N == M, 1 otherwise, 2 on a failed system call.
  * Built static by the tests (guest-images/static-cc.sh x86_64) and by record-ptrace-watch.sh.
  */
@@ -37,6 +37,9 @@ int main(void) {
         watched = 1;
         printf("ptrace-watch: address %p\n", (void *) &watched);
         fflush(stdout);
+        /* An empty write whose buffer is the variable: a probe of the kernel's ksys_write (buf,
+         * count == 0) sees its address in the child's address space (kpemu's coexistence test). */
+        if (write(1, (const void *) &watched, 0) != 0) fail("write");
         if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) fail("PTRACE_TRACEME");
         raise(SIGSTOP);
         for (int i = 0; i < writes; i++) watched = 100 + i;
