@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * and with a wprobe of its own on the same variable (pointed at it by {@code set_wprobe} from a
  * kprobe of {@code ksys_write}, which sees the child's empty write of the variable's address):
  * the program still counts every trap, and the wprobe reports each write with the value the
- * program wrote (100, 101, ..., as its source says).
+ * program wrote (100, 101, ..., as its source says), by the child (its task-pid as in the
+ * ksys_write record).
  */
 @Tag("kernel")
 class GuestDebugRegistersTest {
@@ -93,6 +94,9 @@ class GuestDebugRegistersTest {
         List<String> announced = r.out().lines().filter(l -> l.contains(" announce: ") && l.endsWith(" count=0")).toList();
         assertEquals(1, announced.size(), r.out());
         assertTrue(announced.getFirst().contains(" buf=" + address.group(1) + " "), "the child's empty write names its variable: " + announced);
+        String child = announced.getFirst().strip().split("\\s+")[0];
+        for (String l : r.out().lines().filter(l -> l.contains(" dw: ")).toList())
+            assertEquals(child, l.strip().split("\\s+")[0], "a user-mode store's record names the storing task (the child): " + l);
         List<Long> values = r.out().lines().filter(l -> l.contains(" dw: ")).map(l -> Long.parseLong(l.replaceAll(".* v=", ""))).toList();
         assertEquals(List.of(100L, 101L, 102L, 103L, 104L), values, "kpemu's wprobe: the child's five writes, values as the program writes them\n" + r.out());
     }
