@@ -28,6 +28,8 @@ final class X86LinuxGuest implements LinuxGuest {
     /** The kernel file as given (the bzImage, or a vmlinux): what the text tables' cache is keyed by. */
     private final Path kernelPath;
     private SymbolTable symbols;
+    /** The host breakpoints after the kernel's writes of a debug register ({@link X86DebugRegisterWrites}). */
+    private int debugRegisterWrites;
 
     private X86LinuxGuest(X86Pc pc, ConsoleMonitor console, X86LinuxLoader.KernelFile kernel, X86LinuxLoader.Loaded loaded,
                           HostArea hostArea, int memoryMiB, Path kernelPath) {
@@ -55,6 +57,7 @@ final class X86LinuxGuest implements LinuxGuest {
             if (o.cpus() > 1) pc.machine().setSchedule(dev.kpemu.machine.Schedule.of(o.schedSeed()));
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
+            g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kf.vmlinux());
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
@@ -289,7 +292,9 @@ final class X86LinuxGuest implements LinuxGuest {
     @Override public long interrupts() { return pc.machine().externalInterrupts(); }
 
     @Override public String stats() {
+        long debugTraps = pc.machine().debugRegisters().exceptionsDelivered();
         return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
+                + (debugTraps == 0 ? "" : " guestDebugTraps=" + debugTraps)
                 + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
                         + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }

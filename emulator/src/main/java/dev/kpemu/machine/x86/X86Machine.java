@@ -45,6 +45,8 @@ public final class X86Machine extends Machine {
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
     private long externalInterrupts;
+    /** The guest's DR0–DR3/DR7, emulated on the machine's watchpoints. */
+    private final X86DebugRegisters debugRegisters = new X86DebugRegisters(this);
     private NativeSyscall nativeSyscall;
 
     /**
@@ -317,6 +319,9 @@ public final class X86Machine extends Machine {
     /** Number of exceptions and interrupts delivered to the guest so far. */
     public long exceptionsDelivered() { return exceptionsDelivered; }
 
+    /** The guest's own debug registers; the guest loader calls {@link X86DebugRegisters#sync} after each write of one. */
+    public X86DebugRegisters debugRegisters() { return debugRegisters; }
+
     /** External interrupts delivered so far. */
     public long externalInterrupts() { return externalInterrupts; }
 
@@ -566,6 +571,12 @@ public final class X86Machine extends Machine {
      */
     @Override
     protected void beforeSlice() {
+        int traps = debugRegisters.takePending(cpu());
+        if (traps != 0) {
+            // the guest's own data breakpoint (X86DebugRegisters): a trap, after the access
+            uc.regWrite(X86Reg.DR6, X86DebugRegisters.DR6_RESERVED_ONES | traps);
+            deliver(VEC_DB, pc(), null);
+        }
         if (nmiPending() && !inInterruptShadow() && cpuState.nmiSource.takeNmi()) {
             nmisDelivered++;
             deliver(VEC_NMI, pc(), null);

@@ -181,6 +181,18 @@ public final class MachineFetchContext implements FetchContext {
         return current.get("gs_base");
     }
 
+    /** x86-64's IA32_KERNEL_GS_BASE: the kernel's GS base while user mode runs (swapgs swaps it in on entry). */
+    private static final int MSR_KERNEL_GS_BASE = 0xc000_0102;
+
+    /**
+     * x86-64: the kernel's per-CPU base at the hit: GS_BASE in kernel mode; in user mode (a wprobe's
+     * hit on a user address) the kernel's base is the one {@code swapgs} keeps in KERNEL_GS_BASE.
+     */
+    private long kernelPerCpuBase() {
+        if ((current.get("cs") & 3) == 3) return machine.engine().msrRead(MSR_KERNEL_GS_BASE);
+        return gsBase();
+    }
+
     // ---- memory --------------------------------------------------------------------------
 
     /** Whether {@code copy_from_kernel_nofault} may read at {@code address}. */
@@ -394,7 +406,7 @@ public final class MachineFetchContext implements FetchContext {
         if (task == null) return 0;
         try {
             if (arch == Arch.X86_64) {
-                long gs = task.gsRelative() ? gsBase() : 0;   // uniprocessor: a plain global
+                long gs = task.gsRelative() ? kernelPerCpuBase() : 0;   // uniprocessor: a plain global
                 long v = kernelValue(gs + task.gsOffset(), 8);
                 if (valueRead) taskPointer = v;
             } else {
