@@ -391,6 +391,9 @@ final class BootCommand implements Callable<Integer> {
                     e.kernelMessages().forEach(err::println);
                     err.println(e.error().logged() ? e.error().errorLog() : "kpemu: definition rejected (" + e.error().errno() + ")");
                     return ExitCodes.USAGE;
+                } catch (dev.kpemu.kprobes.events.UprobeSymbolPlaces.Unresolved e) {
+                    err.println(e.getMessage());
+                    return ExitCodes.USAGE;
                 } catch (TracedBoot.SetupRejected e) {
                     err.println(e.rejected().getMessage());
                     e.rejected().details().forEach(err::println);
@@ -565,6 +568,7 @@ final class BootCommand implements Callable<Integer> {
             if (uprobes != null) {
                 out.println("kpemu: uprobe_events");
                 uprobes.probes().forEach(u -> out.println(u.listing()));
+                traced.uprobeSymbolPlaces().forEach(p -> out.println("kpemu: " + p + " (PATH:SYMBOL, kpemu's extension: Linux's uprobe_events takes only offsets)"));
             }
             out.println("kpemu: kprobes/list");
             out.print(traced.kprobes().list());

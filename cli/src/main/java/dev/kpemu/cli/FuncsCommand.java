@@ -18,6 +18,7 @@ import dev.kpemu.kprobes.events.KallsymsSymbols;
 import dev.kpemu.kprobes.events.KernelProbeSites;
 import dev.kpemu.kprobes.events.ProbeGlob;
 import dev.kpemu.kprobes.events.ProbeableFunctions;
+import dev.kpemu.kprobes.events.UprobeSymbolPlaces;
 import dev.kpemu.machine.Arch;
 
 /**
@@ -27,7 +28,8 @@ import dev.kpemu.machine.Arch;
 @Command(name = "funcs", mixinStandardHelpOptions = true,
         description = {"List the kernel's functions that match GLOB (default: all), as perf probe --funcs and bpftrace -l do.",
                 "A function Linux refuses a kprobe on (notrace, blacklisted, a reserved site, ...) is followed by a tab",
-                "and 'refused: REASON'. Exit 2 when nothing matches."})
+                "and 'refused: REASON'. With --binary PATH: a program's functions and their file offsets (uprobe places).",
+                "Exit 2 when nothing matches."})
 final class FuncsCommand implements Callable<Integer> {
     @Option(names = "--arch", defaultValue = "x86_64", description = "x86_64 or arm64 (default ${DEFAULT-VALUE})")
     String arch;
@@ -41,6 +43,10 @@ final class FuncsCommand implements Callable<Integer> {
 
     @Option(names = "--error-injectable", description = "list the functions --fail may fail, as 'FUNCTION ETYPE' (the kernel's error-injection list)")
     boolean errorInjectable;
+
+    @Option(names = "--binary", paramLabel = "PATH",
+            description = "list a program's or library's functions instead (its ELF .symtab/.dynsym), as 'NAME<TAB>0xOFFSET': the places of uprobe definitions PATH:0xOFFSET or PATH:NAME")
+    Path binary;
 
     @Parameters(arity = "0..1", paramLabel = "GLOB", description = "a shell glob over function names (*, ?, [...]), or a name")
     String glob = "*";
@@ -65,10 +71,45 @@ final class FuncsCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    /** {@code --binary}: the ELF file's functions with their file offsets, by name. */
+    private int printBinaryFunctions() {
+        java.util.regex.Pattern p;
+        try {
+            p = ProbeGlob.pattern(glob);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "bad glob '" + glob + "': " + e.getMessage());
+        }
+        byte[] bytes;
+        try {
+            bytes = java.nio.file.Files.readAllBytes(binary);
+        } catch (java.io.IOException e) {
+            spec.commandLine().getErr().println("kpemu: cannot read " + binary + ": " + e.getMessage());
+            return ExitCodes.USAGE;
+        }
+        List<UprobeSymbolPlaces.Function> fs;
+        try {
+            fs = UprobeSymbolPlaces.functions(binary.toString(), bytes);
+        } catch (UprobeSymbolPlaces.Unresolved e) {
+            spec.commandLine().getErr().println(e.getMessage());
+            return ExitCodes.USAGE;
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        List<UprobeSymbolPlaces.Function> matched = fs.stream().filter(f -> p.matcher(f.name()).matches())
+                .sorted(java.util.Comparator.comparing(UprobeSymbolPlaces.Function::name)).toList();
+        matched.forEach(f -> out.println(f.name() + "\t0x" + Long.toHexString(f.fileOffset())));
+        out.flush();
+        if (matched.isEmpty()) {
+            spec.commandLine().getErr().println("kpemu: no function of " + binary + " matches '" + glob + "'");
+            return ExitCodes.USAGE;
+        }
+        return ExitCodes.OK;
+    }
+
     @Override public Integer call() throws KernelImageException, java.io.IOException {
         Arch a = ArchOption.one(spec, arch);
         KernelChoice choice = KernelOption.parse(spec, kernel);
         if (errorInjectable) return printErrorInjectable(a, choice);
+        if (binary != null) return printBinaryFunctions();
         // x86: the vmlinux the cache keeps next to a Debian bzImage reads without decompressing
         Path k = choice instanceof KernelChoice.Debian d && a == Arch.X86_64
                 ? GuestImages.forRepository().vmlinux(a, d) : KernelOption.file(choice, a);

@@ -23,7 +23,7 @@ import java.util.OptionalLong;
 public final class ElfImage {
     public static final int PT_LOAD = 1, PT_NOTE = 4;
     public static final int PF_X = 1, PF_W = 2, PF_R = 4;
-    public static final int SHT_SYMTAB = 2, SHT_NOTE = 7, SHT_NOBITS = 8;
+    public static final int SHT_SYMTAB = 2, SHT_NOTE = 7, SHT_NOBITS = 8, SHT_DYNSYM = 11;
     public static final int SHF_WRITE = 1, SHF_ALLOC = 2, SHF_EXECINSTR = 4;
     public static final int SHN_UNDEF = 0, SHN_ABS = 0xfff1, SHN_COMMON = 0xfff2;
     public static final int STB_LOCAL = 0, STB_GLOBAL = 1, STB_WEAK = 2;
@@ -220,14 +220,23 @@ public final class ElfImage {
      * left out. Names come from the string table the section's sh_link names.
      */
     public List<ElfSymbol> symbols() throws KernelImageException {
-        Optional<Section> tab = sections.stream().filter(s -> s.type == SHT_SYMTAB).findFirst();
+        return symbols(SHT_SYMTAB);
+    }
+
+    /** The symbols of {@code .dynsym} (a dynamically linked program's or library's exports; empty when it has none). */
+    public List<ElfSymbol> dynamicSymbols() throws KernelImageException {
+        return symbols(SHT_DYNSYM);
+    }
+
+    private List<ElfSymbol> symbols(int sectionType) throws KernelImageException {
+        Optional<Section> tab = sections.stream().filter(s -> s.type == sectionType).findFirst();
         if (tab.isEmpty()) return List.of();
         Section st = tab.get();
-        if (st.link <= 0 || st.link >= sections.size()) throw new KernelImageException(name + ": corrupt ELF: .symtab names no string table");
+        if (st.link <= 0 || st.link >= sections.size()) throw new KernelImageException(name + ": corrupt ELF: " + st.name + " names no string table");
         Section str = sections.get(st.link);
         byte[] data = bytes();
         if (st.offset < 0 || st.offset + st.size > data.length || str.offset < 0 || str.offset + str.size > data.length) {
-            throw new KernelImageException(name + ": corrupt ELF: .symtab or its string table lies outside the file");
+            throw new KernelImageException(name + ": corrupt ELF: " + st.name + " or its string table lies outside the file");
         }
         ByteBuffer b = ImageFiles.le(data);
         List<ElfSymbol> out = new ArrayList<>((int) (st.size / 24));

@@ -728,7 +728,10 @@ public final class TracedBoot implements BootHooks {
         return this;
     }
 
-    /** Whether a definition line is a uprobe's: {@code p}/{@code r} with a {@code PATH:OFFSET} place (a {@code /} and a {@code :}, which no kprobe place has). */
+    /**
+     * Whether a definition line is a uprobe's: {@code p}/{@code r} with a {@code PATH:OFFSET} or
+     * (kpemu's extension) {@code PATH:SYMBOL[+OFFS]} place (a {@code /} and a {@code :}, which no kprobe place has).
+     */
     public static boolean isUprobeDefinition(String line) {
         String[] t = line.strip().split("\\s+");
         if (t.length < 2 || t[0].isEmpty() || (t[0].charAt(0) != 'p' && t[0].charAt(0) != 'r')) return false;
@@ -741,8 +744,19 @@ public final class TracedBoot implements BootHooks {
         return false;
     }
 
+    /**
+     * kpemu's {@code PATH:SYMBOL[+OFFS]} places resolved at parse time, one line each
+     * ({@code PLACE = PATH:0xOFFSET}), for {@code --list}: Linux's uprobe_events takes only offsets.
+     */
+    public List<String> uprobeSymbolPlaces() { return List.copyOf(uprobeSymbolPlaces); }
+
+    private final List<String> uprobeSymbolPlaces = new ArrayList<>();
+
     private dev.kpemu.kprobes.events.UprobeDef parseUprobe(String line, Arch arch) {
         if (guestFiles == null) throw new IllegalStateException("a uprobe definition needs the guest's files (guestFiles)");
+        String linux = dev.kpemu.kprobes.events.UprobeSymbolPlaces.resolve(line, guestFiles);
+        if (!linux.equals(line)) uprobeSymbolPlaces.add(line.strip().split("\\s+")[1] + " = " + linux.strip().split("\\s+")[1]);
+        line = linux;
         try {
             if (new dev.kpemu.kprobes.events.UprobeParser(arch, dialect, guestFiles).parse(line) instanceof dev.kpemu.kprobes.events.UprobeDef d) return d;
             throw new IllegalStateException("not a uprobe definition: " + line);

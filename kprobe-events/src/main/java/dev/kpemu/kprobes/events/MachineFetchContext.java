@@ -342,9 +342,10 @@ public final class MachineFetchContext implements FetchContext {
                 long a = address + n;
                 if (user && !userRange(a, 1)) break;
                 long pa = physical(a, user);
-                if (pa < 0) break;
                 int chunk = (int) Math.min(Math.min(max - n, STRING_CHUNK), 0x1000 - (a & 0xfff));
-                machine.memory().read(pa, dst, offset + n, chunk);
+                if (pa >= 0) machine.memory().read(pa, dst, offset + n, chunk);
+                // a page the process has not touched: uprobes' strncpy_from_user faults it in
+                else if (!user || notPresent == null || !notPresent.read(a, dst, offset + n, chunk)) break;
                 for (int i = 0; i < chunk; i++) {
                     if (dst[offset + n + i] == 0) return n + i + 1;
                 }

@@ -116,6 +116,13 @@ public final class UprobeMappings {
         onMapped.add(Objects.requireNonNull(listener));
     }
 
+    /** Calls {@code listener} with each watched mapping a fork copies into the child's mm (the child keeps the parent's probes). */
+    public void onCopied(java.util.function.Consumer<Mapping> listener) {
+        onCopied.add(Objects.requireNonNull(listener));
+    }
+
+    private final List<java.util.function.Consumer<Mapping>> onCopied = new ArrayList<>();
+
     /** How many times the guest called a hooked function (each a host stop). */
     public long hookCalls() { return calls; }
 
@@ -149,6 +156,9 @@ public final class UprobeMappings {
         List<Mapping> child = new ArrayList<>();
         for (Mapping p : parent) child.add(new Mapping(newMm, p.file(), p.start(), p.end(), p.pgoff(), p.exec()));
         byMm.put(newMm, child);
+        // the child's copies of the parent's pages keep the breakpoints (Linux: dup_mmap copies the
+        // VMAs, uprobe_dup_mmap only marks the mm)
+        for (Mapping m : child) for (var l : onCopied) l.accept(m);
     }
 
     /** Removes [start, end) from the mappings, keeping the parts outside it. */

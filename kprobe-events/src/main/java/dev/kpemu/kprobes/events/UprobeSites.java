@@ -49,6 +49,7 @@ public final class UprobeSites {
         this.onHit = Objects.requireNonNull(onHit);
         this.mmPgd = btf.offsetOf("mm_struct", "pgd").bitOffset() / 8;
         mappings.onMapped(this::mapped);
+        mappings.onCopied(this::mapped);
     }
 
     private void mapped(UprobeMappings.Mapping m) {

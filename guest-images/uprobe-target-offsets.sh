@@ -1,0 +1,21 @@
+# Sourced by guest-images/record-uprobes-prog.sh: the probe points of the user program
+# (programs/uprobe-target.c, built by build-uprobe-target.sh, not stripped), found with the host's
+# binutils (nm, readelf) and recorded with the reference they serve. Changes nothing.
+#
+# Provides: uprobe_target_offsets FILE, which sets
+#   $ut_fact   the file offset of fact (recursive: the return probes)
+#   $ut_greet  the file offset of greet (called in a loop and by the forked child)
+# (elf_file_offset and hex_dec come from busybox-offsets.sh.)
+
+# The file offset of the text symbol NAME of FILE.
+symbol_file_offset() {
+  local f=$1 sym=$2 va
+  va=$(nm "$f" | awk -v s="$sym" '$3 == s && ($2 == "T" || $2 == "t") { print $1; exit }')
+  [ -n "$va" ] || { echo "uprobe-target-offsets: no text symbol $sym in $f" >&2; return 1; }
+  elf_file_offset "$f" "$(hex_dec "$va")"
+}
+
+uprobe_target_offsets() {
+  ut_fact=$(symbol_file_offset "$1" fact) || return 1
+  ut_greet=$(symbol_file_offset "$1" greet) || return 1
+}
