@@ -98,7 +98,12 @@ struct kpemu_guard {
 
 size_t kpemu_guard_size(void) { return sizeof(struct kpemu_guard); }
 size_t kpemu_guard_entry_size(void) { return sizeof(struct kpemu_guard_entry); }
-#define KPEMU_BREAKS 64
+#define KPEMU_BREAKS 4096
+/* A filter in front of the break list: bit (address * golden ratio) >> (64 - 14) of break_bits is set
+   for every listed address (the host keeps it); a translated block whose bit is clear is no break,
+   so the list is scanned only for the few blocks whose bit is set, however many breaks there are. */
+#define KPEMU_BREAK_BITS_LOG2 14
+#define KPEMU_BREAK_BITS (1u << KPEMU_BREAK_BITS_LOG2)
 
 struct kpemu_clock {
     uint64_t executed;  /* instructions charged so far */
@@ -123,12 +128,19 @@ struct kpemu_clock {
     int64_t instr_offset;
     int64_t idle_nanos;
     double nanos_per_instr;
+    uint32_t break_filter; /* 1: break_bits is kept by the host and checked first; 0: scan the list */
+    uint32_t pad_filter;
+    uint64_t break_bits[KPEMU_BREAK_BITS / 64];
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
 size_t kpemu_clock_guard_bits_offset(void) { return offsetof(struct kpemu_clock, guard_bits); }
 size_t kpemu_clock_resumed_break_offset(void) { return offsetof(struct kpemu_clock, resumed_break); }
 size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, instr_offset); }
+size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
+size_t kpemu_clock_break_bits_offset(void) { return offsetof(struct kpemu_clock, break_bits); }
+uint32_t kpemu_clock_break_capacity(void) { return KPEMU_BREAKS; }
+uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
 
@@ -144,7 +156,7 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    translated, on both arches (kpemu_clock_tb_generated; resumed_break,
    kpemu_clock_resumed_break_offset). 64, 128 and 256 (a per-block break filter, arm64 breaks in
    the granule bitmap, its page summary) are gone. */
-uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048; }
+uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -254,6 +266,12 @@ static __attribute__((noinline)) int guard_differs(uc_engine *uc, struct kpemu_g
  * is stopped and break_hit set). Resuming from it (skip_once) lets the block run and ends the slice
  * after it: the host then drops the block so the guest's next arrival is translated, and seen, again.
  */
+static inline int break_may_be(const struct kpemu_clock *c, uint64_t address) {
+    if (!c->break_filter) return 1;
+    uint64_t bit = (address * 0x9E3779B97F4A7C15ull) >> (64 - KPEMU_BREAK_BITS_LOG2);
+    return (int)((c->break_bits[bit >> 6] >> (bit & 63)) & 1);
+}
+
 static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t n) {
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
@@ -286,7 +304,7 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
     uint64_t address = cur->pc;
     uint32_t size = cur->size;
     uint32_t n = c->arm64 ? (size + 3) / 4 : cur->icount;
-    if (c->nbreaks != 0 && break_reached(uc, c, address, n)) return;
+    if (c->nbreaks != 0 && break_may_be(c, address) && break_reached(uc, c, address, n)) return;
     if (c->guard != NULL && c->guard->live && c->guard_bits != NULL
             && guard_may_touch(c->guard_bits, address, address + (size ? size : 1))
             && guard_differs(uc, c->guard, address, size)) {

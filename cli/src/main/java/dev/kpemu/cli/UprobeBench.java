@@ -30,9 +30,13 @@ import dev.kpemu.session.TracedBoot;
  * {@code test_main} through ash's {@code [} builtin), each row against a boot without uprobes in
  * the same round, the rows' order rotated each round:
  * <ul>
- * <li>{@link #UNHIT} {@code p} uprobes on busybox applets' main functions the guest never runs
- *     (busybox's {@code applet_main[]} table, found as guest-images/busybox-offsets.sh finds it):
- *     the unhit rule (ratio ~1, the same instruction count);</li>
+ * <li>{@link #UNHIT} {@code p} uprobes on busybox functions the guest never runs: call targets in
+ *     busybox's {@code .text} (x86-64 {@code call rel32} targets called from two places or more,
+ *     arm64 {@code bl} targets) and applets' main functions ({@code applet_main[]}, found as
+ *     guest-images/busybox-offsets.sh finds it), less the applets the guest runs, less every one a
+ *     calibration boot with up to {@link #CALIBRATION} of them probed saw hit (the runs are
+ *     deterministic: the bench fails if the row then counts an event): the unhit rule (ratio ~1,
+ *     the same instruction count);</li>
  * <li>one {@code p} uprobe with three fetch arguments (argc, argv, {@code +0(+8(argv)):string}) on
  *     {@code test_main}: the per-event cost, (row - baseline) / events.</li>
  * </ul>
@@ -40,8 +44,10 @@ import dev.kpemu.session.TracedBoot;
  * the registration point (BTF read, definitions placed) excluded.
  */
 final class UprobeBench {
-    /** Unhit uprobes: each distinct address takes a host breakpoint, and the native list holds 64 (kprobe engine's included). */
-    static final int UNHIT = 40;
+    /** Unhit uprobes (issue 27's 1,000); each distinct address takes one of the native list's host breakpoints. */
+    static final int UNHIT = 1000;
+    /** Candidates probed in the calibration boot, which finds the ones the guest runs. */
+    static final int CALIBRATION = 3000;
     static final int LOOPS = 20_000;
 
     record Row(String label, int probes, long instructions, long cpuNanos, long events, List<Double> ratios) {
@@ -69,15 +75,19 @@ final class UprobeBench {
                 "sleep", "stty", "setsid", "cttyhack", "mkdir", "mknod", "printf", "init", "linuxrc", "busybox");
         java.util.Set<Long> runs = new java.util.HashSet<>();
         for (String u : used) if (mains.containsKey(u)) runs.add(mains.get(u));
-        List<String> unhit = new ArrayList<>();
-        for (long off : mains.values().stream().distinct().sorted().toList()) {
-            if (runs.contains(off) || unhit.size() == UNHIT) continue;
-            unhit.add("p:bench/u" + unhit.size() + " /bin/busybox:0x" + Long.toHexString(off));
+        java.util.TreeSet<Long> candidates = new java.util.TreeSet<>(callTargets(busybox, arch));
+        candidates.addAll(mains.values());
+        candidates.removeAll(runs);
+        List<Long> probed = new ArrayList<>(candidates);
+        if (probed.size() > CALIBRATION) {   // spread over the text, not its first part only
+            List<Long> spread = new ArrayList<>();
+            for (int i = 0; i < CALIBRATION; i++) spread.add(probed.get((int) ((long) i * probed.size() / CALIBRATION)));
+            probed = spread;
         }
+        List<String> calibration = new ArrayList<>();
+        for (int i = 0; i < probed.size(); i++) calibration.add("p:cal/c" + i + " /bin/busybox:0x" + Long.toHexString(probed.get(i)));
         String regs = arch == Arch.X86_64 ? "argc=%di:s32 argv=%si:x64 arg1=+0(+8(%si)):string" : "argc=%x0:s32 argv=%x1:x64 arg1=+0(+8(%x1)):string";
         List<String> hot = List.of("p:bench/test_main /bin/busybox:0x" + Long.toHexString(mains.get("test")) + " " + regs);
-        List<String> labels = List.of("no uprobes", UNHIT + " uprobes never hit (applet mains)", "1 uprobe, 3 fetchargs, on test_main");
-        List<List<String>> defs = List.of(List.of(), unhit, hot);
 
         byte[] initrd = CommandGuest.initramfs(busybox, arch,
                 List.of("sh", "-c", "i=0; while [ $i -lt " + LOOPS + " ]; do i=$((i+1)); done"), false).toBytes();
@@ -85,6 +95,17 @@ final class UprobeBench {
         try {
             Files.write(file, initrd);
             InitramfsFiles files = InitramfsFiles.read(initrd);
+            progress.printf("%s: calibration: %d candidate functions probed, to leave out the ones the guest runs%n", arch.linuxName(), calibration.size());
+            java.util.Set<String> hit = new java.util.HashSet<>();
+            boot(arch, file, files, calibration, r -> hit.add(r.event()));
+            List<String> unhit = new ArrayList<>();
+            for (int i = 0; i < probed.size() && unhit.size() < UNHIT; i++) {
+                if (hit.contains("c" + i)) continue;
+                unhit.add("p:bench/u" + unhit.size() + " /bin/busybox:0x" + Long.toHexString(probed.get(i)));
+            }
+            if (unhit.size() < UNHIT) throw new IllegalStateException(arch.linuxName() + ": only " + unhit.size() + " of " + probed.size() + " candidate functions were not hit");
+            List<String> labels = List.of("no uprobes", UNHIT + " uprobes never hit", "1 uprobe, 3 fetchargs, on test_main");
+            List<List<String>> defs = List.of(List.of(), unhit, hot);
             long[] best = new long[labels.size()], insns = new long[labels.size()], events = new long[labels.size()];
             List<List<Double>> ratios = new ArrayList<>();
             List<Double> perEvent = new ArrayList<>();
@@ -94,7 +115,8 @@ final class UprobeBench {
                 for (int k = 0; k < labels.size(); k++) {
                     int i = (k + rep) % labels.size();
                     progress.printf("%s: %s (round %d of %d)%n", arch.linuxName(), labels.get(i), rep + 1, repeat);
-                    long[] out = boot(arch, file, files, defs.get(i));
+                    long[] out = boot(arch, file, files, defs.get(i), r -> { });
+                    if (i == 1 && out[2] != 0) throw new IllegalStateException(arch.linuxName() + ": " + out[2] + " events of uprobes the calibration boot never saw hit");
                     round[i] = out[0];
                     insns[i] = out[1];
                     events[i] = roundEvents[i] = out[2];
@@ -112,11 +134,15 @@ final class UprobeBench {
     }
 
     /** One boot: {cpu ns without the registration, instructions, uprobe events}. */
-    private static long[] boot(Arch arch, Path initrd, InitramfsFiles files, List<String> defs) throws KernelImageException {
+    private static long[] boot(Arch arch, Path initrd, InitramfsFiles files, List<String> defs,
+            java.util.function.Consumer<dev.kpemu.kprobes.events.TraceRecord> seen) throws KernelImageException {
         var threads = java.lang.management.ManagementFactory.getThreadMXBean();
         long[] cpu = {0, 0, 0}, events = {0};
         TracedBoot traced = new TracedBoot(defs, null).keepRecords(false).guestFiles(files);
-        traced.addSink(r -> events[0]++);
+        traced.addSink(r -> {
+            events[0]++;
+            seen.accept(r);
+        });
         BootHooks hooks = new BootHooks() {
             @Override public void ready(LinuxGuest guest) {
                 traced.ready(guest);
@@ -184,6 +210,43 @@ final class UprobeBench {
                 if (s.containsVaddr(va)) mains.put(names.get(i), va - s.vaddr() + s.offset());
         }
         return mains;
+    }
+
+    /**
+     * File offsets of call targets in busybox's {@code .text}: x86-64 {@code e8 rel32} targets inside
+     * {@code .text} seen from two call sites or more (a byte 0xe8 inside another instruction rarely
+     * names the same target twice), arm64 {@code bl} targets (fixed-width instructions: exact).
+     */
+    static List<Long> callTargets(byte[] busybox, Arch arch) throws KernelImageException {
+        ElfImage elf = ElfImage.parse(busybox, "busybox");
+        var text = elf.section(".text").orElseThrow();
+        ByteBuffer b = ByteBuffer.wrap(busybox).order(ByteOrder.LITTLE_ENDIAN);
+        Map<Long, Integer> calls = new java.util.HashMap<>();
+        long start = text.offset(), end = text.offset() + text.size();
+        if (arch == Arch.X86_64) {
+            for (long o = start; o + 5 <= end; o++) {
+                if ((busybox[(int) o] & 0xff) != 0xe8) continue;
+                long target = o + 5 + b.getInt((int) o + 1);
+                if (target >= start && target < end) calls.merge(target, 1, Integer::sum);
+            }
+        } else {
+            for (long o = start; o + 4 <= end; o += 4) {
+                int insn = b.getInt((int) o);
+                if ((insn >>> 26) != 0b100101) continue;
+                long target = o + ((long) (insn << 6) >> 6) * 4;
+                if (target >= start && target < end) calls.merge(target, 2, Integer::sum);
+            }
+        }
+        long delta = text.addr() - text.offset();   // file offset == address - delta inside .text
+        List<Long> out = new ArrayList<>();
+        for (var e : calls.entrySet()) {
+            if (e.getValue() < 2) continue;
+            long va = e.getKey() + delta;
+            for (ElfImage.Segment s : elf.loadSegments())
+                if (s.executable() && s.containsVaddr(va)) out.add(va - s.vaddr() + s.offset());
+        }
+        out.sort(null);
+        return out;
     }
 
     private static int indexOf(byte[] h, byte[] n) {

@@ -25,8 +25,13 @@ import dev.kpemu.unicorn.Unicorn;
 final class InstructionClock implements AutoCloseable {
     private static final long EXECUTED = 0, DEADLINE = 8, BLOCKS = 16, STOPPED = 24, ARM64 = 28, WATCH_IRQ = 32, WATCH_STOPS = 36,
             NBREAKS = 40, BREAK_HIT = 44, SKIP_ONCE = 48, TSC_OFFSET = 56, GUARD = 64, BREAKS = 72;
-    /** Capacity of the native break list (KPEMU_BREAKS in kpemu_clock.c). */
-    static final int MAX_BREAKS = 64;
+    /** Capacity of the native break list (KPEMU_BREAKS in kpemu_clock.c: 64 in libraries without the filter). */
+    static final int MAX_BREAKS;
+    /** Feature bit of {@code kpemu_clock_features}: the break filter and a break list of kpemu_clock_break_capacity(). */
+    private static final int FEATURE_BREAK_FILTER = 4096;
+    /** Offsets of {@code break_filter} and {@code break_bits}, and log2 of the filter's bits; -1 without the filter. */
+    private static final long BREAK_FILTER, BREAK_BITS;
+    private static final int BREAK_BITS_LOG2;
     /** Feature bit of {@code kpemu_clock_features}: the native break list. */
     private static final int FEATURE_BREAKS = 4;
     /** Feature bit of {@code kpemu_clock_features}: the interrupt-enable watch. */
@@ -109,6 +114,46 @@ final class InstructionClock implements AutoCloseable {
             }
         }
         LIVE_TIME = liveAt;
+        long filterAt = -1, bitsOff = -1;
+        int capacity = 64, log2 = -1;
+        if ((f & FEATURE_BREAK_FILTER) != 0) {
+            try {
+                filterAt = (long) linker.downcallHandle(lib.find("kpemu_clock_break_filter_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                bitsOff = (long) linker.downcallHandle(lib.find("kpemu_clock_break_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                capacity = (int) linker.downcallHandle(lib.find("kpemu_clock_break_capacity").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                log2 = (int) linker.downcallHandle(lib.find("kpemu_clock_break_bits_log2").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_break_filter_offset: " + t, t);
+            }
+        }
+        BREAK_FILTER = filterAt;
+        BREAK_BITS = bitsOff;
+        BREAK_BITS_LOG2 = log2;
+        MAX_BREAKS = capacity;
+    }
+
+    /** The filter's bit for a break address (kpemu_clock.c's break_may_be: a multiplicative hash). */
+    private static long breakBit(long address) { return (address * 0x9E3779B97F4A7C15L) >>> (64 - BREAK_BITS_LOG2); }
+
+    /** False only when no break can be at {@code address} (its filter bit is clear). */
+    private boolean breakMayBe(long address) {
+        if (BREAK_BITS < 0) return true;
+        long bit = breakBit(address);
+        return ((state.get(JAVA_LONG, BREAK_BITS + 8 * (bit >>> 6)) >>> (bit & 63)) & 1) != 0;
+    }
+
+    private void setBreakBit(long address) {
+        if (BREAK_BITS < 0) return;
+        long bit = breakBit(address), at = BREAK_BITS + 8 * (bit >>> 6);
+        state.set(JAVA_LONG, at, state.get(JAVA_LONG, at) | (1L << (bit & 63)));
+    }
+
+    /** The filter made again from the list (after a removal: another break may share a bit). */
+    private void rebuildBreakBits() {
+        if (BREAK_BITS < 0) return;
+        state.asSlice(BREAK_BITS, (1L << BREAK_BITS_LOG2) / 8).fill((byte) 0);
+        int n = state.get(JAVA_INT, NBREAKS);
+        for (int i = 0; i < n; i++) setBreakBit(state.get(JAVA_LONG, BREAKS + 8L * i));
     }
 
 
@@ -129,6 +174,7 @@ final class InstructionClock implements AutoCloseable {
         }
         state.fill((byte) 0);
         state.set(JAVA_INT, ARM64, arm64 ? 1 : 0);
+        if (BREAK_FILTER >= 0) state.set(JAVA_INT, BREAK_FILTER, 1);
         hook = uc.hookBlockNative(BLOCK_HOOK, state, 1, 0);
         // Breaks and guarded text are checked when a block is translated; x86 block counts are
         // cached by address and size, and a re-translated block (the guest rewrote its text) must
@@ -173,9 +219,12 @@ final class InstructionClock implements AutoCloseable {
             throw new IllegalStateException("libkpemu_clock.so predates native breakpoints; rebuild it with scripts/fetch-natives.sh");
         }
         int n = state.get(JAVA_INT, NBREAKS);
-        for (int i = 0; i < n; i++) if (state.get(JAVA_LONG, BREAKS + 8L * i) == address) return false;
+        if (breakMayBe(address)) {
+            for (int i = 0; i < n; i++) if (state.get(JAVA_LONG, BREAKS + 8L * i) == address) return false;
+        }
         if (n == MAX_BREAKS) throw new IllegalStateException("more than " + MAX_BREAKS + " host breakpoints");
         state.set(JAVA_LONG, BREAKS + 8L * n, address);
+        setBreakBit(address);
         state.set(JAVA_INT, NBREAKS, n + 1);
         return true;
     }
@@ -234,6 +283,7 @@ final class InstructionClock implements AutoCloseable {
             if (state.get(JAVA_LONG, BREAKS + 8L * i) != address) continue;
             state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
             state.set(JAVA_INT, NBREAKS, n - 1);
+            rebuildBreakBits();
             if (state.get(JAVA_LONG, SKIP_ONCE) == address) state.set(JAVA_LONG, SKIP_ONCE, 0);
             return;
         }
@@ -263,6 +313,7 @@ final class InstructionClock implements AutoCloseable {
      */
     boolean stopsBefore(long pc) {
         int n = state.get(JAVA_INT, NBREAKS);
+        if (n == 0 || !breakMayBe(pc)) return false;
         for (int i = 0; i < n; i++) {
             if (state.get(JAVA_LONG, BREAKS + 8L * i) != pc) continue;
             if (state.get(JAVA_LONG, SKIP_ONCE) == pc) {

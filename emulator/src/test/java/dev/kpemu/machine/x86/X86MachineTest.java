@@ -241,6 +241,52 @@ class X86MachineTest {
         }
     }
 
+    /**
+     * A thousand host breakpoints at once (1,000 uprobes on code that never runs): the native list
+     * holds them, the ones never reached stop nothing, the reached one stops at each arrival, and
+     * after removals (which rebuild the list's filter) the rest still stop.
+     */
+    @Test
+    void aThousandBreaksOnlyTheReachedOneStops() {
+        String program = """
+                _start:
+                  xor %ebx, %ebx
+                loop:
+                  call f1
+                  inc %ebx
+                  cmp $3, %ebx
+                  jne loop
+                  call f2
+                  hlt
+                  .org 0x1000
+                f1: add $1, %ecx
+                  ret
+                  .org 0x2000
+                f2: mov $1, %eax
+                  ret
+                """;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, Asm.x86(program, CODE));
+            m.setPc(CODE);
+            long f1 = CODE + 0x1000, f2 = CODE + 0x2000;
+            for (int i = 0; i < 1000; i++) m.addBreakpoint(CODE + 0x3000 + 16L * i);
+            m.addBreakpoint(f1);
+            m.addBreakpoint(f2);
+            for (int arrival = 0; arrival < 3; arrival++) {
+                assertEquals(new StopReason.Breakpoint(f1), m.run(1_000_000), "arrival " + arrival);
+                assertEquals(arrival, m.engine().regRead(X86Reg.RBX), "stopped before the block ran, arrival " + arrival);
+            }
+            for (int i = 0; i < 1000; i += 2) m.removeBreakpoint(CODE + 0x3000 + 16L * i);
+            m.removeBreakpoint(f1);
+            assertEquals(new StopReason.Breakpoint(f2), m.run(1_000_000), "f2's break still stops after removals");
+            m.removeBreakpoint(f2);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(3, m.engine().regRead(X86Reg.RCX), "f1 ran once per arrival");
+            assertEquals(1, m.engine().regRead(X86Reg.RAX), "f2 ran");
+        }
+    }
+
     @Test
     void int3AndUd2NotOursReachGuestHandlers() {
         String src = SETUP_GATES + """
