@@ -24,6 +24,7 @@ import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.boot.MemorySnapshot;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
@@ -57,7 +58,7 @@ public final class FaultExploration {
     /** The console lines kept as kernel messages: Linux's reports of a kernel problem. */
     public static final Pattern KERNEL_PROBLEM = Pattern.compile("WARNING|BUG|Oops|panic|Call Trace|lockdep|KASAN|kmemleak");
     /** Where an exec has its new program's argv in place and the task's pid: past the point of no return. */
-    static final String EXEC_POINT = "setup_new_exec";
+    static final String EXEC_POINT = FunctionFailure.EXEC_POINT;
     /** Linux's EINVAL (include/uapi/asm-generic/errno-base.h). */
     private static final long EINVAL = 22;
 
@@ -120,6 +121,7 @@ public final class FaultExploration {
             long t0 = System.nanoTime();
             Counting counting = count(kernel, initrd);
             long countingNanos = System.nanoTime() - t0;
+            MemorySnapshot atExec = snapshotAtExec(kernel, initrd, counting.execHits);
             List<Call> calls = counting.calls;
             List<Call> mine = new ArrayList<>();
             for (int i = 0; i < calls.size(); i++) if (i % b.shardCount == b.shardIndex - 1) mine.add(calls.get(i));
@@ -134,7 +136,7 @@ public final class FaultExploration {
                     futures.add(pool.submit(() -> {
                         Row row;
                         try {
-                            row = fork(kernel, initrd, index, c, counting.pid, forkStart);
+                            row = fork(kernel, initrd, atExec, index, c, counting.pid, forkStart);
                         } catch (KpemuException e) {     // this run could not be made: its row says why, the others go on
                             row = new Row(index, c.function(), c.nth(), spec(c, counting.pid).retval(), c.stack(), "ERROR: " + e.getMessage(),
                                     null, "", List.of(), 0, reproduce(spec(c, counting.pid)));
@@ -174,12 +176,13 @@ public final class FaultExploration {
         }
     }
 
-    private record Counting(int pid, List<Call> calls, long readyToExecNanos) {}
+    /** The counting run's findings; {@code execHits}: the {@value #EXEC_POINT} entries from the snapshot's point to the command's, its included. */
+    private record Counting(int pid, List<Call> calls, long readyToExecNanos, long execHits) {}
 
     /** The counting run: from the snapshot, the command's task found at its exec, each site's calls by its tree. */
     private Counting count(Path kernel, Path initrd) throws IOException {
         int[] pid = {0};
-        long[] readyAt = {0}, execAt = {0};
+        long[] readyAt = {0}, execAt = {0}, execHits = {0};
         List<Call> calls = new ArrayList<>();
         Map<String, Long> counts = new TreeMap<>();
         TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true);
@@ -189,6 +192,7 @@ public final class FaultExploration {
             SymbolResolver symbols = SymbolResolver.of(guest.symbols());
             // the command's task: the child of init that executes the command's argv
             kprobes.register(Kprobe.at(EXEC_POINT, 0).pre((kp, regs) -> {
+                if (pid[0] == 0) execHits[0]++;
                 if (pid[0] == 0 && tasks.parentPid(regs) == 1 && b.command.equals(tasks.execArgv(regs, b.command.size()))) {
                     pid[0] = tasks.pid(regs);
                     execAt[0] = System.nanoTime();
@@ -210,21 +214,49 @@ public final class FaultExploration {
             }
         });
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, hooks, console, OutputStream.nullOutputStream());
+        BootRunner.Result r = boot(kernel, initrd, hooks, console, OutputStream.nullOutputStream(), null);
         if (pid[0] == 0)
             throw new KpemuException("the command never ran as a program (a shell builtin? run it with sh -c '...'); the guest: " + r.status(), null);
         calls.sort(Comparator.comparing(Call::function).thenComparingLong(Call::nth));
-        return new Counting(pid[0], List.copyOf(calls), execAt[0] - readyAt[0]);
+        return new Counting(pid[0], List.copyOf(calls), execAt[0] - readyAt[0], execHits[0]);
     }
 
-    private Row fork(Path kernel, Path initrd, int index, Call c, int commandPid, long[] forkStart) throws IOException {
+    /**
+     * The machine at the command's exec, kept in memory: a run from the init snapshot without
+     * probes that stops at the {@code execHits}-th entry of {@value #EXEC_POINT} (a host
+     * breakpoint; the machine is deterministic, so it is the counting run's command exec) and
+     * saves it there. Each row starts from it, and its {@code after=exec} counts from there as the
+     * counting run and the printed command count from that exec.
+     */
+    private MemorySnapshot snapshotAtExec(Path kernel, Path initrd, long execHits) throws IOException {
+        MemorySnapshot[] taken = {null};
+        BootHooks hooks = new BootHooks() {
+            private long at = -1, hits;
+
+            @Override public void ready(LinuxGuest guest) {
+                at = guest.symbols().address(EXEC_POINT);
+                guest.machine().addBreakpoint(at);
+            }
+
+            @Override public boolean breakpoint(LinuxGuest guest, long address) {
+                if (address != at || ++hits < execHits) return true;
+                taken[0] = MemorySnapshot.take(guest.machine(), EXEC_POINT + " #" + execHits);
+                return false;
+            }
+        };
+        BootRunner.Result r = boot(kernel, initrd, hooks, OutputStream.nullOutputStream(), OutputStream.nullOutputStream(), null);
+        if (taken[0] == null) throw new KpemuException("the run to the command's exec did not get there: " + r.status(), null);
+        return taken[0];
+    }
+
+    private Row fork(Path kernel, Path initrd, MemorySnapshot atExec, int index, Call c, int commandPid, long[] forkStart) throws IOException {
         FailSpec spec = spec(c, commandPid);
         List<FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
-        TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true).fails(List.of(spec), injections::add);
+        TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtCommandExec(true).fails(List.of(spec), injections::add);
         long t0 = System.nanoTime();
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> forkStart[index] = System.nanoTime() - t0), console, output);
+        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> forkStart[index] = System.nanoTime() - t0), console, output, atExec);
         String out = output.toString(StandardCharsets.UTF_8);
         String first = out.isEmpty() ? "" : out.lines().findFirst().orElse("");
         List<String> messages = console.toString(StandardCharsets.UTF_8).lines().filter(l -> KERNEL_PROBLEM.matcher(l).find()).toList();
@@ -232,9 +264,9 @@ public final class FaultExploration {
                 messages, injections.size(), reproduce(spec));
     }
 
-    /** The spec of a row: the site's value, the command's task tree, the Nth call. */
+    /** The spec of a row: the site's value, the command's task tree from its exec, the Nth call. */
     FailSpec spec(Call c, int commandPid) {
-        return FailSpec.parse(c.function() + "=" + retvalFor(b.sites.get(c.function())) + ",tree=" + commandPid + ",nth=" + c.nth());
+        return FailSpec.parse(c.function() + "=" + retvalFor(b.sites.get(c.function())) + ",tree=" + commandPid + ",after=exec,nth=" + c.nth());
     }
 
     private String reproduce(FailSpec spec) {
@@ -251,12 +283,14 @@ public final class FaultExploration {
         return "'" + s.replace("'", "'\\''") + "'";
     }
 
-    private BootRunner.Result boot(Path kernel, Path initrd, BootHooks hooks, OutputStream console, OutputStream commandOutput) throws IOException {
+    /** One run from the init snapshot (the cache), or from {@code atExec} when not null. */
+    private BootRunner.Result boot(Path kernel, Path initrd, BootHooks hooks, OutputStream console, OutputStream commandOutput,
+                                   MemorySnapshot atExec) throws IOException {
         BootRunner.Options options = new BootRunner.Options(b.arch, kernel, initrd, CommandGuest.commandLine(b.arch, null), 256, b.timeoutSeconds,
                 console, null, new GuestTerminal(commandOutput, null), null, false).withCpus(1, dev.kpemu.machine.Schedule.DEFAULT_SEED);
         BootSnapshot snap = BootSnapshot.cache(GuestImages.forRepository().cacheRoot().resolve("snapshots"), b.snapshotNotices);
         try {
-            return BootRunner.boot(options, hooks, snap);
+            return atExec != null ? BootRunner.bootFrom(options, hooks, atExec) : BootRunner.boot(options, hooks, snap);
         } catch (KernelImageException | SnapshotException e) {
             throw new KpemuException(e.getMessage(), e);
         }

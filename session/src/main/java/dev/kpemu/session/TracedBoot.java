@@ -115,6 +115,7 @@ public final class TracedBoot implements BootHooks {
     private long moduleComingAt = -1, moduleGoingAt = -1;
     private String armAtName;
     private boolean armAtInit;
+    private boolean armAtExec;
     private boolean returnedFromArmPoint;
     private Kprobes kprobes;
     private EventEngine events;
@@ -189,6 +190,17 @@ public final class TracedBoot implements BootHooks {
     }
 
     /**
+     * Registers the probes at the first stop at {@value dev.kpemu.kprobes.fail.FunctionFailure#EXEC_POINT}
+     * instead: a machine restored from a snapshot taken there, at the command's exec
+     * ({@code kpemu faults}); the failures with {@code after=exec} count from there.
+     */
+    public TracedBoot armAtCommandExec(boolean atExec) {
+        this.armAtExec = atExec;
+        if (atExec) this.armAtInit = true;
+        return this;
+    }
+
+    /**
      * The {@code kprobe_events} language to speak: null (the default) follows the booted kernel
      * ({@link Dialect#forRelease}); a dialect forces that kernel's grammar, types and messages.
      */
@@ -256,7 +268,7 @@ public final class TracedBoot implements BootHooks {
         SymbolTable syms = guest.symbols();
         dev.kpemu.boot.PhaseLog.mark("kernel symbols (kallsyms)");
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
-        armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
+        armAtName = early ? ARM_AT_BOOT : armAtExec ? dev.kpemu.kprobes.fail.FunctionFailure.EXEC_POINT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
         dev.kpemu.boot.PhaseLog.mark("probe symbols (BTF when the dialect has typed arguments)");
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
@@ -517,7 +529,7 @@ public final class TracedBoot implements BootHooks {
                 eventCount.incrementAndGet();
                 for (Consumer<TraceRecord> sink : sinks) sink.accept(r);
                 onInjection.accept(i);
-            });
+            }, armAtExec);
     }
 
     /** The group and name of the trace event each injection makes ({@link #injectionRecord}). */
