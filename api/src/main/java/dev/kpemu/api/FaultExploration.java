@@ -71,20 +71,24 @@ public final class FaultExploration {
      * {@link Outcome}'s name, or {@code ERROR: why} when the run could not be made, the command's {@code exit} status or null, the first line of its
      * output, {@code kernelMessages}: the console lines {@link #KERNEL_PROBLEM} matches),
      * {@code injected} (how many calls failed: 1 when the Nth call came as counted) and
-     * {@code reproduce}, the {@code kpemu boot} command line of the same run.
+     * {@code reproduce}, the {@code kpemu boot} command line of the same run, and {@code trace}, the
+     * run's trace as {@code kpemu boot} prints it (its {@code kpemu/fail_function} lines): the
+     * printed command's run gives the same bytes.
      */
     public record Row(int index, String function, long nth, long retval, List<String> stack, String outcome, Integer exit,
-                      String firstLine, List<String> kernelMessages, int injected, String reproduce) {}
+                      String firstLine, List<String> kernelMessages, int injected, String reproduce, String trace) {}
 
-    /** What the exploration found: the command's pid, the counted calls, the rows run (all, or a shard's). */
     /**
      * What the exploration found: the command's pid, the counted calls, the rows run (all, or a
      * shard's); host times: the counting run's whole run, its time from the snapshot's point
-     * (restored, probes registered) to the command's exec, and each row's run from its start to
-     * that point (the restore).
+     * (restored, probes registered) to the command's exec, the run that keeps the machine at the
+     * command's exec in memory, and each row's run from its start to its probes registered at that
+     * exec (the restore and the probes' set-up), in wall time and in its thread's CPU time.
      */
     public record Result(int commandPid, List<Call> calls, List<Row> rows, long countingHostNanos, long countingReadyToExecNanos,
-                         List<Long> forkReadyNanos) {}
+                         long execSnapshotNanos, List<Long> forkReadyNanos, List<Long> forkReadyCpuNanos) {}
+
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     private final Builder b;
 
@@ -121,12 +125,14 @@ public final class FaultExploration {
             long t0 = System.nanoTime();
             Counting counting = count(kernel, initrd);
             long countingNanos = System.nanoTime() - t0;
+            long t1 = System.nanoTime();
             MemorySnapshot atExec = snapshotAtExec(kernel, initrd, counting.execHits);
+            long execSnapshotNanos = System.nanoTime() - t1;
             List<Call> calls = counting.calls;
             List<Call> mine = new ArrayList<>();
             for (int i = 0; i < calls.size(); i++) if (i % b.shardCount == b.shardIndex - 1) mine.add(calls.get(i));
             Row[] rows = new Row[calls.size()];
-            long[] forkStart = new long[calls.size()];
+            long[] forkStart = new long[calls.size()], forkCpu = new long[calls.size()];
             int threads = Math.max(1, Math.min(b.jobs, mine.size()));
             ExecutorService pool = Executors.newFixedThreadPool(threads, r -> new Thread(null, r, "kpemu-fault-fork", 64L << 20));
             try {
@@ -136,10 +142,10 @@ public final class FaultExploration {
                     futures.add(pool.submit(() -> {
                         Row row;
                         try {
-                            row = fork(kernel, initrd, atExec, index, c, counting.pid, forkStart);
+                            row = fork(kernel, initrd, atExec, index, c, counting.pid, forkStart, forkCpu);
                         } catch (KpemuException e) {     // this run could not be made: its row says why, the others go on
                             row = new Row(index, c.function(), c.nth(), spec(c, counting.pid).retval(), c.stack(), "ERROR: " + e.getMessage(),
-                                    null, "", List.of(), 0, reproduce(spec(c, counting.pid)));
+                                    null, "", List.of(), 0, reproduce(spec(c, counting.pid)), "");
                         }
                         rows[index] = row;
                         synchronized (onRow) { onRow.accept(row); }
@@ -162,14 +168,15 @@ public final class FaultExploration {
                 pool.shutdownNow();
             }
             List<Row> out = new ArrayList<>();
-            List<Long> starts = new ArrayList<>();
+            List<Long> starts = new ArrayList<>(), cpus = new ArrayList<>();
             for (int i = 0; i < rows.length; i++) {
                 if (rows[i] != null) {
                     out.add(rows[i]);
                     starts.add(forkStart[i]);
+                    cpus.add(forkCpu[i]);
                 }
             }
-            return new Result(counting.pid, calls, out, countingNanos, counting.readyToExecNanos, starts);
+            return new Result(counting.pid, calls, out, countingNanos, counting.readyToExecNanos, execSnapshotNanos, starts, cpus);
         } finally {
             Files.deleteIfExists(initrd);
             Files.deleteIfExists(initrd.getParent());
@@ -249,19 +256,25 @@ public final class FaultExploration {
         return taken[0];
     }
 
-    private Row fork(Path kernel, Path initrd, MemorySnapshot atExec, int index, Call c, int commandPid, long[] forkStart) throws IOException {
+    private Row fork(Path kernel, Path initrd, MemorySnapshot atExec, int index, Call c, int commandPid, long[] forkStart,
+                     long[] forkCpu) throws IOException {
         FailSpec spec = spec(c, commandPid);
         List<FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
         TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtCommandExec(true).fails(List.of(spec), injections::add);
-        long t0 = System.nanoTime();
+        StringBuilder trace = new StringBuilder();
+        traced.addSink(rec -> trace.append(rec.line()).append('\n'));
+        long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> forkStart[index] = System.nanoTime() - t0), console, output, atExec);
+        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> {
+            forkStart[index] = System.nanoTime() - t0;
+            forkCpu[index] = THREADS.getCurrentThreadCpuTime() - c0;
+        }), console, output, atExec);
         String out = output.toString(StandardCharsets.UTF_8);
         String first = out.isEmpty() ? "" : out.lines().findFirst().orElse("");
         List<String> messages = console.toString(StandardCharsets.UTF_8).lines().filter(l -> KERNEL_PROBLEM.matcher(l).find()).toList();
         return new Row(index, c.function(), c.nth(), spec.retval(), c.stack(), Outcome.of(r.outcome()).name(), r.commandExit(), first,
-                messages, injections.size(), reproduce(spec));
+                messages, injections.size(), reproduce(spec), trace.toString());
     }
 
     /** The spec of a row: the site's value, the command's task tree from its exec, the Nth call. */
