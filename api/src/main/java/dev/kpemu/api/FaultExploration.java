@@ -43,10 +43,13 @@ import dev.kpemu.session.TracedBoot;
 /**
  * Every failure point of a command ({@code kpemu faults}): one run of the command from the
  * snapshot taken where init starts ({@link BootSnapshot}, the cache {@code kpemu boot --snapshot}
- * uses) counts the calls of each site (an error-injectable function) made by the command's tasks;
- * then one run per (site, Nth call) from the same snapshot with that call failing
- * ({@code FUNC=RETVAL,tree=PID,nth=N}), in parallel. Each {@link Row} holds what the command did
- * then, the kernel's messages and the {@code kpemu boot} command line that reproduces it.
+ * uses) counts the calls of each site (an error-injectable function) made by the command's tasks
+ * after its exec; one run without probes keeps the machine at that exec in memory
+ * ({@link MemorySnapshot}); then one run per (site, Nth call) from there with that call failing
+ * ({@code FUNC=RETVAL,tree=PID,after=exec,nth=N}), in parallel. Each {@link Row} holds what the
+ * command did then, the kernel's messages and the {@code kpemu boot} command line that
+ * reproduces it: from the init snapshot, where {@code after=exec} attaches nothing before the
+ * command's exec, so it runs the row's instructions and prints the row's trace.
  *
  * <p>The command's tasks: the child of init (pid 1) that executes the command's argv (read at
  * {@value #EXEC_POINT} from the new program's stack) and its descendants ({@code real_parent}
