@@ -31,7 +31,7 @@ import dev.kpemu.machine.Arch;
 /**
  * {@code kpemu faults}: every failure point of a command ({@link FaultExploration}): the calls of
  * the selected error-injectable functions its tasks make, each made to fail in its own run from the
- * snapshot at init, as a table (text or JSON lines) with the command line that reproduces each
+ * machine kept at the command's exec, as a table (text or JSON lines) with the command line that reproduces each
  * row; {@code --shard I/N} runs a part, {@code --merge} joins the parts' JSON.
  */
 @Command(name = "faults", mixinStandardHelpOptions = true,
