@@ -24,6 +24,7 @@ import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.boot.GuestTerminal;
 import dev.kpemu.boot.LinuxGuest;
+import dev.kpemu.boot.MemorySnapshot;
 import dev.kpemu.image.CommandGuest;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelChoice;
@@ -42,10 +43,13 @@ import dev.kpemu.session.TracedBoot;
 /**
  * Every failure point of a command ({@code kpemu faults}): one run of the command from the
  * snapshot taken where init starts ({@link BootSnapshot}, the cache {@code kpemu boot --snapshot}
- * uses) counts the calls of each site (an error-injectable function) made by the command's tasks;
- * then one run per (site, Nth call) from the same snapshot with that call failing
- * ({@code FUNC=RETVAL,tree=PID,nth=N}), in parallel. Each {@link Row} holds what the command did
- * then, the kernel's messages and the {@code kpemu boot} command line that reproduces it.
+ * uses) counts the calls of each site (an error-injectable function) made by the command's tasks
+ * after its exec; one run without probes keeps the machine at that exec in memory
+ * ({@link MemorySnapshot}); then one run per (site, Nth call) from there with that call failing
+ * ({@code FUNC=RETVAL,tree=PID,after=exec,nth=N}), in parallel. Each {@link Row} holds what the
+ * command did then, the kernel's messages and the {@code kpemu boot} command line that
+ * reproduces it: from the init snapshot, where {@code after=exec} attaches nothing before the
+ * command's exec, so it runs the row's instructions and prints the row's trace.
  *
  * <p>The command's tasks: the child of init (pid 1) that executes the command's argv (read at
  * {@value #EXEC_POINT} from the new program's stack) and its descendants ({@code real_parent}
@@ -57,7 +61,7 @@ public final class FaultExploration {
     /** The console lines kept as kernel messages: Linux's reports of a kernel problem. */
     public static final Pattern KERNEL_PROBLEM = Pattern.compile("WARNING|BUG|Oops|panic|Call Trace|lockdep|KASAN|kmemleak");
     /** Where an exec has its new program's argv in place and the task's pid: past the point of no return. */
-    static final String EXEC_POINT = "setup_new_exec";
+    static final String EXEC_POINT = FunctionFailure.EXEC_POINT;
     /** Linux's EINVAL (include/uapi/asm-generic/errno-base.h). */
     private static final long EINVAL = 22;
 
@@ -70,20 +74,24 @@ public final class FaultExploration {
      * {@link Outcome}'s name, or {@code ERROR: why} when the run could not be made, the command's {@code exit} status or null, the first line of its
      * output, {@code kernelMessages}: the console lines {@link #KERNEL_PROBLEM} matches),
      * {@code injected} (how many calls failed: 1 when the Nth call came as counted) and
-     * {@code reproduce}, the {@code kpemu boot} command line of the same run.
+     * {@code reproduce}, the {@code kpemu boot} command line of the same run, and {@code trace}, the
+     * run's trace as {@code kpemu boot} prints it (its {@code kpemu/fail_function} lines): the
+     * printed command's run gives the same bytes.
      */
     public record Row(int index, String function, long nth, long retval, List<String> stack, String outcome, Integer exit,
-                      String firstLine, List<String> kernelMessages, int injected, String reproduce) {}
+                      String firstLine, List<String> kernelMessages, int injected, String reproduce, String trace) {}
 
-    /** What the exploration found: the command's pid, the counted calls, the rows run (all, or a shard's). */
     /**
      * What the exploration found: the command's pid, the counted calls, the rows run (all, or a
      * shard's); host times: the counting run's whole run, its time from the snapshot's point
-     * (restored, probes registered) to the command's exec, and each row's run from its start to
-     * that point (the restore).
+     * (restored, probes registered) to the command's exec, the run that keeps the machine at the
+     * command's exec in memory, and each row's run from its start to its probes registered at that
+     * exec (the restore and the probes' set-up), in wall time and in its thread's CPU time.
      */
     public record Result(int commandPid, List<Call> calls, List<Row> rows, long countingHostNanos, long countingReadyToExecNanos,
-                         List<Long> forkReadyNanos) {}
+                         long execSnapshotNanos, List<Long> forkReadyNanos, List<Long> forkReadyCpuNanos) {}
+
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     private final Builder b;
 
@@ -120,11 +128,14 @@ public final class FaultExploration {
             long t0 = System.nanoTime();
             Counting counting = count(kernel, initrd);
             long countingNanos = System.nanoTime() - t0;
+            long t1 = System.nanoTime();
+            MemorySnapshot atExec = snapshotAtExec(kernel, initrd, counting.execHits);
+            long execSnapshotNanos = System.nanoTime() - t1;
             List<Call> calls = counting.calls;
             List<Call> mine = new ArrayList<>();
             for (int i = 0; i < calls.size(); i++) if (i % b.shardCount == b.shardIndex - 1) mine.add(calls.get(i));
             Row[] rows = new Row[calls.size()];
-            long[] forkStart = new long[calls.size()];
+            long[] forkStart = new long[calls.size()], forkCpu = new long[calls.size()];
             int threads = Math.max(1, Math.min(b.jobs, mine.size()));
             ExecutorService pool = Executors.newFixedThreadPool(threads, r -> new Thread(null, r, "kpemu-fault-fork", 64L << 20));
             try {
@@ -134,10 +145,10 @@ public final class FaultExploration {
                     futures.add(pool.submit(() -> {
                         Row row;
                         try {
-                            row = fork(kernel, initrd, index, c, counting.pid, forkStart);
+                            row = fork(kernel, initrd, atExec, index, c, counting.pid, forkStart, forkCpu);
                         } catch (KpemuException e) {     // this run could not be made: its row says why, the others go on
                             row = new Row(index, c.function(), c.nth(), spec(c, counting.pid).retval(), c.stack(), "ERROR: " + e.getMessage(),
-                                    null, "", List.of(), 0, reproduce(spec(c, counting.pid)));
+                                    null, "", List.of(), 0, reproduce(spec(c, counting.pid)), "");
                         }
                         rows[index] = row;
                         synchronized (onRow) { onRow.accept(row); }
@@ -160,26 +171,28 @@ public final class FaultExploration {
                 pool.shutdownNow();
             }
             List<Row> out = new ArrayList<>();
-            List<Long> starts = new ArrayList<>();
+            List<Long> starts = new ArrayList<>(), cpus = new ArrayList<>();
             for (int i = 0; i < rows.length; i++) {
                 if (rows[i] != null) {
                     out.add(rows[i]);
                     starts.add(forkStart[i]);
+                    cpus.add(forkCpu[i]);
                 }
             }
-            return new Result(counting.pid, calls, out, countingNanos, counting.readyToExecNanos, starts);
+            return new Result(counting.pid, calls, out, countingNanos, counting.readyToExecNanos, execSnapshotNanos, starts, cpus);
         } finally {
             Files.deleteIfExists(initrd);
             Files.deleteIfExists(initrd.getParent());
         }
     }
 
-    private record Counting(int pid, List<Call> calls, long readyToExecNanos) {}
+    /** The counting run's findings; {@code execHits}: the {@value #EXEC_POINT} entries from the snapshot's point to the command's, its included. */
+    private record Counting(int pid, List<Call> calls, long readyToExecNanos, long execHits) {}
 
     /** The counting run: from the snapshot, the command's task found at its exec, each site's calls by its tree. */
     private Counting count(Path kernel, Path initrd) throws IOException {
         int[] pid = {0};
-        long[] readyAt = {0}, execAt = {0};
+        long[] readyAt = {0}, execAt = {0}, execHits = {0};
         List<Call> calls = new ArrayList<>();
         Map<String, Long> counts = new TreeMap<>();
         TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true);
@@ -189,6 +202,7 @@ public final class FaultExploration {
             SymbolResolver symbols = SymbolResolver.of(guest.symbols());
             // the command's task: the child of init that executes the command's argv
             kprobes.register(Kprobe.at(EXEC_POINT, 0).pre((kp, regs) -> {
+                if (pid[0] == 0) execHits[0]++;
                 if (pid[0] == 0 && tasks.parentPid(regs) == 1 && b.command.equals(tasks.execArgv(regs, b.command.size()))) {
                     pid[0] = tasks.pid(regs);
                     execAt[0] = System.nanoTime();
@@ -210,31 +224,65 @@ public final class FaultExploration {
             }
         });
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, hooks, console, OutputStream.nullOutputStream());
+        BootRunner.Result r = boot(kernel, initrd, hooks, console, OutputStream.nullOutputStream(), null);
         if (pid[0] == 0)
             throw new KpemuException("the command never ran as a program (a shell builtin? run it with sh -c '...'); the guest: " + r.status(), null);
         calls.sort(Comparator.comparing(Call::function).thenComparingLong(Call::nth));
-        return new Counting(pid[0], List.copyOf(calls), execAt[0] - readyAt[0]);
+        return new Counting(pid[0], List.copyOf(calls), execAt[0] - readyAt[0], execHits[0]);
     }
 
-    private Row fork(Path kernel, Path initrd, int index, Call c, int commandPid, long[] forkStart) throws IOException {
+    /**
+     * The machine at the command's exec, kept in memory: a run from the init snapshot without
+     * probes that stops at the {@code execHits}-th entry of {@value #EXEC_POINT} (a host
+     * breakpoint; the machine is deterministic, so it is the counting run's command exec) and
+     * saves it there. Each row starts from it, and its {@code after=exec} counts from there as the
+     * counting run and the printed command count from that exec.
+     */
+    private MemorySnapshot snapshotAtExec(Path kernel, Path initrd, long execHits) throws IOException {
+        MemorySnapshot[] taken = {null};
+        BootHooks hooks = new BootHooks() {
+            private long at = -1, hits;
+
+            @Override public void ready(LinuxGuest guest) {
+                at = guest.symbols().address(EXEC_POINT);
+                guest.machine().addBreakpoint(at);
+            }
+
+            @Override public boolean breakpoint(LinuxGuest guest, long address) {
+                if (address != at || ++hits < execHits) return true;
+                taken[0] = MemorySnapshot.take(guest.machine(), EXEC_POINT + " #" + execHits);
+                return false;
+            }
+        };
+        BootRunner.Result r = boot(kernel, initrd, hooks, OutputStream.nullOutputStream(), OutputStream.nullOutputStream(), null);
+        if (taken[0] == null) throw new KpemuException("the run to the command's exec did not get there: " + r.status(), null);
+        return taken[0];
+    }
+
+    private Row fork(Path kernel, Path initrd, MemorySnapshot atExec, int index, Call c, int commandPid, long[] forkStart,
+                     long[] forkCpu) throws IOException {
         FailSpec spec = spec(c, commandPid);
         List<FunctionFailure.Injection> injections = new java.util.concurrent.CopyOnWriteArrayList<>();
-        TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtInit(true).fails(List.of(spec), injections::add);
-        long t0 = System.nanoTime();
+        TracedBoot traced = new TracedBoot(List.of(), null).keepRecords(false).armAtCommandExec(true).fails(List.of(spec), injections::add);
+        StringBuilder trace = new StringBuilder();
+        traced.addSink(rec -> trace.append(rec.line()).append('\n'));
+        long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> forkStart[index] = System.nanoTime() - t0), console, output);
+        BootRunner.Result r = boot(kernel, initrd, new ArmingHooks(traced, (g, k) -> {
+            forkStart[index] = System.nanoTime() - t0;
+            forkCpu[index] = THREADS.getCurrentThreadCpuTime() - c0;
+        }), console, output, atExec);
         String out = output.toString(StandardCharsets.UTF_8);
         String first = out.isEmpty() ? "" : out.lines().findFirst().orElse("");
         List<String> messages = console.toString(StandardCharsets.UTF_8).lines().filter(l -> KERNEL_PROBLEM.matcher(l).find()).toList();
         return new Row(index, c.function(), c.nth(), spec.retval(), c.stack(), Outcome.of(r.outcome()).name(), r.commandExit(), first,
-                messages, injections.size(), reproduce(spec));
+                messages, injections.size(), reproduce(spec), trace.toString());
     }
 
-    /** The spec of a row: the site's value, the command's task tree, the Nth call. */
+    /** The spec of a row: the site's value, the command's task tree from its exec, the Nth call. */
     FailSpec spec(Call c, int commandPid) {
-        return FailSpec.parse(c.function() + "=" + retvalFor(b.sites.get(c.function())) + ",tree=" + commandPid + ",nth=" + c.nth());
+        return FailSpec.parse(c.function() + "=" + retvalFor(b.sites.get(c.function())) + ",tree=" + commandPid + ",after=exec,nth=" + c.nth());
     }
 
     private String reproduce(FailSpec spec) {
@@ -251,12 +299,14 @@ public final class FaultExploration {
         return "'" + s.replace("'", "'\\''") + "'";
     }
 
-    private BootRunner.Result boot(Path kernel, Path initrd, BootHooks hooks, OutputStream console, OutputStream commandOutput) throws IOException {
+    /** One run from the init snapshot (the cache), or from {@code atExec} when not null. */
+    private BootRunner.Result boot(Path kernel, Path initrd, BootHooks hooks, OutputStream console, OutputStream commandOutput,
+                                   MemorySnapshot atExec) throws IOException {
         BootRunner.Options options = new BootRunner.Options(b.arch, kernel, initrd, CommandGuest.commandLine(b.arch, null), 256, b.timeoutSeconds,
                 console, null, new GuestTerminal(commandOutput, null), null, false).withCpus(1, dev.kpemu.machine.Schedule.DEFAULT_SEED);
         BootSnapshot snap = BootSnapshot.cache(GuestImages.forRepository().cacheRoot().resolve("snapshots"), b.snapshotNotices);
         try {
-            return BootRunner.boot(options, hooks, snap);
+            return atExec != null ? BootRunner.bootFrom(options, hooks, atExec) : BootRunner.boot(options, hooks, snap);
         } catch (KernelImageException | SnapshotException e) {
             throw new KpemuException(e.getMessage(), e);
         }

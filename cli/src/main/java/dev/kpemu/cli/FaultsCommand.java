@@ -31,7 +31,7 @@ import dev.kpemu.machine.Arch;
 /**
  * {@code kpemu faults}: every failure point of a command ({@link FaultExploration}): the calls of
  * the selected error-injectable functions its tasks make, each made to fail in its own run from the
- * snapshot at init, as a table (text or JSON lines) with the command line that reproduces each
+ * machine kept at the command's exec, as a table (text or JSON lines) with the command line that reproduces each
  * row; {@code --shard I/N} runs a part, {@code --merge} joins the parts' JSON.
  */
 @Command(name = "faults", mixinStandardHelpOptions = true,
@@ -124,11 +124,14 @@ final class FaultsCommand implements Callable<Integer> {
             err.println("kpemu: " + e.getMessage());
             return ExitCodes.ERROR;
         }
-        List<Long> ready = r.forkReadyNanos().stream().sorted().toList();
-        err.printf("kpemu: faults: the command's task is pid %d; %d calls counted in %.2f s (snapshot point to the command's exec %.3f s); %d rows run%s%n",
-                r.commandPid(), r.calls().size(), r.countingHostNanos() / 1e9, r.countingReadyToExecNanos() / 1e9, r.rows().size(),
-                ready.isEmpty() ? "" : String.format(" (start to the snapshot point, restored: median %.3f s, max %.3f s)",
-                        ready.get(ready.size() / 2) / 1e9, ready.getLast() / 1e9));
+        List<Long> ready = r.forkReadyNanos().stream().sorted().toList(), cpu = r.forkReadyCpuNanos().stream().sorted().toList();
+        err.printf("kpemu: faults: the command's task is pid %d; %d calls counted in %.2f s (snapshot point to the command's exec %.3f s);"
+                        + " the machine at the command's exec kept in memory in %.2f s; %d rows run%s%n",
+                r.commandPid(), r.calls().size(), r.countingHostNanos() / 1e9, r.countingReadyToExecNanos() / 1e9, r.execSnapshotNanos() / 1e9,
+                r.rows().size(),
+                ready.isEmpty() ? "" : String.format(" (start to the command's exec, restored, probes registered: median %.3f s, max %.3f s;"
+                        + " CPU median %.3f s, max %.3f s)", ready.get(ready.size() / 2) / 1e9, ready.getLast() / 1e9,
+                        cpu.get(cpu.size() / 2) / 1e9, cpu.getLast() / 1e9));
         print(out, r.rows());
         return ExitCodes.OK;
     }

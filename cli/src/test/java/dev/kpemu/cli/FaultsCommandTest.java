@@ -60,6 +60,9 @@ class FaultsCommandTest {
         assertTrue(once.out().matches("\\s+cat-\\d+\\s+\\[000\\] \\S{5}\\s+\\d+\\.\\d{6}: fail_function: \\(" + prefix
                 + "openat\\+0x0/0x[0-9a-f]+\\) retval=-22\\n"), once.out());
         assertEquals(once.out(), twice.out());
+        // the row ran from the machine kept in memory at the command's exec, the printed command
+        // from the snapshot file at run_init_process: the same trace, byte for byte
+        assertEquals(second.get("trace").asText(), once.out());
         assertEquals(once.code(), twice.code());
 
         // two shards merged: the same table

@@ -175,7 +175,20 @@ public final class BootRunner {
         return boot(o, hooks, snapshot, true);
     }
 
+    /**
+     * Boots from {@code from}, a snapshot kept in memory ({@link MemorySnapshot}) of this boot (the
+     * same options, kernel and initramfs): the hooks see the stop it was taken at first.
+     */
+    public static Result bootFrom(Options o, BootHooks hooks, MemorySnapshot from) throws KernelImageException, SnapshotException {
+        return boot(o, hooks, null, false, java.util.Objects.requireNonNull(from));
+    }
+
     private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore)
+            throws KernelImageException, SnapshotException {
+        return boot(o, hooks, snapshot, mayRestore, null);
+    }
+
+    private static Result boot(Options o, BootHooks hooks, BootSnapshot snapshot, boolean mayRestore, MemorySnapshot from)
             throws KernelImageException, SnapshotException {
         Path kernel = o.kernel(), initrd = o.initrd();
         if (kernel == null || initrd == null) {
@@ -204,8 +217,8 @@ public final class BootRunner {
         }
         SnapshotUse used = null;
         try (LinuxGuest guest = o.arch() == Arch.X86_64
-                ? X86LinuxGuest.prepare(o, kernel, initrdBytes, restoring)
-                : Arm64LinuxGuest.prepare(o, kernel, initrdBytes, restoring)) {
+                ? X86LinuxGuest.prepare(o, kernel, initrdBytes, restoring || from != null)
+                : Arm64LinuxGuest.prepare(o, kernel, initrdBytes, restoring || from != null)) {
             Machine m = guest.machine();
             PhaseLog.mark("guest prepared (kernel file, loader, machine)");
             m.setSliceInstructions(Long.getLong("kpemu.slice", Machine.DEFAULT_SLICE));
@@ -228,6 +241,11 @@ public final class BootRunner {
                 snapshot.notices().accept(String.format("kpemu: started from snapshot %s (guest %.3f s, %d instructions; restored in %.2f s)",
                         snapshotFile, m.clock().nanos() / 1e9, m.clock().instructions(), (System.nanoTime() - restoreStart) / 1e9));
             }
+            if (from != null) {
+                from.restoreInto(m);
+                used = new SnapshotUse(true, null, -1, from.bytes());
+                PhaseLog.mark("snapshot restored (in memory)");
+            }
             hooks.ready(guest);
             PhaseLog.mark("hooks ready (definitions checked)");
             // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
@@ -245,7 +263,7 @@ public final class BootRunner {
                 }
                 snapshot.notices().accept("kpemu: " + why + "; booting without one");
             }
-            if (restoring && !snapshot.atInit() && m.stoppedAtBreakpoint() != -1) {
+            if (((restoring && !snapshot.atInit()) || from != null) && m.stoppedAtBreakpoint() != -1) {
                 first = new StopReason.Breakpoint(m.stoppedAtBreakpoint(), m.cpu());   // saved at a host breakpoint's stop
             }
             if (point.isPresent()) {

@@ -71,6 +71,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     public Machine machine() { return machine; }
 
+    /** The live registers of {@code machine}'s current vCPU, as a handler sees them, without an engine attached. */
+    public static Regs liveRegs(Machine machine) { return ArchBackEnds.kprobes(machine).regs(); }
+
     public Regs regs() { return regs; }
 
     /**

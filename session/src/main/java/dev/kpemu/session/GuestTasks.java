@@ -36,6 +36,11 @@ public final class GuestTasks implements FunctionFailure.TaskView {
 
     /** For the guest {@code machine} whose kernel's structures {@code structs} gives (null: none). */
     public static GuestTasks of(Machine machine, Kprobes kprobes, KernelStructs structs) {
+        return of(machine, kprobes.regs(), structs);
+    }
+
+    /** As {@link #of(Machine, Kprobes, KernelStructs)} reading {@code regs} (no engine needed: {@link Kprobes#liveRegs}). */
+    public static GuestTasks of(Machine machine, dev.kpemu.kprobes.Regs regs, KernelStructs structs) {
         TaskLayout layout = null;
         long parent = -1, pid = -1;
         if (structs != null) {
@@ -47,7 +52,7 @@ public final class GuestTasks implements FunctionFailure.TaskView {
                 layout = null;
             }
         }
-        GuestTasks t = new GuestTasks(machine, new MachineFetchContext(machine, kprobes.regs(), KernelSymbols.permissive(), layout), parent, pid);
+        GuestTasks t = new GuestTasks(machine, new MachineFetchContext(machine, regs, KernelSymbols.permissive(), layout), parent, pid);
         if (structs != null) {
             try {
                 t.binprmP = structs.btf().offsetOf("linux_binprm", "p").offset();

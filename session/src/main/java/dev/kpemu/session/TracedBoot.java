@@ -115,6 +115,13 @@ public final class TracedBoot implements BootHooks {
     private long moduleComingAt = -1, moduleGoingAt = -1;
     private String armAtName;
     private boolean armAtInit;
+    private boolean armAtExec;
+    /** after=exec specs wait for the tree's exec here (a host breakpoint), -1: not waiting. */
+    private long failsAtExec = -1;
+    /** The tree whose exec registers everything (only after=exec failures of it, nothing else), or null. */
+    private Integer deferToTree;
+    private int failsTree;
+    private SymbolResolver failsResolver;
     private boolean returnedFromArmPoint;
     private Kprobes kprobes;
     private EventEngine events;
@@ -189,6 +196,17 @@ public final class TracedBoot implements BootHooks {
     }
 
     /**
+     * Registers the probes at the first stop at {@value dev.kpemu.kprobes.fail.FunctionFailure#EXEC_POINT}
+     * instead: a machine restored from a snapshot taken there, at the command's exec
+     * ({@code kpemu faults}); the failures with {@code after=exec} count from there.
+     */
+    public TracedBoot armAtCommandExec(boolean atExec) {
+        this.armAtExec = atExec;
+        if (atExec) this.armAtInit = true;
+        return this;
+    }
+
+    /**
      * The {@code kprobe_events} language to speak: null (the default) follows the booted kernel
      * ({@link Dialect#forRelease}); a dialect forces that kernel's grammar, types and messages.
      */
@@ -256,7 +274,11 @@ public final class TracedBoot implements BootHooks {
         SymbolTable syms = guest.symbols();
         dev.kpemu.boot.PhaseLog.mark("kernel symbols (kallsyms)");
         boolean early = !armAtInit && syms.byName(ARM_AT_BOOT).isPresent();
-        armAtName = early ? ARM_AT_BOOT : ARM_AT_INIT;
+        // only after=exec failures of one tree: nothing is attached before that task's exec (its
+        // first stop at setup_new_exec), as in kpemu faults' rows, which start from a machine kept there
+        deferToTree = armAtInit && !armAtExec && !early && setup.isEmpty() && definitions.stream().allMatch(String::isBlank)
+                ? commonAfterExecTree() : null;
+        armAtName = early ? ARM_AT_BOOT : armAtExec || deferToTree != null ? dev.kpemu.kprobes.fail.FunctionFailure.EXEC_POINT : ARM_AT_INIT;
         KallsymsSymbols symbols = kernelSymbols(guest);
         dev.kpemu.boot.PhaseLog.mark("probe symbols (BTF when the dialect has typed arguments)");
         ProbeParser parser = new ProbeParser(guest.arch(), dialect, symbols);
@@ -432,8 +454,27 @@ public final class TracedBoot implements BootHooks {
             if (kprobes != null && init != null) kprobes.killRange(init.start(), init.end());
             return true;
         }
+        if (address == failsAtExec && failsAtExec != -1) {
+            GuestTasks tasks = GuestTasks.of(guest, kprobes);
+            if (tasks.pid(kprobes.regs()) == failsTree) {
+                guest.machine().removeBreakpoint(failsAtExec);
+                failsAtExec = -1;
+                armFailures(guest, guest.machine(), failsResolver, true);
+            }
+            return true;
+        }
         if (address != armAt || events != null) return false;
         Machine m = guest.machine();
+        if (deferToTree != null) {
+            KernelStructs k;
+            try {
+                k = structs(guest);
+            } catch (KernelImageException | RuntimeException e) {
+                k = null;
+            }
+            var r = Kprobes.liveRegs(m);
+            if (GuestTasks.of(m, r, k).pid(r) != deferToTree) return true;    // another task's exec
+        }
         m.removeBreakpoint(armAt);
         if (armAtName.equals(ARM_AT_BOOT) && !returnedFromArmPoint) {
             // Linux's boot probes are registered and enabled by the end of init_kprobe_trace:
@@ -492,7 +533,20 @@ public final class TracedBoot implements BootHooks {
         }
         if (!uprobes.isEmpty()) installUprobes(guest, m);
         dev.kpemu.boot.PhaseLog.mark("probes registered");
-        if (!fails.isEmpty()) armFailures(guest, m, resolver);
+        if (!fails.isEmpty()) {
+            Integer tree = commonAfterExecTree();
+            if (armAtExec || deferToTree != null || tree == null) {
+                armFailures(guest, m, resolver, armAtExec || deferToTree != null);
+            } else {
+                // after=exec: nothing is registered before the tree's exec, a host breakpoint (no
+                // guest instruction) finds it, as the run that keeps kpemu faults' exec snapshot
+                // stops there: a row and its printed command run the same instructions
+                failsTree = tree;
+                failsResolver = resolver;
+                failsAtExec = guest.symbols().address(dev.kpemu.kprobes.fail.FunctionFailure.EXEC_POINT);
+                m.addBreakpoint(failsAtExec);
+            }
+        }
         try {
             setup.apply(events);
         } catch (EventSetup.Rejected e) {
@@ -502,7 +556,18 @@ public final class TracedBoot implements BootHooks {
         return true;
     }
 
-    private void armFailures(LinuxGuest guest, Machine m, SymbolResolver resolver) {
+    /** The tree every fail spec counts from its exec ({@code tree=PID,after=exec}), or null when not all do or trees differ. */
+    private Integer commonAfterExecTree() {
+        Integer tree = null;
+        for (var spec : fails) {
+            var attr = spec.attr(dev.kpemu.kprobes.fail.FaultAttr.DEFAULT_SEED);
+            if (!attr.afterExec() || (tree != null && !tree.equals(attr.tree()))) return null;
+            tree = attr.tree();
+        }
+        return tree;
+    }
+
+    private void armFailures(LinuxGuest guest, Machine m, SymbolResolver resolver, boolean execSeen) {
         KernelStructs k;
         try {
             k = structs(guest);
@@ -517,7 +582,7 @@ public final class TracedBoot implements BootHooks {
                 eventCount.incrementAndGet();
                 for (Consumer<TraceRecord> sink : sinks) sink.accept(r);
                 onInjection.accept(i);
-            });
+            }, execSeen);
     }
 
     /** The group and name of the trace event each injection makes ({@link #injectionRecord}). */

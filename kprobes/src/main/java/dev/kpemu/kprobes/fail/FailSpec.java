@@ -5,14 +5,14 @@ import java.util.Map;
 import java.util.StringJoiner;
 
 /**
- * One {@code --fail 'FUNC=RETVAL[,nth=N][,times=N][,interval=N][,probability=P][,space=N][,comm=NAME][,pid=N][,tree=PID][,caller=SYM][,verbose=0|1|2]'}.
+ * One {@code --fail 'FUNC=RETVAL[,nth=N][,times=N][,interval=N][,probability=P][,space=N][,comm=NAME][,pid=N][,tree=PID[,after=exec]][,caller=SYM][,verbose=0|1|2]'}.
  * RETVAL is decimal, hex ({@code 0x…}, {@code -0x…}) or an errno name, {@code -ENOMEM}
  * (negated) or {@code ENOMEM}. {@link #parse} throws IllegalArgumentException with a one-line
  * message naming the bad part.
  */
 public record FailSpec(String function, long retval, Map<String, String> options) {
     private static final java.util.Set<String> KEYS =
-            java.util.Set.of("nth", "times", "interval", "probability", "space", "comm", "pid", "tree", "caller", "verbose");
+            java.util.Set.of("nth", "times", "interval", "probability", "space", "comm", "pid", "tree", "after", "caller", "verbose");
 
     public static FailSpec parse(String spec) {
         int eq = spec.indexOf('=');
@@ -51,6 +51,11 @@ public record FailSpec(String function, long retval, Map<String, String> options
                     case "comm" -> b.comm(v);
                     case "pid" -> b.pid(Integer.parseInt(v));
                     case "tree" -> b.tree(Integer.parseInt(v));
+                    case "after" -> {
+                        if (!v.equals("exec")) throw new IllegalArgumentException("after=" + v + ": the only point is after=exec");
+                        if (!options.containsKey("tree")) throw new IllegalArgumentException("after=exec needs tree=PID (whose exec it is)");
+                        b.afterExec();
+                    }
                     case "caller" -> b.caller(v);
                     case "verbose" -> b.verbose(Integer.parseInt(v));
                     default -> throw new IllegalStateException(k);

@@ -44,6 +44,8 @@ public final class FaultAttr {
     private final String comm;
     private final Integer pid;
     private final Integer tree;
+    private final boolean afterExec;
+    private boolean execSeen;
     private final String caller;
     private final long nth;
     private final SplittableRandom random;
@@ -59,6 +61,7 @@ public final class FaultAttr {
         this.comm = b.comm;
         this.pid = b.pid;
         this.tree = b.tree;
+        this.afterExec = b.afterExec;
         this.caller = b.caller;
         this.nth = b.nth;
         this.random = new SplittableRandom(b.seed);
@@ -102,11 +105,21 @@ public final class FaultAttr {
 
     public int verbose() { return verbose; }
 
+    /** The {@code tree=} task, or null. */
+    public Integer tree() { return tree; }
+
+    /** Whether only calls after the {@code tree=} task's exec count ({@code after=exec}). */
+    public boolean afterExec() { return afterExec; }
+
+    /** The {@code tree=} task has exec'd a program: with {@code after=exec}, its tree's calls count from now on. */
+    public void execSeen() { execSeen = true; }
+
     public int times() { return times; }
 
     private boolean taskMatches(Call call) {
         if (comm != null && !comm.equals(call.comm())) return false;
         if (tree != null && !call.descendsFrom(tree)) return false;
+        if (afterExec && !execSeen) return false;
         return pid == null || pid == call.pid();
     }
 
@@ -120,6 +133,7 @@ public final class FaultAttr {
         private String comm;
         private Integer pid;
         private Integer tree;
+        private boolean afterExec;
         private String caller;
         private long nth;
         private long seed = DEFAULT_SEED;
@@ -161,6 +175,13 @@ public final class FaultAttr {
          * {@code make-it-fail} set on that task, which its children inherit at fork.
          */
         public Builder tree(int p) { tree = p; return this; }
+
+        /**
+         * With {@link #tree}: only the calls after that task execs a program (its first
+         * {@code setup_new_exec}; kpemu's {@code after=exec}), so the calls its fork made before are
+         * not counted: what {@code kpemu faults} counts as the command's calls.
+         */
+        public Builder afterExec() { afterExec = true; return this; }
 
         public Builder caller(String symbol) { caller = symbol; return this; }
 

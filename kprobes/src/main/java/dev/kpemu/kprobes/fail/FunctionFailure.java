@@ -20,6 +20,8 @@ import dev.kpemu.kprobes.SymbolResolver;
 public final class FunctionFailure {
     /** Linux's fail_dump name of fail_function's attribute directory. */
     public static final String NAME = "fail_function";
+    /** Where an exec has the new program in place and the task's pid ({@code after=exec} counts from its entry). */
+    public static final String EXEC_POINT = "setup_new_exec";
     /** lib/fault-inject.c's MAX_STACK_TRACE_DEPTH. */
     static final int STACK_DEPTH = 32;
 
@@ -53,8 +55,30 @@ public final class FunctionFailure {
     /** Registers the entry probe of {@code spec.function()} on {@code kprobes}; {@code onInjection} runs at each failure. */
     public static FunctionFailure arm(Kprobes kprobes, SymbolResolver symbols, FailSpec spec, long seed, TaskView task,
                                       java.util.function.Consumer<Injection> onInjection) {
+        return arm(kprobes, symbols, spec, seed, task, onInjection, false);
+    }
+
+    /**
+     * As {@link #arm(Kprobes, SymbolResolver, FailSpec, long, TaskView, java.util.function.Consumer)};
+     * with {@code after=exec} a probe at {@value #EXEC_POINT}'s entry notes the {@code tree=} task's
+     * exec, or {@code execSeen}: the engine is armed where that exec has begun (a snapshot taken at
+     * its {@value #EXEC_POINT}), so the tree's calls count from the start.
+     */
+    public static FunctionFailure arm(Kprobes kprobes, SymbolResolver symbols, FailSpec spec, long seed, TaskView task,
+                                      java.util.function.Consumer<Injection> onInjection, boolean execSeen) {
         Objects.requireNonNull(onInjection);
         FaultAttr attr = spec.attr(seed);
+        if (attr.afterExec()) {
+            if (execSeen) {
+                attr.execSeen();
+            } else {
+                int tree = attr.tree();
+                kprobes.register(Kprobe.at(EXEC_POINT, 0).pre((kp, regs) -> {
+                    if (task.pid(regs) == tree) attr.execSeen();
+                    return 0;
+                }));
+            }
+        }
         FunctionFailure[] self = new FunctionFailure[1];
         Kprobe p = Kprobe.at(spec.function(), 0).pre((kp, regs) -> {
             self[0].calls++;

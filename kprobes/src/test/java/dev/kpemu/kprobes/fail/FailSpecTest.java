@@ -30,7 +30,8 @@ class FailSpecTest {
     @Test
     void badSpecsAreOneLineErrors() {
         for (String bad : new String[] {"nofunc", "=1", "f=", "f=-ENOTANERRNO", "f=1,bogus=2", "f=1,nth", "f=1,nth=0",
-                "f=1,probability=101", "f=1,times=-2", "f=1,verbose=3", "f=1,pid=x", "f=1,times=1,times=2", "1f=2"}) {
+                "f=1,probability=101", "f=1,times=-2", "f=1,verbose=3", "f=1,pid=x", "f=1,times=1,times=2", "1f=2",
+                "f=1,after=exec", "f=1,tree=88,after=fork"}) {
             var e = assertThrows(IllegalArgumentException.class, () -> FailSpec.parse(bad), bad);
             assertEquals(false, e.getMessage().contains("\n"), e.getMessage());
         }

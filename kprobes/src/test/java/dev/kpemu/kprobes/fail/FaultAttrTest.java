@@ -60,6 +60,19 @@ class FaultAttrTest {
     }
 
     @Test
+    void afterExecCountsTheTreesCallsOnlyOnceItsTaskExecd() {
+        FaultAttr a = FailSpec.parse("f=-22,tree=88,after=exec,nth=2").attr(FaultAttr.DEFAULT_SEED);
+        // the fork's calls before its exec pass no filter and are not counted
+        assertEquals(false, a.shouldFail(new TreeCall(88, 1)));
+        assertEquals(false, a.shouldFail(new TreeCall(88, 1)));
+        a.execSeen();
+        assertEquals(false, a.shouldFail(new TreeCall(88, 1)));
+        assertEquals(false, a.shouldFail(new TreeCall(89, 1)));
+        assertEquals(true, a.shouldFail(new TreeCall(90, 88, 1)));
+        assertEquals("f=-22,tree=88,after=exec,nth=2", FailSpec.parse("f=-22,tree=88,after=exec,nth=2").format());
+    }
+
+    @Test
     void intervalFailsEveryIntervalthCall() {
         assertEquals(List.of(3, 6, 9), failing(FaultAttr.builder().interval(3).times(-1).build(), 10, CAT));
     }
