@@ -21,7 +21,7 @@ import dev.kpemu.image.RecordedKernels;
  * Debian 13's kernel, the heap live after a full GC grew by 13 MiB a set (141 MiB after the first,
  * 311 after the 13th) and a 20-minute run died of "Java heap space" after 129 sets; with the arena
  * closed with its hook, 106 MiB after each. Here {@value #SETS} sets run in a child JVM bounded at
- * {@value #HEAP}, which the leak exceeds by the 5th set.
+ * {@value #HEAP}: with the leak the second set died of OutOfMemoryError there (measured).
  */
 @Tag("kernel")
 @Tag("scale")
