@@ -167,7 +167,10 @@ corpus_machine() {
 
 # qemu_command INITRAMFS APPEND: sets $cmd to the reference machine's command line.
 qemu_command() {
-  local initramfs=$1 append="$2 $(reference_timing_append)"
+  # no trailing blank: Linux keeps it in /proc/cmdline (a task reading it counts one byte more)
+  local initramfs=$1 timing append
+  timing=$(reference_timing_append)
+  append="$2${timing:+ $timing}"
   if [ "$arch" = x86_64 ]; then
     cmd=("$qemu" -M pc -m "${qemu_mem:-512}" -nographic -no-reboot -kernel "$(kernel_print vmlinux)" -initrd "$initramfs" -append "console=ttyS0 $append")
   else

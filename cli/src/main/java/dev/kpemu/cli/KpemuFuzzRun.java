@@ -14,6 +14,7 @@ import dev.kpemu.boot.BootRunner;
 import dev.kpemu.boot.BootSnapshot;
 import dev.kpemu.machine.snapshot.SnapshotException;
 import dev.kpemu.image.KernelImageException;
+import dev.kpemu.kprobes.events.ProbeSyntaxException;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.session.TracedBoot;
@@ -22,7 +23,8 @@ import dev.kpemu.session.TracedBoot;
  * The kpemu side of {@code kpemu fuzz}: the corpus guest in mode kpemu booted in-process through
  * the session's composition root ({@link TracedBoot}), the definitions registered right before
  * /init as {@code CorpusTraceTest} registers them (from a snapshot there after the first set). A definition kpemu refuses stops a boot before
- * the guest runs: it is noted with its error_log message and the boot starts again without it.
+ * the guest runs (refused by the check before boot, or when registered at /init): it is noted with its error_log message and the boot
+ * starts again without it.
  */
 final class KpemuFuzzRun {
     static final int MEMORY_MIB = 256;
@@ -51,17 +53,35 @@ final class KpemuFuzzRun {
             } catch (SnapshotException e) {
                 return new FuzzRun(refused, List.of(), command, "kpemu's snapshot " + snapshot + ": " + e.getMessage());
             } catch (TracedBoot.DefinitionRejected e) {
-                String which = rejected(remaining, e.error().command());
-                if (which == null) return new FuzzRun(refused, List.of(), command, "kpemu refused a definition it cannot name: " + e.error());
-                String log = e.error().logged() ? e.error().errorLog().lines().findFirst().orElse("") : "";
-                refused.put(which, log.strip());
-                remaining.remove(which);
+                if (!refuse(remaining, refused, e.error())) {
+                    return new FuzzRun(refused, List.of(), command, "kpemu refused a definition it cannot name: " + e.error());
+                }
+                continue;
+            }
+            // refused when registered at /init (not by the check before boot: "Probe point is not an
+            // instruction boundary" needs the booted text), as Linux's write to kprobe_events; the boot
+            // then stopped at the registration point
+            ProbeSyntaxException atRegistration = traced.rejectedAtRegistration();
+            if (atRegistration != null) {
+                if (!refuse(remaining, refused, atRegistration)) {
+                    return new FuzzRun(refused, List.of(), command, "kpemu refused a definition it cannot name: " + atRegistration);
+                }
                 continue;
             }
             List<String> lines = traced.records().stream().map(TraceRecord::line).toList();
             String failure = r.outcome() == BootOutcome.POWERED_OFF ? null : "kpemu's boot ended " + r.outcome() + ": " + r.status();
             return new FuzzRun(refused, lines, command, failure);
         }
+    }
+
+    /** Notes the definition {@code error} names as refused, with its error_log line, and drops it; false when none is named. */
+    static boolean refuse(List<String> remaining, Map<String, String> refused, ProbeSyntaxException error) {
+        String which = rejected(remaining, error.command());
+        if (which == null) return false;
+        String log = error.logged() ? error.errorLog().lines().findFirst().orElse("") : "";
+        refused.put(which, log.strip());
+        remaining.remove(which);
+        return true;
     }
 
     /** The definition a refusal names (its command is the definition as written, maybe with its whitespace folded). */

@@ -895,7 +895,7 @@ public final class Unicorn implements AutoCloseable {
      * with its own {@code userData}: no Java upcall per block. The caller keeps both alive.
      */
     public Hook hookBlockNative(MemorySegment callback, MemorySegment userData, long begin, long end) {
-        return addNative(HOOK_BLOCK, callback, userData, begin, end, -1, callback);
+        return addNative(HOOK_BLOCK, callback, userData, begin, end, -1, Arena.ofShared(), callback);
     }
 
     /**
@@ -904,7 +904,7 @@ public final class Unicorn implements AutoCloseable {
      * whose callback is native code with its own {@code userData}. The caller keeps both alive.
      */
     public Hook hookBlockGeneratedNative(MemorySegment callback, MemorySegment userData) {
-        return addNative(HOOK_EDGE_GENERATED, callback, userData, 1, 0, -1, callback);
+        return addNative(HOOK_EDGE_GENERATED, callback, userData, 1, 0, -1, Arena.ofShared(), callback);
     }
 
     /**
@@ -912,7 +912,7 @@ public final class Unicorn implements AutoCloseable {
      * {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
     public Hook hookInterruptNative(MemorySegment callback, MemorySegment userData, Object keepAlive) {
-        return addNative(HOOK_INTR, callback, userData, 1, 0, -1, keepAlive);
+        return addNative(HOOK_INTR, callback, userData, 1, 0, -1, Arena.ofShared(), keepAlive);
     }
 
     /**
@@ -989,17 +989,28 @@ public final class Unicorn implements AutoCloseable {
      * code with its own {@code userData}; {@code keepAlive} is referenced for the hook's lifetime.
      */
     public Hook hookInsnNative(int insn, MemorySegment callback, MemorySegment userData, Object keepAlive) {
-        return addNative(HOOK_INSN, callback, userData, 1, 0, insn, keepAlive);
+        return addNative(HOOK_INSN, callback, userData, 1, 0, insn, Arena.ofShared(), keepAlive);
+    }
+
+    /**
+     * As {@link #hookInsnNative(int, MemorySegment, MemorySegment, Object)}, the hook owning
+     * {@code owned} (its state and the upcall stubs its native code forwards to): closed when the
+     * hook is deleted or the engine closed. A stub bound to this engine keeps the engine, and the
+     * machine around it, reachable until its arena is closed.
+     */
+    public Hook hookInsnNative(int insn, MemorySegment callback, MemorySegment userData, Arena owned, Object keepAlive) {
+        return addNative(HOOK_INSN, callback, userData, 1, 0, insn, owned, keepAlive);
     }
 
     /** Adds a hook whose callback is native code ({@code insn} -1: not an instruction hook). */
-    private Hook addNative(int type, MemorySegment callback, MemorySegment userData, long begin, long end, int insn, Object keepAlive) {
+    private Hook addNative(int type, MemorySegment callback, MemorySegment userData, long begin, long end, int insn, Arena owned,
+                           Object keepAlive) {
         ensureOpen();
         try {
             MemorySegment hh = scratch;
             check(insn < 0 ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, callback, userData, begin, end)
                     : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, callback, userData, begin, end, insn), "uc_hook_add(native, type " + type + ")");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), Arena.ofShared(), keepAlive);
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), owned, keepAlive);
             hooks.put(h.handle, h);
             return h;
         } catch (UnicornException e) {

@@ -112,7 +112,7 @@ public final class SysRegHooks {
             });
             return self[0] = new Installed(hk, null);
         }
-        Arena arena = Arena.ofShared();       // lives as long as the engine (never closed before it)
+        Arena arena = Arena.ofShared();       // the hook's: closed when it is deleted or the engine closed
         MemorySegment stub = uc.sysRegUpcallStub(h, arena);
         MemorySegment state = arena.allocate(FILTER_SIZE, 16);
         state.fill((byte) 0);
@@ -125,7 +125,7 @@ public final class SysRegHooks {
             state.set(ADDRESS, COUNTER, liveTime);
             state.set(JAVA_LONG, COUNTER + 8, nanosPerTick);
         }
-        Unicorn.Hook hk = uc.hookInsnNative(insn, FILTER, state, new Object[] {arena, stub, state, h, liveTime});
+        Unicorn.Hook hk = uc.hookInsnNative(insn, FILTER, state, arena, new Object[] {stub, state, h, liveTime});
         return new Installed(hk, state);
     }
 }
