@@ -28,6 +28,7 @@ import dev.kpemu.machine.Arch;
  * is a refusal: noted with its error_log line, and the set boots again without it.
  */
 @Tag("kernel")
+@Tag("scale")
 class KpemuFuzzRunTest {
     static final String MID_INSTRUCTION = "p:c0 filldir64+184 a0=$COMM a1=@linux_banner:x8[6]";
 
