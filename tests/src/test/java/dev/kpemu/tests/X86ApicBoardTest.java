@@ -39,6 +39,7 @@ import dev.kpemu.session.TracedBoot;
  * restores into the same run.
  */
 @Tag("kernel")
+@Tag("smp")
 class X86ApicBoardTest {
     static final String SUITE = "bookworm";
     static final Arch ARCH = Arch.X86_64;
