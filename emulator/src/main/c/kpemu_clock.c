@@ -42,6 +42,13 @@
  * drops it again (`resumed_break` tells it which). Unicorn calls the hook for every block it
  * translates except the very first of the engine's life: a break there is never seen.
  *
+ * Instruction stops (mids): an address that need not start a block (a uprobe at any offset). Also
+ * a break (for the blocks that start there); a block translated with one strictly inside it is
+ * stopped before it runs, as a break is, with the address in `mid_hit`. The host drops that block
+ * and runs it alone in the next slice with the address as Unicorn's exit (`until`), which ends the
+ * block before it. Listing the address as an exit only for that slice matters: Unicorn walks every
+ * exit through the current page tables after each run.
+ *
  * Text guard: the host's probes keep breakpoints (or jumps) in guest text, and the guest may
  * rewrite that text itself (Linux's jump labels, static calls, text_poke through an alias).
  * Instead of a Unicorn memory-write hook (whose mere presence sends every guest load and store
@@ -104,6 +111,7 @@ size_t kpemu_guard_entry_size(void) { return sizeof(struct kpemu_guard_entry); }
    so the list is scanned only for the few blocks whose bit is set, however many breaks there are. */
 #define KPEMU_BREAK_BITS_LOG2 14
 #define KPEMU_BREAK_BITS (1u << KPEMU_BREAK_BITS_LOG2)
+#define KPEMU_MIDS 4096
 
 struct kpemu_clock {
     uint64_t executed;  /* instructions charged so far */
@@ -131,6 +139,16 @@ struct kpemu_clock {
     uint32_t break_filter; /* 1: break_bits is kept by the host and checked first; 0: scan the list */
     uint32_t pad_filter;
     uint64_t break_bits[KPEMU_BREAK_BITS / 64];
+    /* Instruction stops (mids): addresses that need not start a block. A block translated with one
+       strictly inside it is stopped before it runs, like a break, with the address in mid_hit; the
+       host then runs that block alone with the address as Unicorn's exit, which ends the block
+       before it, and takes the stop there as a break's. mid_bits: a granule bitmap as guard_bits
+       (KPEMU_GUARD_BITS bits of 32-byte granules), kept by the host; NULL: no mids. */
+    const uint64_t *mid_bits;
+    uint32_t nmids;
+    uint32_t pad_mids;
+    uint64_t mid_hit;   /* the mid inside the block that stopped the engine, 0: none */
+    uint64_t mids[KPEMU_MIDS];
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -140,6 +158,11 @@ size_t kpemu_clock_live_time_offset(void) { return offsetof(struct kpemu_clock, 
 size_t kpemu_clock_break_filter_offset(void) { return offsetof(struct kpemu_clock, break_filter); }
 size_t kpemu_clock_break_bits_offset(void) { return offsetof(struct kpemu_clock, break_bits); }
 uint32_t kpemu_clock_break_capacity(void) { return KPEMU_BREAKS; }
+size_t kpemu_clock_mid_bits_offset(void) { return offsetof(struct kpemu_clock, mid_bits); }
+size_t kpemu_clock_nmids_offset(void) { return offsetof(struct kpemu_clock, nmids); }
+size_t kpemu_clock_mid_hit_offset(void) { return offsetof(struct kpemu_clock, mid_hit); }
+size_t kpemu_clock_mids_offset(void) { return offsetof(struct kpemu_clock, mids); }
+uint32_t kpemu_clock_mid_capacity(void) { return KPEMU_MIDS; }
 uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
@@ -155,8 +178,9 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    kpemu_sysreg_filter_counter_offset), 2048 = breaks and the text guard checked when a block is
    translated, on both arches (kpemu_clock_tb_generated; resumed_break,
    kpemu_clock_resumed_break_offset). 64, 128 and 256 (a per-block break filter, arm64 breaks in
-   the granule bitmap, its page summary) are gone. */
-uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096; }
+   the granule bitmap, its page summary) are gone. 4096 = the break filter (break_filter,
+   break_bits). 8192 = instruction stops (mid_bits, nmids, mid_hit, mids). */
+uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -288,6 +312,21 @@ static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_c
     return 0;
 }
 
+/* 1 when a mid lies strictly inside the block [address, address + size): the engine is stopped
+   before the block runs, and mid_hit names the first such mid (the one the block reaches first). */
+static __attribute__((noinline)) int mid_inside(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
+    uint64_t first = 0;
+    for (uint32_t i = 0; i < c->nmids; i++) {
+        uint64_t m = c->mids[i];
+        if (m - address - 1 >= (uint64_t)size - 1) continue;   /* address < m < address + size */
+        if (first == 0 || m < first) first = m;
+    }
+    if (first == 0) return 0;
+    c->mid_hit = first;
+    uc_emu_stop(uc);
+    return 1;
+}
+
 /*
  * UC_HOOK_EDGE_GENERATED hook (uc_hook_edge_gen_t): Unicorn calls it for every block it has just
  * translated, before that block runs (see the top of this file), except the very first block of
@@ -305,6 +344,8 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
     uint32_t size = cur->size;
     uint32_t n = c->arm64 ? (size + 3) / 4 : cur->icount;
     if (c->nbreaks != 0 && break_may_be(c, address) && break_reached(uc, c, address, n)) return;
+    if (c->nmids != 0 && c->mid_bits != NULL && size > 1
+            && guard_may_touch(c->mid_bits, address + 1, address + size) && mid_inside(uc, c, address, size)) return;
     if (c->guard != NULL && c->guard->live && c->guard_bits != NULL
             && guard_may_touch(c->guard_bits, address, address + (size ? size : 1))
             && guard_differs(uc, c->guard, address, size)) {

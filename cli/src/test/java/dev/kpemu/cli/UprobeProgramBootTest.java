@@ -29,7 +29,8 @@ import dev.kpemu.natives.NativeLibraries;
  * build of it on the booted kernel ({@code guest-images/reference/ARCH/SERIES/uprobes-prog.trace},
  * record-uprobes-prog.sh): probes registered before the program starts; {@code greet}'s entry with
  * register, string and {@code $comm} fetchargs, called in a loop and by a forked child; an entry and
- * a return probe on the recursive {@code fact}, whose returns fire innermost first, as Linux's. The
+ * a return probe on the recursive {@code fact}, whose returns fire innermost first, as Linux's; a
+ * probe inside {@code fact}'s first block ({@code fact+8}: not a block start). The
  * definitions once by offset (Linux's form) and once by symbol (kpemu's {@code PATH:SYMBOL}): the
  * same trace; an unknown symbol is refused in one line. Not compared, as in UprobeBootCommandTest:
  * the task column and the pid (the child's pid is checked to be another than its parent's), the
@@ -76,12 +77,15 @@ class UprobeProgramBootTest {
         assertTrue(r.err().lines().toList().containsAll(output), "the program's output:\n" + r.err());
         int p = out.indexOf("kpemu: uprobe_profile");
         assertTrue(p >= 0, r.out());
-        assertEquals(lines.stream().filter(l -> l.startsWith("% ")).map(l -> l.substring(2)).toList(), out.subList(p + 1, p + 4));
+        List<String> profile = lines.stream().filter(l -> l.startsWith("% ")).map(l -> l.substring(2)).toList();
+        assertEquals(profile, out.subList(p + 1, p + 1 + profile.size()));
 
         // by symbol (kpemu's extension): the same trace, the resolution noted in --list
+        String factMid = "0x" + Long.toHexString(Long.decode(h.group(2)) + 8);
         List<String> bySymbolDefs = defs.stream().map(d -> d.replace("/uprobe-target:" + h.group(2) + " ", "/uprobe-target:fact ")
-                .replace("/uprobe-target:" + h.group(3) + " ", "/uprobe-target:greet ")).toList();
-        assertTrue(bySymbolDefs.stream().allMatch(d -> d.contains(":fact ") || d.contains(":greet ")), bySymbolDefs.toString());
+                .replace("/uprobe-target:" + h.group(3) + " ", "/uprobe-target:greet ")
+                .replace("/uprobe-target:" + factMid + " ", "/uprobe-target:fact+8 ")).toList();
+        assertTrue(bySymbolDefs.stream().allMatch(d -> d.contains(":fact ") || d.contains(":greet ") || d.contains(":fact+8 ")), bySymbolDefs.toString());
         Path bySymbol = Files.writeString(tmp.resolve("symbols.events"), String.join("\n", bySymbolDefs) + "\n");
         CliTest.Run s = CliTest.run("boot", "--arch", arch.linuxName(), "--add", prog.toString(), "--events-file", bySymbol.toString(),
                 "--list", "--", "/uprobe-target");

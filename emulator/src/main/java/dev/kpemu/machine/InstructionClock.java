@@ -59,6 +59,12 @@ final class InstructionClock implements AutoCloseable {
     private static final long RESUMED_BREAK;
     /** Offset of {@code instr_offset} (then {@code idle_nanos}, {@code nanos_per_instr}), or -1. */
     private static final long LIVE_TIME;
+    /** Feature bit of {@code kpemu_clock_features}: instruction stops (mids). */
+    private static final int FEATURE_MIDS = 8192;
+    /** Offsets of {@code mid_bits}, {@code nmids}, {@code mid_hit}, {@code mids}; -1 without mids. */
+    private static final long MID_BITS, NMIDS, MID_HIT, MIDS;
+    /** Capacity of the native mid list (KPEMU_MIDS), 0 without mids. */
+    static final int MAX_MIDS;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -130,6 +136,24 @@ final class InstructionClock implements AutoCloseable {
         BREAK_BITS = bitsOff;
         BREAK_BITS_LOG2 = log2;
         MAX_BREAKS = capacity;
+        long midBits = -1, nmids = -1, midHit = -1, mids = -1;
+        int midCapacity = 0;
+        if ((f & FEATURE_MIDS) != 0) {
+            try {
+                midBits = (long) linker.downcallHandle(lib.find("kpemu_clock_mid_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                nmids = (long) linker.downcallHandle(lib.find("kpemu_clock_nmids_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                midHit = (long) linker.downcallHandle(lib.find("kpemu_clock_mid_hit_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                mids = (long) linker.downcallHandle(lib.find("kpemu_clock_mids_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+                midCapacity = (int) linker.downcallHandle(lib.find("kpemu_clock_mid_capacity").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_mid_bits_offset: " + t, t);
+            }
+        }
+        MID_BITS = midBits;
+        NMIDS = nmids;
+        MID_HIT = midHit;
+        MIDS = mids;
+        MAX_MIDS = midCapacity;
     }
 
     /** The filter's bit for a break address (kpemu_clock.c's break_may_be: a multiplicative hash). */
@@ -278,15 +302,105 @@ final class InstructionClock implements AutoCloseable {
     }
 
     void removeBreak(long address) {
+        removeMid(address);
         int n = state.get(JAVA_INT, NBREAKS);
         for (int i = 0; i < n; i++) {
             if (state.get(JAVA_LONG, BREAKS + 8L * i) != address) continue;
             state.set(JAVA_LONG, BREAKS + 8L * i, state.get(JAVA_LONG, BREAKS + 8L * (n - 1)));
             state.set(JAVA_INT, NBREAKS, n - 1);
+            // a hit not yet taken names its break by index: the removed one's is void, the moved
+            // last one's is now i
+            int hit = state.get(JAVA_INT, BREAK_HIT);
+            if (hit == i + 1) state.set(JAVA_INT, BREAK_HIT, 0);
+            else if (hit == n) state.set(JAVA_INT, BREAK_HIT, i + 1);
             rebuildBreakBits();
             if (state.get(JAVA_LONG, SKIP_ONCE) == address) state.set(JAVA_LONG, SKIP_ONCE, 0);
             return;
         }
+    }
+
+    // ------------------------------------------------------------------ instruction stops
+
+    /** Granules of the mids (created, and given to the translation hook, on first use). */
+    private GranuleBitmap midGranules;
+    /** The mids, as the native list holds them (for removal and the granule counts). */
+    private final java.util.Set<Long> mids = new java.util.HashSet<>();
+    /** A mid the next slice stops at: it runs the one block before it with the mid as its exit (0: none). */
+    private long splitAt;
+
+    static boolean supportsMids() { return MAX_MIDS > 0; }
+
+    /**
+     * Adds stop addresses that need not start a block ({@link Machine#addInstructionBreakpoints}): each
+     * is also a break (for the blocks that start there); a block translated with one strictly
+     * inside it stops before it runs ({@link #takeMidHit}). Drops every translation, as a new user
+     * break does: a block translated before holds the address unseen.
+     */
+    void addMids(long[] addresses) {
+        if (!supportsMids()) {
+            throw new IllegalStateException("libkpemu_clock.so predates instruction stops; rebuild it with scripts/fetch-natives.sh");
+        }
+        if (midGranules == null) {
+            midGranules = new GranuleBitmap();
+            state.set(ADDRESS, MID_BITS, midGranules.nativeBits());
+        }
+        for (long a : addresses) {
+            if (!mids.add(a)) continue;
+            int n = state.get(JAVA_INT, NMIDS);
+            if (n == MAX_MIDS) throw new IllegalStateException("more than " + MAX_MIDS + " instruction stops");
+            state.set(JAVA_LONG, MIDS + 8L * n, a);
+            state.set(JAVA_INT, NMIDS, n + 1);
+            midGranules.mark(a, 1, 1);
+        }
+        addBreaks(addresses);
+        uc.flushTranslationCache();
+        forgetBlocks();
+    }
+
+    private void removeMid(long address) {
+        if (!mids.remove(address)) return;
+        int n = state.get(JAVA_INT, NMIDS);
+        for (int i = 0; i < n; i++) {
+            if (state.get(JAVA_LONG, MIDS + 8L * i) != address) continue;
+            state.set(JAVA_LONG, MIDS + 8L * i, state.get(JAVA_LONG, MIDS + 8L * (n - 1)));
+            state.set(JAVA_INT, NMIDS, n - 1);
+            break;
+        }
+        midGranules.mark(address, 1, -1);
+        if (state.get(JAVA_LONG, MID_HIT) == address) state.set(JAVA_LONG, MID_HIT, 0);
+        if (splitAt == address) splitAt = 0;
+    }
+
+    /**
+     * After a slice: the mid inside the block the engine stopped before, or -1 (and clears it). The
+     * block there is dropped (Unicorn translated it whole), and the next slice ({@link #takeSplit})
+     * runs it alone up to the mid.
+     */
+    long takeMidHit(long blockStart) {
+        if (MID_HIT < 0) return -1;
+        long mid = state.get(JAVA_LONG, MID_HIT);
+        if (mid == 0) return -1;
+        state.set(JAVA_LONG, MID_HIT, 0);
+        dropBlockAt(blockStart);
+        splitAt = mid;
+        return mid;
+    }
+
+    /**
+     * After a split slice stopped at its mid: x86's translator counts the exit it stopped at as one
+     * more instruction of the block (the halt it emits there; arm64's block size does not include
+     * it), which never ran: uncharged, so a run with instruction breakpoints counts what runs
+     * without them.
+     */
+    void unchargeExitStop() {
+        if (state.get(JAVA_INT, ARM64) == 0) state.set(JAVA_LONG, EXECUTED, executed() - 1);
+    }
+
+    /** The mid the coming slice must stop at (its exit), or 0; the slice runs one block. Clears it. */
+    long takeSplit() {
+        long s = splitAt;
+        splitAt = 0;
+        return s;
     }
 
     /**
@@ -461,6 +575,13 @@ final class InstructionClock implements AutoCloseable {
     void closeGranules() {
         if (granules != null) granules.close();
         granules = null;
+        closeMidGranules();
+    }
+
+    /** Frees the mids' granule bitmap (once the engine is closed). */
+    void closeMidGranules() {
+        if (midGranules != null) midGranules.close();
+        midGranules = null;
     }
 
     Unicorn.Hook hook() { return hook; }

@@ -702,6 +702,18 @@ public abstract class Machine implements AutoCloseable {
         for (long va : vas) breakpoints.put(va, action);
     }
 
+    /**
+     * Host breakpoints at instructions that need not start a block (a uprobe at any offset), with
+     * the same action: as {@link #addBreakpoints}, and a block translated with one of them strictly
+     * inside stops before it runs; the next slice then runs that block alone with the address as
+     * Unicorn's exit (so the block ends before it) and the stop there is the breakpoint's hit. Costs
+     * two more slices a hit than a block start's; the list holds {@code InstructionClock.MAX_MIDS}.
+     */
+    public void addInstructionBreakpoints(long[] vas, BreakpointAction action) {
+        for (Vcpu v : vcpus) v.clock.addMids(vas);
+        for (long va : vas) breakpoints.put(va, action);
+    }
+
     /** What to do when the guest reaches a host breakpoint. */
     @FunctionalInterface
     public interface BreakpointAction {
@@ -982,17 +994,36 @@ public abstract class Machine implements AutoCloseable {
      * {@link #NEXT_SLICE} when it goes on to its next iteration at once (an engine error the arch
      * took, guarded text adopted, a breakpoint action that goes on), or the reason to return.
      */
+    /** The exit of the split slice running now (an instruction breakpoint's address), 0: none. */
+    private long splitting;
+
+    /**
+     * For an arch whose engine turns the exit of a split slice into an exception (arm64 at EL0:
+     * Unicorn stops at an exit as at a WFI, which EL0 traps when SCTLR_EL1.nTWI is clear, with the
+     * PC one instruction back): true when the exception at {@code pc} is that exit's, {@code
+     * insnBefore} bytes before it; the PC is then put on the exit and the slice ends there, as an
+     * exit's stop does.
+     */
+    protected boolean splitExitTrapped(long pc, int insnBefore) {
+        if (splitting == 0 || pc + insnBefore != splitting) return false;
+        setPc(splitting);
+        uc.stop();
+        return true;
+    }
     private StopReason runSlice(long n) {
         long before = icount.executed();
+        long split = icount.takeSplit();
         boolean atBreak = icount.stopsBefore(pc());
-        icount.arm(n);
+        icount.arm(split != 0 ? 1 : n);
         icount.setTimeStampCounter(clock.ticks());
         icount.setLiveTime(clock.instructions(), clock.idleNanos());
         sliceStart = before;
         inSlice = true;
         ran = true;
         try {
-            if (!atBreak) uc.start(pc(), NEVER_EXECUTED, 0, 0);
+            // a split slice stops at its mid: Unicorn ends the block before its exit
+            splitting = split;
+            if (!atBreak) uc.start(pc(), split != 0 ? split : NEVER_EXECUTED, 0, 0);
         } catch (HookFailedException e) {
             inSlice = false;
             sliceRan = icount.executed() - before;
@@ -1006,9 +1037,11 @@ public abstract class Machine implements AutoCloseable {
             return r != null ? r : NEXT_SLICE;
         } finally {
             inSlice = false;
+            splitting = 0;
             icount.afterSlice(pc());
             watchpoints.flushHeldReads();      // a read held for a store of its instruction: the block is over
         }
+        if (split != 0 && pc() == split) icount.unchargeExitStop();
         sliceRan = icount.executed() - before;
         clock.advance(sliceRan);
         if (textGuard != null) {
@@ -1020,6 +1053,16 @@ public abstract class Machine implements AutoCloseable {
             }
         }
         long hit = icount.takeBreakHit();
+        if (hit == -1 && split != 0 && pc() == split && breakpoints.containsKey(split)) hit = split;   // the mid reached
+        if (hit == -1) {
+            long start = pc();
+            if (icount.takeMidHit(start) != -1) {
+                // the block at start holds a mid: the next slice runs it alone up to the mid. A break
+                // at start was passed by resuming from it: resume again.
+                if (breakpoints.containsKey(start)) icount.skipBreakOnce(start);
+                return pendingStop != null ? takeStop() : NEXT_SLICE;
+            }
+        }
         if (hit != -1 && pendingStop == null) {
             BreakpointAction action = breakpoints.get(hit);
             if (action != null && action.hit(this, hit)) {
@@ -1085,5 +1128,6 @@ public abstract class Machine implements AutoCloseable {
         memory.close();
         if (textGuard != null) textGuard.close();
         primaryClock.closeGranules();
+        for (Vcpu v : vcpus) v.clock.closeMidGranules();
     }
 }

@@ -32,6 +32,8 @@ public final class Arm64Machine extends Machine {
     // QEMU exception numbers (target/arm/cpu.h) as reported to the interrupt hook.
     static final int EXCP_UDEF = 1, EXCP_SWI = 2, EXCP_PREFETCH_ABORT = 3, EXCP_DATA_ABORT = 4,
             EXCP_BKPT = 7, EXCP_HVC = 11, EXCP_SMC = 13;
+    /** ESR_EL1's exception class of a trapped WFI/WFE. */
+    private static final int EC_WFX = 0x01;
 
     /** Vector offsets inside VBAR_EL1 (ARM ARM D1.10.2). */
     public static final int VECTOR_SYNC = 0x000, VECTOR_IRQ = 0x080, VECTOR_FIQ = 0x100, VECTOR_SERROR = 0x180;
@@ -490,6 +492,7 @@ public final class Arm64Machine extends Machine {
                 takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), vaddress, true);
             }
             default -> {
+                if (intno == EXCP_UDEF && syndrome >>> 26 == EC_WFX && splitExitTrapped(pc(), 4)) return;
                 if (intno != EXCP_SWI && faultResolvedByHost(pc(), syndrome >>> 26)) return;
                 takeException(VECTOR_SYNC, Integer.toUnsignedLong(syndrome), 0, false);
             }

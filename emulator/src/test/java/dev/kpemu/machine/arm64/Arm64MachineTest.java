@@ -417,4 +417,92 @@ class Arm64MachineTest {
             assertEquals(3, m.engine().regRead(Arm64Reg.X1));
         }
     }
+
+    /**
+     * A breakpoint at an instruction inside a block ({@code Machine.addInstructionBreakpoints}, a
+     * uprobe at any offset): every arrival stops before it, reached inside a block or as its start,
+     * two in one block in order, and the guest runs the same instructions as without them.
+     */
+    @Test
+    void instructionBreakpointsInsideABlockStopBeforeTheirInstruction() {
+        String body = """
+                mov x1, #0
+                mov x2, #0
+                b go
+                go:
+                nop
+                loop:
+                add x1, x1, #1
+                add x2, x2, x1
+                cmp x1, #3
+                b.ne loop
+            """;
+        String source = program(body, Map.of(), "");
+        long loop = RAM + 12 + 16, mid = loop + 4;
+        long plainCount;
+        try (Arm64Machine m = boot(source)) {
+            assertEquals(0x91000421L, m.memory().readLong(loop) & 0xffffffffL, "add x1, x1, #1 at loop");
+            assertEquals(0x8b010042L, m.memory().readLong(mid) & 0xffffffffL, "add x2, x2, x1 at mid");
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            plainCount = m.clock().instructions();
+        }
+        try (Arm64Machine m = boot(source)) {
+            List<String> hits = new ArrayList<>();
+            dev.kpemu.machine.Machine.BreakpointAction note = (mc, at) -> {
+                hits.add((at == loop ? "loop" : "mid") + " x1=" + mc.engine().regRead(Arm64Reg.X1) + " x2=" + mc.engine().regRead(Arm64Reg.X2));
+                return true;
+            };
+            m.addInstructionBreakpoints(new long[] {mid, loop}, note);
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            assertEquals(List.of("loop x1=0 x2=0", "mid x1=1 x2=0", "loop x1=1 x2=1", "mid x1=2 x2=1",
+                    "loop x1=2 x2=3", "mid x1=3 x2=3"), hits);
+            assertEquals(6, m.engine().regRead(Arm64Reg.X2));
+            assertEquals(plainCount, m.clock().instructions(), "the same instructions ran");
+        }
+    }
+
+    /**
+     * The same at EL0, where uprobes are: Unicorn stops at an exit as at a WFI, which EL0 traps
+     * (SCTLR_EL1.nTWI clear, as at reset and under Linux) with the PC one instruction back; the
+     * machine takes that trap as the exit's stop, so the guest never sees it.
+     */
+    @Test
+    void instructionBreakpointsAtEl0StopBeforeTheirInstruction() {
+        String body = TO_EL0_AT_USER + """
+                mov x1, #0
+                mov x2, #0
+                b go
+                go:
+                nop
+                loop:
+                add x1, x1, #1
+                add x2, x2, x1
+                cmp x1, #3
+                b.ne loop
+                svc #0
+                b .
+            """;
+        String source = program(body, Map.of(SYNC_LOWER, "el0sync"), "el0sync:\n" + POWER_OFF);
+        long loop = RAM + 4 * (3 + 6) + 16, mid = loop + 4;
+        long plainCount;
+        try (Arm64Machine m = boot(source)) {
+            assertEquals(0x91000421L, m.memory().readLong(loop) & 0xffffffffL, "add x1, x1, #1 at loop");
+            assertEquals(0x8b010042L, m.memory().readLong(mid) & 0xffffffffL, "add x2, x2, x1 at mid");
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            plainCount = m.clock().instructions();
+        }
+        try (Arm64Machine m = boot(source)) {
+            List<String> hits = new ArrayList<>();
+            dev.kpemu.machine.Machine.BreakpointAction note = (mc, at) -> {
+                hits.add((at == loop ? "loop" : "mid") + " x1=" + mc.engine().regRead(Arm64Reg.X1) + " el=" + ((Arm64Machine) mc).currentEl());
+                return true;
+            };
+            m.addInstructionBreakpoints(new long[] {mid, loop}, note);
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            assertEquals(List.of("loop x1=0 el=0", "mid x1=1 el=0", "loop x1=1 el=0", "mid x1=2 el=0", "loop x1=2 el=0", "mid x1=3 el=0"), hits);
+            assertEquals(6, m.engine().regRead(Arm64Reg.X2));
+            assertEquals(1, m.exceptionsTaken(), "only the svc reached the guest's vector");
+            assertEquals(plainCount, m.clock().instructions(), "the same instructions ran");
+        }
+    }
 }

@@ -246,6 +246,70 @@ class X86MachineTest {
      * holds them, the ones never reached stop nothing, the reached one stops at each arrival, and
      * after removals (which rebuild the list's filter) the rest still stop.
      */
+    /**
+     * A breakpoint at an instruction inside a block ({@link Machine#addInstructionBreakpoints}, a
+     * uprobe at any offset): every arrival stops before that instruction, also with another one in
+     * the same block, reached inside a block or as its start, and the guest runs the same
+     * instructions as without them.
+     */
+    @Test
+    void anInstructionBreakpointInsideABlockStopsBeforeItEveryArrival() {
+        String program = """
+                _start:
+                  nop
+                  jmp go
+                go:
+                  xor %ebx, %ebx
+                  xor %ecx, %ecx
+                loop:
+                  inc %ebx
+                mid:
+                  add %ebx, %ecx
+                  cmp $3, %ebx
+                  jne loop
+                  hlt
+                """;
+        byte[] code = Asm.x86(program, CODE);
+        long loop = CODE + 1 + 2 + 2 + 2, mid = loop + 2;
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, code);
+            m.setPc(CODE);
+            m.addInstructionBreakpoints(new long[] {mid}, null);
+            for (int arrival = 1; arrival <= 3; arrival++) {
+                assertEquals(new StopReason.Breakpoint(mid), m.run(1_000_000), "arrival " + arrival);
+                assertEquals(mid, m.pc());
+                assertEquals(arrival, m.engine().regRead(X86Reg.RBX), "inc ran, arrival " + arrival);
+                assertEquals((arrival - 1) * arrival / 2, m.engine().regRead(X86Reg.RCX), "add not yet run, arrival " + arrival);
+            }
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(6, m.engine().regRead(X86Reg.RCX));
+        }
+        try (X86Machine m = paged()) {
+            m.memory().write(CODE, code);
+            m.setPc(CODE);
+            java.util.List<String> hits = new java.util.ArrayList<>();
+            dev.kpemu.machine.Machine.BreakpointAction note = (mc, at) -> {
+                hits.add((at == loop ? "loop" : at == mid ? "mid" : Long.toHexString(at)) + " rbx=" + mc.engine().regRead(X86Reg.RBX));
+                return true;
+            };
+            // loop is first reached inside the block at go, then as the block jne starts
+            m.addInstructionBreakpoints(new long[] {mid, loop}, note);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(java.util.List.of("loop rbx=0", "mid rbx=1", "loop rbx=1", "mid rbx=2", "loop rbx=2", "mid rbx=3"), hits);
+            assertEquals(6, m.engine().regRead(X86Reg.RCX));
+            long withBreaks = m.clock().instructions();
+            try (X86Machine plain = paged()) {
+                plain.memory().write(CODE, code);
+                plain.setPc(CODE);
+                assertInstanceOf(StopReason.Halted.class, plain.run(1_000_000));
+                assertEquals(plain.clock().instructions(), withBreaks, "the same instructions ran");
+            }
+            m.removeBreakpoint(mid);
+        }
+    }
+
     @Test
     void aThousandBreaksOnlyTheReachedOneStops() {
         String program = """

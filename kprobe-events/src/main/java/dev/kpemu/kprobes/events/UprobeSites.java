@@ -19,12 +19,12 @@ import dev.kpemu.unicorn.X86Reg;
 /**
  * Places uprobes in the address spaces that map their files ({@link UprobeMappings}) and tells
  * their hits. A probe at file offset O goes where each executable mapping of its file puts O;
- * every address gets one host breakpoint ({@code Machine.addBreakpoint}: no guest memory written,
+ * every address gets one host instruction breakpoint ({@code Machine.addInstructionBreakpoints}: no guest memory written,
  * so a {@code read()} of the file, the page cache and other processes see the original bytes),
  * shared by every mm that maps the file there. At a hit, the current page-table root
  * (x86-64 CR3, arm64 TTBR0_EL1 without its ASID) tells the mm: only the probes placed in that mm
- * fire, and only while it still maps the file there. Host breakpoints stop at block starts:
- * function entries and other branch targets (docs/uprobe-notes.md).
+ * fire, and only while it still maps the file there. An instruction breakpoint stops at any
+ * instruction, a block start or inside a block (docs/uprobe-notes.md).
  */
 public final class UprobeSites {
     /** One hit: the probe, the user address, the mm. */
@@ -65,7 +65,7 @@ public final class UprobeSites {
             at.add(new Site(p, m.mm()));
         }
         // one translation-cache flush for the whole mapping, not one per address
-        if (!added.isEmpty()) machine.addBreakpoints(added.stream().mapToLong(Long::longValue).toArray(), (mc, address) -> { hit(address); return true; });
+        if (!added.isEmpty()) machine.addInstructionBreakpoints(added.stream().mapToLong(Long::longValue).toArray(), (mc, address) -> { hit(address); return true; });
     }
 
     private void hit(long address) {
