@@ -112,6 +112,9 @@ size_t kpemu_guard_entry_size(void) { return sizeof(struct kpemu_guard_entry); }
 #define KPEMU_BREAK_BITS_LOG2 14
 #define KPEMU_BREAK_BITS (1u << KPEMU_BREAK_BITS_LOG2)
 #define KPEMU_MIDS 4096
+/* mid_bits: granules as guard_bits, hashed over fewer bits (8 KiB, which stays in the cache: every
+   translated block tests it while mids exist) */
+#define KPEMU_MID_BITS (1u << 16)
 
 struct kpemu_clock {
     uint64_t executed;  /* instructions charged so far */
@@ -143,7 +146,7 @@ struct kpemu_clock {
        strictly inside it is stopped before it runs, like a break, with the address in mid_hit; the
        host then runs that block alone with the address as Unicorn's exit, which ends the block
        before it, and takes the stop there as a break's. mid_bits: a granule bitmap as guard_bits
-       (KPEMU_GUARD_BITS bits of 32-byte granules), kept by the host; NULL: no mids. */
+       (KPEMU_MID_BITS bits of 32-byte granules), kept by the host; NULL: no mids. */
     const uint64_t *mid_bits;
     uint32_t nmids;
     uint32_t pad_mids;
@@ -163,6 +166,7 @@ size_t kpemu_clock_nmids_offset(void) { return offsetof(struct kpemu_clock, nmid
 size_t kpemu_clock_mid_hit_offset(void) { return offsetof(struct kpemu_clock, mid_hit); }
 size_t kpemu_clock_mids_offset(void) { return offsetof(struct kpemu_clock, mids); }
 uint32_t kpemu_clock_mid_capacity(void) { return KPEMU_MIDS; }
+uint32_t kpemu_clock_mid_bitmap_bits(void) { return KPEMU_MID_BITS; }
 uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
@@ -203,20 +207,24 @@ void kpemu_clock_forget(struct kpemu_clock *c) {
 /* 0 when no guarded range can touch [address, end): no bit of the block's granules is set. Nearly
    every block's granules lie in one word of the bitmap (a block of up to 64 granules that does not
    cross a 2 KiB boundary of the hashed index), tested with one load and one mask. */
-static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
+static inline int granules_may_touch(const uint64_t *bits, uint64_t nbits, uint64_t address, uint64_t end) {
     uint64_t g = address >> KPEMU_GUARD_GRANULE_SHIFT;
     uint64_t span = ((end - 1) >> KPEMU_GUARD_GRANULE_SHIFT) - g;   /* granules after the first */
-    uint64_t i = g & (KPEMU_GUARD_BITS - 1);
+    uint64_t i = g & (nbits - 1);
     uint32_t bit = (uint32_t)(i & 63);
     if (__builtin_expect(bit + span < 64, 1)) {
         uint64_t mask = (~0ull >> (63 - span)) << bit;
         return (bits[i >> 6] & mask) != 0;
     }
     for (uint64_t k = 0; k <= span; k++) {
-        uint64_t j = (g + k) & (KPEMU_GUARD_BITS - 1);
+        uint64_t j = (g + k) & (nbits - 1);
         if (bits[j >> 6] & (1ull << (j & 63))) return 1;
     }
     return 0;
+}
+
+static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64_t end) {
+    return granules_may_touch(bits, KPEMU_GUARD_BITS, address, end);
 }
 
 /*
@@ -345,7 +353,7 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
     uint32_t n = c->arm64 ? (size + 3) / 4 : cur->icount;
     if (c->nbreaks != 0 && break_may_be(c, address) && break_reached(uc, c, address, n)) return;
     if (c->nmids != 0 && c->mid_bits != NULL && size > 1
-            && guard_may_touch(c->mid_bits, address + 1, address + size) && mid_inside(uc, c, address, size)) return;
+            && granules_may_touch(c->mid_bits, KPEMU_MID_BITS, address + 1, address + size) && mid_inside(uc, c, address, size)) return;
     if (c->guard != NULL && c->guard->live && c->guard_bits != NULL
             && guard_may_touch(c->guard_bits, address, address + (size ? size : 1))
             && guard_differs(uc, c->guard, address, size)) {

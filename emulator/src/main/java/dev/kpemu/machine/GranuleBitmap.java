@@ -21,17 +21,26 @@ final class GranuleBitmap implements AutoCloseable {
     static final int GRANULE_SHIFT = 5;
 
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment bits = arena.allocate(BITS / 8, 64);
+    private final int size;
+    private final MemorySegment bits;
     /** Users of each set granule bit (a bit is set while its count is positive). */
     private final Map<Integer, Integer> users = new HashMap<>();
 
-    GranuleBitmap() { bits.fill((byte) 0); }
+    GranuleBitmap() { this(BITS); }
+
+    /** A bitmap of {@code size} bits (a power of two; the native side's for its use). */
+    GranuleBitmap(int size) {
+        if (Integer.bitCount(size) != 1 || size < 64) throw new IllegalArgumentException("granule bitmap of " + size + " bits");
+        this.size = size;
+        this.bits = arena.allocate(size / 8, 64);
+        bits.fill((byte) 0);
+    }
 
     MemorySegment nativeBits() { return bits; }
 
     /** Counts [va, va + len) in ({@code delta} 1) or out of (-1) the bits of its granules. */
     void mark(long va, int len, int delta) {
-        for (long g = va >>> GRANULE_SHIFT; g <= (va + len - 1) >>> GRANULE_SHIFT; g++) count((int) (g & (BITS - 1)), delta);
+        for (long g = va >>> GRANULE_SHIFT; g <= (va + len - 1) >>> GRANULE_SHIFT; g++) count((int) (g & (size - 1)), delta);
     }
 
     /** Adds {@code delta} users to granule bit {@code bit}. */

@@ -63,8 +63,8 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_MIDS = 8192;
     /** Offsets of {@code mid_bits}, {@code nmids}, {@code mid_hit}, {@code mids}; -1 without mids. */
     private static final long MID_BITS, NMIDS, MID_HIT, MIDS;
-    /** Capacity of the native mid list (KPEMU_MIDS), 0 without mids. */
-    static final int MAX_MIDS;
+    /** Capacity of the native mid list (KPEMU_MIDS), 0 without mids; bits of its granule bitmap. */
+    static final int MAX_MIDS, MID_BITMAP_BITS;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -137,7 +137,7 @@ final class InstructionClock implements AutoCloseable {
         BREAK_BITS_LOG2 = log2;
         MAX_BREAKS = capacity;
         long midBits = -1, nmids = -1, midHit = -1, mids = -1;
-        int midCapacity = 0;
+        int midCapacity = 0, midBitmapBits = 0;
         if ((f & FEATURE_MIDS) != 0) {
             try {
                 midBits = (long) linker.downcallHandle(lib.find("kpemu_clock_mid_bits_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
@@ -145,6 +145,7 @@ final class InstructionClock implements AutoCloseable {
                 midHit = (long) linker.downcallHandle(lib.find("kpemu_clock_mid_hit_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 mids = (long) linker.downcallHandle(lib.find("kpemu_clock_mids_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 midCapacity = (int) linker.downcallHandle(lib.find("kpemu_clock_mid_capacity").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                midBitmapBits = (int) linker.downcallHandle(lib.find("kpemu_clock_mid_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
             } catch (Throwable t) {
                 throw new IllegalStateException("kpemu_clock_mid_bits_offset: " + t, t);
             }
@@ -154,6 +155,7 @@ final class InstructionClock implements AutoCloseable {
         MID_HIT = midHit;
         MIDS = mids;
         MAX_MIDS = midCapacity;
+        MID_BITMAP_BITS = midBitmapBits;
     }
 
     /** The filter's bit for a break address (kpemu_clock.c's break_may_be: a multiplicative hash). */
@@ -341,9 +343,10 @@ final class InstructionClock implements AutoCloseable {
             throw new IllegalStateException("libkpemu_clock.so predates instruction stops; rebuild it with scripts/fetch-natives.sh");
         }
         if (midGranules == null) {
-            midGranules = new GranuleBitmap();
+            midGranules = new GranuleBitmap(MID_BITMAP_BITS);
             state.set(ADDRESS, MID_BITS, midGranules.nativeBits());
         }
+        boolean added = false;
         for (long a : addresses) {
             if (!mids.add(a)) continue;
             int n = state.get(JAVA_INT, NMIDS);
@@ -351,10 +354,14 @@ final class InstructionClock implements AutoCloseable {
             state.set(JAVA_LONG, MIDS + 8L * n, a);
             state.set(JAVA_INT, NMIDS, n + 1);
             midGranules.mark(a, 1, 1);
+            added = true;
         }
-        addBreaks(addresses);
-        uc.flushTranslationCache();
-        forgetBlocks();
+        for (long a : addresses) listBreak(a);
+        if (added) {
+            // one flush for them all: a block translated before holds a new mid unseen
+            uc.flushTranslationCache();
+            forgetBlocks();
+        }
     }
 
     private void removeMid(long address) {
