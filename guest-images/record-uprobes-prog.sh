@@ -16,7 +16,8 @@
 #                                                                        '% ' lines: uprobe_profile;
 #                                                                        '> ' lines: the program's output)
 # In both input files @FACT@ and @GREET@ stand for the file offsets of fact and greet, @FACTMID@
-# for fact+8 (an instruction inside fact's first block: a probe that is not a block start)
+# for fact+8 (an instruction inside fact's first block: a probe that is not a block start), @DIVE@
+# for dive (its return probes: a recursion a longjmp leaves, then one that returns)
 # (uprobe-target-offsets.sh, from the program's .symtab), written as 0x-hex into the header
 # with the program's sha256 (the compiler decides the offsets: a test compares only the same build).
 set -euo pipefail
@@ -34,8 +35,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target=$("$here/build-uprobe-target.sh" "$arch" "${KPEMU_CACHE:-$root/.cache}/uprobe-target/$arch/uprobe-target") || die "cannot build the program"
 uprobe_target_offsets "$target" || die "cannot find the probe points in $target"
-fact=$(printf '0x%x' "$ut_fact"); greet=$(printf '0x%x' "$ut_greet"); factmid=$(printf '0x%x' "$ut_fact_mid")
-subst() { grep -vE '^[[:space:]]*(#|$)' "$1" | sed -e "s/@FACTMID@/$factmid/g" -e "s/@FACT@/$fact/g" -e "s/@GREET@/$greet/g"; }
+fact=$(printf '0x%x' "$ut_fact"); greet=$(printf '0x%x' "$ut_greet"); factmid=$(printf '0x%x' "$ut_fact_mid"); dive=$(printf '0x%x' "$ut_dive")
+subst() { grep -vE '^[[:space:]]*(#|$)' "$1" | sed -e "s/@FACTMID@/$factmid/g" -e "s/@FACT@/$fact/g" -e "s/@GREET@/$greet/g" -e "s/@DIVE@/$dive/g"; }
 uprobe_inputs uprobes-prog subst
 uprobe_init '/uprobe-target > /out.txt 2>&1
 echo "KPEMU-STATUS $?"' "busybox sed 's/^/KPEMU-OUT> /' /out.txt"
@@ -46,7 +47,7 @@ dir="$here/reference/$arch/$(kernel_series)"
 mkdir -p "$dir"
 header() {
   kernel_header
-  echo "# program: guest-images/programs/uprobe-target.c ($("$(basename "$("$here/static-cc.sh" "$arch")")" --version | head -n1)), sha256 $(sha256sum < "$target" | cut -c1-16); @FACT@ = $fact (fact), @GREET@ = $greet (greet), @FACTMID@ = $factmid (fact+8), file offsets found by uprobe-target-offsets.sh"
+  echo "# program: guest-images/programs/uprobe-target.c ($("$(basename "$("$here/static-cc.sh" "$arch")")" --version | head -n1)), sha256 $(sha256sum < "$target" | cut -c1-16); @FACT@ = $fact (fact), @GREET@ = $greet (greet), @FACTMID@ = $factmid (fact+8), @DIVE@ = $dive (dive), file offsets found by uprobe-target-offsets.sh"
 }
 {
   echo "# Linux's own answers to uprobe_events writes on a user's program, recorded by guest-images/record-uprobes-prog.sh."
@@ -59,7 +60,7 @@ header() {
   header
   echo "# definitions (uprobes-prog.$arch.events), registered and enabled before the program starts:"
   sed 's/^/#   /' "$work/events.txt"
-  echo "# workload: /uprobe-target (its output: '> ' lines; the child is forked after 'fact(4) = 24')"
+  echo "# workload: /uprobe-target (its output: '> ' lines; dive(3) longjmps out of its innermost call before dive(2) returns normally; the child is forked after that)"
   echo "# One line per event as the trace file prints it, the timestamp removed; then '% ' lines: uprobe_profile."
   tr -d '\r' < "$log" | sed -nE 's/^KPEMU-OUT> (.*)$/> \1/p'
   uprobe_trace_lines

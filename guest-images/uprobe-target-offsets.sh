@@ -5,6 +5,7 @@
 # Provides: uprobe_target_offsets FILE, which sets
 #   $ut_fact   the file offset of fact (recursive: the return probes)
 #   $ut_greet  the file offset of greet (called in a loop and by the forked child)
+#   $ut_dive   the file offset of dive (a recursion left by longjmp, then run to its end)
 #   $ut_fact_mid  the file offset of fact's third instruction, fact+8, which is inside fact's
 #              first block (no branch before it): on x86-64 (-O0: push %rbp 1 byte, mov %rsp,%rbp
 #              3, sub $0x10,%rsp 4) and arm64 (4-byte instructions) alike; checked with objdump
@@ -21,6 +22,7 @@ symbol_file_offset() {
 uprobe_target_offsets() {
   ut_fact=$(symbol_file_offset "$1" fact) || return 1
   ut_greet=$(symbol_file_offset "$1" greet) || return 1
+  ut_dive=$(symbol_file_offset "$1" dive) || return 1
   ut_fact_mid=$((ut_fact + 8))
   # an instruction starts at fact+8: objdump lists its address
   local va od=objdump

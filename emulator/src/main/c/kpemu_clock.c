@@ -152,6 +152,10 @@ struct kpemu_clock {
     uint32_t pad_mids;
     uint64_t mid_hit;   /* the mid inside the block that stopped the engine, 0: none */
     uint64_t mids[KPEMU_MIDS];
+    /* The block the guest ran just before the block a break stopped at (the one that branched,
+       returned or fell into it), as Unicorn reports it: start and size; 0: not known. */
+    uint64_t hit_prev_pc;
+    uint64_t hit_prev_size;
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -167,6 +171,7 @@ size_t kpemu_clock_mid_hit_offset(void) { return offsetof(struct kpemu_clock, mi
 size_t kpemu_clock_mids_offset(void) { return offsetof(struct kpemu_clock, mids); }
 uint32_t kpemu_clock_mid_capacity(void) { return KPEMU_MIDS; }
 uint32_t kpemu_clock_mid_bitmap_bits(void) { return KPEMU_MID_BITS; }
+size_t kpemu_clock_hit_prev_offset(void) { return offsetof(struct kpemu_clock, hit_prev_pc); }
 uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
@@ -183,7 +188,8 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    translated, on both arches (kpemu_clock_tb_generated; resumed_break,
    kpemu_clock_resumed_break_offset). 64, 128 and 256 (a per-block break filter, arm64 breaks in
    the granule bitmap, its page summary) are gone. 4096 = the break filter (break_filter,
-   break_bits). 8192 = instruction stops (mid_bits, nmids, mid_hit, mids). */
+   break_bits). 8192 = instruction stops (mid_bits, nmids, mid_hit, mids) and the block before a
+   break's stop (hit_prev_pc, hit_prev_size). */
 uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
@@ -304,7 +310,7 @@ static inline int break_may_be(const struct kpemu_clock *c, uint64_t address) {
     return (int)((c->break_bits[bit >> 6] >> (bit & 63)) & 1);
 }
 
-static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t n) {
+static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t n, const uc_tb *prev) {
     for (uint32_t i = 0; i < c->nbreaks; i++) {
         if (c->breaks[i] != address) continue;
         if (c->skip_once == address) {
@@ -314,6 +320,8 @@ static __attribute__((noinline)) int break_reached(uc_engine *uc, struct kpemu_c
             return 0;
         }
         c->break_hit = i + 1;
+        c->hit_prev_pc = prev != NULL ? prev->pc : 0;
+        c->hit_prev_size = prev != NULL ? prev->size : 0;
         uc_emu_stop(uc);
         return 1;
     }
@@ -346,12 +354,11 @@ static __attribute__((noinline)) int mid_inside(uc_engine *uc, struct kpemu_cloc
  */
 void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user_data) {
     struct kpemu_clock *c = (struct kpemu_clock *)user_data;
-    (void)prev;
     if (cur == NULL) return;
     uint64_t address = cur->pc;
     uint32_t size = cur->size;
     uint32_t n = c->arm64 ? (size + 3) / 4 : cur->icount;
-    if (c->nbreaks != 0 && break_may_be(c, address) && break_reached(uc, c, address, n)) return;
+    if (c->nbreaks != 0 && break_may_be(c, address) && break_reached(uc, c, address, n, prev)) return;
     if (c->nmids != 0 && c->mid_bits != NULL && size > 1
             && granules_may_touch(c->mid_bits, KPEMU_MID_BITS, address + 1, address + size) && mid_inside(uc, c, address, size)) return;
     if (c->guard != NULL && c->guard->live && c->guard_bits != NULL

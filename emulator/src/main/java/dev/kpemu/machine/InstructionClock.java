@@ -62,7 +62,7 @@ final class InstructionClock implements AutoCloseable {
     /** Feature bit of {@code kpemu_clock_features}: instruction stops (mids). */
     private static final int FEATURE_MIDS = 8192;
     /** Offsets of {@code mid_bits}, {@code nmids}, {@code mid_hit}, {@code mids}; -1 without mids. */
-    private static final long MID_BITS, NMIDS, MID_HIT, MIDS;
+    private static final long MID_BITS, NMIDS, MID_HIT, MIDS, HIT_PREV;
     /** Capacity of the native mid list (KPEMU_MIDS), 0 without mids; bits of its granule bitmap. */
     static final int MAX_MIDS, MID_BITMAP_BITS;
 
@@ -136,7 +136,7 @@ final class InstructionClock implements AutoCloseable {
         BREAK_BITS = bitsOff;
         BREAK_BITS_LOG2 = log2;
         MAX_BREAKS = capacity;
-        long midBits = -1, nmids = -1, midHit = -1, mids = -1;
+        long midBits = -1, nmids = -1, midHit = -1, mids = -1, hitPrev = -1;
         int midCapacity = 0, midBitmapBits = 0;
         if ((f & FEATURE_MIDS) != 0) {
             try {
@@ -145,6 +145,7 @@ final class InstructionClock implements AutoCloseable {
                 midHit = (long) linker.downcallHandle(lib.find("kpemu_clock_mid_hit_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 mids = (long) linker.downcallHandle(lib.find("kpemu_clock_mids_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 midCapacity = (int) linker.downcallHandle(lib.find("kpemu_clock_mid_capacity").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
+                hitPrev = (long) linker.downcallHandle(lib.find("kpemu_clock_hit_prev_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
                 midBitmapBits = (int) linker.downcallHandle(lib.find("kpemu_clock_mid_bitmap_bits").orElseThrow(), FunctionDescriptor.of(JAVA_INT)).invokeExact();
             } catch (Throwable t) {
                 throw new IllegalStateException("kpemu_clock_mid_bits_offset: " + t, t);
@@ -154,6 +155,7 @@ final class InstructionClock implements AutoCloseable {
         NMIDS = nmids;
         MID_HIT = midHit;
         MIDS = mids;
+        HIT_PREV = hitPrev;
         MAX_MIDS = midCapacity;
         MID_BITMAP_BITS = midBitmapBits;
     }
@@ -415,13 +417,30 @@ final class InstructionClock implements AutoCloseable {
      * dropped: Unicorn translated it when the engine stopped, and only a new translation stops again.
      */
     long takeBreakHit() {
+        arrivalPc = 0;
         int hit = state.get(JAVA_INT, BREAK_HIT);
         if (hit == 0) return -1;
         state.set(JAVA_INT, BREAK_HIT, 0);
+        if (HIT_PREV >= 0) {
+            arrivalPc = state.get(JAVA_LONG, HIT_PREV);
+            arrivalSize = state.get(JAVA_LONG, HIT_PREV + 8);
+            state.set(JAVA_LONG, HIT_PREV, 0);
+        } else {
+            arrivalPc = 0;
+        }
         long address = state.get(JAVA_LONG, BREAKS + 8L * (hit - 1));
         dropBlockAt(address);
         return address;
     }
+
+    /** The block that ran just before the last break hit's block (Unicorn's previous block), 0: not known. */
+    private long arrivalPc, arrivalSize;
+
+    /** The start of the block the guest ran just before the last break hit, or 0 when not known (a hit at a slice's start, an instruction stop). */
+    long arrivalBlock() { return arrivalPc; }
+
+    /** That block's size in bytes. */
+    long arrivalBlockSize() { return arrivalSize; }
 
     /** A slice that starts at the break address it resumes from (0: none): it runs that one block. */
     private long resumingAt;
@@ -442,6 +461,7 @@ final class InstructionClock implements AutoCloseable {
                 return false;
             }
             state.set(JAVA_INT, BREAK_HIT, i + 1);
+            if (HIT_PREV >= 0) state.set(JAVA_LONG, HIT_PREV, 0);     // stopped before running: no block is known to have led here
             return true;
         }
         return false;

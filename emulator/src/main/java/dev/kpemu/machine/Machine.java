@@ -730,6 +730,16 @@ public abstract class Machine implements AutoCloseable {
      */
     public long stoppedAtBreakpoint() { return pendingStop instanceof StopReason.Breakpoint b ? b.address() : -1; }
 
+    /**
+     * For a breakpoint action: the start and size of the block the guest ran just before the one at
+     * the breakpoint (the block whose branch, return or fall-through led there), or null when not
+     * known (the hit came at a slice's start, or is an instruction breakpoint's).
+     */
+    public long[] breakpointArrivalBlock() {
+        long pc = icount.arrivalBlock();
+        return pc == 0 ? null : new long[] {pc, icount.arrivalBlockSize()};
+    }
+
     public void removeBreakpoint(long va) {
         if (!breakpoints.containsKey(va)) return;
         breakpoints.remove(va);

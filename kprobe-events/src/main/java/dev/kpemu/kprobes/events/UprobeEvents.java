@@ -37,8 +37,11 @@ import dev.kpemu.machine.Machine;
  * reaches it with the stack pointer the entry's frame returns with (x86-64 entry sp + 8, arm64
  * the entry sp), that frame's instances fire, newest first (Linux's consumer order: the probe
  * registered last first, as recorded); instances of deeper frames are dropped without an event,
- * as Linux's {@code cleanup_return_instances} drops frames a {@code longjmp} left; outer frames
- * of a recursion stay. Not done: the guest-visible hijack ({@code [uprobes]} in
+ * as Linux's {@code cleanup_return_instances} drops frames a {@code longjmp} left (also at every
+ * new entry, as {@code prepare_uretprobe} does); outer frames of a recursion stay. A return
+ * address reached by a jump from user code (a {@code longjmp} to a join point that is also a
+ * call's return address: Unicorn's previous block ends in no return instruction) fires nothing:
+ * Linux's trampoline is reached only by a return. Not done: the guest-visible hijack ({@code [uprobes]} in
  * {@code /proc/PID/maps}, the trampoline address on the stack), a return address that is
  * another host breakpoint, exits with instances pending (kept until the mm's root returns).
  */
@@ -155,14 +158,65 @@ public final class UprobeEvents {
         } else {
             ret = machine.engine().regRead(dev.kpemu.unicorn.Arm64Reg.X30);
         }
+        long root = pageTableRoot();
+        // once per hit: the return probes of one address are consumers of one uprobe, and Linux
+        // cleans up once before their shared instance
+        long stamp = machine.clock().instructions();
+        if (stamp != cleanedAt || hit.address() != cleanedFor) {
+            dropAbandoned(root, sp);
+            cleanedAt = stamp;
+            cleanedFor = hit.address();
+        }
         boolean armed = pending.stream().anyMatch(p -> p.ret() == ret);
         if (!armed && machine.hasBreakpoint(ret)) return;       // another host breakpoint there: not handled
-        pending.add(new Pending(c, pageTableRoot(), hit.address(), ret, sp, hit.mm()));
+        pending.add(new Pending(c, root, hit.address(), ret, sp, hit.mm()));
         if (!armed) machine.addBreakpoint(ret, (m, address) -> { returned(address); return true; });
+    }
+
+    /**
+     * Linux's {@code cleanup_return_instances} at a new entry ({@code prepare_uretprobe}): the
+     * mm's newest instances whose frames are gone ({@code arch_uretprobe_is_alive(RP_CHECK_CALL)}:
+     * x86-64 alive while sp &lt; the instance's, arm64 while sp &lt;= it) are dropped without an
+     * event — frames a {@code longjmp} left, whose return addresses may yet be reached by a jump.
+     */
+    private long cleanedAt = -1, cleanedFor;
+
+    private void dropAbandoned(long root, long sp) {
+        boolean x86 = machine.arch() == Arch.X86_64;
+        for (int i = pending.size() - 1; i >= 0; i--) {
+            Pending p = pending.get(i);
+            if (p.root() != root) continue;
+            int c = Long.compareUnsigned(sp, p.sp());
+            if (x86 ? c < 0 : c <= 0) break;
+            pending.remove(i);
+            if (pending.stream().noneMatch(q -> q.ret() == p.ret())) machine.removeBreakpoint(p.ret());
+        }
+    }
+
+    /**
+     * True when the guest came to a watched return address from user code by another way than a
+     * return (the block before ends in a jump: {@code longjmp}'s {@code jmp *%rdx} / {@code br x30}
+     * to a join point that is also a call's return address). Linux fires a return only when its
+     * trampoline, which replaced the return address on the stack, is reached; a jump to the
+     * original address never reaches it. Unknown (a hit at a slice's start) counts as a return.
+     */
+    private boolean reachedByJump() {
+        long[] from = machine.breakpointArrivalBlock();
+        if (from == null || from[0] < 0 || from[1] <= 0 || from[1] > 4096) return false;
+        byte[] code = new byte[(int) from[1]];
+        ctx.begin();
+        if (!ctx.readUser(from[0], code, 0, code.length)) return false;
+        try (dev.kpemu.decoder.Decoder d = dev.kpemu.decoder.Decoder.open(machine.arch())) {
+            List<dev.kpemu.decoder.Instruction> insns = d.decodeAll(code, from[0]).instructions();
+            return !insns.isEmpty() && insns.getLast().branchKind() != dev.kpemu.decoder.BranchKind.RETURN;
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /** The guest reached a return address kpemu watches: the returning frame's instances fire. */
     private void returned(long address) {
+        if (reachedByJump()) return;       // the instances stay until an entry drops them, as Linux's
         long root = pageTableRoot();
         long sp = userStackPointer();
         long entrySp = machine.arch() == Arch.X86_64 ? sp - 8 : sp;
