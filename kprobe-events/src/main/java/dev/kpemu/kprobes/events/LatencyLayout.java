@@ -159,14 +159,20 @@ public final class LatencyLayout {
      * interrupts on and a preempt count of 0, and {@code trace_event_buffer_reserve}'s
      * {@code tracing_gen_ctx_dec} then takes one off the word with CONFIG_PREEMPTION: on such a
      * kernel the decrement borrows through the count into the flags (all set when none was, the
-     * recorded x86-64 {@code DNZff}). {@code task} is the task that hit; its TIF bits and
-     * migration_disabled are read, the per-CPU PREEMPT_NEED_RESCHED (x86-64) is taken as clear.
+     * recorded x86-64 {@code DNZff}). arm64 with CONFIG_PREEMPTION (7.x, lazy preemption) records
+     * its uprobe events with one preemption level held: Linux 7.2 under QEMU prints {@code .....}
+     * and {@code .l...} there, and kprobes recorded beside them show {@code uprobe_notify_resume}
+     * and {@code find_active_uprobe_rcu} entered with interrupts off, the event with them on (the
+     * level's origin on arm64's way to the handler is not identified; 6.13 to 6.19 are unrecorded).
+     * {@code task} is the task that hit; its TIF bits and migration_disabled are read, the
+     * per-CPU PREEMPT_NEED_RESCHED (x86-64) is taken as clear.
      */
     public String userColumn(MachineFetchContext ctx, long task) {
         long tif = ctx.kernelValue(task + tiFlagsOffset, 8);
         int migration = migrationOffset >= 0 && ctx.readKernel(task + migrationOffset, word, 0, 2) ? (int) le(word, 2) : 0;
         boolean needResched = (tif >>> needReschedBit & 1) != 0;
-        LatencyFlags.State s = new LatencyFlags.State(false, 0, needResched, lazyBit >= 0 && (tif >>> lazyBit & 1) != 0,
+        int held = arch == Arch.ARM64 && kernel().preemption() ? 1 : 0;
+        LatencyFlags.State s = new LatencyFlags.State(false, held, needResched, lazyBit >= 0 && (tif >>> lazyBit & 1) != 0,
                 arch == Arch.ARM64 && needResched, migration);
         int word = LatencyFlags.traceContext(s, kernel().preemption());
         // before lazy preemption (6.13) flag 0x02 was IRQS_NOSUPPORT: a borrow sets it, the column does not show it as lazy

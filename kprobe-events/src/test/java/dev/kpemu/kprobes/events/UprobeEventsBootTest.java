@@ -80,7 +80,7 @@ class UprobeEventsBootTest {
         assertEquals(2, probes.stream().filter(UprobeDef::isReturn).count(), "two return probes: " + probes);
         // arm64 7.2: Linux prints `.....` (no borrow) though the kernel has CONFIG_PREEMPTION, as
         // x86-64 7.2 does not; why is open (docs/uprobe-notes.md): the column is left out there
-        boolean latency = !(arch == Arch.ARM64 && Dialect.forRelease(release).hasGenericTifBits());
+        boolean latency = true;   // also arm64 7.x's (LatencyLayout.userColumn)
         List<String> linux = new ArrayList<>();
         for (String l : lines) {
             Matcher m = EVENT.matcher(l);
