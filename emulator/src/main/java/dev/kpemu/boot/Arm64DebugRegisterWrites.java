@@ -7,16 +7,17 @@ import dev.kpemu.machine.arm64.Arm64DebugRegisters;
 import dev.kpemu.machine.arm64.Arm64Machine;
 
 /**
- * Where the kernel writes a watchpoint register or MDSCR_EL1, so the host sees the guest's
+ * Where the kernel writes a watchpoint register, so the host sees the guest's
  * DBGWVRn/DBGWCRn change ({@link Arm64DebugRegisters}). Unicorn 2.1.4 calls one MSR hook per
  * engine, and the generic timer's is it; but QEMU's translator, which Unicorn's inherits, ends the
  * translated block after a system-register write, so the next instruction starts a block and a
  * host breakpoint there (guest text untouched) runs after every such write, as on x86
  * ({@link X86DebugRegisterWrites}). The sites are the {@code msr} encodings of op0 2, op1 0, CRn 0
- * with op2 6 or 7 (DBGWVRn_EL1, DBGWCRn_EL1) or CRm 2 op2 2 (MDSCR_EL1), any source register,
- * among the words of the kernel's text ({@code _stext} to {@code _etext}) as loaded in RAM: Linux's
- * {@code write_wb_reg} (a jump table of {@code msr}s) and the inlined {@code mdscr_write}. Module
- * text is not scanned.
+ * with op2 6 or 7 (DBGWVRn_EL1, DBGWCRn_EL1), any source register, among the words of the
+ * kernel's text ({@code _stext} to {@code _etext}) as loaded in RAM: Linux's {@code write_wb_reg}
+ * (a jump table of {@code msr}s). MDSCR_EL1 is not followed this way (the instruction after
+ * {@code ret_to_user}'s {@code msr mdscr_el1} is a branch target reached on every return to user
+ * mode): it is read when a slot is hit. Module text is not scanned.
  */
 final class Arm64DebugRegisterWrites {
     private Arm64DebugRegisterWrites() {}
@@ -24,12 +25,11 @@ final class Arm64DebugRegisterWrites {
     /** {@code msr}, op0 2 (bit 19 clear), op1 0, CRn 0: {@code 0xd5100000 | CRm << 8 | op2 << 5 | Rt}. */
     private static final int MSR_OP0_2 = 0xd510_0000, MASK_WITHOUT_CRM_OP2_RT = 0xffff_f000;
 
-    /** Whether {@code insn} writes DBGWVRn_EL1, DBGWCRn_EL1 (n < 16) or MDSCR_EL1. */
+    /** Whether {@code insn} writes DBGWVRn_EL1 or DBGWCRn_EL1 (n < 16). */
     static boolean writesWatchRegister(int insn) {
         if ((insn & MASK_WITHOUT_CRM_OP2_RT) != MSR_OP0_2) return false;
-        int crm = (insn >>> 8) & 0xf, op2 = (insn >>> 5) & 7;
-        return op2 == Arm64DebugRegisters.OP2_WVR || op2 == Arm64DebugRegisters.OP2_WCR
-                || (crm == Arm64DebugRegisters.CRM_MDSCR && op2 == Arm64DebugRegisters.OP2_MDSCR);
+        int op2 = (insn >>> 5) & 7;
+        return op2 == Arm64DebugRegisters.OP2_WVR || op2 == Arm64DebugRegisters.OP2_WCR;
     }
 
     /** The addresses just after each such {@code msr} of the text at {@code textVa}, loaded at {@code textPa}. */

@@ -11,7 +11,7 @@ import dev.kpemu.unicorn.Unicorn;
 /**
  * arm64's watchpoint registers DBGWVRn_EL1/DBGWCRn_EL1 on {@link Watchpoints}
  * ({@link GuestDebugRegisters}); Unicorn 2.1.4 stores them but never fires them. The host calls
- * {@link #sync} after each guest {@code msr} of them or of MDSCR_EL1 (host breakpoints after those
+ * {@link #sync} after each guest {@code msr} of them (host breakpoints after those
  * instructions of the kernel's text, {@code boot.Arm64DebugRegisterWrites}: Unicorn allows one
  * MSR hook per engine, and the generic timer has it), which re-reads the current vCPU's registers
  * from its engine: a slot whose control has E set, LSC with the store bit (10 or 11), BAS a
@@ -46,8 +46,6 @@ public final class Arm64DebugRegisters implements GuestDebugRegisters {
     record Pending(long esr, long far) {}
 
     private final Arm64Machine machine;
-    /** Per vCPU, MDSCR_EL1 as read at the last {@link #sync}. */
-    private final long[] mdscr = new long[Machine.MAX_CPUS];
     private final Armed[][] armed = new Armed[Machine.MAX_CPUS][SLOTS];
     private final Pending[] pending = new Pending[Machine.MAX_CPUS];
     private long delivered;
@@ -60,8 +58,7 @@ public final class Arm64DebugRegisters implements GuestDebugRegisters {
     public void sync() {
         int cpu = machine.cpu();
         Unicorn uc = machine.engine();
-        mdscr[cpu] = uc.sysRegRead(2, 0, 0, CRM_MDSCR, OP2_MDSCR);
-        if (TRACE) System.err.printf("[dbgw sync cpu %d pc 0x%x mdscr 0x%x]%n", cpu, machine.pc(), mdscr[cpu]);
+        if (TRACE) System.err.printf("[dbgw sync cpu %d pc 0x%x]%n", cpu, machine.pc());
         for (int slot = 0; slot < SLOTS; slot++) {
             long wvr = uc.sysRegRead(2, 0, 0, slot, OP2_WVR), wcr = uc.sysRegRead(2, 0, 0, slot, OP2_WCR);
             Armed want = wanted(wvr, wcr);
@@ -101,7 +98,7 @@ public final class Arm64DebugRegisters implements GuestDebugRegisters {
         long pstate = machine.engine().regRead(Arm64Reg.PSTATE);
         int el = (int) (pstate >>> 2) & 3;
         if (el == 0 ? (a.pac & 2) == 0 : (a.pac & 1) == 0) return;
-        long m = mdscr[cpu];
+        long m = machine.engine().sysRegRead(2, 0, 0, CRM_MDSCR, OP2_MDSCR);     // MDSCR_EL1, as the guest left it
         if ((m & MDSCR_MDE) == 0) return;
         if (el == 1 && ((m & MDSCR_KDE) == 0 || (pstate & Arm64Machine.PSTATE_D) != 0)) return;
         long esr = ((long) (el == 0 ? EC_WATCHPOINT_LOWER : EC_WATCHPOINT_CURRENT) << 26) | ESR_IL | ESR_WNR | DFSC_DEBUG;
