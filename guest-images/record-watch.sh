@@ -55,8 +55,8 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$system_map" ] || [ -f "$system_map" ] || { echo "$prog: --system-map: no file '$system_map'" >&2; exit 2; }
 reference_args "$usage" "${rest[@]}"
-[ -z "$current_at" ] || [ "$arch" = arm64 ] || die "--current-at reads arm64's SP_EL0: arm64 only"
-[ -z "$current_at" ] || [ -z "$system_map" ] || die "--current-at and --system-map both give the address: one of them"
+[ -z "$current_at" ] || [ "$arch" = arm64 ] || { echo "$prog: --current-at reads arm64's SP_EL0: arm64 only" >&2; exit 2; }
+[ -z "$current_at" ] || [ -z "$system_map" ] || { echo "$prog: --current-at and --system-map both give the address: one of them" >&2; exit 2; }
 if [ -n "$field" ]; then
   offset=$(btf_offset "${field%%.*}" "${field#*.}")
   [[ $offset =~ ^[0-9]+$ ]] || die "the kernel's BTF has no member ${field#*.} in struct ${field%%.*}"
