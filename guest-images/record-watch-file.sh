@@ -8,17 +8,20 @@
 # file.f_pos and task_struct.comm come from the kernel's own BTF (Debian's pahole, installed
 # with apt-get as root when missing); --fpos/--comm-offset override them.
 #
-#   guest-images/record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64 'COMMAND'
-#     writes  OUT (default guest-images/reference/x86_64/SERIES/watch-file-fpos.trace): the kernel header,
+#   guest-images/record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64|arm64 'COMMAND'
+#     writes  OUT (default guest-images/reference/ARCH/SERIES/watch-file-fpos.trace): the kernel header,
 #             then one "W|R PC VALUE" line per access of f_pos (pc as gdb reports it, value after the access;
 #             W: the value changed, as gdb's awatch tells a write)
-# x86-64 only (the current task through gs_base + current_task, as Linux 6.1 keeps it).
+# The current task: x86-64 gs_base + current_task (as Linux 6.1 keeps it), arm64 SP_EL0 (in the
+# kernel); the return address: x86-64 the word at rsp, arm64 x30 at the entry; the result and
+# filp_close's file: rax/rdi, x0. arm64's offsets come with --fpos/--comm-offset (pahole reads
+# only x86-64's vmlinux here; kpemu's KernelStructs gives the same BTF's offsets).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 prog=record-watch-file
 . "$here/qemu-reference.sh"
-usage="record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64 'COMMAND'"
+usage="record-watch-file.sh [--kernel debian[:SUITE][@RELEASE]] [--out FILE] [--fpos OFFSET] [--comm-offset OFFSET] x86_64|arm64 'COMMAND'"
 fpos=""; commoff=""; rest=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,12 +31,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 reference_args "$usage" "${rest[@]}"
-[ "$arch" = x86_64 ] || die "x86_64 only"
+case "$arch" in x86_64|arm64) ;; *) die "x86_64 or arm64" ;; esac
 command_line=$name
 [ -n "$command_line" ] || { echo "$prog: usage: $usage" >&2; exit 2; }
 comm=${command_line%% *}; comm=${comm##*/}
 gdb=gdb-multiarch
-command -v "$gdb" >/dev/null || gdb=gdb
+[ "$arch" = arm64 ] || command -v "$gdb" >/dev/null || gdb=gdb
 command -v "$gdb" >/dev/null || die "gdb is missing; install Debian's gdb-multiarch"
 
 if [ -z "$fpos" ] || [ -z "$commoff" ]; then
@@ -50,7 +53,7 @@ cat > "$work/init" <<INIT
 #!/bin/sh
 mount -t proc proc /proc
 echo 0 > /proc/sys/kernel/kptr_restrict
-for s in do_filp_open filp_close current_task; do echo "KPEMU-SYMBOL \$(grep -E " \$s\\\$" /proc/kallsyms | head -n1)"; done
+for s in do_filp_open filp_close $([ "$arch" = x86_64 ] && echo current_task); do echo "KPEMU-SYMBOL \$(grep -E " \$s\\\$" /proc/kallsyms | head -n1)"; done
 echo KPEMU-RUN-BEGIN
 $command_line
 echo KPEMU-RUN-END
@@ -59,7 +62,8 @@ INIT
 kpemu_cli initramfs --arch "$arch" --init "$work/init" -o "$work/run.cpio" >/dev/null
 qemu_boot "$work/run.cpio" "$append" "$work/symbol.log" KPEMU-RUN-END
 sym() { tr -d '\r' < "$work/symbol.log" | sed -nE "s/^KPEMU-SYMBOL ([0-9a-f]+) [A-Za-z] $1\$/\1/p" | head -n1; }
-open_at=$(sym do_filp_open); close_at=$(sym filp_close); current=$(sym current_task)
+open_at=$(sym do_filp_open); close_at=$(sym filp_close); current=0
+[ "$arch" = arm64 ] || current=$(sym current_task)
 [ -n "$open_at" ] && [ -n "$close_at" ] && [ -n "$current" ] || { tail -n 20 "$work/symbol.log" >&2; die "no kallsyms lines for do_filp_open, filp_close, current_task"; }
 
 port=$(( 20000 + $$ % 20000 ))
@@ -68,12 +72,13 @@ import gdb, re
 gdb.execute("set pagination off"); gdb.execute("set confirm off")
 gdb.execute("target remote :$port")
 OPEN, CLOSE, CURRENT, FPOS, COMM = 0x$open_at, 0x$close_at, 0x$current, $fpos, $commoff
+ARM64 = "$arch" == "arm64"
 want = b"$comm"[:15]
 def reg(n): return int(gdb.parse_and_eval("\$" + n)) & (2**64 - 1)
 def mem(a, n): return bytes(gdb.selected_inferior().read_memory(a, n))
 def u64(a): return int.from_bytes(mem(a, 8), "little")
 def current_comm():
-    task = u64(reg("gs_base") + CURRENT)
+    task = reg("SP_EL0") if ARM64 else u64(reg("gs_base") + CURRENT)
     return mem(task + COMM, 16).split(b"\0")[0]
 gdb.Breakpoint("*" + hex(OPEN))
 gdb.Breakpoint("*" + hex(CLOSE))
@@ -86,18 +91,18 @@ while True:
     pc = reg("pc")
     if pc == OPEN:
         if current_comm() == want:
-            ret = u64(reg("rsp"))
+            ret = reg("x30") if ARM64 else u64(reg("rsp"))
             if ret not in returns:
                 returns.add(ret); gdb.Breakpoint("*" + hex(ret))
     elif pc in returns and wp is None:
-        f = reg("rax")
+        f = reg("x0" if ARM64 else "rax")
         if f < 2**64 - 4096 and current_comm() == want:
             watched = f
             wp = gdb.Breakpoint("*(long *)" + hex(f + FPOS), gdb.BP_WATCHPOINT, gdb.WP_ACCESS, internal=False)
             last = u64(f + FPOS)
             gdb.write("OPEN %x\n" % f)
     elif pc == CLOSE:
-        if wp is not None and reg("rdi") == watched:
+        if wp is not None and reg("x0" if ARM64 else "rdi") == watched:
             wp.delete(); wp = None
             gdb.write("CLOSE %x\n" % watched)
     elif wp is not None:

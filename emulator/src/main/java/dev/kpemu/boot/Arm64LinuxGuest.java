@@ -92,11 +92,32 @@ final class Arm64LinuxGuest implements LinuxGuest {
             long guestRam = ram - HOST_AREA_BYTES;
             Arm64LinuxLoader.Loaded l = Arm64LinuxLoader.load(board.machine(), image, name, initrd, append, guestRam, o.terminal() != null, !fromSnapshot);
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
-            return new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
+            Arm64LinuxGuest g = new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
+            if (!fromSnapshot) g.debugRegisterWrites = g.watchDebugRegisterWrites();
+            return g;
         } catch (KernelImageException | RuntimeException e) {
             board.close();
             throw e;
         }
+    }
+
+    /** The host breakpoints after the kernel's writes of a watchpoint register ({@link Arm64DebugRegisterWrites}); -1: not set. */
+    private int debugRegisterWrites = -1;
+
+    /**
+     * Host breakpoints after every {@code msr} of DBGWVRn/DBGWCRn/MDSCR_EL1 in the kernel's text
+     * as loaded in RAM ({@code _stext}'s offset in the Image); none (-1) when kallsyms lacks
+     * {@code _stext} or {@code _etext}. Not for a restored snapshot (its RAM comes later).
+     */
+    private int watchDebugRegisterWrites() {
+        SymbolTable syms = symbols();
+        var start = syms.byName("_stext");
+        var end = syms.byName("_etext");
+        if (start.isEmpty() || end.isEmpty()) return -1;
+        var offset = syms.fileOffset(start.get().address());      // in the Image, loaded at kernelBase
+        if (offset.isEmpty()) return -1;
+        return Arm64DebugRegisterWrites.watch(board.machine(), start.get().address(), loaded.kernelBase() + offset.getAsLong(),
+                end.get().address() - start.get().address());
     }
 
     @Override public Arch arch() { return Arch.ARM64; }
@@ -151,7 +172,9 @@ final class Arm64LinuxGuest implements LinuxGuest {
                 m.lineInvalidations(), m.allInvalidations());
         return cpus + String.format("irqs=%d exceptions=%d gicAcks=%d watchStops=%d sysregInsns=%d sysregJava=%d timerAccesses=%d uartBytes=%d",
                 m.irqsTaken(), m.exceptionsTaken(), board.gic().acknowledged(), m.interruptWatchStops(),
-                board.timer().sysRegInstructions(), board.timer().javaHookCalls(), board.timer().accesses(), board.uart().transmitted());
+                board.timer().sysRegInstructions(), board.timer().javaHookCalls(), board.timer().accesses(), board.uart().transmitted())
+                + String.format(" watchRegWriteSites=%d", debugRegisterWrites)
+                + (m.debugRegisters().exceptionsDelivered() == 0 ? "" : " guestWatchpointTraps=" + m.debugRegisters().exceptionsDelivered());
     }
 
     @Override public void close() { board.close(); }

@@ -1,12 +1,13 @@
 package dev.kpemu.machine;
 
 /**
- * The guest's own hardware data watchpoints (x86 DR0–DR3/DR7), emulated on {@link Watchpoints}
+ * The guest's own hardware data watchpoints (x86 DR0–DR3/DR7, arm64 DBGWVRn/DBGWCRn), emulated on {@link Watchpoints}
  * because Unicorn 2.1.4 stores those registers but never fires them
  * ({@code WatchMechanismFactsTest.theGuestsOwnDataWatchpointsDoNotFire}). Each enabled slot of a
  * vCPU is a watch of its own, independent of kpemu's watches on the same bytes (both see every
  * access); a hit becomes the debug exception the hardware would raise, on the vCPU whose slot it
- * is. Per arch: {@code X86DebugRegisters}.
+ * is. Per arch: {@code X86DebugRegisters} (a trap after the access), {@code Arm64DebugRegisters}
+ * (an exception before it).
  */
 public interface GuestDebugRegisters {
     /**

@@ -58,6 +58,8 @@ public final class Watchpoints {
         private final long start, end;
         private final boolean reads, writes, afterAccess;
         private final Consumer<WatchHit> handler;
+        /** A guest debug register's watch ({@link #addTrapping}): told first, may trap the store. */
+        private boolean trapping;
 
         private Watch(long start, long end, boolean reads, boolean writes, boolean afterAccess, Consumer<WatchHit> handler) {
             this.start = start;
@@ -140,8 +142,22 @@ public final class Watchpoints {
         stopBeforeRequested = hit;
     }
 
+    /**
+     * From the handler of an {@link #addTrapping} watch: the store is not made, the engine stops
+     * with the pc at the storing instruction, and the run goes on (no {@link StopReason}, only the
+     * slice ends), so that the machine takes the guest's exception at that instruction before the
+     * next slice (arm64's guest watchpoints, {@code Arm64DebugRegisters}); no other watch is told
+     * of this attempt, and its next execution is a new access for every watch.
+     */
+    public void trapBefore(WatchHit hit) {
+        stopBefore(hit);
+        trapOnly = true;
+    }
+
     /** The hit a handler asked to stop before ({@link #stopBefore}), during {@link #report}. */
     private WatchHit stopBeforeRequested;
+    /** The stop asked for is {@link #trapBefore}'s: the engine stops, the run does not. */
+    private boolean trapOnly;
     /** The store stopped before, let through without a report when the engine makes it again. */
     private Unicorn replayEngine;
     private long replayPc, replayPa;
@@ -174,6 +190,18 @@ public final class Watchpoints {
             rehookWrites();
         }
         if (reads) rehookReads();
+        return w;
+    }
+
+    /**
+     * A write watch for the guest's own watchpoint registers (arm64's, taken before the access): its
+     * handler is told of a store before every other watch and may call {@link #trapBefore}; then
+     * the store is not made and no other watch is told of it (the guest takes its exception; the
+     * instruction, executed again after the guest's handler, is a new access for every watch).
+     */
+    public Watch addTrapping(long pa, long length, Consumer<WatchHit> handler) {
+        Watch w = add(pa, length, false, true, false, handler);
+        w.trapping = true;
         return w;
     }
 
@@ -277,15 +305,23 @@ public final class Watchpoints {
         }
         long old = memory.readInPlace(pa, size);
         stopBeforeRequested = null;
-        report(pa, size, true, old, value, pc, false);
+        trapOnly = false;
+        reportTrapping(pa, size, old, value, pc);
+        if (!trapOnly) report(pa, size, true, old, value, pc, false);
         WatchHit stop = stopBeforeRequested;
+        boolean trap = trapOnly;
         stopBeforeRequested = null;
+        trapOnly = false;
         if (inPage < size) {
             crossingEngine = u;
             crossingPc = pc;
             crossingStart = pa;
             crossingEnd = pa + size;
             crossingDiscarded = stop != null;
+        }
+        if (stop != null && trap) {
+            stopNow.accept(u, null);        // the guest's exception is taken before the store: no replay is owed
+            return true;
         }
         if (stop != null) {
             replayEngine = u;
@@ -306,9 +342,18 @@ public final class Watchpoints {
     /** Reports an access to the watches it overlaps whose handlers run {@code after} it (reads: every watch, {@code after} ignored). */
     private void report(long pa, int size, boolean write, long old, long value, long pc, boolean after) {
         for (Watch w : List.copyOf(watches)) {
-            if (write && w.afterAccess != after) continue;
+            if (w.trapping || (write && w.afterAccess != after)) continue;
             if ((write ? w.writes : w.reads) && w.overlaps(pa, size))
                 w.handler.accept(new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, write, old, value));
+        }
+    }
+
+    /** A store, to the guest debug registers' watches ({@link #addTrapping}) only: they may trap it. */
+    private void reportTrapping(long pa, int size, long old, long value, long pc) {
+        for (Watch w : List.copyOf(watches)) {
+            if (w.trapping && w.overlaps(pa, size))
+                w.handler.accept(new WatchHit(w, currentCpu.getAsInt(), pc, pa, size, true, old, value));
+            if (trapOnly) return;
         }
     }
 

@@ -404,6 +404,38 @@ class WatchpointsTest {
     }
 
     /**
+     * A guest debug register's watch ({@link Watchpoints#addTrapping}, arm64's watchpoints) traps a
+     * store before it is made and the run goes on (the machine would take the guest's exception;
+     * here nothing moves the pc, so the store runs again): the other watch on the same bytes, added
+     * first, is told of the store once, when it is made, not of the trapped attempt; the trapping
+     * watch is told of both attempts (the second is a new access, which it lets through).
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aTrappedStoreIsNotMadeAndOnlyTheMadeOneIsReportedToOtherWatches(Guest g) {
+        long watched = g.data + 0x9000;
+        try (Machine m = g.create()) {
+            List<WatchHit> others = new ArrayList<>(), trapping = new ArrayList<>();
+            m.watchpoints().add(watched, 8, false, true, others::add);
+            boolean[] trapped = {false};
+            m.watchpoints().addTrapping(watched, 8, h -> {
+                trapping.add(h);
+                if (h.newValue() == 2 && !trapped[0]) {
+                    trapped[0] = true;
+                    m.watchpoints().trapBefore(h);
+                }
+            });
+            Program p = new Program(g).then(g.store(watched, 1)).then(g.store(watched, 2)).then(g.store(watched, 3));
+            run(m, p);
+            assertEquals(List.of(1L, 2L, 3L), others.stream().map(WatchHit::newValue).toList(), "the other watch: each store once");
+            assertEquals(List.of(1L, 2L, 2L, 3L), trapping.stream().map(WatchHit::newValue).toList(), "the trapping watch: the trapped attempt and the store");
+            assertEquals(trapping.get(1).pc(), trapping.get(2).pc(), "the same instruction again");
+            assertEquals(1, trapping.get(2).oldValue(), "the trapped attempt stored nothing");
+            assertEquals(3, m.memory().readLong(watched));
+        }
+    }
+
+    /**
      * 64 watches at once (issue 28): 63 of 8 bytes every 64 bytes of one page and one of 4 KiB on
      * the next page; both pages filled word by word: each small watch sees its one word, the large
      * one all 512, the 441 unwatched words of the first page none.

@@ -44,9 +44,13 @@ class WprobeEventsTest {
     record Run(List<TraceRecord> records, List<String> listing) {}
 
     static Run boot(List<String> defs) throws Exception {
+        return boot(Arch.X86_64, defs);
+    }
+
+    static Run boot(Arch arch, List<String> defs) throws Exception {
         TracedBoot traced = new TracedBoot(defs, null);
         ByteArrayOutputStream console = new ByteArrayOutputStream();
-        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(Arch.X86_64, null, null, null, 256, 60,
+        BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, null, null, null, 256, 60,
                 console, new PrintStream(new ByteArrayOutputStream())), traced);
         assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
         assertTrue(console.toString().contains(dev.kpemu.image.Initramfs.MARK_DONE), "the workload ran");

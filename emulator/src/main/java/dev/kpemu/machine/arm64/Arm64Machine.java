@@ -64,6 +64,7 @@ public final class Arm64Machine extends Machine {
     private Cpu[] cpus;
     private long exceptionsTaken;
     private long irqsTaken;
+    private final Arm64DebugRegisters debugRegisters = new Arm64DebugRegisters(this);
 
     /** One vCPU's engine objects: its context, its native SVC hook, its interrupt latch, its translation registers' batch. */
     private static final class Cpu {
@@ -97,6 +98,9 @@ public final class Arm64Machine extends Machine {
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
     }
+
+    /** The guest's own watchpoint registers, emulated ({@link Arm64DebugRegisters}). */
+    public Arm64DebugRegisters debugRegisters() { return debugRegisters; }
 
     /** A vCPU's engine set up as the machine needs: its context, the exception (native SVC) and undefined-instruction hooks. */
     private Cpu hookCpu(Unicorn e) {
@@ -421,6 +425,11 @@ public final class Arm64Machine extends Machine {
 
     @Override
     protected void beforeSlice() {
+        Arm64DebugRegisters.Pending watch = debugRegisters.takePending(cpu());
+        if (watch != null) {
+            // the guest's own watchpoint (Arm64DebugRegisters): taken before the store, ELR = the storing instruction
+            takeException(VECTOR_SYNC, watch.esr(), watch.far(), true);
+        }
         boolean pending = irqPending();
         if (pending && (pstate() & PSTATE_I) == 0) {
             takeException(VECTOR_IRQ, -1, 0, false);
