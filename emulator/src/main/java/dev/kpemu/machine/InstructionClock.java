@@ -273,11 +273,14 @@ final class InstructionClock implements AutoCloseable {
     /**
      * Drops Unicorn's translations of the block at {@code address}, so the guest's next arrival is
      * translated, and checked, again. Unicorn finds the block through the current address space
-     * (a kernel address is mapped the same in every process); from user mode a kernel address
-     * does not translate and Unicorn silently drops nothing, so then every translation goes.
+     * and privilege (a kernel address is mapped the same in every process); from user mode a
+     * kernel address does not translate, and from kernel mode a user address does not either for
+     * an instruction fetch (arm64 PXN, x86 SMEP: a slice resumed from a uprobe whose block ended
+     * in an exception stops in the kernel), and Unicorn then silently drops nothing, so then every
+     * translation goes.
      */
     private void dropBlockAt(long address) {
-        if (address < 0 && userModePc()) {
+        if ((address < 0) == userModePc()) {
             uc.flushTranslationCache();
             forgetBlocks();
             return;
