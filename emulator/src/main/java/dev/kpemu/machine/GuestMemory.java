@@ -153,8 +153,25 @@ public final class GuestMemory {
 
     public void read(long pa, byte[] dst, int off, int len) {
         int i = ramIndex(pa, len);
-        if (i >= 0) MemorySegment.copy(ramSegment[i], ValueLayout.JAVA_BYTE, pa - ramBase[i], dst, off, len);
+        if (i >= 0) MemorySegment.copy(ramSegment[i], pa - ramBase[i], arraySegment(dst), off, len);
         else uc.memRead(pa, dst, off, len);
+    }
+
+    /** The last array {@link #read} filled, as a segment; one immutable pair, so any thread sees a matching one. */
+    private record ArraySegment(byte[] array, MemorySegment segment) {}
+    private ArraySegment lastArray;
+
+    /**
+     * {@code dst} as a heap segment, the one of the last read when it is the same array (the probe
+     * path reads the current task's {@code comm} and the fetches' values into buffers it reuses):
+     * a copy between two segments, where {@code MemorySegment.copy} into an {@code Object} array
+     * looks the array's type and length up reflectively on every call under the client compiler
+     * (the launcher's; half a microsecond of each job event's {@code comm}, docs/reference.md).
+     */
+    private MemorySegment arraySegment(byte[] dst) {
+        ArraySegment a = lastArray;
+        if (a == null || a.array() != dst) lastArray = a = new ArraySegment(dst, MemorySegment.ofArray(dst));
+        return a.segment();
     }
 
     public void write(long pa, byte[] src) {

@@ -980,6 +980,21 @@ public final class EventEngine implements AutoCloseable {
             IRQS_OFF = TraceContext.latency(true, false, false, false, false, false, false, 0, 0);
 
     /**
+     * A record's line, formatted when read: a class rather than a capturing lambda, which the
+     * client compiler allocates through {@code Unsafe.allocateInstance} on every hit.
+     */
+    private record ArgsText(TraceFormatter formatter, String head, CompiledProbe cp, byte[] data) implements java.util.function.Supplier<String> {
+        @Override public String get() {
+            return formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString();
+        }
+    }
+
+    /** A record's line formatted at the hit. */
+    private record FixedText(String text) implements java.util.function.Supplier<String> {
+        @Override public String get() { return text; }
+    }
+
+    /**
      * One hit's record: the context columns (the latency column as Linux's path {@code path} would
      * print it, {@link LatencyFlags}) and the fetched argument area {@code data} (the kernel's trace
      * entry); its text is formatted when a reader asks for it, not here.
@@ -995,11 +1010,8 @@ public final class EventEngine implements AutoCloseable {
         TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, clock.getAsLong());
         CompiledProbe cp = p.compiled;
         String head = p.head(isReturn, ip, retIp);
-        java.util.function.Supplier<String> body = () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString();
-        if (cp.printsSymbols()) {       // symbol-typed values: resolved now, as the head
-            String now = body.get();
-            body = () -> now;
-        }
+        java.util.function.Supplier<String> body = new ArgsText(formatter, head, cp, data);
+        if (cp.printsSymbols()) body = new FixedText(body.get());   // symbol-typed values: resolved now, as the head
         TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, isReturn, ip, retIp, p.event.id,
                 new DecodedArgs(formatter, cp, data), body);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded

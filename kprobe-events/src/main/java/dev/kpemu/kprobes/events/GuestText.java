@@ -149,6 +149,8 @@ public final class GuestText {
     /** Encodes what {@code in} holds into {@code out}; a high surrogate at the end waits for more unless {@code end}. */
     private static CoderResult encodeInto(CharBuffer in, ByteBuffer out, boolean end) {
         while (in.hasRemaining()) {
+            copyAscii(in, out);
+            if (!in.hasRemaining()) break;
             char c = in.get(in.position());
             int need, cp = c;
             boolean pair = false;
@@ -188,6 +190,28 @@ public final class GuestText {
             }
         }
         return CoderResult.UNDERFLOW;
+    }
+
+    /**
+     * The run of ASCII chars at {@code in}'s position, one byte each, array to array: a trace line
+     * is nearly all ASCII, and the writer's encoder spent most of its time in the per-char buffer
+     * calls of {@link #encodeInto}'s general loop (which gives the same bytes for them). Stops at
+     * the first other char or when {@code out} is full.
+     */
+    private static void copyAscii(CharBuffer in, ByteBuffer out) {
+        if (!in.hasArray() || !out.hasArray()) return;
+        char[] src = in.array();
+        byte[] dst = out.array();
+        int si = in.arrayOffset() + in.position(), sEnd = in.arrayOffset() + in.limit();
+        int di = out.arrayOffset() + out.position(), n = Math.min(sEnd - si, out.remaining()), start = si;
+        for (int limit = si + n; si < limit; si++, di++) {
+            char c = src[si];
+            if (c >= 0x80) break;
+            dst[di] = (byte) c;
+        }
+        int copied = si - start;
+        in.position(in.position() + copied);
+        out.position(out.position() + copied);
     }
 
     private static final class SurrogateEscapeCharset extends Charset {

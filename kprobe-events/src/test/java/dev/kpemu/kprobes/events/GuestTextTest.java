@@ -95,6 +95,32 @@ class GuestTextTest {
         assertArrayEquals(b('f', 'n', '=', '"', '/', 't', 'm', 'p', '/', 0xcf, 0x80, 'x', 0xff, '"', '\n'), out.toByteArray());
     }
 
+    /**
+     * The stream encoder over array buffers (as a writer's, which copies ASCII runs array to array)
+     * gives {@link GuestText#encode}'s bytes (its general loop: a string's buffer has no array),
+     * whatever the output buffer's size, so a run cut by a full buffer goes on in the next one.
+     */
+    @Test
+    void theStreamEncoderGivesTheSameBytesInBuffersOfAnySize() throws Exception {
+        String line = "  cat-93 [000] d.... 12.5: jobopen: (do_sys_openat2+0x0/0x170) fn=\"/tmp/\u03c0x\udcff\ud83d\ude00\" n=\"a\u00e9\"\n";
+        byte[] expected = GuestText.encode(line);
+        for (int size = 4; size <= expected.length + 1; size++) {
+            java.nio.charset.CharsetEncoder enc = GuestText.CHARSET.newEncoder();
+            java.nio.CharBuffer in = java.nio.CharBuffer.wrap(line.toCharArray(), 1, line.length() - 1).slice();
+            java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(size);
+            ByteArrayOutputStream got = new ByteArrayOutputStream();
+            got.write(line.charAt(0));
+            while (true) {
+                java.nio.charset.CoderResult r = enc.encode(in, buf, true);
+                got.write(buf.array(), 0, buf.position());
+                buf.clear();
+                if (r.isUnderflow()) break;
+                assertTrue(r.isOverflow(), r.toString());
+            }
+            assertArrayEquals(expected, got.toByteArray(), "output buffer of " + size + " bytes");
+        }
+    }
+
     /** A golden with such bytes: written and read back (whole, and event by event) with the same text. */
     @Test
     void recordedTracesKeepTheBytes(@TempDir Path tmp) throws Exception {
