@@ -58,6 +58,49 @@ class RecordedUprobeErrorLogTest {
                 + recorded.kernel() + "):\n" + String.join("\n", wrong));
     }
 
+    /**
+     * The answers for places in a shared library ({@code uprobes-dyn.error_log}, record-uprobes-dyn.sh:
+     * Debian's libc6 for the arch at its Debian path, added to the same guest), against a guest with
+     * the files build-uprobe-target-dyn.sh gives (the recorded ones: their sha256 is the header's).
+     */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("recordings")
+    void libraryAnswersAreKpemus(String series, Arch a) throws Exception {
+        Path ref = RecordedReferenceTest.reference();
+        Assumptions.assumeTrue(ref != null, "no recorded reference in this checkout");
+        Path file = ref.resolve(a.linuxName()).resolve(series).resolve("uprobes-dyn.error_log");
+        assertTrue(Files.isRegularFile(file), "no " + file + " (guest-images/record-uprobes-dyn.sh)");
+        RecordedErrorLog recorded = RecordedErrorLog.read(file);
+        assertTrue(recorded.answers().size() >= 4, "a partial recording: " + recorded.answers().size() + " answers");
+        Path root = ref.getParent().getParent();
+        Process b = new ProcessBuilder("bash", root.resolve("guest-images/build-uprobe-target-dyn.sh").toString(), a.linuxName(),
+                dev.kpemu.natives.NativeLibraries.cacheDirectory().resolve("uprobe-target-dyn/" + a.linuxName()).toString())
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        List<String> files = new String(b.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).lines().toList();
+        assertEquals(0, b.waitFor(), "guest-images/build-uprobe-target-dyn.sh " + a.linuxName());
+        Initramfs guest = Initramfs.defaultGuest(new byte[0])
+                .file("init", 0755, "#!/bin/sh\n").file("defs.txt", 0644, "").file("events.txt", 0644, "");
+        for (String f : files) {
+            String host = f.substring(0, f.indexOf(':')), inGuest = f.substring(f.indexOf(':') + 1);
+            String dir = inGuest.lastIndexOf('/') <= 0 ? "" : inGuest.substring(1, inGuest.lastIndexOf('/'));
+            StringBuilder made = new StringBuilder();
+            for (String part : dir.isEmpty() ? new String[0] : dir.split("/")) {
+                made.append(made.isEmpty() ? "" : "/").append(part);
+                guest = guest.dir(made.toString(), 0755);
+            }
+            guest = guest.file(inGuest.substring(1), 0755, Files.readAllBytes(Path.of(host)));
+        }
+        Dialect dialect = Dialect.forRelease(recorded.kernel());
+        List<String> wrong = new ArrayList<>();
+        for (RecordedErrorLog.Answer want : recorded.answers()) {
+            DefinitionCheck.Outcome got = new UprobeDefinitionCheck(a, dialect, new InitramfsFiles(guest)).check(want.definition());
+            String diff = RecordedErrorLogTest.difference(want, got);
+            if (diff != null) wrong.add("> " + want.definition() + "\n    " + diff);
+        }
+        assertTrue(wrong.isEmpty(), wrong.size() + " of " + recorded.answers().size() + " answers differ from Linux's ("
+                + recorded.kernel() + "):\n" + String.join("\n", wrong));
+    }
+
     @org.junit.jupiter.api.Test
     void pathsResolveAsTheKernelResolvesThem() {
         GuestFiles f = recorderGuest();
