@@ -504,7 +504,7 @@ public final class TracedBoot implements BootHooks {
             }
         }
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
-            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelContents()).forRelease(guest.release());
+            optimizationInputs = dev.kpemu.optprobes.KernelOptimizationInputsInMemory.read(guest.arch(), syms, guest.kernelContents()).forRelease(guest.release());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
             dev.kpemu.boot.PhaseLog.mark("optimizer inputs read");
         }
