@@ -31,7 +31,11 @@ class FaultsCommandTest {
     void everyCountedCallIsARowReproducedByItsCommand(String arch, String prefix, @TempDir Path dir) throws Exception {
         String[] explore = {"faults", "--arch", arch, "--kernel", "debian:bookworm@6.1.0-56", "--fail-sites", prefix + "openat",
                 "--fail-sites", prefix + "write", "--format", "json", "--", "sh", "-c", COMMAND};
-        CliTest.Run all = CliTest.run(explore);
+        // one row after another in one worker: each row after the first reuses what the JVM kept
+        // of the rows before (the kernel's tables, the machine at the exec, uncompressed)
+        List<String> oneJob = new ArrayList<>(List.of(explore));
+        oneJob.addAll(1, List.of("--jobs", "1"));
+        CliTest.Run all = CliTest.run(oneJob.toArray(String[]::new));
         assertEquals(ExitCodes.OK, all.code(), all.err());
         Matcher counted = Pattern.compile("(\\d+) calls counted").matcher(all.err());
         assertTrue(counted.find(), all.err());
@@ -64,6 +68,15 @@ class FaultsCommandTest {
         // from the snapshot file at run_init_process: the same trace, byte for byte
         assertEquals(second.get("trace").asText(), once.out());
         assertEquals(once.code(), twice.code());
+        // every row (at least three, run one after another) by its printed command: the same trace
+        assertTrue(rows.size() >= 3, all.out());
+        for (JsonNode r : rows) {
+            if (r == second) continue;
+            List<String> w = shellWords(r.get("reproduce").asText());
+            CliTest.Run alone = CliTest.run(w.subList(1, w.size()).toArray(String[]::new));
+            assertEquals(r.get("exit").asInt(), alone.code(), alone.err());
+            assertEquals(r.get("trace").asText(), alone.out(), "row " + r.get("index").asInt());
+        }
 
         // two shards merged: the same table
         Path one = dir.resolve("1.json"), two = dir.resolve("2.json");

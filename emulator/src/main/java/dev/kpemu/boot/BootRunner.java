@@ -438,7 +438,7 @@ public final class BootRunner {
      */
     static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file, Path kernelPath) {
         Path k = kernelCacheDir();
-        return dev.kpemu.image.KernelTextTablesCache.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
+        return dev.kpemu.image.KernelTextTablesInMemory.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
     }
 
     /**

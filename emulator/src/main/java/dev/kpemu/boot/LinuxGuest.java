@@ -73,6 +73,11 @@ public interface LinuxGuest extends AutoCloseable {
      * 0.1 s of a snapshot-started session), else the first banner in the file.
      */
     default String release() {
+        return KernelReleaseInMemory.of(this);
+    }
+
+    /** {@link #release()} read from the kernel file, each time. */
+    default String releaseFromFile() {
         dev.kpemu.image.OnDemandFileBytes file = kernelContents();
         try {
             var banner = symbols().byName("linux_banner");

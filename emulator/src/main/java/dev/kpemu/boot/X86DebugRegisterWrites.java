@@ -4,6 +4,10 @@ import dev.kpemu.image.ElfImage;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.x86.X86Machine;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -38,10 +42,41 @@ final class X86DebugRegisterWrites {
         return sites;
     }
 
+    /** The kernel file the last sites were found in (path, size, modification time, file key) and those sites. */
+    private record Found(String file, List<Long> sites) {}
+
+    private static Found last;
+
+    /**
+     * As {@link #sitesAfter(ElfImage)} for {@code vmlinux} read from {@code kernelFile}, from memory
+     * when the last scan in this JVM was of the same file unchanged (its path, size, modification
+     * time and file key): the rows of an exploration ({@code kpemu faults}) boot one machine each
+     * and would scan the same text a row (~25 ms CPU).
+     */
+    static List<Long> sitesAfter(Path kernelFile, ElfImage vmlinux) throws KernelImageException {
+        String file = null;
+        try {
+            BasicFileAttributes a = Files.readAttributes(kernelFile, BasicFileAttributes.class);
+            file = kernelFile.toAbsolutePath() + "\n" + a.size() + "\n" + a.lastModifiedTime().toMillis() + "\n" + a.fileKey();
+        } catch (IOException | RuntimeException e) {
+            // scan it
+        }
+        synchronized (X86DebugRegisterWrites.class) {
+            if (file != null && last != null && last.file().equals(file)) return last.sites();
+        }
+        List<Long> sites = List.copyOf(sitesAfter(vmlinux));
+        if (file != null) {
+            synchronized (X86DebugRegisterWrites.class) {
+                last = new Found(file, sites);
+            }
+        }
+        return sites;
+    }
+
     /** Sets the host breakpoints that resynchronise {@code m}'s guest debug registers; returns their number. */
-    static int watch(X86Machine m, ElfImage vmlinux) throws KernelImageException {
+    static int watch(X86Machine m, Path kernelFile, ElfImage vmlinux) throws KernelImageException {
         int n = 0;
-        for (long at : sitesAfter(vmlinux)) {
+        for (long at : sitesAfter(kernelFile, vmlinux)) {
             if (m.hasBreakpoint(at)) continue;
             m.addBreakpoint(at, (mm, pc) -> {
                 m.debugRegisters().sync();

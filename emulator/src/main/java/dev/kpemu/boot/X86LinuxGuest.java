@@ -57,7 +57,7 @@ final class X86LinuxGuest implements LinuxGuest {
             if (o.cpus() > 1) pc.machine().setSchedule(dev.kpemu.machine.Schedule.of(o.schedSeed()));
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
-            g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kf.vmlinux());
+            g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kernelPath, kf.vmlinux());
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();

@@ -504,7 +504,7 @@ public final class TracedBoot implements BootHooks {
             }
         }
         if (optimize != null ? optimize : optimizesByDefault(guest.arch())) {
-            optimizationInputs = KernelOptimizationInputs.read(guest.arch(), syms, guest.kernelContents()).forRelease(guest.release());
+            optimizationInputs = dev.kpemu.optprobes.KernelOptimizationInputsInMemory.read(guest.arch(), syms, guest.kernelContents()).forRelease(guest.release());
             optimizer = JumpOptimizer.attach(kprobes, optimizationInputs).delay(optimizeDelay);
             dev.kpemu.boot.PhaseLog.mark("optimizer inputs read");
         }
@@ -731,7 +731,7 @@ public final class TracedBoot implements BootHooks {
 
     /** The kernel's structures from its BTF, parsed once (a few seconds on Debian's kernels). */
     private dev.kpemu.image.btf.KernelStructs structs(LinuxGuest guest) throws KernelImageException {
-        if (structs == null) structs = guest.kernelStructs();
+        if (structs == null) structs = dev.kpemu.boot.KernelStructsInMemory.of(guest);
         return structs;
     }
 

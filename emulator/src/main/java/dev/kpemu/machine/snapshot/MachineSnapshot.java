@@ -87,6 +87,19 @@ public final class MachineSnapshot {
 
     /** Saves {@code m} to {@code out}; returns the number of non-zero RAM pages written. */
     public static long save(Machine m, Map<String, String> identity, OutputStream out) throws IOException {
+        return save(m, identity, out, true);
+    }
+
+    /**
+     * As {@link #save(Machine, Map, OutputStream)} without the zstd frame: for a snapshot kept in
+     * the host's memory and restored many times ({@link #restoreUncompressed}), which then skips
+     * the decompression each restore would cost (~40 ms CPU for a 14 MiB image of 53 MiB).
+     */
+    public static long saveUncompressed(Machine m, Map<String, String> identity, OutputStream out) throws IOException {
+        return save(m, identity, out, false);
+    }
+
+    private static long save(Machine m, Map<String, String> identity, OutputStream out, boolean compressed) throws IOException {
         m.checkSnapshotPoint();
         DataOutputStream head = new DataOutputStream(out);
         int cpus = m.cpuCount();
@@ -99,8 +112,14 @@ public final class MachineSnapshot {
             head.writeUTF(e.getValue());
         }
         head.flush();
-        ZstdOutputStream z = new ZstdOutputStream(nonClosing(out), ZSTD_LEVEL);
-        z.setChecksum(true);
+        OutputStream z;
+        if (compressed) {
+            ZstdOutputStream zstd = new ZstdOutputStream(nonClosing(out), ZSTD_LEVEL);
+            zstd.setChecksum(true);
+            z = zstd;
+        } else {
+            z = nonClosing(out);
+        }
         DataOutputStream d = new DataOutputStream(new BufferedOutputStream(z, 1 << 16));
         d.writeUTF(m.arch().name());
         if (cpus > 1) d.writeInt(cpus);
@@ -150,6 +169,15 @@ public final class MachineSnapshot {
 
     /** As {@link #restore(Machine, Map, Path)} from a stream; {@code name} names it in messages. */
     public static void restore(Machine m, Map<String, String> expected, InputStream in, String name) throws SnapshotException {
+        restore(m, expected, in, name, true);
+    }
+
+    /** Restores what {@link #saveUncompressed} wrote. */
+    public static void restoreUncompressed(Machine m, Map<String, String> expected, InputStream in, String name) throws SnapshotException {
+        restore(m, expected, in, name, false);
+    }
+
+    private static void restore(Machine m, Map<String, String> expected, InputStream in, String name, boolean compressed) throws SnapshotException {
         m.checkSnapshotPoint();
         try {
             DataInputStream head = new DataInputStream(in);
@@ -157,7 +185,8 @@ public final class MachineSnapshot {
             if (h.cpus() != m.cpuCount()) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
                     "snapshot " + name + " is of a machine with " + cpus(h.cpus()) + ", this one has " + m.cpuCount());
             checkIdentity(h.identity(), expected, name);
-            DataInputStream d = new DataInputStream(new BufferedInputStream(new ZstdInputStream(nonClosingIn(in)), 1 << 16));
+            DataInputStream d = new DataInputStream(compressed
+                    ? new BufferedInputStream(new ZstdInputStream(nonClosingIn(in)), 1 << 16) : nonClosingIn(in));
             String arch = d.readUTF();
             if (!arch.equals(m.arch().name())) throw new SnapshotException(SnapshotException.Kind.OTHER_MACHINE,
                     "snapshot " + name + " is of an " + arch + " machine, not " + m.arch().name());

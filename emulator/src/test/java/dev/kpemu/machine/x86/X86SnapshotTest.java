@@ -101,6 +101,34 @@ class X86SnapshotTest {
     }
 
     @Test
+    void anUncompressedSnapshotRestoresAsTheCompressedOneDoes() throws Exception {
+        try (X86Machine original = firstHalf(); X86Machine viaZstd = X86Machine.create(12 << 20); X86Machine plain = X86Machine.create(12 << 20)) {
+            byte[] compressed = save(original);
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            MachineSnapshot.saveUncompressed(original, ID, out);
+            byte[] uncompressed = out.toByteArray();
+            assertTrue(uncompressed.length > compressed.length, uncompressed.length + " bytes, compressed " + compressed.length);
+            MachineSnapshot.restore(viaZstd, ID, new ByteArrayInputStream(compressed), "test");
+            MachineSnapshot.restoreUncompressed(plain, ID, new ByteArrayInputStream(uncompressed), "test");
+            for (X86Machine m : new X86Machine[] {viaZstd, plain}) {
+                assertEquals(original.pc(), m.pc());
+                assertEquals(original.clock().instructions(), m.clock().instructions());
+                assertInstanceOf(StopReason.Halted.class, m.run(1_000_000));
+                assertEquals(5050 + 20100, m.memory().readLong(RESULTS), "r12 carried over: sum 1..100 then 1..200");
+                assertEquals(0x77, m.memory().readLong(RESULTS + 24), "the pushed word, through the restored page tables and RSP");
+            }
+            assertEquals(viaZstd.clock().instructions(), plain.clock().instructions(), "instructions to the second halt");
+            assertEquals(viaZstd.engine().regRead(X86Reg.RSP), plain.engine().regRead(X86Reg.RSP));
+            byte[] cut = java.util.Arrays.copyOf(uncompressed, uncompressed.length - 9);
+            try (X86Machine fresh = X86Machine.create(12 << 20)) {
+                SnapshotException e = assertThrows(SnapshotException.class,
+                        () -> MachineSnapshot.restoreUncompressed(fresh, ID, new ByteArrayInputStream(cut), "test"));
+                assertEquals(SnapshotException.Kind.CORRUPT, e.kind(), e.getMessage());
+            }
+        }
+    }
+
+    @Test
     void aMachineRewoundToItsSnapshotRunsTheSecondHalfAgain() throws Exception {
         try (X86Machine m = firstHalf()) {
             byte[] snap = save(m);
