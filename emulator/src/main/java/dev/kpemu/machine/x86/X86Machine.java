@@ -78,7 +78,10 @@ public final class X86Machine extends Machine {
             scratch.close();
             privilege.close();
             if (nativeSyscall != null) nativeSyscall.close();
-            if (cmpxchg16b != null) cmpxchg16b.close();
+            if (cmpxchg16b != null) {
+                if (TRACE) System.err.printf("[cmpxchg16b executed natively: %d]%n", cmpxchg16b.handled());
+                cmpxchg16b.close();
+            }
         }
     }
 
