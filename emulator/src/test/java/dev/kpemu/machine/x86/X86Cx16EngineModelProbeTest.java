@@ -16,7 +16,6 @@ import dev.kpemu.unicorn.X86Reg;
  * restore stores the block's pending flags operation), even after an {@code add} in the same block.
  */
 class X86Cx16EngineModelProbeTest {
-    static final int CPU_X86_OPTERON_G1 = 30;
     static final long CODE = 0x1000, DATA = 0x2000;
 
     @Test
@@ -32,7 +31,7 @@ class X86Cx16EngineModelProbeTest {
                 """, CODE);
         long cx16At = CODE + code.length - 1 - 5; // lock + REX.W + 0f c7 0e, then hlt
         try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
-            uc.setCpuModel(CPU_X86_OPTERON_G1);
+            uc.setCpuModel(Unicorn.CPU_X86_OPTERON_G1);
             uc.memMap(0, 0x10000, Unicorn.PROT_ALL);
             uc.memWrite(CODE, code);
             long[] seen = {-1, -1, 0};
