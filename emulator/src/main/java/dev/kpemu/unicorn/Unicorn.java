@@ -70,7 +70,7 @@ public final class Unicorn implements AutoCloseable {
      * x86 CPU models (uc_cpu_x86). Unicorn 2.1.1 opened x86-64 engines as qemu64; 2.1.4 opens them
      * as a Haswell-like model (family 6 model 0x3c, RDRAND, BMI, AVX2 bits): name the model.
      */
-    public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_SKYLAKE_CLIENT = 21;
+    public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_OPTERON_G1 = 30, CPU_X86_SKYLAKE_CLIENT = 21;
 
     // --- uc_ctl ---
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
@@ -932,6 +932,14 @@ public final class Unicorn implements AutoCloseable {
     /** Invalid-access hook ({@code types}: HOOK_MEM_*_UNMAPPED / *_PROT). */
     public Hook hookMemoryEvent(int types, long begin, long end, MemEventHook h) {
         return add(types, ON_MEM_EVENT.bindTo(this).bindTo(h), CB_MEM_EVENT, h, begin, end, -1);
+    }
+
+    /**
+     * An invalid-instruction hook ({@code uc_cb_hookinsn_invalid_t}) whose callback is native code
+     * with its own {@code userData}; hooks run in the order added until one returns true.
+     */
+    public Hook hookInvalidInstructionNative(MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        return addNative(HOOK_INSN_INVALID, callback, userData, 1, 0, -1, Arena.ofShared(), keepAlive);
     }
 
     public Hook hookInvalidInstruction(InvalidInsnHook h) {
