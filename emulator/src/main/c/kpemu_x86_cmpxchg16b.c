@@ -35,6 +35,8 @@ struct kpemu_cmpxchg16b {
     int32_t fault_vector;   /* -1, or the fault the host must deliver (VEC_GP, VEC_PF) */
     uint32_t fault_error;   /* its error code */
     uint64_t fault_address; /* #PF: CR2 */
+    uc_context *ctx;        /* scratch context (a prefix through RIP, allocated by the host) */
+    int64_t eip;            /* offset of RIP in the context */
 };
 
 size_t kpemu_cmpxchg16b_size(void) { return sizeof(struct kpemu_cmpxchg16b); }
@@ -53,6 +55,19 @@ static uint64_t reg(uc_engine *uc, int id) {
 }
 
 static void set_reg(uc_engine *uc, int id, uint64_t v) { uc_reg_write(uc, id, &v); }
+
+/*
+ * RIP past the instruction, through the scratch context, not uc_reg_write: Unicorn 2.1.4's PC
+ * write from a hook sets the engine's skip_sync_pc_on_exit, which only a block's exit-request
+ * check clears; until then every memory hook of the run sees a stale PC (no cpu_restore_state
+ * before UC_HOOK_MEM_WRITE_PROT and the others), so watchpoints reported the wrong instruction.
+ * The other registers are written first: the context is saved after them.
+ */
+static void set_rip(uc_engine *uc, const struct kpemu_cmpxchg16b *s, uint64_t rip) {
+    uc_context_save(uc, s->ctx);
+    memcpy((uint8_t *)s->ctx + s->eip, &rip, 8);
+    uc_context_restore(uc, s->ctx);
+}
 
 /* Fetches up to 15 bytes at rip; returns how many could be read. */
 static size_t fetch(uc_engine *uc, uint64_t rip, uint8_t *buf) {
@@ -122,7 +137,7 @@ static size_t decode(uc_engine *uc, uint64_t rip, const uint8_t *b, size_t n, ui
 #define LAHF_FLAGS 0xd5ull /* SF ZF AF PF CF */
 
 /* 64-bit `lahf` (9f) or `sahf` (9e) after prefixes: done, true; anything else: false. */
-static bool lahf_sahf(uc_engine *uc, uint64_t rip, const uint8_t *b, size_t n) {
+static bool lahf_sahf(uc_engine *uc, const struct kpemu_cmpxchg16b *s, uint64_t rip, const uint8_t *b, size_t n) {
     size_t i = 0;
     while (i < n && (b[i] == 0x66 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e || b[i] == 0x36 || b[i] == 0x3e
             || b[i] == 0x26 || b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x67 || (b[i] & 0xf0) == 0x40)) i++;
@@ -135,7 +150,7 @@ static bool lahf_sahf(uc_engine *uc, uint64_t rip, const uint8_t *b, size_t n) {
         rflags = (rflags & ~LAHF_FLAGS) | ((rax >> 8) & LAHF_FLAGS);
         set_reg(uc, UC_X86_REG_RFLAGS, rflags);
     }
-    set_reg(uc, UC_X86_REG_RIP, rip + i + 1);
+    set_rip(uc, s, rip + i + 1);
     return true;
 }
 
@@ -146,7 +161,7 @@ bool kpemu_cmpxchg16b(uc_engine *uc, void *user_data) {
     uint8_t code[15];
     size_t n = fetch(uc, rip, code);
     size_t len = decode(uc, rip, code, n, &address);
-    if (len == 0) return lahf_sahf(uc, rip, code, n);
+    if (len == 0) return lahf_sahf(uc, s, rip, code, n);
     if (address & 15) {
         s->fault_vector = VEC_GP;
         s->fault_error = 0;
@@ -176,7 +191,7 @@ bool kpemu_cmpxchg16b(uc_engine *uc, void *user_data) {
         rflags &= ~RFLAGS_ZF;
     }
     set_reg(uc, UC_X86_REG_RFLAGS, rflags);
-    set_reg(uc, UC_X86_REG_RIP, rip + len);
+    set_rip(uc, s, rip + len);
     s->handled++;
     return true;
 }

@@ -773,21 +773,22 @@ public final class Unicorn implements AutoCloseable {
     /**
      * A context whose save and restore copy only the first {@code end} bytes of the blob (header
      * included) instead of the whole CPU state: for hot paths that edit a few fields near the start
-     * of x86's {@code CPUX86State} (hflags, the segment caches) between a save and a restore.
-     * Unicorn 2.1.4's x86 save and restore are one {@code memcpy} of the context's own
-     * {@code context_size} (its header's first field, set by {@code uc_context_alloc} to the whole
-     * state: 5,568 bytes), so a smaller size copies a prefix; a restore then writes back exactly the
-     * prefix the save read, the rest of the CPU state untouched. Only where that layout is found
-     * (the first field equal to the state's size, the header's arch and mode this engine's) and
-     * only on x86 (arm64's save copies the whole state whatever the field says) is the size
-     * lowered; otherwise the context is a whole one, which is correct, only slower.
+     * of the CPU state (x86's hflags and segment caches, either arch's PC) between a save and a
+     * restore. Unicorn 2.1.4's x86 and arm64 save and restore are one {@code memcpy} of the
+     * context's own {@code context_size} (its header's first field, set by {@code uc_context_alloc}
+     * to the whole state: 5,568 bytes on x86), so a smaller size copies a prefix; a restore then
+     * writes back exactly the prefix the save read, the rest of the CPU state untouched
+     * ({@code UnicornBindingTest}). Only where that layout is found (the first field equal to the
+     * state's size, the header's arch and mode this engine's) is the size lowered; otherwise the
+     * context is a whole one, which is correct, only slower.
      */
     public Context contextAllocPrefix(long end) {
         Context c = contextAlloc();
         MemorySegment header = c.ptr.reinterpret(CONTEXT_HEADER);
         long state = contextSize() - CONTEXT_HEADER;
-        if (arch == ARCH_X86 && end > CONTEXT_HEADER && end - CONTEXT_HEADER < state
-                && header.get(JAVA_LONG, 0) == state && header.get(JAVA_INT, 8) == MODE_64 && header.get(JAVA_INT, 12) == ARCH_X86) {
+        int mode = arch == ARCH_X86 ? MODE_64 : MODE_ARM;
+        if ((arch == ARCH_X86 || arch == ARCH_ARM64) && end > CONTEXT_HEADER && end - CONTEXT_HEADER < state
+                && header.get(JAVA_LONG, 0) == state && header.get(JAVA_INT, 8) == mode && header.get(JAVA_INT, 12) == arch) {
             header.set(JAVA_LONG, 0, end - CONTEXT_HEADER);
         }
         return c;

@@ -1,5 +1,6 @@
 package dev.kpemu.machine.x86;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -17,22 +18,27 @@ import dev.kpemu.unicorn.Unicorn;
  * misaligned one, #PF) is left for the Java hook: {@link #takeFault}.
  */
 final class NativeCmpxchg16b implements AutoCloseable {
-    private static final long SIZE = 24;
+    private static final long SIZE = 40;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_cmpxchg16b", SIZE);
     // struct kpemu_cmpxchg16b's fields
-    private static final long HANDLED = 0, FAULT_VECTOR = 8, FAULT_ERROR = 12, FAULT_ADDRESS = 16;
+    private static final long HANDLED = 0, FAULT_VECTOR = 8, FAULT_ERROR = 12, FAULT_ADDRESS = 16, CTX = 24, EIP = 32;
 
     /** A fault the native hook found for the instruction at RIP: the vector, its error code, CR2 for #PF. */
     record Fault(int vector, int errorCode, long address) {}
 
     private final Arena arena = Arena.ofShared();
     private final MemorySegment state;
+    /** RIP is written through it: Unicorn's own RIP write from a hook leaves later memory hooks a stale pc (the C file). */
+    private final Unicorn.Context context;
 
     static boolean available() { return HOOK != null; }
 
-    NativeCmpxchg16b(Unicorn uc) {
+    NativeCmpxchg16b(Unicorn uc, X86ContextLayout layout) {
+        context = uc.contextAllocPrefix(layout.privilegeEnd());
         state = arena.allocate(SIZE, 8);
         state.set(JAVA_INT, FAULT_VECTOR, -1);
+        state.set(ADDRESS, CTX, context.blob());
+        state.set(JAVA_LONG, EIP, layout.eip());
         uc.hookInvalidInstructionNative(HOOK, state, this);
     }
 
@@ -48,6 +54,7 @@ final class NativeCmpxchg16b implements AutoCloseable {
     }
 
     @Override public void close() {
+        context.close();
         if (arena.scope().isAlive()) arena.close();
     }
 }

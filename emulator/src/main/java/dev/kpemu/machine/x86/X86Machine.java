@@ -105,7 +105,7 @@ public final class X86Machine extends Machine {
         e.hookInterrupt((u, intno) -> onInterruptHook(intno));
         // cmpxchg16b first, natively (added before the Java hook: Unicorn runs them in order
         // until one handles the #UD); its operand's faults come to the Java hook below
-        NativeCmpxchg16b cx16 = NativeCmpxchg16b.available() ? new NativeCmpxchg16b(e) : null;
+        NativeCmpxchg16b cx16 = NativeCmpxchg16b.available() ? new NativeCmpxchg16b(e, layout) : null;
         e.hookInvalidInstruction(u -> {
             // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
             // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.

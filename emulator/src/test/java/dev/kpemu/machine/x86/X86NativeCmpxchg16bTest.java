@@ -4,12 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.WatchHit;
 import dev.kpemu.testing.Asm;
 import dev.kpemu.unicorn.X86Reg;
 
@@ -60,8 +63,13 @@ class X86NativeCmpxchg16bTest {
             """;
 
     static void run(String body, long[] data, Consumer<X86Machine> check) {
+        run(body, data, m -> { }, check);
+    }
+
+    static void run(String body, long[] data, Consumer<X86Machine> setup, Consumer<X86Machine> check) {
         try (X86Machine m = X86MachineTest.paged()) {
             for (int i = 0; i < data.length; i++) m.memory().writeLong(DATA + 8L * i, data[i]);
+            setup.accept(m);
             m.memory().write(CODE, Asm.x86(PROLOGUE + body + EPILOGUE, CODE));
             m.setPc(CODE);
             StopReason r = m.run(1_000_000);
@@ -147,5 +155,29 @@ class X86NativeCmpxchg16bTest {
             assertEquals(0x9600, m.engine().regRead(X86Reg.R10), "AH = SF ZF AF PF CF of 0x896, bit 1 set");
             assertEquals(0x843, m.engine().regRead(X86Reg.R9), "OF kept, low byte from AH 0x41 (ZF, CF) and bit 1");
         });
+    }
+
+    /**
+     * A watched store after the native exchange reports its own instruction. The hook once wrote
+     * RIP with Unicorn's register write, after which the engine skipped the pc sync of every memory
+     * hook until its next exit request: the store was reported at the start of its block.
+     */
+    @Test
+    void aWatchedStoreAfterItReportsItsOwnPc() {
+        List<WatchHit> hits = new ArrayList<>();
+        run("""
+                  lock cmpxchg16b (%rsi)
+                  lea store(%rip), %r14
+                  mov $7, %r10
+                  inc %r10
+                store: mov %r10, 0x40(%rsi)
+                  mov 0x40(%rsi), %r11
+                """, new long[] {0, 0, 0, 0, 0, 0, 0, 0, 0},
+                m -> m.watchpoints().add(DATA + 0x40, 8, false, true, hits::add),
+                m -> {
+                    assertEquals(1, hits.size(), hits.toString());
+                    assertEquals(m.engine().regRead(X86Reg.R14), hits.get(0).pc(), "the store's own address");
+                    assertEquals(8, m.engine().regRead(X86Reg.R11), "the store was made");
+                });
     }
 }
