@@ -38,6 +38,8 @@ struct kpemu_arm64_svc {
     uint64_t taken;           /* SVCs taken here */
     uint64_t forwarded;       /* exceptions passed to `forward` */
     uint64_t from_context;    /* SVCs whose syndrome was read from a saved context */
+    uc_context *pc_ctx;       /* a context through the PC only (allocated by the host) */
+    int64_t pc;               /* offset of the PC in it */
 };
 
 size_t kpemu_arm64_svc_size(void) { return sizeof(struct kpemu_arm64_svc); }
@@ -91,5 +93,10 @@ void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
     uc_reg_write(uc, UC_ARM64_REG_SP, &sp1);
     write_cp(uc, 3, 0, 5, 2, 0, syndrome);   /* ESR_EL1 */
     write_cp(uc, 3, 0, 4, 0, 0, pstate);     /* SPSR_EL1; the CP write rebuilds the cached flags */
-    uc_reg_write(uc, UC_ARM64_REG_PC, &vector);
+    /* The PC through the context, after every other write (the save must see them): Unicorn's PC
+       write from a hook sets skip_sync_pc_on_exit, which leaves later memory hooks of the run
+       without the pc synced to their instruction (Arm64Machine.setPc). */
+    uc_context_save(uc, s->pc_ctx);
+    memcpy((uint8_t *)s->pc_ctx + s->pc, &vector, 8);
+    uc_context_restore(uc, s->pc_ctx);
 }

@@ -122,6 +122,9 @@ public record BootSnapshot(Path file, Path cacheDir, Consumer<String> notices, l
         id.put("point", point);
         id.put("kpemu build", build());
         id.put("unicorn", Unicorn.version());
+        // the native library decides whether the guest saw CX16 (X86Pc.cpuPolicy)
+        if (o.arch() == dev.kpemu.machine.Arch.X86_64)
+            id.put("x86 cmpxchg16b", dev.kpemu.machine.x86.X86Machine.nativeCmpxchg16b() ? "native hook, CX16 shown" : "CX16 hidden");
         return id;
     }
 

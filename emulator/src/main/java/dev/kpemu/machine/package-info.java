@@ -73,12 +73,12 @@
  * VirtualClock.liveNanos()} from offsets the run loop sets before each slice), and the CPU is
  * qemu64 without RDRAND/RDSEED, so no host state reaches the guest: the same kernel, initramfs and
  * probes give byte-identical console and trace on both arches ({@code DeterministicRunTest}). Its
- * CPUID also hides CX16: Unicorn 2.1.4's {@code cmpxchg16b} can take an earlier instruction's
- * operand for RFLAGS ({@code X86Pc.cpuPolicy}, {@code X86Cmpxchg16bFlagsTest}). It carries QEMU
+ * CPUID shows CX16, but the engines run a model without it and kpemu's native #UD hook executes
+ * {@code cmpxchg16b}: Unicorn 2.1.4's own can take an earlier instruction's operand for RFLAGS
+ * ({@code X86Pc.cpuPolicy}, {@code X86Cmpxchg16bFlagsTest}). It carries QEMU
  * 7.2's qemu64 signature (family 15, model 107, stepping 1) and leaf 0xB, so Linux takes the
  * reference machine's AMD paths; what the guest sees of its CPU is compared with QEMU's in {@code
- * CpuModelTest} ({@code guest-images/record-cpu.sh}), whose documented remainder is TSC, APIC and
- * CX16.
+ * CpuModelTest} ({@code guest-images/record-cpu.sh}), whose documented remainder is TSC and APIC.
  * </li><li>
  * <b>Stopping rules</b> (from measurements, {@code ../shared/reference/unicorn-facts.md}): never
  * stop the engine from another thread or with Unicorn's {@code timeout} (both corrupt state);

@@ -70,7 +70,7 @@ public final class Unicorn implements AutoCloseable {
      * x86 CPU models (uc_cpu_x86). Unicorn 2.1.1 opened x86-64 engines as qemu64; 2.1.4 opens them
      * as a Haswell-like model (family 6 model 0x3c, RDRAND, BMI, AVX2 bits): name the model.
      */
-    public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_SKYLAKE_CLIENT = 21;
+    public static final int CPU_X86_QEMU64 = 0, CPU_X86_HASWELL = 19, CPU_X86_OPTERON_G1 = 30, CPU_X86_SKYLAKE_CLIENT = 21;
 
     // --- uc_ctl ---
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
@@ -773,21 +773,22 @@ public final class Unicorn implements AutoCloseable {
     /**
      * A context whose save and restore copy only the first {@code end} bytes of the blob (header
      * included) instead of the whole CPU state: for hot paths that edit a few fields near the start
-     * of x86's {@code CPUX86State} (hflags, the segment caches) between a save and a restore.
-     * Unicorn 2.1.4's x86 save and restore are one {@code memcpy} of the context's own
-     * {@code context_size} (its header's first field, set by {@code uc_context_alloc} to the whole
-     * state: 5,568 bytes), so a smaller size copies a prefix; a restore then writes back exactly the
-     * prefix the save read, the rest of the CPU state untouched. Only where that layout is found
-     * (the first field equal to the state's size, the header's arch and mode this engine's) and
-     * only on x86 (arm64's save copies the whole state whatever the field says) is the size
-     * lowered; otherwise the context is a whole one, which is correct, only slower.
+     * of the CPU state (x86's hflags and segment caches, either arch's PC) between a save and a
+     * restore. Unicorn 2.1.4's x86 and arm64 save and restore are one {@code memcpy} of the
+     * context's own {@code context_size} (its header's first field, set by {@code uc_context_alloc}
+     * to the whole state: 5,568 bytes on x86), so a smaller size copies a prefix; a restore then
+     * writes back exactly the prefix the save read, the rest of the CPU state untouched
+     * ({@code UnicornBindingTest}). Only where that layout is found (the first field equal to the
+     * state's size, the header's arch and mode this engine's) is the size lowered; otherwise the
+     * context is a whole one, which is correct, only slower.
      */
     public Context contextAllocPrefix(long end) {
         Context c = contextAlloc();
         MemorySegment header = c.ptr.reinterpret(CONTEXT_HEADER);
         long state = contextSize() - CONTEXT_HEADER;
-        if (arch == ARCH_X86 && end > CONTEXT_HEADER && end - CONTEXT_HEADER < state
-                && header.get(JAVA_LONG, 0) == state && header.get(JAVA_INT, 8) == MODE_64 && header.get(JAVA_INT, 12) == ARCH_X86) {
+        int mode = arch == ARCH_X86 ? MODE_64 : MODE_ARM;
+        if ((arch == ARCH_X86 || arch == ARCH_ARM64) && end > CONTEXT_HEADER && end - CONTEXT_HEADER < state
+                && header.get(JAVA_LONG, 0) == state && header.get(JAVA_INT, 8) == mode && header.get(JAVA_INT, 12) == arch) {
             header.set(JAVA_LONG, 0, end - CONTEXT_HEADER);
         }
         return c;
@@ -932,6 +933,14 @@ public final class Unicorn implements AutoCloseable {
     /** Invalid-access hook ({@code types}: HOOK_MEM_*_UNMAPPED / *_PROT). */
     public Hook hookMemoryEvent(int types, long begin, long end, MemEventHook h) {
         return add(types, ON_MEM_EVENT.bindTo(this).bindTo(h), CB_MEM_EVENT, h, begin, end, -1);
+    }
+
+    /**
+     * An invalid-instruction hook ({@code uc_cb_hookinsn_invalid_t}) whose callback is native code
+     * with its own {@code userData}; hooks run in the order added until one returns true.
+     */
+    public Hook hookInvalidInstructionNative(MemorySegment callback, MemorySegment userData, Object keepAlive) {
+        return addNative(HOOK_INSN_INVALID, callback, userData, 1, 0, -1, Arena.ofShared(), keepAlive);
     }
 
     public Hook hookInvalidInstruction(InvalidInsnHook h) {

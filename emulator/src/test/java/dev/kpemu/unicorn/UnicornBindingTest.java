@@ -63,6 +63,30 @@ class UnicornBindingTest {
         }
     }
 
+    /** On arm64 too: a context through the PC restores X0 and the PC, not a register after them (ELR_EL1). */
+    @Test
+    void arm64PrefixContextRestoresOnlyItsPrefix() {
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM)) {
+            try (Unicorn.Context prefix = uc.contextAllocPrefix(512); Unicorn.Context all = uc.contextAlloc()) {
+                assertEquals(512 - 40, uc.contextCopied(prefix));
+                uc.regWrite(Arm64Reg.X0, 1);
+                uc.regWrite(Arm64Reg.PC, 0x1000);
+                uc.regWrite(Arm64Reg.ELR_EL1, 0x3000);
+                uc.contextSave(prefix);
+                uc.contextSave(all);
+                uc.regWrite(Arm64Reg.X0, 2);
+                uc.regWrite(Arm64Reg.PC, 0x2000);
+                uc.regWrite(Arm64Reg.ELR_EL1, 0x4000);
+                uc.contextRestore(prefix);
+                assertEquals(1, uc.regRead(Arm64Reg.X0));
+                assertEquals(0x1000, uc.regRead(Arm64Reg.PC));
+                assertEquals(0x4000, uc.regRead(Arm64Reg.ELR_EL1));
+                uc.contextRestore(all);
+                assertEquals(0x3000, uc.regRead(Arm64Reg.ELR_EL1));
+            }
+        }
+    }
+
     /** A batch gives what the single reads give, zero-extended (a selector is written as 2 bytes). */
     @Test
     void x86RegisterBatchEqualsSingleReads() {

@@ -40,16 +40,15 @@ import dev.kpemu.machine.Arch;
  *     PM timer and jiffies as its clocks (docs/x86-boot-notes.md, "TSC and determinism");</li>
  * <li>{@code apic}, {@code extd_apicid} and the "smpboot: CPU0" line: the default board is the
  *     8259 pair alone, QEMU's {@code pc} has a local APIC (kpemu's APIC board, {@code --cpus N},
- *     shows them);</li>
- * <li>{@code cx16}: hidden for Unicorn 2.1.4's {@code cmpxchg16b}, whose flags can be an earlier
- *     instruction's operand ({@code X86Pc.cpuPolicy}, {@code X86Cmpxchg16bFlagsTest}).</li>
+ *     shows them).</li>
  * </ul>
+ * {@code cx16} is shown: kpemu executes {@code cmpxchg16b} in its native code ({@code X86Pc.cpuPolicy}).
  * A difference outside it fails, and so does a remainder entry that no longer differs (the list
  * must shrink with the machine). arm64 has no remainder.
  */
 @Tag("kernel")
 class CpuModelTest {
-    static final Set<String> X86_HIDDEN_FLAGS = Set.of("tsc", "apic", "extd_apicid", "cx16");
+    static final Set<String> X86_HIDDEN_FLAGS = Set.of("tsc", "apic", "extd_apicid");
 
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> kernels() { return KernelMatrixTest.kernels(); }
 

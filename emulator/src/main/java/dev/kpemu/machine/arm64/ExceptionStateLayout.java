@@ -9,14 +9,15 @@ import dev.kpemu.unicorn.Arm64Reg;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
- * Where QEMU's {@code env->exception.syndrome} and {@code .vaddress} sit inside a Unicorn
- * context blob. Unicorn never runs QEMU's exception entry, so ESR_EL1/FAR_EL1 stay 0, but QEMU
+ * Where QEMU's {@code env->exception.syndrome} and {@code .vaddress}, and the PC, sit inside a
+ * Unicorn context blob (offsets from the blob's start, header included). Unicorn never runs QEMU's exception entry, so ESR_EL1/FAR_EL1 stay 0, but QEMU
  * has computed the syndrome and fault address before it calls the interrupt hook, and both
  * fields are part of the saved context. The offsets are found once per process by calibration
  * on a throwaway engine (two SVCs with different immediates; two alignment faults at different
- * addresses) and never hard-coded: they depend on the library build.
+ * addresses) and never hard-coded: they depend on the library build. The PC is written through a
+ * context that ends after it ({@link Arm64Machine#setPc}).
  */
-record ExceptionStateLayout(long contextSize, long syndromeOffset, long vaddressOffset) {
+record ExceptionStateLayout(long contextSize, long syndromeOffset, long vaddressOffset, long pcOffset) {
     private static final long BASE = 0x4000_0000L;
     private static final int SVC_1234 = 0xd400_0001 | (0x1234 << 5);
     private static final int SVC_4321 = 0xd400_0001 | (0x4321 << 5);
@@ -66,9 +67,10 @@ record ExceptionStateLayout(long contextSize, long syndromeOffset, long vaddress
                     c = MemorySegment.ofArray(blobs.get(2)), d = MemorySegment.ofArray(blobs.get(3));
             long syn = unique(a, b, 4, 0x5600_1234L, 0x5600_4321L, "syndrome");
             long va = unique(c, d, 8, ADDR_A, ADDR_B, "fault address");
+            long pc = unique(a, b, 8, BASE + 4, BASE + 8, "PC");   // Unicorn leaves PC after the SVC
             int abortSyn = c.get(ValueLayout.JAVA_INT_UNALIGNED, syn);
             if ((abortSyn >>> 26) != 0x25) throw fail("alignment fault syndrome 0x" + Integer.toHexString(abortSyn) + " has the wrong EC");
-            return new ExceptionStateLayout(size, syn, va);
+            return new ExceptionStateLayout(size, syn, va, pc);
         }
     }
 

@@ -18,10 +18,11 @@ import dev.kpemu.unicorn.Unicorn;
  * the Java path has verified that VBAR_EL1's lower-EL vector is mapped in RAM ({@link #verified}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final long SIZE = 64;
+    private static final long SIZE = 80;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
-    private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56;
+    private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56,
+            PC_CTX = 64, PC = 72;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -31,6 +32,8 @@ final class NativeSvc implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment state;
     private final Unicorn.Context context;
+    /** The PC is written through it (Arm64Machine.setPc says why). */
+    private final Unicorn.Context pcContext;
     private final Unicorn.Hook hook;
 
     /** True when kpemu's native library has the hook (a library built before it has not). */
@@ -42,6 +45,9 @@ final class NativeSvc implements AutoCloseable {
         state = arena.allocate(SIZE, 8);
         state.set(ADDRESS, CTX, context.blob());
         state.set(JAVA_LONG, SYNDROME, layout.syndromeOffset());
+        pcContext = uc.contextAllocPrefix(layout.pcOffset() + 8);
+        state.set(ADDRESS, PC_CTX, pcContext.blob());
+        state.set(JAVA_LONG, PC, layout.pcOffset());
         state.set(JAVA_LONG, VBAR_OK, 0);
         state.set(ADDRESS, FORWARD, uc.interruptUpcallStub(host, arena));
         state.set(ADDRESS, FORWARD_DATA, MemorySegment.NULL);
@@ -64,6 +70,7 @@ final class NativeSvc implements AutoCloseable {
 
     @Override public void close() {
         context.close();
+        pcContext.close();
         if (arena.scope().isAlive()) arena.close();
     }
 }

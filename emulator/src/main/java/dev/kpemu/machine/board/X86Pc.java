@@ -177,19 +177,18 @@ public final class X86Pc implements AutoCloseable {
      * ({@code X86Machine}), never the host's. No RDRAND or RDSEED: they would hand the guest the
      * host's random numbers (qemu64 has neither; the bits are cleared whatever the model says).
      * <p>
-     * No CMPXCHG16B (CX16, which qemu64 has): Unicorn 2.1.4 translates {@code cmpxchg16b} (and
-     * {@code cmpxchg8b}) as a helper call that computes the flags from {@code env->cc_op} without
-     * first storing the lazily tracked flags operation of the block (QEMU 5's translator, no
-     * {@code gen_update_cc_op} before the helper). When the block began with {@code cc_op} =
-     * {@code CC_OP_EFLAGS} (the first block of every {@code uc_emu_start}, of every slice, and the
-     * one after an {@code iret} or {@code popf}) and an {@code add}/{@code sub}/{@code cmp} before
-     * the instruction left its source operand in {@code cc_src}, that operand becomes RFLAGS: TF,
-     * IF, DF and reserved bits from a pointer. Linux 6.12's SLUB fast path
-     * ({@code this_cpu_try_cmpxchg128} in {@code kmem_cache_alloc}) hit it on Debian 13's kernel
-     * (RFLAGS 0x4054242, the low half of a freelist pointer plus ZF; with TF set, a #DB).
-     * Without CX16 Linux takes its own paths (SLUB's slab lock,
-     * {@code this_cpu_cmpxchg16b_emu}), which Unicorn runs correctly; {@code X86Cmpxchg16bFlagsTest}
-     * measures the engine and fails once a Unicorn computes those flags right.
+     * CMPXCHG16B (CX16) as qemu64 has it, executed by kpemu's native code: Unicorn 2.1.4 translates
+     * {@code cmpxchg16b} as a helper call that computes the other flags from {@code env->cc_op}
+     * without first storing the block's lazily tracked flags operation (QEMU 5's translator, no
+     * {@code gen_update_cc_op} before the helper), so after an {@code add}/{@code sub}/{@code cmp}
+     * in the same block, in a block that began with {@code cc_op = CC_OP_EFLAGS} (every slice's
+     * first, the one after {@code iret}/{@code popf}), the add's source operand became RFLAGS
+     * (Linux 6.12's SLUB fast path on Debian 13: RFLAGS 0x4054242, with TF a #DB). The vCPU
+     * engines therefore run a CPU model without CX16 ({@link X86Machine#openEngine}), whose
+     * translator raises #UD for the instruction with RFLAGS exact, and a native invalid-instruction
+     * hook executes it ({@code kpemu_x86_cmpxchg16b.c}). Without kpemu's native library the bit
+     * is hidden as before (Linux then takes SLUB's slab lock and {@code this_cpu_cmpxchg16b_emu}).
+     * {@code X86Cmpxchg16bFlagsTest} guards the flags the guest sees.
      */
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc) { return cpuPolicy(c, tsc, false); }
 
@@ -197,7 +196,8 @@ public final class X86Pc implements AutoCloseable {
     public static X86Cpuid cpuPolicy(X86Cpuid c, boolean tsc, boolean apic) {
         qemu72Qemu64(c);
         c.clear(1, 0, 3, (apic ? 0 : X86Cpuid.L1_EDX_APIC) | (tsc ? 0 : X86Cpuid.L1_EDX_TSC));
-        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND | X86Cpuid.L1_ECX_CX16);
+        c.clear(1, 0, 2, X86Cpuid.L1_ECX_X2APIC | X86Cpuid.L1_ECX_TSC_DEADLINE | X86Cpuid.L1_ECX_RDRAND
+                | (X86Machine.nativeCmpxchg16b() ? 0 : X86Cpuid.L1_ECX_CX16));
         c.clear(7, 0, 1, X86Cpuid.L7_EBX_RDSEED);
         if (!tsc) c.clear(0x8000_0001, 0, 3, X86Cpuid.EXT1_EDX_RDTSCP);
         return c;

@@ -33,10 +33,10 @@ public final class X86Cpuid {
         this.maxExtended = maxExtended;
     }
 
-    /** Reads the engine model's CPUID (leaves 0..max and 0x80000000..max, sub-leaves 0..7). */
+    /** Reads the guest-visible engine model's (qemu64's) CPUID (leaves 0..max and 0x80000000..max, sub-leaves 0..7). */
     public static X86Cpuid probe() {
         Map<Long, Leaf> raw = new HashMap<>();
-        try (Unicorn uc = X86Machine.openEngine()) {
+        try (Unicorn uc = X86Machine.openCpuidModelEngine()) {
             uc.memMap(0x1000, 0x1000, Unicorn.PROT_ALL);
             uc.memWrite(0x1000, new byte[] {0x0f, (byte) 0xa2});
             int maxBasic = query(uc, 0, 0).eax();

@@ -59,10 +59,13 @@ public final class X86Machine extends Machine {
         /** Their blobs (each {@code blob()} call asks the engine its context size). */
         final MemorySegment scratchBlob, privilegeBlob;
         final NativeSyscall nativeSyscall;
+        final NativeCmpxchg16b cmpxchg16b;
         int pendingVector = -1;
         NmiSource nmiSource;
 
-        Cpu(X86PageWalker walker, Unicorn.Context scratch, Unicorn.Context privilege, NativeSyscall nativeSyscall) {
+        Cpu(X86PageWalker walker, Unicorn.Context scratch, Unicorn.Context privilege, NativeSyscall nativeSyscall,
+                NativeCmpxchg16b cmpxchg16b) {
+            this.cmpxchg16b = cmpxchg16b;
             this.walker = walker;
             this.scratch = scratch;
             this.privilege = privilege;
@@ -75,6 +78,10 @@ public final class X86Machine extends Machine {
             scratch.close();
             privilege.close();
             if (nativeSyscall != null) nativeSyscall.close();
+            if (cmpxchg16b != null) {
+                if (TRACE) System.err.printf("[cmpxchg16b executed natively: %d]%n", cmpxchg16b.handled());
+                cmpxchg16b.close();
+            }
         }
     }
 
@@ -96,19 +103,28 @@ public final class X86Machine extends Machine {
         // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
         e.useExits(true);
         e.hookInterrupt((u, intno) -> onInterruptHook(intno));
+        // cmpxchg16b first, natively (added before the Java hook: Unicorn runs them in order
+        // until one handles the #UD); its operand's faults come to the Java hook below
+        NativeCmpxchg16b cx16 = NativeCmpxchg16b.available() ? new NativeCmpxchg16b(e, layout) : null;
         e.hookInvalidInstruction(u -> {
             // Every #UD arrives here (Unicorn 2.1.4 calls no interrupt hook for it): "handled"
             // resumes at whatever RIP the hook leaves, so the hook emulates or delivers it.
             inExceptionHook(() -> {
                 long rip = pc();
-                if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
+                NativeCmpxchg16b.Fault f = cx16 == null ? null : cx16.takeFault();
+                if (f == null) {
+                    if (!faultResolvedByHost(rip, VEC_UD)) deliver(VEC_UD, rip, null);
+                    return;
+                }
+                if (f.vector() == VEC_PF) uc.regWrite(X86Reg.CR2, f.address());
+                if (!faultResolvedByHost(rip, f.vector())) deliver(f.vector(), rip, f.errorCode());
             });
             return true;
         });
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
         NativeSyscall ns = NativeSyscall.available() ? new NativeSyscall(e, layout, u -> onSyscall()) : null;
         if (ns == null) e.hookSyscall(u -> onSyscall());
-        return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns);
+        return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16);
     }
 
     private void useCpu(Cpu c) {
@@ -217,14 +233,29 @@ public final class X86Machine extends Machine {
     @Override protected boolean mayWakeLater() { return (uc.regRead(X86Reg.RFLAGS) & RFLAGS_IF) != 0; }
 
     /**
-     * A 64-bit x86 engine with the machine's CPU model, qemu64 (QEMU's default CPU, which the
-     * reference machine runs too); every x86 engine kpemu opens (CPUID probe, context
-     * calibration) uses it.
+     * A 64-bit x86 engine as the machine's vCPUs run: CPU model Opteron_G1, which is Unicorn's
+     * qemu64 without CX16 and LAHF_LM in the feature words its translator checks, so that
+     * {@code cmpxchg16b} (and 64-bit {@code lahf}/{@code sahf}) raise #UD and kpemu's native hook
+     * executes them ({@link NativeCmpxchg16b}; Unicorn 2.1.4's own {@code cmpxchg16b} can leave
+     * wrong flags, docs/x86-boot-notes.md). The guest never sees this model's CPUID: the machine
+     * answers CPUID from qemu64's ({@link #openCpuidModelEngine}). Without kpemu's native library
+     * the engine is qemu64 and the guest's CPUID hides CX16 instead ({@code X86Pc.cpuPolicy}).
+     * Every x86 engine kpemu opens for execution or calibration uses it.
      */
     public static Unicorn openEngine() {
+        return open(NativeCmpxchg16b.available() ? Unicorn.CPU_X86_OPTERON_G1 : Unicorn.CPU_X86_QEMU64);
+    }
+
+    /** A 64-bit x86 engine of the guest-visible CPU model, qemu64 (QEMU's default CPU, which the reference machine runs too): the CPUID probe's. */
+    public static Unicorn openCpuidModelEngine() { return open(Unicorn.CPU_X86_QEMU64); }
+
+    /** Whether the machine's engines run {@code cmpxchg16b} in kpemu's native hook, so the guest may see CX16. */
+    public static boolean nativeCmpxchg16b() { return NativeCmpxchg16b.available(); }
+
+    private static Unicorn open(int model) {
         Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
         try {
-            uc.setCpuModel(Unicorn.CPU_X86_QEMU64);
+            uc.setCpuModel(model);
             return uc;
         } catch (RuntimeException e) {
             uc.close();

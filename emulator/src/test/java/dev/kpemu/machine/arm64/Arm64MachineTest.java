@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import dev.kpemu.machine.Device;
 import dev.kpemu.machine.MemoryRegion;
 import dev.kpemu.machine.StopReason;
+import dev.kpemu.machine.WatchHit;
 import dev.kpemu.testing.Asm;
 import dev.kpemu.unicorn.Arm64Reg;
 
@@ -192,6 +193,44 @@ class Arm64MachineTest {
             assertEquals(4, m.exceptionsTaken());
             assertEquals(3, m.nativeSvcsTaken(), "the SVCs after the vector was verified");
             assertEquals(0, m.svcSyndromesFromContext(), "every native SVC's syndrome made from its instruction");
+        }
+    }
+
+    /**
+     * A watched store in the handler of an SVC reports its own instruction, for the SVC the host
+     * delivers and for the native ones. A PC write from a hook through Unicorn's register write makes
+     * the engine skip the pc sync of later memory hooks until its next exit request.
+     */
+    @Test
+    void aWatchedStoreAfterAnSvcReportsItsOwnPc() {
+        String body = TO_EL0_AT_USER + """
+                svc #1
+                svc #2
+                svc #0x42
+                b .
+            """;
+        String handlers = """
+            el0sync:
+                adr x14, store
+                add x15, x15, #1
+            store:
+                str x15, [x24, #0x100]
+                str x14, [x24, #0x108]
+                mrs x9, esr_el1
+                and x13, x9, #0xffff
+                cmp x13, #0x42
+                b.eq finish
+                eret
+            finish:
+            """ + POWER_OFF;
+        List<WatchHit> hits = new ArrayList<>();
+        try (Arm64Machine m = boot(program(body, Map.of(SYNC_LOWER, "el0sync"), handlers))) {
+            m.watchpoints().add(RESULTS + 0x100, 8, false, true, hits::add);
+            assertEquals(new StopReason.PoweredOff(0), m.run(10_000));
+            long store = m.memory().readLong(RESULTS + 0x108);
+            assertEquals(3, hits.size(), hits.toString());
+            for (WatchHit h : hits) assertEquals(store, h.pc(), "the store's own address: " + hits);
+            assertEquals(2, m.nativeSvcsTaken(), "the SVCs after the first were native");
         }
     }
 

@@ -11,14 +11,16 @@ import dev.kpemu.testing.Asm;
 import dev.kpemu.unicorn.X86Reg;
 
 /**
- * Why the x86 guest's CPUID has no CX16 ({@link X86Pc#cpuPolicy}): Unicorn 2.1.4 translates
- * {@code cmpxchg16b} as a helper that computes the other flags from the CPU state's stored flags
- * operation, which the translator has not written yet when an arithmetic instruction earlier in
- * the same block set the flags. When the block began with the flags held as a whole RFLAGS value
- * (every {@code uc_emu_start}, i.e. every run-loop slice, and the block after {@code iret} or
- * {@code popf}), the arithmetic instruction's source operand is taken for RFLAGS. On Debian 13's
- * 6.12 kernel a freelist pointer's low half became RFLAGS in {@code kmem_cache_alloc} (with TF
- * set, a #DB).
+ * The flags {@code cmpxchg16b} leaves on kpemu's x86 machine, which shows CX16 to the guest
+ * ({@link X86Pc#cpuPolicy}). Unicorn 2.1.4's own translation of the instruction computes the other
+ * flags from the CPU state's stored flags operation, which the translator has not written yet
+ * when an arithmetic instruction earlier in the same block set the flags; when the block began
+ * with the flags held as a whole RFLAGS value (every {@code uc_emu_start}, i.e. every run-loop
+ * slice, and the block after {@code iret} or {@code popf}), the arithmetic instruction's source
+ * operand was taken for RFLAGS (Debian 13's 6.12: a freelist pointer's low half in
+ * {@code kmem_cache_alloc}, with TF set a #DB). kpemu's engines therefore lack CX16 and its native
+ * hook executes the instruction ({@link NativeCmpxchg16b}); these tests guard that the guest
+ * sees the architecture's flags in exactly the case Unicorn got wrong.
  * <p>
  * Each program starts a slice, so its first block begins that way; the expected RFLAGS are the
  * architecture's (Intel SDM: CMPXCHG16B sets ZF and leaves CF, PF, AF, SF and OF unchanged),
@@ -70,10 +72,10 @@ class X86Cmpxchg16bFlagsTest {
     }
 
     /**
-     * The guest may see CX16 exactly when this engine's {@code cmpxchg16b} after an {@code add} in
-     * the same block leaves the architecture's flags. With Unicorn 2.1.4 it leaves the add's
-     * source operand (0x4700: TF, IF, DF, NT) as RFLAGS; when a Unicorn gets it right, this test
-     * fails and asks for CX16 back.
+     * The guest may see CX16 exactly when the machine's {@code cmpxchg16b} after an {@code add} in
+     * the same block leaves the architecture's flags. Unicorn 2.1.4's own translation leaves the
+     * add's source operand (0x4700: TF, IF, DF, NT) as RFLAGS; the native hook leaves the
+     * architecture's (without kpemu's native library the guest's CPUID hides CX16 instead).
      */
     @Test
     void guestSeesCx16OnlyWhenTheEngineComputesItsFlagsRight() {
