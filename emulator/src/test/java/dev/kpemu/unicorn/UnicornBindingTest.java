@@ -42,24 +42,9 @@ class UnicornBindingTest {
     @Test
     void x86PrefixContextRestoresOnlyItsPrefix() {
         try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
-            long whole = uc.contextSize() - 40;
-            dev.kpemu.machine.x86.X86ContextLayout layout = dev.kpemu.machine.x86.X86ContextLayout.get();
-            try (Unicorn.Context prefix = uc.contextAllocPrefix(layout.privilegeEnd()); Unicorn.Context all = uc.contextAlloc()) {
-                assertEquals(layout.privilegeEnd() - 40, uc.contextCopied(prefix));
-                assertEquals(whole, uc.contextCopied(all));
-                assertTrue(uc.contextCopied(prefix) < whole / 8, "a few hundred bytes instead of the whole state");
-                uc.regWrite(X86Reg.RAX, 1);
-                uc.regWrite(X86Reg.FS_BASE, 0x1000);
-                uc.contextSave(prefix);
-                uc.contextSave(all);
-                uc.regWrite(X86Reg.RAX, 2);
-                uc.regWrite(X86Reg.FS_BASE, 0x2000);
-                uc.contextRestore(prefix);
-                assertEquals(1, uc.regRead(X86Reg.RAX));
-                assertEquals(0x2000, uc.regRead(X86Reg.FS_BASE));
-                uc.contextRestore(all);
-                assertEquals(0x1000, uc.regRead(X86Reg.FS_BASE));
-            }
+            long end = dev.kpemu.machine.x86.X86ContextLayout.get().privilegeEnd();
+            assertTrue(end - 40 < (uc.contextSize() - 40) / 8, "a few hundred bytes instead of the whole state");
+            prefixRestoresOnlyItself(uc, end, new int[] {X86Reg.RAX}, X86Reg.FS_BASE);
         }
     }
 
@@ -67,23 +52,26 @@ class UnicornBindingTest {
     @Test
     void arm64PrefixContextRestoresOnlyItsPrefix() {
         try (Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM)) {
-            try (Unicorn.Context prefix = uc.contextAllocPrefix(512); Unicorn.Context all = uc.contextAlloc()) {
-                assertEquals(512 - 40, uc.contextCopied(prefix));
-                uc.regWrite(Arm64Reg.X0, 1);
-                uc.regWrite(Arm64Reg.PC, 0x1000);
-                uc.regWrite(Arm64Reg.ELR_EL1, 0x3000);
-                uc.contextSave(prefix);
-                uc.contextSave(all);
-                uc.regWrite(Arm64Reg.X0, 2);
-                uc.regWrite(Arm64Reg.PC, 0x2000);
-                uc.regWrite(Arm64Reg.ELR_EL1, 0x4000);
-                uc.contextRestore(prefix);
-                assertEquals(1, uc.regRead(Arm64Reg.X0));
-                assertEquals(0x1000, uc.regRead(Arm64Reg.PC));
-                assertEquals(0x4000, uc.regRead(Arm64Reg.ELR_EL1));
-                uc.contextRestore(all);
-                assertEquals(0x3000, uc.regRead(Arm64Reg.ELR_EL1));
-            }
+            prefixRestoresOnlyItself(uc, 512, new int[] {Arm64Reg.X0, Arm64Reg.PC}, Arm64Reg.ELR_EL1);
+        }
+    }
+
+    /** Registers {@code inside} come back from a prefix context ending at {@code end}; {@code outside} only from a whole one. */
+    private static void prefixRestoresOnlyItself(Unicorn uc, long end, int[] inside, int outside) {
+        try (Unicorn.Context prefix = uc.contextAllocPrefix(end); Unicorn.Context all = uc.contextAlloc()) {
+            assertEquals(end - 40, uc.contextCopied(prefix));
+            assertEquals(uc.contextSize() - 40, uc.contextCopied(all));
+            for (int r : inside) uc.regWrite(r, 0x1000);
+            uc.regWrite(outside, 0x3000);
+            uc.contextSave(prefix);
+            uc.contextSave(all);
+            for (int r : inside) uc.regWrite(r, 0x2000);
+            uc.regWrite(outside, 0x4000);
+            uc.contextRestore(prefix);
+            for (int r : inside) assertEquals(0x1000, uc.regRead(r));
+            assertEquals(0x4000, uc.regRead(outside));
+            uc.contextRestore(all);
+            assertEquals(0x3000, uc.regRead(outside));
         }
     }
 
