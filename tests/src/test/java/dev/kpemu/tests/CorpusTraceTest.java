@@ -43,6 +43,42 @@ class CorpusTraceTest {
     /** The symbol a kretprobe puts in place of a return address (rethook from 6.2, kretprobe before). */
     static final java.util.regex.Pattern RETURN_TRAMPOLINE = java.util.regex.Pattern.compile("^(arch_rethook_trampoline|__kretprobe_trampoline|kretprobe_trampoline)\\+0x0/");
 
+    /*
+     * vm_fault.flags at a vDSO data (vvar) page fault depends on the process's random layout.
+     * FAULT_FLAG_ORIG_PTE_VALID (bit 11) is set when the page table for the faulting address already
+     * exists (handle_pte_fault). A forked shell child first faults the vDSO text, which makes that
+     * table, then the vvar page just below it, so the bit is set, unless the vvar pages and the text
+     * sit on two sides of a 2 MiB boundary (two page tables), which depends on where the mmap base
+     * was randomized: about 6 chances in 512. Seen on 7.2 x86-64 once CX16 changed kpemu's guest
+     * timing (and with it the entropy): 0x7f4e2cbfb000, text at 0x7f4e2cc01000. So the corpus run
+     * also registers an observer at the same probe point (one probe in kpemu, as in Linux: it moves
+     * nothing) reading the faulting address, and accepts a difference in an argument that reads
+     * vm_fault.flags (+40 of the third argument) only where that address shows the crossing.
+     */
+    static final String VVAR_FAULT = "vvar_fault", VVAR_OBSERVER_NAME = "kpemu_vvar_at";
+    static final String VVAR_OBSERVER = "p:" + VVAR_OBSERVER_NAME + " " + VVAR_FAULT + " addr=+24($arg3):x64";
+    /** The vvar area's pages before the vDSO text, at most (7.2 x86-64: 6). */
+    static final long VVAR_SPAN = 8 * 4096;
+
+    static boolean vvarCrossesPteTables(TraceComparator.Mismatch m, ReferenceTrace.Event linux, ReferenceTrace.Event kpemu,
+            List<String> defs, List<String> kpemuLines) {
+        if (!m.field().startsWith("argument ") || !linux.probePoint().startsWith(VVAR_FAULT + "+") || kpemu.context() == null) return false;
+        String argument = m.field().substring("argument ".length());
+        boolean readsFlags = defs.stream().map(d -> d.split("\\s+"))
+                .filter(f -> f[0].replaceAll("^.*[:/]", "").equals(linux.name()))
+                .flatMap(f -> java.util.Arrays.stream(f).skip(2))
+                .anyMatch(a -> a.startsWith(argument + "=") && a.contains("+40($arg3)"));
+        if (!readsFlags) return false;
+        // the observer's record at the same hit: same task and timestamp as kpemu's event
+        String stamp = String.format("%d.%06d:", kpemu.context().timestampNanos() / 1_000_000_000L, kpemu.context().timestampNanos() / 1000 % 1_000_000);
+        for (String l : kpemuLines) {
+            if (!l.contains(" " + VVAR_OBSERVER_NAME + ": ") || !l.contains(stamp) || !l.contains(kpemu.context().comm() + "-" + kpemu.context().pid() + " ")) continue;
+            long page = Long.parseUnsignedLong(l.replaceAll("^.* addr=0x([0-9a-f]+).*$", "$1"), 16) & ~0xfffL;
+            return (page >>> 21) != ((page + VVAR_SPAN) >>> 21);
+        }
+        return false;
+    }
+
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("dev.kpemu.tests.KernelMatrixTest#kernels")
     void corpusTraceEqualsLinuxOwn(String suite, Arch arch) throws Exception {
@@ -63,14 +99,18 @@ class CorpusTraceTest {
             // (no site there goes from int3 to jump). kpemu registers at run_init_process, right
             // before the workload: with no delay the jumps are written at the first return to user
             // mode, as Linux's are by then.
-            TracedBoot traced = new TracedBoot(defs, null).armAtInit(true).optimizeDelay(java.time.Duration.ZERO);
+            List<String> registered = new java.util.ArrayList<>(defs);
+            boolean vvar = defs.stream().anyMatch(d -> d.split("\\s+")[1].equals(VVAR_FAULT));
+            if (vvar) registered.add(VVAR_OBSERVER);
+            TracedBoot traced = new TracedBoot(registered, null).armAtInit(true).optimizeDelay(java.time.Duration.ZERO);
             ByteArrayOutputStream console = new ByteArrayOutputStream();
             BootRunner.Result r = BootRunner.boot(new BootRunner.Options(arch, kernel, initrd, null, 256, 120,
                     console, new PrintStream(new ByteArrayOutputStream())), traced);
             assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status() + "\n" + String.join("\n", r.lastLines()));
 
             List<ReferenceTrace.Event> expected = CorpusGuest.window(reference.events());
-            List<String> kpemuLines = traced.records().stream().map(TraceRecord::line).toList();
+            List<String> allLines = traced.records().stream().map(TraceRecord::line).toList();
+            List<String> kpemuLines = allLines.stream().filter(l -> !l.contains(" " + VVAR_OBSERVER_NAME + ": ")).toList();
             List<ReferenceTrace.Event> actual = CorpusGuest.window(reference.eventsOf(kpemuLines));
             // kpemu's whole trace, for reading next to Linux's when they differ
             Files.createDirectories(Path.of("target"));
@@ -108,7 +148,13 @@ class CorpusTraceTest {
                 System.out.printf("corpus %s %s: %d arguments show the return address where Linux's show the trampoline; kpemu's return probe on %s missed%n",
                         v.get("release"), arch.linuxName(), outOfInstances.size(), missedReturns);
             }
-            List<TraceComparator.Mismatch> other = cmp.mismatches().stream().filter(m -> !outOfInstances.contains(m)).toList();
+            List<TraceComparator.Mismatch> pteTable = cmp.mismatches().stream()
+                    .filter(m -> !outOfInstances.contains(m) && vvarCrossesPteTables(m, expected.get(m.index()), actual.get(m.index()), defs, allLines)).toList();
+            if (!pteTable.isEmpty()) {
+                System.out.printf("corpus %s %s: %d arguments read vm_fault.flags at a vvar fault whose vvar and vDSO text pages are in two page tables in kpemu's layout%n",
+                        v.get("release"), arch.linuxName(), pteTable.size());
+            }
+            List<TraceComparator.Mismatch> other = cmp.mismatches().stream().filter(m -> !outOfInstances.contains(m) && !pteTable.contains(m)).toList();
             assertTrue(other.isEmpty(), v.get("release") + " corpus: " + cmp.report(40));
             String log = console.toString(StandardCharsets.ISO_8859_1);
             for (String badText : new String[] {"WARNING:", "ftrace failed", "BUG:", "Oops"}) {
