@@ -2,7 +2,6 @@ package dev.kpemu.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -88,13 +87,22 @@ final class GuestBench {
         return s;
     }
 
-    /** kpemu as the launcher starts it: this JVM's java, options and class path, the CLI's boot. */
+    /**
+     * kpemu as the launcher starts {@code kpemu boot}: this JVM's java and class path, the launcher's
+     * options for boot ({@link LauncherBootOptions}), the CLI's boot.
+     */
     static List<String> kpemu(Arch arch, Path initramfs, String cmdline, Path console) {
-        List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        c.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-        c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
-                "boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(), "--append", cmdline,
+        List<String> c = java(LauncherBootOptions.forChildren());
+        c.addAll(List.of("boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(), "--append", cmdline,
                 "--memory", Integer.toString(MEMORY_MIB), "--timeout", "3600", "--console", console.toString()));
+        return c;
+    }
+
+    /** {@code java OPTIONS -cp CLASSPATH dev.kpemu.cli.Main}: this JVM's java and class path with {@code options}. */
+    static List<String> java(List<String> options) {
+        List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        c.addAll(options);
+        c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
         return c;
     }
 

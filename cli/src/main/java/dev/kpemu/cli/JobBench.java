@@ -72,6 +72,9 @@ final class JobBench {
             empty.put(m, new ArrayList<>());
         }
         Setup setup = new Setup(arch, qemuKernel, initramfs, events, dir, linuxDefs.size());
+        progress.printf("kpemu bench job: %s: kpemu runs as: %s%n", arch.linuxName(),
+                kpemu(setup, commandLine(arch, rounds), true, dir.resolve("kpemu-probed.log"), dir.resolve("kpemu-probed.trace"))
+                        .stream().map(JobBench::shellWord).collect(java.util.stream.Collectors.joining(" ")));
         for (int round = 0; round < repeat; round++) {
             List<GuestBench.Machine> order = round % 2 == 0 ? List.of(GuestBench.Machine.QEMU, GuestBench.Machine.KPEMU)
                     : List.of(GuestBench.Machine.KPEMU, GuestBench.Machine.QEMU);
@@ -91,7 +94,7 @@ final class JobBench {
     private static Map<GuestBench.Machine, JobFigures.Pair> pairs(Setup setup, List<GuestBench.Machine> order, long rounds, String pair,
             PrintStream progress) throws IOException {
         Arch arch = setup.arch();
-        String cmdline = (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 job_rounds=" + rounds;
+        String cmdline = commandLine(arch, rounds);
         List<String> done = List.of("KPEMU-INIT-START rounds=" + rounds, "KPEMU-JOB-WORK-DONE");
         Map<GuestBench.Machine, GuestBench.Sample> plain = new EnumMap<>(GuestBench.Machine.class);
         Map<GuestBench.Machine, JobFigures.Pair> out = new EnumMap<>(GuestBench.Machine.class);
@@ -105,8 +108,7 @@ final class JobBench {
                 if (m == GuestBench.Machine.QEMU) {
                     cmd = GuestBench.qemu(arch, setup.qemuKernel(), setup.initramfs(), probed ? cmdline + " job_trace=1" : cmdline);
                 } else {
-                    cmd = GuestBench.kpemu(arch, setup.initramfs(), cmdline, log);
-                    if (probed) cmd.addAll(List.of("--from-init", "--events-file", setup.events().toString(), "-o", trace.toString()));
+                    cmd = kpemu(setup, cmdline, probed, log, trace);
                     Files.deleteIfExists(trace);
                 }
                 List<String> lines = m == GuestBench.Machine.QEMU && probed ? List.of(done.get(0), done.get(1), "KPEMU-JOB-EVENTS ") : done;
@@ -122,6 +124,23 @@ final class JobBench {
             }
         }
         return out;
+    }
+
+    /** The guest's command line for {@code rounds} rounds of the job. */
+    private static String commandLine(Arch arch, long rounds) {
+        return (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 job_rounds=" + rounds;
+    }
+
+    /** kpemu's run as users start it ({@link GuestBench#kpemu}); probed: the definitions registered at /init, the trace to {@code trace}. */
+    private static List<String> kpemu(Setup setup, String cmdline, boolean probed, Path console, Path trace) {
+        List<String> cmd = GuestBench.kpemu(setup.arch(), setup.initramfs(), cmdline, console);
+        if (probed) cmd.addAll(List.of("--from-init", "--events-file", setup.events().toString(), "-o", trace.toString()));
+        return cmd;
+    }
+
+    /** {@code word} as a shell reads it back: in single quotes when it holds anything but plain characters. */
+    static String shellWord(String word) {
+        return word.matches("[A-Za-z0-9_./:=,+%@-]+") ? word : "'" + word.replace("'", "'\\''") + "'";
     }
 
     /** The definitions as Linux takes them: {@code kpemu check-events} on the guest's kernel, its listing. */

@@ -2,7 +2,6 @@ package dev.kpemu.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -112,10 +111,8 @@ final class SmpBench {
 
     /** kpemu as the launcher starts it, with N vCPUs (x86-64: the board with the reference machine's APICs, for every N). */
     private static List<String> kpemu(Arch arch, Path initramfs, String cmdline, int cpus, List<String> definitions, Path console) {
-        List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        c.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-        c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
-                "boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(), "--append", cmdline,
+        List<String> c = GuestBench.java(LauncherBootOptions.forChildren());
+        c.addAll(List.of("boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(), "--append", cmdline,
                 "--memory", Integer.toString(GuestBench.MEMORY_MIB), "--timeout", "3600", "--console", console.toString(),
                 "--cpus", Integer.toString(cpus)));
         if (arch == Arch.X86_64) c.add("--x86-apic");

@@ -47,5 +47,10 @@ class BenchJobTest {
                 "the glob's 287 functions and the 7 single definitions on both sides: " + r.out());
         assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1 of 1: QEMU traced " + qemuEvents + " events in 5 rounds"), r.err());
         assertTrue(r.err().contains("kpemu bench job: x86_64 pair 1 of 1: kpemu traced " + kpemuEvents + " events in 5 rounds"), r.err());
+        // the kpemu command it runs, printed once: a boot of the job's initramfs with the definitions at /init
+        Matcher runs = Pattern.compile("kpemu bench job: x86_64: kpemu runs as: \\S+/bin/java .* dev\\.kpemu\\.cli\\.Main boot --arch x86_64 "
+                + "--initrd \\S+/job\\.cpio --append 'console=ttyS0 nokaslr panic=-1 job_rounds=5' .* --from-init --events-file \\S+/job\\.x86_64\\.events -o \\S+")
+                .matcher(r.err());
+        assertTrue(runs.find(), r.err());
     }
 }
