@@ -383,6 +383,13 @@ public final class X86Machine extends Machine {
         return n;
     }
 
+    /** Exceptions each vCPU's native hook has delivered (empty entries 0; a library without the hook: all 0). */
+    long[] nativeExceptionsDelivered() {
+        long[] n = new long[cpus.length];
+        for (int i = 0; i < cpus.length; i++) n[i] = cpus[i].exceptions == null ? 0 : cpus[i].exceptions.delivered();
+        return n;
+    }
+
     /**
      * Whether every exception must reach the Java hook: while a trap handler is installed (the
      * kprobes engine: {@code onFault} syncs probed text and owns faults in its slot area), while
