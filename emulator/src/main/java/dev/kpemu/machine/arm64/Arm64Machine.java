@@ -504,7 +504,12 @@ public final class Arm64Machine extends Machine {
 
     // ------------------------------------------------------------------ synchronous exceptions
 
+    /** Exceptions that reached the Java hook, by Unicorn's exception number (printed at close with {@code -Dkpemu.trace.exceptions.native=true}). */
+    private final long[] javaExceptions = new long[16];
+    private static final boolean COUNT_JAVA = Boolean.getBoolean("kpemu.trace.exceptions.native");
+
     private void onInterrupt(int intno) {
+        javaExceptions[intno & 15]++;
         if (intno == EXCP_BKPT) {
             onBreakpoint();
             return;
@@ -589,6 +594,12 @@ public final class Arm64Machine extends Machine {
 
     @Override
     public void close() {
+        if (COUNT_JAVA) {
+            StringBuilder b = new StringBuilder("[exceptions through the Java hook by Unicorn number:");
+            for (int i = 0; i < javaExceptions.length; i++) if (javaExceptions[i] != 0) b.append(' ').append(i).append('=').append(javaExceptions[i]);
+            for (Cpu c : cpus) if (c.nativeSvc != null) b.append(" svc taken natively=").append(c.nativeSvc.taken());
+            System.err.println(b.append(']'));
+        }
         for (Cpu c : cpus) c.close();
         super.close();
     }
