@@ -9,9 +9,16 @@
  * the guest cost an upcall and about fifteen FFM calls.
  *
  * Only an SVC from EL0 whose VBAR_EL1 the host has already verified (`vbar_ok`: the host's own
- * path found that vector mapped in RAM) is taken here; everything else (aborts, breakpoints, the
+ * path found that vector mapped in RAM) is taken here; everything else (breakpoints, the
  * kprobes engine's traps, HVC/SMC, an SVC at EL1, a VBAR the host has not checked) goes to the
  * host's hook (`forward`) unchanged.
+ *
+ * Data and instruction aborts are taken here the same way (Arm64Machine.takeException with the
+ * syndrome and FAR QEMU computed, read from a whole saved context at the host's calibrated
+ * offsets) while `forward_all` is clear (the host sets it while a trap handler must see every
+ * fault), from EL0 to the lower-EL vector the host verified (`vbar_ok`) and from EL1 with SP_EL1
+ * to the current-EL vector the host verified (`vbar_ok_current`); any other abort (from EL1 on
+ * SP_EL0, from AArch32, a VBAR not verified, an abort at the vector itself) goes to the host.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +26,10 @@
 #include <unicorn/unicorn.h>
 
 #define EXCP_SWI 2
+#define EXCP_PREFETCH_ABORT 3
+#define EXCP_DATA_ABORT 4
+#define FROM_CURRENT_SPX 0x200
+#define PSTATE_SPX 1
 #define FROM_LOWER_A64 0x400
 #define PSTATE_EL1H_MASKED 0x3c5
 #define PSTATE_NRW 0x10          /* PSTATE.nRW (M[4]): the exception came from AArch32 */
@@ -40,6 +51,11 @@ struct kpemu_arm64_svc {
     uint64_t from_context;    /* SVCs whose syndrome was read from a saved context */
     uc_context *pc_ctx;       /* a context through the PC only (allocated by the host) */
     int64_t pc;               /* offset of the PC in it */
+    int64_t vaddress;         /* offset of QEMU's fault address in the whole context */
+    uint64_t vbar_ok_current; /* VBAR_EL1 whose current-EL (SP_EL1) vector the host verified; 0: none yet */
+    uint32_t forward_all;     /* nonzero: every abort goes to `forward` */
+    uint32_t pad;
+    uint64_t aborts;          /* aborts taken here (also counted in `taken`) */
 };
 
 size_t kpemu_arm64_svc_size(void) { return sizeof(struct kpemu_arm64_svc); }
@@ -63,8 +79,52 @@ static uint32_t svc_syndrome(uc_engine *uc, uint64_t pc) {
     return (EC_AA64_SVC << 26) | ESR_IL | ((insn >> 5) & 0xffffu);
 }
 
+/* PC through the context, after every other write (see the end of kpemu_arm64_svc). */
+static void set_pc(uc_engine *uc, struct kpemu_arm64_svc *s, uint64_t pc) {
+    uc_context_save(uc, s->pc_ctx);
+    memcpy((uint8_t *)s->pc_ctx + s->pc, &pc, 8);
+    uc_context_restore(uc, s->pc_ctx);
+}
+
+/* An abort taken as Arm64Machine.takeException takes it; 0 (nothing changed) when the host must. */
+static int take_abort(uc_engine *uc, struct kpemu_arm64_svc *s) {
+    uint64_t pstate = 0, vbar = 0, pc = 0;
+    uc_reg_read(uc, UC_ARM64_REG_PSTATE, &pstate);
+    uc_reg_read(uc, UC_ARM64_REG_VBAR_EL1, &vbar);
+    uc_reg_read(uc, UC_ARM64_REG_PC, &pc);
+    if ((pstate & PSTATE_NRW) != 0 || vbar == 0) return 0;
+    int el = (int)((pstate >> 2) & 3), spx = (pstate & PSTATE_SPX) != 0;
+    uint64_t vector;
+    if (el == 0 && vbar == s->vbar_ok) vector = vbar + FROM_LOWER_A64;
+    else if (el == 1 && spx && vbar == s->vbar_ok_current) vector = vbar + FROM_CURRENT_SPX;
+    else return 0;
+    if (pc == vector) return 0;   /* the vector faults itself: the host stops the machine */
+    uc_context_save(uc, s->ctx);
+    uint32_t syndrome;
+    uint64_t far;
+    memcpy(&syndrome, (uint8_t *)s->ctx + s->syndrome, 4);
+    memcpy(&far, (uint8_t *)s->ctx + s->vaddress, 8);
+    uint64_t sp = 0, sp1 = 0, masked = PSTATE_EL1H_MASKED;
+    uc_reg_read(uc, UC_ARM64_REG_SP, &sp);
+    uc_reg_write(uc, el == 1 && spx ? UC_ARM64_REG_SP_EL1 : UC_ARM64_REG_SP_EL0, &sp);
+    uc_reg_read(uc, UC_ARM64_REG_SP_EL1, &sp1);
+    uc_reg_write(uc, UC_ARM64_REG_ELR_EL1, &pc);
+    uc_reg_write(uc, UC_ARM64_REG_PSTATE, &masked);
+    uc_reg_write(uc, UC_ARM64_REG_SP, &sp1);
+    uc_reg_write(uc, UC_ARM64_REG_FAR_EL1, &far);
+    write_cp(uc, 3, 0, 5, 2, 0, syndrome);   /* ESR_EL1 */
+    write_cp(uc, 3, 0, 4, 0, 0, pstate);     /* SPSR_EL1; the CP write rebuilds the cached flags */
+    set_pc(uc, s, vector);
+    return 1;
+}
+
 void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
     struct kpemu_arm64_svc *s = (struct kpemu_arm64_svc *)user_data;
+    if ((intno == EXCP_DATA_ABORT || intno == EXCP_PREFETCH_ABORT) && s->forward_all == 0 && take_abort(uc, s)) {
+        s->taken++;
+        s->aborts++;
+        return;
+    }
     uint64_t pstate = 0, vbar = 0;
     if (intno == EXCP_SWI) {
         uc_reg_read(uc, UC_ARM64_REG_PSTATE, &pstate);

@@ -94,6 +94,18 @@ public final class GuestMemory {
         return r;
     }
 
+    /** How many RAM regions there are (regions are only added, never removed, until {@link #close}). */
+    public int ramRegionCount() { return ramBase.length; }
+
+    /** RAM region {@code i}'s guest-physical base, in the order they were added. */
+    public long ramBase(int i) { return ramBase[i]; }
+
+    /**
+     * RAM region {@code i}'s host memory (valid until the machine is closed): for kpemu's native
+     * hooks, which read guest RAM in place.
+     */
+    public MemorySegment ramHost(int i) { return ramSegment[i]; }
+
     /** The index of the RAM region holding {@code [pa, pa + len)} whole, or -1. */
     private int ramIndex(long pa, long len) {
         for (int i = 0; i < ramBase.length; i++) {

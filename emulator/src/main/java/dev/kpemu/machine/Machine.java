@@ -426,7 +426,19 @@ public abstract class Machine implements AutoCloseable {
     public abstract void setInterruptLine(int cpu, int irq, boolean level);
 
     /** Installs the host's first look at breakpoint traps (the kprobes engine). */
-    public void setTrapHandler(TrapHandler h) { this.trapHandler = h; }
+    public void setTrapHandler(TrapHandler h) {
+        this.trapHandler = h;
+        faultConsumersChanged();
+    }
+
+    /**
+     * The trap handler or the guarded text changed: an arch machine whose native hooks deliver
+     * faults without the Java path asks whether it still may ({@link #trapHandler}, {@link #textGuarded}).
+     */
+    protected void faultConsumersChanged() {}
+
+    /** Whether the machine has guarded text ({@link #textGuard} was ever called). */
+    protected boolean textGuarded() { return textGuard != null; }
 
     public TrapHandler trapHandler() { return trapHandler; }
 
@@ -495,6 +507,7 @@ public abstract class Machine implements AutoCloseable {
             memory.observeWrites(textGuard);
             primaryClock.attachGuard(textGuard.nativeState());
             for (int i = 1; i < vcpus.length; i++) vcpus[i].clock.shareGuard(primaryClock, textGuard.nativeState());
+            faultConsumersChanged();
         }
         return textGuard;
     }

@@ -121,6 +121,7 @@ public final class Arm64Machine extends Machine {
             onInterrupt(EXCP_UDEF);
             return true;
         });
+        if (svc != null) svc.forwardAborts(trapHandler() != null);
         return new Cpu(e, scratch, e.contextAllocPrefix(layout.pcOffset() + 8), svc);
     }
 
@@ -397,6 +398,14 @@ public final class Arm64Machine extends Machine {
     /** SVCs taken by the native hook since the last reset. */
     long nativeSvcsTaken() { return nativeSvc != null ? nativeSvc.taken() : 0; }
 
+    /** Data and instruction aborts the current vCPU's native hook took (0 without it). */
+    long nativeAbortsTaken() { return nativeSvc != null ? nativeSvc.abortsTaken() : 0; }
+
+    /** Aborts go to the Java hook while a trap handler is installed (the kprobes engine's {@code onFault}). */
+    @Override protected void faultConsumersChanged() {
+        for (Cpu c : cpus) if (c.nativeSvc != null) c.nativeSvc.forwardAborts(trapHandler() != null);
+    }
+
     /** Native SVCs whose syndrome was read from a saved context (the SVC's bytes unreadable). */
     long svcSyndromesFromContext() { return nativeSvc != null ? nativeSvc.syndromesFromContext() : 0; }
 
@@ -504,7 +513,12 @@ public final class Arm64Machine extends Machine {
 
     // ------------------------------------------------------------------ synchronous exceptions
 
+    /** Exceptions that reached the Java hook, by Unicorn's exception number (printed at close with {@code -Dkpemu.trace.exceptions.native=true}). */
+    private final long[] javaExceptions = new long[16];
+    private static final boolean COUNT_JAVA = Boolean.getBoolean("kpemu.trace.exceptions.native");
+
     private void onInterrupt(int intno) {
+        javaExceptions[intno & 15]++;
         if (intno == EXCP_BKPT) {
             onBreakpoint();
             return;
@@ -566,7 +580,10 @@ public final class Arm64Machine extends Machine {
                     vector, vbar, type == VECTOR_SYNC ? "synchronous exception" : "interrupt", esr, far), pc));
             return;
         }
-        if (el == 0 && type == VECTOR_SYNC && nativeSvc != null) nativeSvc.verified(vbar);
+        if (type == VECTOR_SYNC && nativeSvc != null) {
+            if (el == 0) nativeSvc.verified(vbar);
+            else if (spx) nativeSvc.verifiedCurrent(vbar);
+        }
         long sp = uc.regRead(Arm64Reg.SP);
         uc.regWrite(el == 1 && spx ? Arm64Reg.SP_EL1 : Arm64Reg.SP_EL0, sp);
         long newSp = uc.regRead(Arm64Reg.SP_EL1);
@@ -589,6 +606,12 @@ public final class Arm64Machine extends Machine {
 
     @Override
     public void close() {
+        if (COUNT_JAVA) {
+            StringBuilder b = new StringBuilder("[exceptions through the Java hook by Unicorn number:");
+            for (int i = 0; i < javaExceptions.length; i++) if (javaExceptions[i] != 0) b.append(' ').append(i).append('=').append(javaExceptions[i]);
+            for (Cpu c : cpus) if (c.nativeSvc != null) b.append(" taken natively=").append(c.nativeSvc.taken()).append(" (aborts ").append(c.nativeSvc.abortsTaken()).append(')');
+            System.err.println(b.append(']'));
+        }
         for (Cpu c : cpus) c.close();
         super.close();
     }

@@ -1,6 +1,7 @@
 package dev.kpemu.machine.arm64;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
@@ -13,16 +14,18 @@ import dev.kpemu.unicorn.Unicorn;
  * The guest's {@code svc} from EL0 taken by native code ({@code kpemu_arm64_svc.c}, in kpemu's
  * native library) as {@link Arm64Machine#takeException} takes it — ELR/SPSR/ESR_EL1, SP banked,
  * PSTATE EL1h masked, PC at VBAR_EL1 + 0x400 — without an upcall and about fifteen FFM calls per
- * system call. The native hook is the machine's interrupt hook: every other exception (aborts,
- * breakpoints, HVC/SMC, an SVC at EL1) goes to the Java hook unchanged, and so does an SVC until
- * the Java path has verified that VBAR_EL1's lower-EL vector is mapped in RAM ({@link #verified}).
+ * system call. The native hook is the machine's interrupt hook: it takes data and instruction
+ * aborts the same way while no trap handler must see them ({@link #forwardAborts}); every other
+ * exception (breakpoints, HVC/SMC, an SVC at EL1) goes to the Java hook unchanged, and so does an
+ * SVC or abort until the Java path has verified that VBAR_EL1's vector for it is mapped in RAM
+ * ({@link #verified}, {@link #verifiedCurrent}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final long SIZE = 80;
+    private static final long SIZE = 112;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
     private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56,
-            PC_CTX = 64, PC = 72;
+            PC_CTX = 64, PC = 72, VADDRESS = 80, VBAR_OK_CURRENT = 88, FORWARD_ALL = 96, ABORTS = 104;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -49,6 +52,9 @@ final class NativeSvc implements AutoCloseable {
         state.set(ADDRESS, PC_CTX, pcContext.blob());
         state.set(JAVA_LONG, PC, layout.pcOffset());
         state.set(JAVA_LONG, VBAR_OK, 0);
+        state.set(JAVA_LONG, VADDRESS, layout.vaddressOffset());
+        state.set(JAVA_LONG, VBAR_OK_CURRENT, 0);
+        state.set(JAVA_INT, FORWARD_ALL, 1);   // until the machine says (forwardAborts)
         state.set(ADDRESS, FORWARD, uc.interruptUpcallStub(host, arena));
         state.set(ADDRESS, FORWARD_DATA, MemorySegment.NULL);
         hook = uc.hookInterruptNative(HOOK, state, this);
@@ -58,6 +64,20 @@ final class NativeSvc implements AutoCloseable {
 
     /** The Java path found VBAR_EL1 {@code vbar}'s lower-EL synchronous vector mapped in RAM. */
     void verified(long vbar) { state.set(JAVA_LONG, VBAR_OK, vbar); }
+
+    /** The Java path found VBAR_EL1 {@code vbar}'s current-EL (SP_EL1) synchronous vector mapped in RAM. */
+    void verifiedCurrent(long vbar) { state.set(JAVA_LONG, VBAR_OK_CURRENT, vbar); }
+
+    /**
+     * Whether data and instruction aborts go to the Java hook (while a trap handler must see every
+     * fault); {@code -Dkpemu.arm64.nativeAborts=false} keeps them there always (the Java path, for comparisons).
+     */
+    void forwardAborts(boolean all) {
+        state.set(JAVA_INT, FORWARD_ALL, all || "false".equals(System.getProperty("kpemu.arm64.nativeAborts")) ? 1 : 0);
+    }
+
+    /** Data and instruction aborts taken natively so far (also in {@link #taken}). */
+    long abortsTaken() { return state.get(JAVA_LONG, ABORTS); }
 
     /** SVCs taken natively so far. */
     long taken() { return state.get(JAVA_LONG, TAKEN); }

@@ -17,7 +17,8 @@ import dev.kpemu.unicorn.X86Reg;
  * would: it delivers them through the guest's IDT (64-bit gates, IST and privilege stacks, the
  * architecture's error codes, CR2), runs {@code syscall} through MSR_LSTAR, injects external
  * interrupts when RFLAGS.IF allows, and idles on HLT. {@code syscall} is done natively
- * ({@link NativeSyscall}) when kpemu's native library has the hook.
+ * ({@link NativeSyscall}) when kpemu's native library has the hook, and so are the common faults
+ * (#PF, #GP and the others {@link NativeExceptions} lists) while no consumer must see them.
  */
 public final class X86Machine extends Machine {
     public static final int VEC_DE = 0, VEC_DB = 1, VEC_NMI = 2, VEC_BP = 3, VEC_UD = 6, VEC_DF = 8,
@@ -43,6 +44,8 @@ public final class X86Machine extends Machine {
     private boolean inExceptionHook;
     private long exceptionsDelivered;
     private static final boolean TRACE = Boolean.getBoolean("kpemu.trace.exceptions");
+    /** Prints the native exception hook's counts when the machine closes, without tracing (which sends every exception to Java). */
+    private static final boolean COUNT_NATIVE = Boolean.getBoolean("kpemu.trace.exceptions.native");
     private long traceBudget = Long.getLong("kpemu.trace.exceptions.max", 200);
     private long externalInterrupts;
     /** The guest's DR0–DR3/DR7, emulated on the machine's watchpoints. */
@@ -60,12 +63,15 @@ public final class X86Machine extends Machine {
         final MemorySegment scratchBlob, privilegeBlob;
         final NativeSyscall nativeSyscall;
         final NativeCmpxchg16b cmpxchg16b;
+        /** The native interrupt hook (null: the Java hook is the engine's interrupt hook). */
+        final NativeExceptions exceptions;
         int pendingVector = -1;
         NmiSource nmiSource;
 
         Cpu(X86PageWalker walker, Unicorn.Context scratch, Unicorn.Context privilege, NativeSyscall nativeSyscall,
-                NativeCmpxchg16b cmpxchg16b) {
+                NativeCmpxchg16b cmpxchg16b, NativeExceptions exceptions) {
             this.cmpxchg16b = cmpxchg16b;
+            this.exceptions = exceptions;
             this.walker = walker;
             this.scratch = scratch;
             this.privilege = privilege;
@@ -78,6 +84,10 @@ public final class X86Machine extends Machine {
             scratch.close();
             privilege.close();
             if (nativeSyscall != null) nativeSyscall.close();
+            if (exceptions != null) {
+                if (TRACE || COUNT_NATIVE) System.err.printf("[exceptions delivered natively: %d, passed to Java: %d]%n", exceptions.delivered(), exceptions.forwarded());
+                exceptions.close();
+            }
             if (cmpxchg16b != null) {
                 if (TRACE) System.err.printf("[cmpxchg16b executed natively: %d]%n", cmpxchg16b.handled());
                 cmpxchg16b.close();
@@ -102,7 +112,10 @@ public final class X86Machine extends Machine {
         // 2.1.1's invalidation of the block at until-1 on every return walks an address the guest
         // may not map, which sets CR2 and the exception-in-flight state behind the guest's back.
         e.useExits(true);
-        e.hookInterrupt((u, intno) -> onInterruptHook(intno));
+        // faults natively (NativeExceptions), the Java hook for everything else; a library without it: Java
+        NativeExceptions nx = NativeExceptions.available() ? new NativeExceptions(e, layout, (u, intno) -> onInterruptHook(intno)) : null;
+        if (nx == null) e.hookInterrupt((u, intno) -> onInterruptHook(intno));
+        else nx.forwardAll(exceptionsNeedJava());
         // cmpxchg16b first, natively (added before the Java hook: Unicorn runs them in order
         // until one handles the #UD); its operand's faults come to the Java hook below
         NativeCmpxchg16b cx16 = NativeCmpxchg16b.available() ? new NativeCmpxchg16b(e, layout) : null;
@@ -124,7 +137,7 @@ public final class X86Machine extends Machine {
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
         NativeSyscall ns = NativeSyscall.available() ? new NativeSyscall(e, layout, u -> onSyscall()) : null;
         if (ns == null) e.hookSyscall(u -> onSyscall());
-        return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16);
+        return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16, nx);
     }
 
     private void useCpu(Cpu c) {
@@ -286,7 +299,7 @@ public final class X86Machine extends Machine {
      */
     @Override protected void saveArchState(java.io.DataOutput out) throws java.io.IOException {
         out.writeInt(cpus[0].pendingVector);
-        out.writeLong(exceptionsDelivered);
+        out.writeLong(exceptionsDelivered());
         out.writeLong(externalInterrupts);
         if (cpus.length > 1) {
             out.writeLong(nmisDelivered);
@@ -297,6 +310,7 @@ public final class X86Machine extends Machine {
     @Override protected void restoreArchState(java.io.DataInput in) throws java.io.IOException {
         cpus[0].pendingVector = in.readInt();
         exceptionsDelivered = in.readLong();
+        for (Cpu c : cpus) if (c.exceptions != null) c.exceptions.resetDelivered();
         externalInterrupts = in.readLong();
         if (cpus.length > 1) {
             nmisDelivered = in.readLong();
@@ -362,8 +376,31 @@ public final class X86Machine extends Machine {
 
     public X86PageWalker walker() { return walker; }
 
-    /** Number of exceptions and interrupts delivered to the guest so far. */
-    public long exceptionsDelivered() { return exceptionsDelivered; }
+    /** Number of exceptions and interrupts delivered to the guest so far (by the Java path and natively). */
+    public long exceptionsDelivered() {
+        long n = exceptionsDelivered;
+        for (Cpu c : cpus) if (c.exceptions != null) n += c.exceptions.delivered();
+        return n;
+    }
+
+    /** Exceptions each vCPU's native hook has delivered (empty entries 0; a library without the hook: all 0). */
+    long[] nativeExceptionsDelivered() {
+        long[] n = new long[cpus.length];
+        for (int i = 0; i < cpus.length; i++) n[i] = cpus[i].exceptions == null ? 0 : cpus[i].exceptions.delivered();
+        return n;
+    }
+
+    /**
+     * Whether every exception must reach the Java hook: while a trap handler is installed (the
+     * kprobes engine: {@code onFault} syncs probed text and owns faults in its slot area), while
+     * guarded text exists (host writes must update its expected bytes), while exceptions are traced.
+     */
+    private boolean exceptionsNeedJava() { return TRACE || trapHandler() != null || textGuarded(); }
+
+    @Override protected void faultConsumersChanged() {
+        boolean all = exceptionsNeedJava();
+        for (Cpu c : cpus) if (c.exceptions != null) c.exceptions.forwardAll(all);
+    }
 
     /** The guest's own debug registers; the guest loader calls {@link X86DebugRegisters#sync} after each write of one. */
     public X86DebugRegisters debugRegisters() { return debugRegisters; }
@@ -617,6 +654,7 @@ public final class X86Machine extends Machine {
      */
     @Override
     protected void beforeSlice() {
+        if (cpuState.exceptions != null) cpuState.exceptions.useRam(memory);
         int traps = debugRegisters.takePending(cpu());
         if (traps != 0) {
             // the guest's own data breakpoint (X86DebugRegisters): a trap, after the access
