@@ -16,7 +16,7 @@ import java.util.Arrays;
  * several CPUs goes"): at every switch of vCPUs, the guest instruction count, the incoming vCPU and
  * its PC, which is where that vCPU's previous quantum ended, and the run thread's CPU time. Kept in memory (four
  * longs a switch) and written, symbolized, when the boot ends: one line
- * {@code instructions cpu pc symbol+off thread-CPU-nanoseconds-since-the-first-switch} a switch. Enabled by the system property {@code kpemu.switchLog=FILE} (e.g. through
+ * {@code instructions cpu pc symbol+off thread-CPU-nanoseconds-since-the-first-switch} a switch, and a last line {@code # switches N, quanta ended by spin waits M}. Enabled by the system property {@code kpemu.switchLog=FILE} (e.g. through
  * {@code KPEMU_JAVA_OPTS}); it changes nothing in the run.
  */
 final class SwitchLog implements Machine.SwitchObserver {
@@ -56,6 +56,7 @@ final class SwitchLog implements Machine.SwitchObserver {
             for (int i = 0; i < used; i += 4) {
                 out.printf("%d %d %x %s %d%n", rows[i], rows[i + 1], rows[i + 2], symbols.format(rows[i + 2]), rows[i + 3] - rows[3]);
             }
+            out.printf("# switches %d, quanta ended by spin waits %d%n", machine.cpuSwitches(), machine.quantumYields());
         } catch (IOException e) {
             System.err.println("kpemu: could not write the switch log " + file + ": " + e.getMessage());
         }
