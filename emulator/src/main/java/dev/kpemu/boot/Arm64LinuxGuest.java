@@ -121,7 +121,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
                 end.get().address() - start.get().address());
     }
 
-    /** The host breakpoints after the kernel's {@code wfe}s and {@code yield}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
+    /** The host breakpoints at the kernel's {@code wfe}s and {@code yield}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
     private int spinWaitSites;
 
     /**

@@ -143,7 +143,7 @@ final class X86LinuxGuest implements LinuxGuest {
 
     /** The text-patching functions {@link #keepPatchedTextCoherent} watches (several CPUs), or empty. */
     private List<String> textPokeFunctions = List.of();
-    /** The host breakpoints after the kernel's {@code pause}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
+    /** The host breakpoints at the kernel's {@code pause}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
     private int spinWaitSites;
 
     /** {@link SpinWaitYields} at every {@code pause} of the vmlinux's {@code .text}. */
