@@ -135,8 +135,8 @@ public final class X86Machine extends Machine {
             return true;
         });
         // syscall: native (NativeSyscall), the Java hook only for #UD; a library without it: Java
-        NativeSyscall ns = NativeSyscall.available() ? new NativeSyscall(e, layout, u -> onSyscall()) : null;
-        if (ns == null) e.hookSyscall(u -> onSyscall());
+        NativeSyscall ns = NativeSyscall.available() ? new NativeSyscall(e, layout, u -> inExceptionHook(this::onSyscall)) : null;
+        if (ns == null) e.hookSyscall(u -> inExceptionHook(this::onSyscall));
         return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16, nx);
     }
 
@@ -346,8 +346,8 @@ public final class X86Machine extends Machine {
     @Override public long pc() { return uc.regRead(X86Reg.RIP); }
 
     /**
-     * Sets RIP. Inside the interrupt and invalid-instruction hooks (a probe's int3, every exception
-     * kpemu delivers) RIP is written through a saved prefix of the CPU state rather than Unicorn's
+     * Sets RIP. Inside the interrupt, invalid-instruction and syscall hooks (a probe's int3, every exception
+     * kpemu delivers, the Java syscall path) RIP is written through a saved prefix of the CPU state rather than Unicorn's
      * register write: after those hooks Unicorn 2.1.4 looks the next block up from RIP anyway
      * ({@code cpu_handle_exception} returns into {@code cpu_exec}'s loop with no block to chain
      * from), while a RIP write also makes the engine leave that loop and enter it again (a second
@@ -624,7 +624,7 @@ public final class X86Machine extends Machine {
             long before = exceptionsDelivered;
             deliver(VEC_UD, rip, null);
             // Unicorn adds the instruction's length after the hook (as for LSTAR below)
-            if (exceptionsDelivered != before) uc.regWrite(X86Reg.RIP, pc() - 2);
+            if (exceptionsDelivered != before) setPc(pc() - 2);
             return;
         }
         long star = uc.msrRead(MSR_STAR);
@@ -636,7 +636,7 @@ public final class X86Machine extends Machine {
         int kernelCs = (int) ((star >>> 32) & 0xfffc);
         switchPrivilege(kernelCs, 0, SEG_FLAGS_CODE64, kernelCs + 8, SEG_FLAGS_DATA, 0);
         uc.regWrite(X86Reg.RFLAGS, rflags & ~fmask & ~RFLAGS_RF);
-        uc.regWrite(X86Reg.RIP, lstar - 2); // Unicorn adds the instruction length after the hook
+        setPc(lstar - 2); // Unicorn adds the instruction length after the hook
     }
 
     // ------------------------------------------------------------------ run-loop hooks
