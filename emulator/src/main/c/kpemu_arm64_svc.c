@@ -79,10 +79,28 @@ static uint32_t svc_syndrome(uc_engine *uc, uint64_t pc) {
     return (EC_AA64_SVC << 26) | ESR_IL | ((insn >> 5) & 0xffffu);
 }
 
-/* PC through the context, after every other write (see the end of kpemu_arm64_svc). */
-static void set_pc(uc_engine *uc, struct kpemu_arm64_svc *s, uint64_t pc) {
+/*
+ * Exception entry to EL1h, as Arm64Machine.takeException does: the live SP banked (to SP_EL1 from
+ * EL1 with SP_EL1 selected, else SP_EL0), ELR_EL1 = `elr`, PSTATE = EL1h masked on SP_EL1,
+ * ESR_EL1, FAR_EL1 when `far` is given, SPSR_EL1 = the old PSTATE, PC = `vector`. The PC goes
+ * through the context, after every other write (the save must see them): Unicorn's PC write from a
+ * hook sets skip_sync_pc_on_exit, which leaves later memory hooks of the run without the pc synced
+ * to their instruction (Arm64Machine.setPc).
+ */
+static void enter_el1(uc_engine *uc, const struct kpemu_arm64_svc *s, uint64_t pstate, int bank_to_el1,
+        uint64_t elr, uint32_t syndrome, const uint64_t *far, uint64_t vector) {
+    uint64_t sp = 0, sp1 = 0, masked = PSTATE_EL1H_MASKED;
+    uc_reg_read(uc, UC_ARM64_REG_SP, &sp);
+    uc_reg_write(uc, bank_to_el1 ? UC_ARM64_REG_SP_EL1 : UC_ARM64_REG_SP_EL0, &sp);
+    uc_reg_read(uc, UC_ARM64_REG_SP_EL1, &sp1);
+    uc_reg_write(uc, UC_ARM64_REG_ELR_EL1, &elr);
+    uc_reg_write(uc, UC_ARM64_REG_PSTATE, &masked);
+    uc_reg_write(uc, UC_ARM64_REG_SP, &sp1);
+    if (far) uc_reg_write(uc, UC_ARM64_REG_FAR_EL1, far);
+    write_cp(uc, 3, 0, 5, 2, 0, syndrome);   /* ESR_EL1 */
+    write_cp(uc, 3, 0, 4, 0, 0, pstate);     /* SPSR_EL1; the CP write rebuilds the cached flags */
     uc_context_save(uc, s->pc_ctx);
-    memcpy((uint8_t *)s->pc_ctx + s->pc, &pc, 8);
+    memcpy((uint8_t *)s->pc_ctx + s->pc, &vector, 8);
     uc_context_restore(uc, s->pc_ctx);
 }
 
@@ -104,17 +122,7 @@ static int take_abort(uc_engine *uc, struct kpemu_arm64_svc *s) {
     uint64_t far;
     memcpy(&syndrome, (uint8_t *)s->ctx + s->syndrome, 4);
     memcpy(&far, (uint8_t *)s->ctx + s->vaddress, 8);
-    uint64_t sp = 0, sp1 = 0, masked = PSTATE_EL1H_MASKED;
-    uc_reg_read(uc, UC_ARM64_REG_SP, &sp);
-    uc_reg_write(uc, el == 1 && spx ? UC_ARM64_REG_SP_EL1 : UC_ARM64_REG_SP_EL0, &sp);
-    uc_reg_read(uc, UC_ARM64_REG_SP_EL1, &sp1);
-    uc_reg_write(uc, UC_ARM64_REG_ELR_EL1, &pc);
-    uc_reg_write(uc, UC_ARM64_REG_PSTATE, &masked);
-    uc_reg_write(uc, UC_ARM64_REG_SP, &sp1);
-    uc_reg_write(uc, UC_ARM64_REG_FAR_EL1, &far);
-    write_cp(uc, 3, 0, 5, 2, 0, syndrome);   /* ESR_EL1 */
-    write_cp(uc, 3, 0, 4, 0, 0, pstate);     /* SPSR_EL1; the CP write rebuilds the cached flags */
-    set_pc(uc, s, vector);
+    enter_el1(uc, s, pstate, el == 1 && spx, pc, syndrome, &far, vector);
     return 1;
 }
 
@@ -136,7 +144,7 @@ void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
         return;
     }
     s->taken++;
-    uint64_t pc = 0, sp = 0, sp1 = 0;
+    uint64_t pc = 0;
     uc_reg_read(uc, UC_ARM64_REG_PC, &pc);
     uint32_t syndrome = svc_syndrome(uc, pc);
     if (syndrome == 0) {
@@ -144,19 +152,5 @@ void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
         uc_context_save(uc, s->ctx);
         memcpy(&syndrome, (uint8_t *)s->ctx + s->syndrome, 4);
     }
-    uc_reg_read(uc, UC_ARM64_REG_SP, &sp);
-    uc_reg_write(uc, UC_ARM64_REG_SP_EL0, &sp);
-    uc_reg_read(uc, UC_ARM64_REG_SP_EL1, &sp1);
-    uint64_t masked = PSTATE_EL1H_MASKED, vector = vbar + FROM_LOWER_A64;
-    uc_reg_write(uc, UC_ARM64_REG_ELR_EL1, &pc);
-    uc_reg_write(uc, UC_ARM64_REG_PSTATE, &masked);
-    uc_reg_write(uc, UC_ARM64_REG_SP, &sp1);
-    write_cp(uc, 3, 0, 5, 2, 0, syndrome);   /* ESR_EL1 */
-    write_cp(uc, 3, 0, 4, 0, 0, pstate);     /* SPSR_EL1; the CP write rebuilds the cached flags */
-    /* The PC through the context, after every other write (the save must see them): Unicorn's PC
-       write from a hook sets skip_sync_pc_on_exit, which leaves later memory hooks of the run
-       without the pc synced to their instruction (Arm64Machine.setPc). */
-    uc_context_save(uc, s->pc_ctx);
-    memcpy((uint8_t *)s->pc_ctx + s->pc, &vector, 8);
-    uc_context_restore(uc, s->pc_ctx);
+    enter_el1(uc, s, pstate, 0, pc, syndrome, NULL, vbar + FROM_LOWER_A64);
 }
