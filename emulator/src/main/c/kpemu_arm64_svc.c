@@ -16,7 +16,8 @@
  * Data and instruction aborts are taken here the same way (Arm64Machine.takeException with the
  * syndrome and FAR QEMU computed, read from a whole saved context at the host's calibrated
  * offsets) while `forward_all` is clear (the host sets it while a trap handler must see every
- * fault), from EL0 to the lower-EL vector the host verified (`vbar_ok`) and from EL1 with SP_EL1
+ * fault) and the PC is outside [owned_low, owned_high) (the trap handler's: the kprobes engine's
+ * slot area), from EL0 to the lower-EL vector the host verified (`vbar_ok`) and from EL1 with SP_EL1
  * to the current-EL vector the host verified (`vbar_ok_current`); any other abort (from EL1 on
  * SP_EL0, from AArch32, a VBAR not verified, an abort at the vector itself) goes to the host.
  */
@@ -56,6 +57,7 @@ struct kpemu_arm64_svc {
     uint32_t forward_all;     /* nonzero: every abort goes to `forward` */
     uint32_t pad;
     uint64_t aborts;          /* aborts taken here (also counted in `taken`) */
+    uint64_t owned_low, owned_high; /* aborts with PC in [owned_low, owned_high) go to `forward` */
 };
 
 size_t kpemu_arm64_svc_size(void) { return sizeof(struct kpemu_arm64_svc); }
@@ -111,6 +113,7 @@ static int take_abort(uc_engine *uc, struct kpemu_arm64_svc *s) {
     uc_reg_read(uc, UC_ARM64_REG_VBAR_EL1, &vbar);
     uc_reg_read(uc, UC_ARM64_REG_PC, &pc);
     if ((pstate & PSTATE_NRW) != 0 || vbar == 0) return 0;
+    if (pc - s->owned_low < s->owned_high - s->owned_low) return 0;   /* the trap handler's */
     int el = (int)((pstate >> 2) & 3), spx = (pstate & PSTATE_SPX) != 0;
     uint64_t vector;
     if (el == 0 && vbar == s->vbar_ok) vector = vbar + FROM_LOWER_A64;

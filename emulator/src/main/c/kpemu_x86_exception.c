@@ -13,8 +13,12 @@
  *    except #DF: #TS, #NP, #SS, #GP, #PF, #AC); int3, #DB, #UD, NMI, #DF, software interrupts
  *    and external interrupts never come here natively;
  *  - everything while `forward_all` is set: the host sets it while a consumer must see each
- *    fault (the kprobes engine's trap handler owns faults in its slot area and syncs probed text
- *    on each; its text guard follows host writes) and while exceptions are traced;
+ *    fault (exceptions traced, a trap handler that owns every fault, the kprobes engine while
+ *    guest writes to probed text wait to be synced);
+ *  - a fault whose RIP is in [owned_low, owned_high): the trap handler's (the kprobes engine's
+ *    slot area: single steps, boosted copies, detours);
+ *  - a fault whose frame would be written into guest-physical [frame_low, frame_high): the pages
+ *    of guarded text, whose expected bytes the host's writes update;
  *  - any delivery the host would end in an error or cannot do the common way: a vector beyond
  *    the IDT limit, an unmapped IDT, GDT, TSS or stack, a gate not present (the host then stops
  *    the machine with its message). The decision is taken before anything is changed, so the host
@@ -75,6 +79,8 @@ struct kpemu_x86_exception {
     uint32_t ram_count;       /* entries of `ram` in use */
     uint32_t pad;
     struct kpemu_ram ram[RAM_REGIONS];
+    uint64_t owned_low, owned_high; /* faults with RIP in [owned_low, owned_high) go to `forward` */
+    uint64_t frame_low, frame_high; /* frames touching guest-physical [frame_low, frame_high) are the host's */
 };
 
 size_t kpemu_x86_exception_size(void) { return sizeof(struct kpemu_x86_exception); }
@@ -161,6 +167,9 @@ static int code_segment_dpl(const struct walker *w, uint32_t selector) {
 /* Delivers `vector` as X86Machine.onException and deliver do; 0 (nothing changed) when the host must. */
 static int deliver(uc_engine *uc, struct kpemu_x86_exception *s, uint32_t vector) {
     uint8_t *ctx = (uint8_t *)s->ctx;
+    uint64_t rip = 0;
+    uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+    if (rip - s->owned_low < s->owned_high - s->owned_low) return 0;   /* the trap handler's */
     uc_x86_mmr idtr;
     uc_reg_read(uc, UC_X86_REG_IDTR, &idtr);
     if ((uint64_t)vector * 16 + 15 > idtr.limit) return 0;
@@ -203,8 +212,6 @@ static int deliver(uc_engine *uc, struct kpemu_x86_exception *s, uint32_t vector
     int has_error = vector != VEC_DE;
     int32_t err = 0;
     memcpy(&err, ctx + s->error_code, 4);
-    uint64_t rip = 0;
-    uc_reg_read(uc, UC_X86_REG_RIP, &rip);
     uint64_t frame[6];
     int n = 0;
     if (has_error) frame[n++] = (uint32_t)err;
@@ -221,6 +228,7 @@ static int deliver(uc_engine *uc, struct kpemu_x86_exception *s, uint32_t vector
         uint64_t size;
         if (!translate(&w, new_rsp + 8ull * (uint64_t)i, &pa[i], &size)) return 0;
         if (((new_rsp + 8ull * (uint64_t)i) & (size - 1)) > size - 8) return 0;   /* a slot across pages: the host's */
+        if (pa[i] + 8 > s->frame_low && pa[i] < s->frame_high) return 0;          /* guarded text: the host's */
     }
     for (int i = 0; i < n;) {   /* runs of slots contiguous in guest-physical memory, one write each */
         int j = i + 1;

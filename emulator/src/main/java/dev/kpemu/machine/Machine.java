@@ -427,18 +427,51 @@ public abstract class Machine implements AutoCloseable {
 
     /** Installs the host's first look at breakpoint traps (the kprobes engine). */
     public void setTrapHandler(TrapHandler h) {
+        if (trapHandler != null && trapHandler.faultInterest() != null) trapHandler.faultInterest().listen(null);
         this.trapHandler = h;
+        if (h != null && h.faultInterest() != null) h.faultInterest().listen(this::faultConsumersChanged);
         faultConsumersChanged();
     }
 
     /**
-     * The trap handler or the guarded text changed: an arch machine whose native hooks deliver
-     * faults without the Java path asks whether it still may ({@link #trapHandler}, {@link #textGuarded}).
+     * Whether the trap handler must see every fault natively delivered code could take: one is
+     * installed and says nothing narrower ({@link TrapHandler#faultInterest} null or {@link
+     * FaultInterest#seesAll}).
+     */
+    protected boolean trapHandlerSeesAllFaults() {
+        TrapHandler th = trapHandler;
+        if (th == null) return false;
+        FaultInterest fi = th.faultInterest();
+        return fi == null || fi.seesAll() || !NARROW_FAULT_INTEREST;
+    }
+
+    /** {@code -Dkpemu.faultInterest=false}: a trap handler sees every fault, whatever it asks (the path before, for comparisons). */
+    private static final boolean NARROW_FAULT_INTEREST = !"false".equals(System.getProperty("kpemu.faultInterest"));
+
+    /** The pcs whose faults the trap handler owns, {@code {low, high}} (empty: {@code {0, 0}}). */
+    protected long[] trapHandlerPcs() {
+        TrapHandler th = trapHandler;
+        FaultInterest fi = th == null ? null : th.faultInterest();
+        return fi == null ? new long[] {0, 0} : new long[] {fi.pcLow(), fi.pcHigh()};
+    }
+
+    /**
+     * The trap handler, its {@link FaultInterest} or the guarded text changed: an arch machine whose
+     * native hooks deliver faults without the Java path asks which faults must still reach Java
+     * ({@link #trapHandlerSeesAllFaults}, {@link #trapHandlerPcs}, {@link #textGuard}'s physical span).
      */
     protected void faultConsumersChanged() {}
 
-    /** Whether the machine has guarded text ({@link #textGuard} was ever called). */
-    protected boolean textGuarded() { return textGuard != null; }
+    /**
+     * Guest faults (x86 exceptions, arm64 data and instruction aborts) the vCPUs' native hooks
+     * delivered without the Java path so far; 0 on a machine or library without them.
+     */
+    public long faultsDeliveredNatively() { return 0; }
+
+    /** The guarded text's physical span ({@link TextGuard#physicalSpanLow}), {@code {0, 0}} without guarded text. */
+    protected long[] guardedPhysicalSpan() {
+        return textGuard == null ? new long[] {0, 0} : new long[] {textGuard.physicalSpanLow(), textGuard.physicalSpanHigh()};
+    }
 
     public TrapHandler trapHandler() { return trapHandler; }
 
@@ -505,6 +538,7 @@ public abstract class Machine implements AutoCloseable {
         if (textGuard == null) {
             textGuard = new TextGuard(memory, primaryClock.granules());
             memory.observeWrites(textGuard);
+            textGuard.onSpanGrown(this::faultConsumersChanged);
             primaryClock.attachGuard(textGuard.nativeState());
             for (int i = 1; i < vcpus.length; i++) vcpus[i].clock.shareGuard(primaryClock, textGuard.nativeState());
             faultConsumersChanged();

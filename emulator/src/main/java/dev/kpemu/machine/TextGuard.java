@@ -111,6 +111,7 @@ public final class TextGuard implements AutoCloseable {
         entries.set(JAVA_INT, e + E_LEN, len);
         mark(va, len, 1);
         byPhysicalPage.computeIfAbsent(pa >>> 12, k -> new ArrayList<>()).add(id);
+        growSpan(pa, len);
         listeners.put(id, listener);
         state.set(JAVA_INT, LIVE, state.get(JAVA_INT, LIVE) + 1);
         return id;
@@ -132,6 +133,29 @@ public final class TextGuard implements AutoCloseable {
         entries.set(JAVA_INT, ENTRY_SIZE * id + E_NEXT, state.get(JAVA_INT, BUCKET0 + 4L * nb));
         state.set(JAVA_INT, BUCKET0 + 4L * nb, id);
     }
+
+    private long spanLow = -1, spanHigh = 0;
+    private Runnable spanGrown = () -> {};
+
+    /** Called (by the machine) whenever {@link #physicalSpanLow}..{@link #physicalSpanHigh} grows. */
+    void onSpanGrown(Runnable r) { spanGrown = r; }
+
+    private void growSpan(long pa, int len) {
+        long low = pa & ~0xfffL, high = (pa + len + 0xfff) & ~0xfffL;
+        if (spanHigh != 0 && Long.compareUnsigned(low, spanLow) >= 0 && Long.compareUnsigned(high, spanHigh) <= 0) return;
+        spanLow = spanHigh == 0 ? low : Math.min(spanLow, low);
+        spanHigh = Math.max(spanHigh, high);
+        spanGrown.run();
+    }
+
+    /**
+     * The guest-physical pages every range ever guarded lies in, {@code [low, high)} (never shrinks;
+     * empty: 0, 0): a native hook that writes guest memory (an x86 exception frame) leaves a write
+     * there to the host path, whose writes update the expected bytes.
+     */
+    public long physicalSpanLow() { return spanHigh == 0 ? 0 : spanLow; }
+
+    public long physicalSpanHigh() { return spanHigh; }
 
     /** Stops guarding range {@code id}. */
     public void remove(int id) {

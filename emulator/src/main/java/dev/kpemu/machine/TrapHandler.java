@@ -27,6 +27,13 @@ public interface TrapHandler {
      */
     default boolean onFault(Machine machine, long pc, int trapnr) { return false; }
 
+    /**
+     * Which faults {@link #onFault} must see, or null for every one (the default): a machine that
+     * delivers faults natively passes to Java only those (see {@link FaultInterest}). A handler that
+     * answers must return the same object each time and keep it current.
+     */
+    default FaultInterest faultInterest() { return null; }
+
     /** Called by the run loop at every slice boundary: a point where the host may patch guest text. */
     default void onSafePoint(Machine machine) {}
 }

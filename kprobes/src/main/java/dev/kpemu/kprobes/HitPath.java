@@ -233,6 +233,8 @@ final class HitPath {
     // ------------------------------------------------------------------ faults and safe points
 
     boolean onFault(long pc, int trapnr) {
+        // Acts on no pc outside the slot area but for the sync: the engine's FaultInterest
+        // (Kprobes.faultInterest) lets the machine deliver every other fault natively.
         arming.syncText();
         if (slots.contains(pc) && !slots.mappedIn(machine)) {
             slots.map(machine); // the guest switched to tables without the slot area

@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.Optional;
 
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.FaultInterest;
 import dev.kpemu.machine.TrapHandler;
 
 /**
@@ -44,6 +45,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final HitPath hits;
     private final ProbeRegistration registration;
     private final ProbeListing listing;
+    private final FaultInterest faultInterest = new FaultInterest();
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
         this.machine = machine;
@@ -54,7 +56,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.active = new Activations(machine);
         this.failures = new HandlerFailures(arch, regs);
         this.optimizers = new OptimizerBridge(table);
-        this.arming = new ProbeArming(machine, arch, slots, table, active, optimizers);
+        // the engine's faults: those of its slot area (HitPath.onFault acts on no other pc), and all while text waits to be synced
+        faultInterest.ownPcs(slots.virtualBase(), slots.virtualBase() + slots.size());
+        this.arming = new ProbeArming(machine, arch, slots, table, active, optimizers, faultInterest);
         this.returns = new ReturnProbes(machine, arch, slots, active, failures);
         this.hits = new HitPath(machine, arch, slots, table, active, arming, returns, failures, optimizers);
         this.registration = new ProbeRegistration(symbols, slots, arch, table, arming, returns, optimizers);
@@ -269,6 +273,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     @Override
     public boolean onFault(Machine m, long pc, int trapnr) { return hits.onFault(pc, trapnr); }
+
+    @Override
+    public FaultInterest faultInterest() { return faultInterest; }
 
     @Override
     public void onSafePoint(Machine m) {

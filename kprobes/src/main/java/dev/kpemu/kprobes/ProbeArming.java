@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 
+import dev.kpemu.machine.FaultInterest;
 import dev.kpemu.machine.Machine;
 
 /**
@@ -30,12 +31,16 @@ final class ProbeArming {
     private final OptimizerBridge optimizers;
     private final Set<ProbePoint> textChanged = Collections.newSetFromMap(new IdentityHashMap<>());
     private final TextWatch textWatch;
+    /** Every fault goes to the engine ({@link HitPath#onFault} syncs first) while {@link #textChanged} is not empty. */
+    private final FaultInterest faults;
     private boolean watchText = true;
     private boolean allArmed = true;
     private boolean boosting = true;
 
-    ProbeArming(Machine machine, ArchKprobes arch, SlotArea slots, ProbeTable table, Activations active, OptimizerBridge optimizers) {
+    ProbeArming(Machine machine, ArchKprobes arch, SlotArea slots, ProbeTable table, Activations active, OptimizerBridge optimizers,
+            FaultInterest faults) {
         this.machine = machine;
+        this.faults = faults;
         this.arch = arch;
         this.slots = slots;
         this.table = table;
@@ -138,6 +143,7 @@ final class ProbeArming {
             textWatch.settle(p);
             if (p.textChanged) {
                 textChanged.remove(p);
+                faults.seeAll(!textChanged.isEmpty());
                 refreshChangedText(p); // ends in updateArming
                 return;
             }
@@ -167,6 +173,7 @@ final class ProbeArming {
         }
         if (watchText) textWatch.unwatch(p);
         textChanged.remove(p);
+        faults.seeAll(!textChanged.isEmpty());
         optimizers.probeRemoved(p.address);
     }
 
@@ -204,6 +211,7 @@ final class ProbeArming {
         }
         p.textChanged = true;
         textChanged.add(p);
+        faults.seeAll(true);
     }
 
     /**
@@ -215,6 +223,7 @@ final class ProbeArming {
         if (textChanged.isEmpty()) return;
         for (ProbePoint p : new ArrayList<>(textChanged)) refreshChangedText(p);
         textChanged.clear();
+        faults.seeAll(false);
     }
 
     private void refreshChangedText(ProbePoint p) {

@@ -273,6 +273,36 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * With a probe attached, a guest fault anywhere but the engine's slot area is delivered by the
+     * machine's native hook (no Java upcall: the native count grows), and a fault of the stepped
+     * copy in the slot area still reaches the engine (the native count stays, the guest sees the
+     * probed address): delivered natively, the guest would see the slot's address.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void faultsOutsideTheSlotAreaAreNativeWithProbesAttachedAndTheSteppedCopysAreNot(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long load = g.sym("fault_func");
+            int[] hits = {0};
+            k.register(Kprobe.at(g.sym("kprobe_target")).pre((p, r) -> { hits[0]++; return 0; }));
+            long unmapped = arch == Arch.X86_64 ? 0x4000_0000_0000L : 0xffff_0000_4000_0000L;
+            assertEquals(-1L, g.call("fault_func", unmapped), "the guest's fixup ran (arm64: the Java path verifies the vector)");
+            long before = g.machine.faultsDeliveredNatively();
+            assertEquals(-1L, g.call("fault_func", unmapped));
+            assertEquals(before + 1, g.machine.faultsDeliveredNatively(), "the fault was delivered natively with a kprobe attached");
+            assertEquals(load, g.data(Guest.FAULT_PC));
+
+            k.register(Kprobe.at(load).pre((p, r) -> { hits[0]++; return 0; }));
+            long atStep = g.machine.faultsDeliveredNatively();
+            assertEquals(-1L, g.call("fault_func", unmapped), "the guest's fixup ran");
+            assertEquals(atStep, g.machine.faultsDeliveredNatively(), "the stepped copy's fault went to the engine, not the native hook");
+            assertEquals(load, g.data(Guest.FAULT_PC), "the guest saw the probed address as the faulting PC");
+            assertEquals(1, hits[0]);
+            assertFalse(g.machine.interruptsHeld());
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void guestReadsTheBreakpointInProbedTextAndRunsCorrectly(Arch arch) {

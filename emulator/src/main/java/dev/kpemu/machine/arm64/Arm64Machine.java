@@ -121,7 +121,7 @@ public final class Arm64Machine extends Machine {
             onInterrupt(EXCP_UDEF);
             return true;
         });
-        if (svc != null) svc.forwardAborts(trapHandler() != null);
+        if (svc != null) forwardAborts(svc);
         return new Cpu(e, scratch, e.contextAllocPrefix(layout.pcOffset() + 8), svc);
     }
 
@@ -401,13 +401,32 @@ public final class Arm64Machine extends Machine {
     /** Data and instruction aborts the current vCPU's native hook took (0 without it). */
     long nativeAbortsTaken() { return nativeSvc != null ? nativeSvc.abortsTaken() : 0; }
 
-    /** Aborts go to the Java hook while a trap handler is installed (the kprobes engine's {@code onFault}). */
+    /**
+     * Which aborts must reach the Java hook, told to a vCPU's native hook. The consumers of an
+     * abort on arm64 and what each must see: the trap handler ({@link #faultResolvedByHost}) per
+     * its {@link dev.kpemu.machine.FaultInterest} (the kprobes engine: aborts whose PC is in its
+     * slot area, every one while probed text waits to be synced; a handler without one: every
+     * one). Taking an abort writes no guest memory (registers only), so guarded text and
+     * watchpoints ({@code w:}, a memory hook on guest stores) see nothing of it; uprobes are BRKs
+     * (always Java); fault injection acts in probe handlers; the exception trace is x86's.
+     */
+    private void forwardAborts(NativeSvc svc) {
+        long[] pcs = trapHandlerPcs();
+        svc.forwardAborts(trapHandlerSeesAllFaults(), pcs[0], pcs[1]);
+    }
+
     @Override protected void faultConsumersChanged() {
-        for (Cpu c : cpus) if (c.nativeSvc != null) c.nativeSvc.forwardAborts(trapHandler() != null);
+        for (Cpu c : cpus) if (c.nativeSvc != null) forwardAborts(c.nativeSvc);
     }
 
     /** Native SVCs whose syndrome was read from a saved context (the SVC's bytes unreadable). */
     long svcSyndromesFromContext() { return nativeSvc != null ? nativeSvc.syndromesFromContext() : 0; }
+
+    @Override public long faultsDeliveredNatively() {
+        long n = 0;
+        for (Cpu c : cpus) if (c.nativeSvc != null) n += c.nativeSvc.abortsTaken();
+        return n;
+    }
 
     /** Exceptions and interrupts delivered to the guest so far. */
     public long exceptionsTaken() {

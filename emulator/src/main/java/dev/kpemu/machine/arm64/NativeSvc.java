@@ -21,11 +21,11 @@ import dev.kpemu.unicorn.Unicorn;
  * ({@link #verified}, {@link #verifiedCurrent}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final long SIZE = 112;
+    private static final long SIZE = 128;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
     private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56,
-            PC_CTX = 64, PC = 72, VADDRESS = 80, VBAR_OK_CURRENT = 88, FORWARD_ALL = 96, ABORTS = 104;
+            PC_CTX = 64, PC = 72, VADDRESS = 80, VBAR_OK_CURRENT = 88, FORWARD_ALL = 96, ABORTS = 104, OWNED_LOW = 112, OWNED_HIGH = 120;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -69,10 +69,14 @@ final class NativeSvc implements AutoCloseable {
     void verifiedCurrent(long vbar) { state.set(JAVA_LONG, VBAR_OK_CURRENT, vbar); }
 
     /**
-     * Whether data and instruction aborts go to the Java hook (while a trap handler must see every
-     * fault); {@code -Dkpemu.arm64.nativeAborts=false} keeps them there always (the Java path, for comparisons).
+     * Which data and instruction aborts go to the Java hook: every one when {@code all} (a trap
+     * handler must see every fault), else those whose PC is in {@code [pcLow, pcHigh)} (the trap
+     * handler's; empty when equal); {@code -Dkpemu.arm64.nativeAborts=false} keeps them there
+     * always (the Java path, for comparisons).
      */
-    void forwardAborts(boolean all) {
+    void forwardAborts(boolean all, long pcLow, long pcHigh) {
+        state.set(JAVA_LONG, OWNED_LOW, pcLow);
+        state.set(JAVA_LONG, OWNED_HIGH, pcHigh);
         state.set(JAVA_INT, FORWARD_ALL, all || "false".equals(System.getProperty("kpemu.arm64.nativeAborts")) ? 1 : 0);
     }
 

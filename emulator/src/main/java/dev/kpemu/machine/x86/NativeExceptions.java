@@ -18,18 +18,19 @@ import dev.kpemu.unicorn.Unicorn;
  * context save and restore and some twenty FFM calls per page fault. The native hook is the
  * machine's interrupt hook: it takes #DE and the faults with an error code but #DF (#TS, #NP, #SS,
  * #GP, #PF, #AC) and passes everything else to the Java hook unchanged, and so every exception while
- * {@link #forwardAll} is set (a consumer must see each one: the kprobes engine, the exception trace)
- * and every delivery the Java path would end in an error (an unmapped IDT, GDT, TSS or stack, a gate
+ * {@link #forward} says so (a consumer must see each one: the exception trace, a trap handler that
+ * owns every fault), a fault whose RIP is in the trap handler's range (the kprobes engine's slot
+ * area), a frame that would be written into guarded text's physical pages, and every delivery the Java path would end in an error (an unmapped IDT, GDT, TSS or stack, a gate
  * not present, a vector beyond the IDT limit).
  */
 final class NativeExceptions implements AutoCloseable {
-    private static final long SIZE = 224;
+    private static final long SIZE = 256;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_x86_exception", SIZE);
     // struct kpemu_x86_exception's fields
     private static final long CTX = 0, ERROR_CODE = 8, OLD_EXCEPTION = 16, HFLAGS = 24, CS_CACHE = 32, SS_CACHE = 40, EIP = 48,
             SEG_SELECTOR = 56, SEG_BASE = 60, SEG_LIMIT = 64, SEG_FLAGS = 68, HF_CPL_MASK = 72, CODE64_FLAGS = 76,
             NATIVE_VECTORS = 80, FORWARD_ALL = 84, FORWARD = 88, FORWARD_DATA = 96, DELIVERED = 104, FORWARDED = 112,
-            RAM_COUNT = 120, RAM = 128, RAM_ENTRY = 24;
+            RAM_COUNT = 120, RAM = 128, RAM_ENTRY = 24, OWNED_LOW = 224, OWNED_HIGH = 232, FRAME_LOW = 240, FRAME_HIGH = 248;
     private static final int RAM_REGIONS = 4;
     /** The vectors delivered natively: #DE, #TS, #NP, #SS, #GP, #PF, #AC (X86Machine.onException treats them alike). */
     static final int VECTORS = 1 << X86Machine.VEC_DE | 1 << X86Machine.VEC_TS | 1 << X86Machine.VEC_NP | 1 << X86Machine.VEC_SS
@@ -76,8 +77,18 @@ final class NativeExceptions implements AutoCloseable {
         uc.hookInterruptNative(HOOK, state, this);
     }
 
-    /** Whether every exception goes to the Java hook. */
-    void forwardAll(boolean all) { state.set(JAVA_INT, FORWARD_ALL, all ? 1 : 0); }
+    /**
+     * Which exceptions go to the Java hook: every one when {@code all}; else those whose RIP is in
+     * {@code [pcLow, pcHigh)} and those whose frame would touch guest-physical {@code [frameLow, frameHigh)}
+     * (empty ranges: low == high).
+     */
+    void forward(boolean all, long pcLow, long pcHigh, long frameLow, long frameHigh) {
+        state.set(JAVA_LONG, OWNED_LOW, pcLow);
+        state.set(JAVA_LONG, OWNED_HIGH, pcHigh);
+        state.set(JAVA_LONG, FRAME_LOW, frameLow);
+        state.set(JAVA_LONG, FRAME_HIGH, frameHigh);
+        state.set(JAVA_INT, FORWARD_ALL, all ? 1 : 0);
+    }
 
     /**
      * Tells the hook where {@code memory}'s RAM lies in host memory (its page walks read RAM in

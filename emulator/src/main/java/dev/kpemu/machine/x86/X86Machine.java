@@ -115,7 +115,7 @@ public final class X86Machine extends Machine {
         // faults natively (NativeExceptions), the Java hook for everything else; a library without it: Java
         NativeExceptions nx = NativeExceptions.available() ? new NativeExceptions(e, layout, (u, intno) -> onInterruptHook(intno)) : null;
         if (nx == null) e.hookInterrupt((u, intno) -> onInterruptHook(intno));
-        else nx.forwardAll(exceptionsNeedJava());
+        else forwardFaults(nx);
         // cmpxchg16b first, natively (added before the Java hook: Unicorn runs them in order
         // until one handles the #UD); its operand's faults come to the Java hook below
         NativeCmpxchg16b cx16 = NativeCmpxchg16b.available() ? new NativeCmpxchg16b(e, layout) : null;
@@ -383,6 +383,12 @@ public final class X86Machine extends Machine {
         return n;
     }
 
+    @Override public long faultsDeliveredNatively() {
+        long n = 0;
+        for (long d : nativeExceptionsDelivered()) n += d;
+        return n;
+    }
+
     /** Exceptions each vCPU's native hook has delivered (empty entries 0; a library without the hook: all 0). */
     long[] nativeExceptionsDelivered() {
         long[] n = new long[cpus.length];
@@ -391,15 +397,28 @@ public final class X86Machine extends Machine {
     }
 
     /**
-     * Whether every exception must reach the Java hook: while a trap handler is installed (the
-     * kprobes engine: {@code onFault} syncs probed text and owns faults in its slot area), while
-     * guarded text exists (host writes must update its expected bytes), while exceptions are traced.
+     * Which exceptions must reach the Java hook, told to a vCPU's native hook. The consumers of an
+     * exception on x86 and what each must see:
+     * <ul>
+     * <li>the exception trace ({@code kpemu.trace.exceptions}): every one;</li>
+     * <li>the trap handler ({@link #faultResolvedByHost}): per its {@link dev.kpemu.machine.FaultInterest}
+     *     (the kprobes engine: faults whose pc is in its slot area, every one while probed text
+     *     waits to be synced); a handler without one, every one;</li>
+     * <li>the text guard: the host's frame writes update its expected bytes, so a frame written
+     *     into its physical span goes to Java;</li>
+     * <li>watchpoints ({@code w:}, {@link dev.kpemu.machine.Watchpoints}) see guest stores through a
+     *     memory hook, never the exception path; neither the Java frame writes nor the native ones
+     *     (through the engine, {@code uc_mem_write}) are reported as guest stores. Uprobes are the
+     *     kprobes engine's breakpoints (int3, always Java); fault injection acts in probe handlers.</li>
+     * </ul>
      */
-    private boolean exceptionsNeedJava() { return TRACE || trapHandler() != null || textGuarded(); }
+    private void forwardFaults(NativeExceptions nx) {
+        long[] pcs = trapHandlerPcs(), frames = guardedPhysicalSpan();
+        nx.forward(TRACE || trapHandlerSeesAllFaults(), pcs[0], pcs[1], frames[0], frames[1]);
+    }
 
     @Override protected void faultConsumersChanged() {
-        boolean all = exceptionsNeedJava();
-        for (Cpu c : cpus) if (c.exceptions != null) c.exceptions.forwardAll(all);
+        for (Cpu c : cpus) if (c.exceptions != null) forwardFaults(c.exceptions);
     }
 
     /** The guest's own debug registers; the guest loader calls {@link X86DebugRegisters#sync} after each write of one. */
