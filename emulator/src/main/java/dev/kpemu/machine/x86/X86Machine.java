@@ -408,8 +408,8 @@ public final class X86Machine extends Machine {
      *     into its physical span goes to Java;</li>
      * <li>watchpoints ({@code w:}, {@link dev.kpemu.machine.Watchpoints}) see guest stores through a
      *     memory hook, never the exception path; neither the Java frame writes nor the native ones
-     *     (through the engine, {@code uc_mem_write}) are reported as guest stores. Uprobes are the
-     *     kprobes engine's breakpoints (int3, always Java); fault injection acts in probe handlers.</li>
+     *     (through the engine, {@code uc_mem_write}) are reported as guest stores. Uprobes are host
+     *     breakpoints of the instruction clock (no guest exception); fault injection acts in probe handlers.</li>
      * </ul>
      */
     private void forwardFaults(NativeExceptions nx) {
