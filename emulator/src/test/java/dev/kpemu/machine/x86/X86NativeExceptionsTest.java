@@ -183,4 +183,28 @@ class X86NativeExceptionsTest {
         assertArrayEquals(java.stacks(), nat.stacks(), "RSP0 and IST stacks");
         assertEquals(java.instructions(), nat.instructions(), "instructions");
     }
+
+    /**
+     * A frame that lands on a page of guarded text is the Java path's, whose host writes update the
+     * guard's expected bytes: with a guarded range over the RSP0 stack's SS slot, the two #PF and
+     * the #DE (their frames on that page) reach Java and the #GP (IST stack, another page) stays
+     * native; written natively, the guard would still expect the slot's old bytes.
+     */
+    @Test
+    void aFrameOnGuardedTextsPageIsLeftToTheJavaPath() {
+        assumeTrue(NativeExceptions.available(), "kpemu's native library has no kpemu_x86_exception");
+        try (X86Machine m = userCapable()) {
+            m.memory().write(CODE, Asm.x86(SRC, CODE));
+            long ssSlot = (RSP0 & ~0xfL) - 8;
+            int[] reported = {0};
+            int id = m.textGuard().add(ssSlot, ssSlot, 8, (i, va, pa, expected, now) -> reported[0]++);
+            m.setPc(CODE);
+            StopReason r = m.run(1_000_000);
+            assertInstanceOf(StopReason.Halted.class, r, r.toString());
+            assertEquals(1, m.faultsDeliveredNatively(), "only the #GP on the IST stack natively");
+            assertEquals(USER_DS, m.memory().readLong(ssSlot), "the last frame's SS");
+            assertArrayEquals(m.memory().read(ssSlot, 8), m.textGuard().expected(id), "the host's frame writes updated the expected bytes");
+            assertEquals(0, reported[0]);
+        }
+    }
 }
