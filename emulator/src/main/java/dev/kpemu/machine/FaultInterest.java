@@ -36,8 +36,5 @@ public final class FaultInterest {
 
     public boolean seesAll() { return seesAll; }
 
-    /** Whether a fault at {@code pc} must reach the handler. */
-    public boolean wants(long pc) { return seesAll || Long.compareUnsigned(pc - pcLow, pcHigh - pcLow) < 0; }
-
     void listen(Runnable r) { listener = r == null ? () -> {} : r; }
 }

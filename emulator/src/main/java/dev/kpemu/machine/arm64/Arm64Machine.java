@@ -408,7 +408,8 @@ public final class Arm64Machine extends Machine {
      * slot area, every one while probed text waits to be synced; a handler without one: every
      * one). Taking an abort writes no guest memory (registers only), so guarded text and
      * watchpoints ({@code w:}, a memory hook on guest stores) see nothing of it; uprobes are host
-     * breakpoints of the instruction clock (no guest exception); fault injection acts in probe handlers; the exception trace is x86's.
+     * breakpoints of the instruction clock (no guest exception); fault injection acts in probe
+     * handlers; the exception trace is x86's.
      */
     private void forwardAborts(NativeSvc svc) {
         long[] pcs = trapHandlerPcs();
