@@ -802,6 +802,18 @@ public abstract class Machine implements AutoCloseable {
         uc.stop();
     }
 
+    /**
+     * From a hook of the current vCPU's engine: flush that engine's translated code as soon as it
+     * stops, which it does at once (arm64 IC IALLU: the engine may be running blocks chained to
+     * others, so it cannot be flushed inside its run); the slice then ends there and the run goes on.
+     */
+    protected void flushOwnCodeAtSliceEnd() {
+        ownCodeFlush = true;
+        uc.stop();
+    }
+
+    private boolean ownCodeFlush;
+
     /** Records a stop without touching the engine (for MMIO callbacks, where stopping replays the access). */
     public void requestStopAtSliceEnd(StopReason reason) {
         if (pendingStop == null) pendingStop = reason;
@@ -1101,6 +1113,12 @@ public abstract class Machine implements AutoCloseable {
         if (split != 0 && pc() == split) icount.unchargeExitStop();
         sliceRan = icount.executed() - before;
         clock.advance(sliceRan);
+        boolean flushed = ownCodeFlush;
+        if (flushed) {
+            ownCodeFlush = false;
+            uc.flushTranslationCache();
+            icount.forgetBlocks();
+        }
         if (textGuard != null) {
             int g = textGuard.takeHit();
             if (g >= 0) {
@@ -1128,7 +1146,8 @@ public abstract class Machine implements AutoCloseable {
             }
             pendingStop = new StopReason.Breakpoint(hit, current);
         }
-        return pendingStop != null ? takeStop() : null;
+        if (pendingStop != null) return takeStop();
+        return flushed ? NEXT_SLICE : null;
     }
 
     /** Makes every halted vCPU that can go on ({@link #idleEnds}) running again; the current vCPU stays current. */

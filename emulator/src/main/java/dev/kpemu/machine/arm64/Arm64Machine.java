@@ -77,8 +77,8 @@ public final class Arm64Machine extends Machine {
         final NativeSvc nativeSvc;
         final BitSet irqLines = new BitSet();
         Unicorn.RegisterBatch translationRegisters;
-        /** The IC IVAU / IC IALLU(IS) hook, with more than one vCPU only ({@link #hookCacheMaintenance}). */
-        SysRegHooks.Installed cacheMaintenance;
+        /** The IC IVAU / IC IALLU(IS) hook ({@link #hookCacheMaintenance}). */
+        InstructionCacheHook cacheMaintenance;
         /** A context for clearing the exclusive monitor at a switch ({@link ExclusiveMonitor}), made on first use. */
         Unicorn.Context monitorContext;
         MemorySegment monitorBlob;
@@ -103,6 +103,7 @@ public final class Arm64Machine extends Machine {
         this.layout = ExceptionStateLayout.get();
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
+        hookCacheMaintenance(0);
     }
 
     /** The guest's own watchpoint registers, emulated ({@link Arm64DebugRegisters}). */
@@ -150,8 +151,8 @@ public final class Arm64Machine extends Machine {
         cpus = more;
         engine.regWrite(Arm64Reg.PSTATE, PSTATE_EL1H_MASKED);
         engine.sysRegWrite(3, 0, 4, 0, 0, engine.sysRegRead(3, 0, 4, 0, 0));     // rebuild hflags (setPstate)
-        if (cpu == 1) hookCacheMaintenance(0);
         hookCacheMaintenance(cpu);
+        for (Cpu o : cpus) o.cacheMaintenance.forwardLineInvalidations(true);
     }
 
     // ------------------------------------------------------------------ code written by one vCPU, seen by all
@@ -160,46 +161,51 @@ public final class Arm64Machine extends Machine {
     private long lineInvalidations, allInvalidations;
 
     /**
-     * With more than one vCPU, vCPU {@code cpu}'s engine reports its SYS instructions of CRn 7
-     * (cache maintenance) to {@link #onCacheMaintenance}: code one vCPU writes reaches the others'
-     * engines the way Linux makes it visible (docs/smp-notes.md, step 3). Each engine keeps its own
-     * translations (fact b), and the A57 model's CTR_EL0 has DIC clear, so Linux follows every code
-     * change with DC CVAU + DSB + IC IVAU by address, or IC IALLUIS. With one vCPU nothing is hooked.
-     * Other CRn 7 SYS instructions (DC ZVA, DC CVAC/CIVAC, AT) reach the Java hook too and go on
-     * untouched; the native filter cannot narrow by CRm.
+     * vCPU {@code cpu}'s engine reports its instruction-cache maintenance ({@link InstructionCacheHook}):
+     * code the guest wrote reaches every engine the way Linux makes it visible. An engine keeps its
+     * translations of code rewritten by another vCPU (docs/smp-notes.md fact b), and also of code its
+     * own vCPU rewrote through another virtual alias of the page (Linux patches its text through the
+     * linear map and the fixmap: "Code written through an alias"); the A57 model's CTR_EL0 has DIC
+     * clear, so Linux follows every code change with DC CVAU + DSB + IC IVAU by address, or IC
+     * IALLUIS. An IC IVAU drops the line in the other vCPUs' engines (not yet in its own: see
+     * {@code kpemu_arm64_icache.c}); an IC IALLU(IS) flushes the others at once and the vCPU's own
+     * engine at the end of the slice (a flush while it runs translated code could leave it running
+     * blocks chained to freed ones). Without several vCPUs only IC IALLU(IS) reaches Java.
      */
     private void hookCacheMaintenance(int cpu) {
         Cpu c = cpus[cpu];
         if (c.cacheMaintenance != null) return;
         long ctr = c.engine.sysRegRead(3, 3, 0, 0, 1);
         long line = 4L << (ctr & 0xf);                                   // CTR_EL0.IminLine: log2 of words
-        c.cacheMaintenance = SysRegHooks.install(c.engine, Unicorn.ARM64_INS_SYS, -1, -1, 7,
-                (u, reg, acc) -> onCacheMaintenance(cpu, line, u, reg, acc));
+        c.cacheMaintenance = InstructionCacheHook.install(c.engine, line, (u, reg, acc) -> onCacheMaintenance(cpu, line, u, reg, acc));
     }
 
     /**
      * IC IVAU (op1 3, CRm 5, op2 1): the line holding the address is dropped in every other vCPU's
      * engine and clock ({@link Machine#dropCodeInOtherCpus}); a user (lower-half) address with the
      * MMU on is dropped everywhere else by a flush, since the other engines may be in another address
-     * space. IC IALLUIS (op1 0, CRm 1, op2 0) and IC IALLU (op1 0, CRm 5, op2 0): every other
-     * engine's translations flushed. Always false: the instruction then completes as usual (a no-op
-     * in the engine, whose own blocks its own stores dropped).
+     * space. IC
+     * IALLUIS (op1 0, CRm 1, op2 0) and IC IALLU (op1 0, CRm 5, op2 0): every other engine's
+     * translations flushed, the own engine's at the end of the slice. Always false: the instruction
+     * then completes as usual.
      */
     private boolean onCacheMaintenance(int cpu, long line, Unicorn u, int reg, Unicorn.SysRegAccess acc) {
         if (acc.crn() != 7) return false;
         if (acc.op1() == 3 && acc.crm() == 5 && acc.op2() == 1) {
             long va = u.regRead(reg) & -line;
+            if (cpus.length < 2) return false;
             lineInvalidations++;
             if (va >= 0 && (u.sysRegRead(3, 0, 1, 0, 0) & 1) != 0) flushCodeInOtherCpus(cpu);
             else dropCodeInOtherCpus(cpu, va, line);
         } else if (acc.op1() == 0 && acc.op2() == 0 && (acc.crm() == 1 || acc.crm() == 5)) {
             allInvalidations++;
             flushCodeInOtherCpus(cpu);
+            flushOwnCodeAtSliceEnd();
         }
         return false;
     }
 
-    /** How many vCPU engines have the cache-maintenance hook: 0 with one vCPU, else every vCPU's. */
+    /** How many vCPU engines have the cache-maintenance hook: every vCPU's. */
     public int cacheMaintenanceHooks() {
         int n = 0;
         for (Cpu c : cpus) if (c.cacheMaintenance != null) n++;
