@@ -94,6 +94,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
             long hostBase = board.machine().memory().region(dev.kpemu.machine.arm64.Arm64Layout.RAM_REGION).base() + guestRam;
             Arm64LinuxGuest g = new Arm64LinuxGuest(board, con, l, image, name, symbols, new HostArea(hostBase, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
             if (!fromSnapshot) g.debugRegisterWrites = g.watchDebugRegisterWrites();
+            if (o.cpus() > 1) g.spinWaitSites = g.yieldAtSpinWaits();
             return g;
         } catch (KernelImageException | RuntimeException e) {
             board.close();
@@ -118,6 +119,25 @@ final class Arm64LinuxGuest implements LinuxGuest {
         if (offset.isEmpty()) return -1;
         return Arm64DebugRegisterWrites.watch(board.machine(), start.get().address(), loaded.kernelBase() + offset.getAsLong(),
                 end.get().address() - start.get().address());
+    }
+
+    /** The host breakpoints at the kernel's {@code wfe}s and {@code yield}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
+    private int spinWaitSites;
+
+    /**
+     * {@link SpinWaitYields} at every {@code wfe} and {@code yield} of the kernel's text ({@code
+     * _stext} to {@code _etext}) as the Image holds it, so a restored snapshot gets the same sites.
+     */
+    private int yieldAtSpinWaits() throws KernelImageException {
+        SymbolTable syms = symbols();
+        var start = syms.byName("_stext");
+        var end = syms.byName("_etext");
+        if (start.isEmpty() || end.isEmpty()) return 0;
+        var offset = syms.fileOffset(start.get().address());
+        if (offset.isEmpty()) return 0;
+        long from = offset.getAsLong(), length = end.get().address() - start.get().address();
+        return SpinWaitYields.yieldAt(board.machine(), SpinWaitYields.arm64Sites(start.get().address(), from,
+                sink -> image.copyRange(from, length, sink)));
     }
 
     @Override public Arch arch() { return Arch.ARM64; }
@@ -168,7 +188,7 @@ final class Arm64LinuxGuest implements LinuxGuest {
 
     @Override public String stats() {
         Arm64Machine m = board.machine();
-        String cpus = m.cpuCount() == 1 ? "" : String.format("cpus=%d switches=%d icIvau=%d icIallu=%d ", m.cpuCount(), m.cpuSwitches(),
+        String cpus = m.cpuCount() == 1 ? "" : String.format("cpus=%d switches=%d spinYields=%d spinWaitSites=%d icIvau=%d icIallu=%d ", m.cpuCount(), m.cpuSwitches(), m.quantumYields(), spinWaitSites,
                 m.lineInvalidations(), m.allInvalidations());
         return cpus + String.format("irqs=%d exceptions=%d gicAcks=%d watchStops=%d sysregInsns=%d sysregJava=%d timerAccesses=%d uartBytes=%d",
                 m.irqsTaken(), m.exceptionsTaken(), board.gic().acknowledged(), m.interruptWatchStops(),

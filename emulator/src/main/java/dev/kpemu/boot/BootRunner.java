@@ -248,6 +248,7 @@ public final class BootRunner {
             }
             hooks.ready(guest);
             PhaseLog.mark("hooks ready (definitions checked)");
+            SwitchLog switchLog = SwitchLog.attachIfRequested(m);
             // The snapshot point: a host breakpoint the cold boot saves at; a restored machine
             // is stopped there already (the stop is handed to the hooks as the cold boot's).
             long snapshotAt = -1;
@@ -357,6 +358,7 @@ public final class BootRunner {
                 break;
             }
             PhaseLog.mark("guest stopped");
+            if (switchLog != null) switchLog.write(guest.symbols());
             hooks.finished(guest);
             try {
                 if (o.terminal() != null) o.terminal().output().flush();

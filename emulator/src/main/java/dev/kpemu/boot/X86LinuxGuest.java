@@ -2,6 +2,7 @@ package dev.kpemu.boot;
 
 import java.nio.file.Path;
 import java.util.List;
+import dev.kpemu.image.ElfImage;
 import dev.kpemu.image.Kallsyms;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.image.SymbolTable;
@@ -61,6 +62,7 @@ final class X86LinuxGuest implements LinuxGuest {
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
+                g.spinWaitSites = yieldAtSpinWaits(pc.machine(), kf.vmlinux());
                 pc.machine().registerState("x86-linux-smp", g.new SmpState());
             }
             return g;
@@ -141,6 +143,16 @@ final class X86LinuxGuest implements LinuxGuest {
 
     /** The text-patching functions {@link #keepPatchedTextCoherent} watches (several CPUs), or empty. */
     private List<String> textPokeFunctions = List.of();
+    /** The host breakpoints at the kernel's {@code pause}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */
+    private int spinWaitSites;
+
+    /** {@link SpinWaitYields} at every {@code pause} of the vmlinux's {@code .text}. */
+    private static int yieldAtSpinWaits(Machine m, ElfImage vmlinux) throws KernelImageException {
+        var text = vmlinux.section(".text");
+        if (text.isEmpty()) return 0;
+        long offset = text.get().offset(), size = text.get().size();
+        return SpinWaitYields.yieldAt(m, SpinWaitYields.x86Sites(text.get().addr(), offset, sink -> vmlinux.copyFileRange(offset, size, sink)));
+    }
     /** Per CPU, the text ranges other CPUs' {@code __text_poke} wrote since its last {@code do_sync_core}: [address, length] pairs. */
     private List<List<long[]>> pokedText = List.of();
     private long textSyncs, textRangesDropped, msrCalls, apicBaseAnswers;
@@ -286,7 +298,8 @@ final class X86LinuxGuest implements LinuxGuest {
                 fromBzImage ? "bzImage" : "vmlinux", loaded.protocolVersion(), loaded.entry(),
                 loaded.initrdBase(), loaded.initrdSize(), memoryMiB, loaded.cmdline())
                 + (pc.cpus() == 1 ? "" : ", " + pc.cpus() + " CPUs, MSR 0x1B answered in " + (apicBaseMsrs.isEmpty() ? "no function" : String.join(", ", apicBaseMsrs))
-                        + ", patched text kept coherent at " + (textPokeFunctions.isEmpty() ? "no function" : String.join(", ", textPokeFunctions)));
+                        + ", patched text kept coherent at " + (textPokeFunctions.isEmpty() ? "no function" : String.join(", ", textPokeFunctions))
+                        + ", spin waits yield at " + spinWaitSites + " pause sites");
     }
 
     @Override public long interrupts() { return pc.machine().externalInterrupts(); }
@@ -295,7 +308,7 @@ final class X86LinuxGuest implements LinuxGuest {
         long debugTraps = pc.machine().debugRegisters().exceptionsDelivered();
         return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
                 + (debugTraps == 0 ? "" : " guestDebugTraps=" + debugTraps)
-                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
+                + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " spinYields=" + pc.machine().quantumYields() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
                         + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }
 

@@ -169,6 +169,7 @@ public abstract class Machine implements AutoCloseable {
     private SwitchObserver switchObserver;
     private boolean timeStampCounterHooked;
     private long switches;
+    private long yields;
 
     /** The current vCPU's index: the one whose hook runs, else the one that ran last (0 with one vCPU). */
     public int cpu() { return current; }
@@ -282,6 +283,29 @@ public abstract class Machine implements AutoCloseable {
 
     /** Switches from one vCPU to another so far (several vCPUs only). */
     public long cpuSwitches() { return switches; }
+
+    /**
+     * Ends the current vCPU's quantum when another vCPU can run (is not halted or stopped), for a
+     * host breakpoint action at a spin-wait (docs/smp-notes.md, "Where the time of several CPUs
+     * goes"): the vCPUs run in turn on one thread, so what a spinning vCPU waits for can only
+     * happen while another runs. The schedule then picks the next vCPU as at a quantum's end. No
+     * effect with one vCPU or when no other can run; deterministic (a function of the vCPUs'
+     * states). Returns whether the quantum ended.
+     */
+    public boolean yieldQuantum() {
+        if (vcpus.length < 2) return false;
+        for (int i = 0; i < vcpus.length; i++) {
+            if (i != current && vcpus[i].state == CpuState.RUNNING) {
+                quantumLeft = 0;
+                yields++;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Quanta ended early by {@link #yieldQuantum} so far. */
+    public long quantumYields() { return yields; }
 
     /** Sees every switch to another vCPU (several vCPUs only), e.g. to record an interleaving. */
     @FunctionalInterface

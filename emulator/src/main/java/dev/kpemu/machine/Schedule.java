@@ -22,13 +22,17 @@ public final class Schedule {
     /** The seed of the default schedule: round-robin, {@link #DEFAULT_QUANTUM}. */
     public static final long DEFAULT_SEED = 0;
     /**
-     * The default quantum: 10,000 instructions, 10 µs of guest time at the nominal speed. Switching
-     * engines is free at this length and a slice costs ~0.14 µs (docs/smp-notes.md, "Costs": under
-     * 2 % with the arm64 monitor clear of ~0.16 µs per switch); an IPI or a spinning waiter waits at
-     * most (N - 1) quanta, 30 µs with 4 vCPUs, well under a Linux tick; QEMU's round-robin TCG
-     * kicks a vCPU out after at most 100 ms of host time, far coarser.
+     * The default quantum: 100,000 instructions, 100 µs of guest time at the nominal speed. In a
+     * booted Linux a switch of engines costs far more than a bare loop's (docs/smp-notes.md, "Where
+     * the time of several CPUs goes": some 40 µs of host CPU, the incoming engine's translated code,
+     * TLB and block cache gone cold, against ~0.3 µs for a one-block loop), so quanta of 10,000
+     * spent a third or more of a 4-CPU run switching; at 100,000 it is a few per cent. A vCPU
+     * spinning at a kernel spin-wait ends its quantum early when another can run (host breakpoints
+     * calling {@link Machine#yieldQuantum}), so a waiter does not spin the longer quantum out; an
+     * IPI's target waits at most (N - 1) quanta, 300 µs with 4 vCPUs, under a Linux tick; QEMU's
+     * round-robin TCG kicks a vCPU out after at most 100 ms of host time, far coarser.
      */
-    public static final long DEFAULT_QUANTUM = 10_000;
+    public static final long DEFAULT_QUANTUM = 100_000;
     /** Seeded schedules draw quanta up to 2^14 instructions (16,384), about the default's scale. */
     static final int MAX_QUANTUM_BITS = 14;
 

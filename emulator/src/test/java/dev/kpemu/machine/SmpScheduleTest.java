@@ -26,7 +26,7 @@ import dev.kpemu.unicorn.X86Reg;
  * A machine with several vCPUs run in turn on one thread (issue 26, docs/smp-notes.md step 2):
  * bare metal on each arch's board, each vCPU with its own program (x86: long mode, identity-mapped;
  * arm64: MMU off), shared data. Locked increments from N vCPUs sum exactly; a seed names one
- * interleaving; a host breakpoint reports the vCPU that reached it; a halted vCPU is skipped until
+ * interleaving; a host breakpoint reports the vCPU that reached it; a spin wait ends its quantum when another vCPU can run; a halted vCPU is skipped until
  * an interrupt wakes it; arm64's exclusive monitor is cleared at every switch.
  */
 class SmpScheduleTest {
@@ -357,7 +357,7 @@ class SmpScheduleTest {
                 order.add(String.valueOf(cpu));
                 quanta.add(quantum);
             });
-            for (int cpu = 0; cpu < 3; cpu++) r.load(cpu, g.racyIncrement(20_000));
+            for (int cpu = 0; cpu < 3; cpu++) r.load(cpu, g.racyIncrement(60_000));
             long start = r.m.clock().instructions();
             assertInstanceOf(StopReason.BudgetExhausted.class, r.m.run(6 * Schedule.DEFAULT_QUANTUM));
             assertEquals(List.of("0", "1", "2", "0", "1", "2"), order);
@@ -448,7 +448,7 @@ class SmpScheduleTest {
             List<String> log = r.recordSwitches();
             List<String> bell = r.bell.log;
             r.m.setSwitchObserver((cpu, pc, q) -> log.add(cpu + (bell.isEmpty() ? " before" : " after") + " the ring"));
-            r.load(0, g.burn(50_000) + g.ringDoorbell(1) + g.waitFor(g.marker()) + g.idleForever());
+            r.load(0, g.burn(500_000) + g.ringDoorbell(1) + g.waitFor(g.marker()) + g.idleForever());
             r.load(1, g.sleepThenMark(g.marker()));
             StopReason s = r.m.run(BUDGET);
             assertInstanceOf(StopReason.Halted.class, s, s.toString());
@@ -456,7 +456,7 @@ class SmpScheduleTest {
             assertEquals("ring 1 by 0", bell.get(0));
             assertEquals(List.of("0 before the ring", "1 before the ring", "0 before the ring", "1 after the ring"), log.subList(0, 4),
                     "vCPU 1 ran once, halted, and ran again only after the ring: " + log);
-            assertTrue(r.m.clock().instructions() > 50_000);
+            assertTrue(r.m.clock().instructions() > 500_000);
             assertEquals(0, r.m.clock().idleNanos(), "vCPU 0 always had work: no idle time");
         }
     }
@@ -493,6 +493,77 @@ class SmpScheduleTest {
             r.m.startCpu(1, at);
             assertInstanceOf(StopReason.Halted.class, r.m.run(BUDGET));
             assertEquals(1, r.m.memory().readLong(g.marker()));
+        }
+    }
+
+    // ------------------------------------------------------------------ (5) spin waits end the quantum
+
+    /** A spin-wait loop on {@code address} with the arch's spin hint first (x86 {@code pause}, arm64 {@code wfe}), as Linux's. */
+    static String spinUntil(Guest g, long address) {
+        return g == Guest.X86
+                ? "spin_wait:\n pause\n cmpq $0, " + address + "\n je spin_wait\n"
+                : Guest.imm("x11", address) + "spin_wait:\n wfe\n ldr x12, [x11]\n cbz x12, spin_wait\n";
+    }
+
+    /** Where {@link #spinUntil}'s hint, the head of its loop, is in vCPU {@code cpu}'s program that starts with it. */
+    static long spinHint(Guest g, int cpu) {
+        return g == Guest.X86 ? g.code(cpu) : g.code(cpu) + g.asm(Guest.imm("x11", 0), g.code(cpu)).length;
+    }
+
+    /**
+     * vCPU 0 spins on a flag that vCPU 1 sets after some work, as a lock's waiter and its holder do.
+     * A host breakpoint at the spin hint whose action is {@link Machine#yieldQuantum} (what a
+     * booted Linux gets at every such site with several vCPUs) ends vCPU 0's quantum at its first
+     * spin: vCPU 1 runs at once, and the run costs about a quantum less than without it, where
+     * vCPU 0 spins its whole first quantum out. The same run twice is the same (switches and
+     * instruction count): the yield depends only on the vCPUs' states.
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aSpinWaitEndsItsQuantumWhenAnotherVcpuCanRun(Guest g) throws Exception {
+        long[] instructions = new long[3];
+        List<List<String>> logs = new ArrayList<>();
+        for (int run = 0; run < 3; run++) {
+            boolean yielding = run < 2;
+            try (Rig r = g.rig(2)) {
+                List<String> log = r.recordSwitches();
+                r.load(0, spinUntil(g, g.flag()) + g.store1(g.marker()) + g.idleForever());
+                r.load(1, g.burn(20_000) + g.store1(g.flag()) + g.idleForever());
+                if (yielding) r.m.addBreakpoints(new long[] {spinHint(g, 0)}, (m, pc) -> { m.yieldQuantum(); return true; });
+                assertInstanceOf(StopReason.Halted.class, r.m.run(BUDGET));
+                assertEquals(1, r.m.memory().readLong(g.marker()), "vCPU 0 saw the flag");
+                assertEquals(yielding ? 1 : 0, r.m.quantumYields(), "one yield, at the first spin");
+                instructions[run] = r.m.clock().instructions();
+                if (yielding) logs.add(log);
+                if (yielding) assertEquals(List.of("0@" + Long.toHexString(g.code(0)), "1@" + Long.toHexString(g.code(1))), log.subList(0, 2));
+            }
+        }
+        assertEquals(instructions[0], instructions[1], "the same run twice");
+        assertEquals(logs.get(0), logs.get(1), "the same switches twice");
+        assertTrue(instructions[2] - instructions[0] > Schedule.DEFAULT_QUANTUM / 2,
+                "without the yield vCPU 0 spins out its quantum: " + instructions[2] + " vs " + instructions[0]);
+    }
+
+    /**
+     * When no other vCPU can run (vCPU 1 halted for good), {@link Machine#yieldQuantum} changes
+     * nothing: vCPU 0 spins on, its quantum goes on, no yield is counted (a spin then waits for an
+     * interrupt or a device, which only the clock brings).
+     */
+    @ParameterizedTest
+    @EnumSource(Guest.class)
+    void aSpinWaitKeepsItsQuantumWhenNoOtherVcpuCanRun(Guest g) throws Exception {
+        try (Rig r = g.rig(2)) {
+            r.m.clock().schedule(100_000, now -> r.m.memory().writeLong(g.flag(), 1));
+            r.load(0, spinUntil(g, g.flag()) + g.store1(g.marker()) + g.idleForever());
+            r.load(1, g.idleForever());
+            List<Boolean> answers = new ArrayList<>();
+            r.m.addBreakpoints(new long[] {spinHint(g, 0)}, (m, pc) -> answers.add(m.yieldQuantum()));
+            assertInstanceOf(StopReason.Halted.class, r.m.run(BUDGET));
+            assertEquals(1, r.m.memory().readLong(g.marker()), "vCPU 0 saw the flag the clock event set");
+            assertTrue(answers.size() > 100, "vCPU 0 spun on: " + answers.size());
+            assertEquals(true, answers.get(0), "the first spin yielded: vCPU 1 had not run yet");
+            assertEquals(List.of(false), answers.subList(1, answers.size()).stream().distinct().toList(), "no later one: vCPU 1 had halted");
+            assertEquals(1, r.m.quantumYields());
         }
     }
 

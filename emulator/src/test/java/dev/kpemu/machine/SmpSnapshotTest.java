@@ -45,7 +45,7 @@ class SmpSnapshotTest {
         Rig r = g.rig(n);
         r.m().setSchedule(Schedule.of(seed));
         if (breakAt != 0) r.m().addBreakpoint(breakAt);
-        for (int cpu = 0; cpu < n; cpu++) r.load(cpu, p == Program.RACY ? g.racyIncrement(10_000) : g.lockedIncrement(6_000));
+        for (int cpu = 0; cpu < n; cpu++) r.load(cpu, p == Program.RACY ? g.racyIncrement(60_000) : g.lockedIncrement(60_000));
         return r;
     }
 
@@ -121,10 +121,10 @@ class SmpSnapshotTest {
     @ParameterizedTest
     @EnumSource(Guest.class)
     void midQuantumSnapshotsContinueAsTheSavedMachine(Guest g) throws Exception {
-        savedAndRestoredContinueAsOneRun(g, 2, Schedule.DEFAULT_SEED, Program.RACY, 12_345, 0);
+        savedAndRestoredContinueAsOneRun(g, 2, Schedule.DEFAULT_SEED, Program.RACY, 2 * Schedule.DEFAULT_QUANTUM + 12_345, 0);
         savedAndRestoredContinueAsOneRun(g, 2, 7, Program.RACY, 31_234, 0);
         savedAndRestoredContinueAsOneRun(g, 4, 12345, Program.RACY, 50_001, 0);
-        savedAndRestoredContinueAsOneRun(g, 4, Schedule.DEFAULT_SEED, Program.LOCKED, 45_678, 0);
+        savedAndRestoredContinueAsOneRun(g, 4, Schedule.DEFAULT_SEED, Program.LOCKED, 2 * Schedule.DEFAULT_QUANTUM + 45_678, 0);
         savedAndRestoredContinueAsOneRun(g, 2, 42, Program.LOCKED, 20_003, 0);
     }
 
