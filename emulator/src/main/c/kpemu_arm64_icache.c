@@ -7,14 +7,16 @@
  * address in place, and the engine runs the old instructions (measured: Debian 13's 6.12 ran
  * fpsimd_thread_switch's boot-time early return after the alternatives had patched it away).
  *
- * This SYS-instruction hook (uc_cb_insn_sys_t shape, CRn 7) forwards to the Java hook every IC
+ * This SYS-instruction hook (uc_cb_insn_sys_t shape, CRn 7) drops, on an IC IVAU of an executable
+ * address, the engine's own translations of the line at once (an invalidation unlinks the blocks,
+ * as QEMU's own self-modifying-code path does from a store); it forwards to the Java hook every IC
  * IALLU / IC IALLUIS (the machine flushes the engine at its next slice boundary, and the other
  * vCPUs' engines), and IC IVAU when `forward_ivau` is set (several vCPUs: the other engines); every
  * other CRn 7 instruction (DC ZVA, DC CVAU, AT, ...) completes as usual, without a Java call.
- * Not done: an IC IVAU in the engine's own translations. Unicorn's TB_REMOVE_CACHE translates the
- * address as an instruction fetch, which faults for the linear map's non-executable addresses
- * Linux names, and a fault inside a running engine leaves a pending exception behind (measured: the
- * boot dies in __pi_strlen); docs/smp-notes.md, "Code written through an alias".
+ * An IC IVAU of a non-executable address (Linux names the linear map's alias of a user page it
+ * maps executable) is not dropped here: Unicorn's TB_REMOVE_CACHE translates the address as an
+ * instruction fetch, and a fault inside a running engine leaves a pending exception behind
+ * (measured: the boot died in __pi_strlen); docs/smp-notes.md, "Code written through an alias".
  */
 #include <stdint.h>
 #include <unicorn/unicorn.h>
@@ -27,8 +29,9 @@ struct kpemu_ic_filter {
     uint64_t line;                /* CTR_EL0.IminLine in bytes */
     int32_t forward_ivau;         /* 1: IC IVAU goes to Java too (after the drop here) */
     uint32_t pad;
-    uint64_t ivau;                /* IC IVAU dropped here */
+    uint64_t ivau;                /* IC IVAU seen */
     uint64_t iallu;               /* IC IALLU / IALLUIS forwarded */
+    uint64_t own_drops;           /* IC IVAU lines dropped in this engine */
 };
 
 size_t kpemu_ic_filter_size(void) { return sizeof(struct kpemu_ic_filter); }
@@ -37,7 +40,16 @@ uint32_t kpemu_ic_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg 
     struct kpemu_ic_filter *f = (struct kpemu_ic_filter *)user_data;
     if (cp->crn != 7) return 0;
     if (cp->op1 == 3 && cp->crm == 5 && cp->op2 == 1) {            /* IC IVAU, Xt */
+        uint64_t va = 0, pa;
+        if (reg != UC_ARM64_REG_XZR) uc_reg_read(uc, reg, &va);
+        va &= ~(f->line - 1);
         f->ivau++;
+        /* only an executable address: TB_REMOVE_CACHE translates it as a fetch, and a fault there
+           would leave an exception pending in the running engine (the probe below raises none) */
+        if (uc_vmem_translate(uc, va, UC_PROT_EXEC, &pa) == UC_ERR_OK) {
+            uc_ctl_remove_cache(uc, va, va + f->line);
+            f->own_drops++;
+        }
         return f->forward_ivau ? f->forward(uc, reg, cp, f->forward_data) : 0;
     }
     if (cp->op1 == 0 && cp->op2 == 0 && (cp->crm == 1 || cp->crm == 5)) {   /* IC IALLUIS, IC IALLU */

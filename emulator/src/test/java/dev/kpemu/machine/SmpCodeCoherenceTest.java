@@ -92,4 +92,28 @@ class SmpCodeCoherenceTest {
             assertEquals(2, m.cacheMaintenanceHooks());
         }
     }
+
+    /**
+     * The issuing engine's own blocks: with one vCPU, f is called (translated), then rewritten by a
+     * host store through the engine ({@code uc_mem_write}, which drops no translation: fact c), as
+     * a store through another alias of the page leaves them (docs/smp-notes.md, "Code written through
+     * an alias"); the guest's IC IVAU of f makes its next call run the new f, IC IALLU likewise.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"ic ivau, x11\n dsb ish\n isb\n", "ic iallu\n dsb ish\n isb\n"})
+    void theIssuingEngineRunsTheNewCodeAfterItsOwnMaintenance(String maintenance) throws Exception {
+        long f = G.functionAddress();
+        try (Rig r = G.rig(1)) {
+            r.m().memory().write(f, G.asm("mov x0, #1\n ret\n", f));
+            r.load(0, Guest.imm("x8", f) + Guest.imm("x22", seen()) + Guest.imm("x21", G.flag()) + Guest.imm("x11", f)
+                    + "blr x8\n str x0, [x22]\n wait:\n ldr x23, [x21]\n cbz x23, wait\n" + maintenance
+                    + "blr x8\n" + Guest.imm("x24", after()) + "str x0, [x24]\n" + G.idleForever());
+            for (int i = 0; i < 1000 && r.m().memory().readLong(seen()) != 1; i++) r.m().run(1000);
+            assertEquals(1, r.m().memory().readLong(seen()), "the first call ran the old f");
+            r.m().engine().memWrite(f, G.asm("mov x0, #2\n ret\n", f));
+            r.m().engine().memWriteLong(G.flag(), 1);
+            assertInstanceOf(StopReason.Halted.class, r.m().run(SmpScheduleTest.BUDGET));
+            assertEquals(2, r.m().memory().readLong(after()), "the call after the maintenance ran the new f");
+        }
+    }
 }
