@@ -2,6 +2,9 @@ package dev.kpemu.natives;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.ValueLayout;
 import java.lang.foreign.SymbolLookup;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -28,6 +31,21 @@ public final class NativeLibraries {
     private static volatile Path directory;
 
     private NativeLibraries() {}
+
+    /**
+     * The value of {@code lib}'s function {@code name} of no arguments returning a {@code long} (a
+     * struct's size or a field's offset the C code reports), or -1 when the library has no such
+     * function (an older build) or the call fails.
+     */
+    public static long constant(SymbolLookup lib, String name) {
+        var f = lib.find(name);
+        if (f.isEmpty()) return -1;
+        try {
+            return (long) Linker.nativeLinker().downcallHandle(f.get(), FunctionDescriptor.of(ValueLayout.JAVA_LONG)).invokeExact();
+        } catch (Throwable t) {
+            return -1;
+        }
+    }
 
     /** Loads a library from the natives directory into the global arena (never unloaded). */
     public static SymbolLookup load(String fileName) {

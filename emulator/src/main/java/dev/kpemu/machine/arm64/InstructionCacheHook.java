@@ -5,8 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.util.Optional;
@@ -33,16 +31,8 @@ final class InstructionCacheHook {
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Optional<MemorySegment> f = lib.find("kpemu_ic_filter");
-        Optional<MemorySegment> size = lib.find("kpemu_ic_filter_size");
-        long sz = 0;
-        if (f.isPresent() && size.isPresent()) {
-            try {
-                sz = (long) Linker.nativeLinker().downcallHandle(size.get(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                sz = 0;
-            }
-        }
-        FILTER = sz >= IALLU + 8 ? f.get() : null;
+        long sz = NativeLibraries.constant(lib, "kpemu_ic_filter_size");
+        FILTER = f.isPresent() && sz >= IALLU + 8 ? f.get() : null;
         FILTER_SIZE = sz;
     }
 

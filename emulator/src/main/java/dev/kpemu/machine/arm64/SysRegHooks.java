@@ -5,11 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
-import java.lang.invoke.MethodHandle;
 import java.util.Optional;
 
 import dev.kpemu.natives.NativeLibraries;
@@ -33,28 +30,10 @@ public final class SysRegHooks {
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Optional<MemorySegment> f = lib.find("kpemu_sysreg_filter");
-        Optional<MemorySegment> size = lib.find("kpemu_sysreg_filter_size");
-        long sz = 0;
-        if (f.isPresent() && size.isPresent()) {
-            try {
-                MethodHandle h = Linker.nativeLinker().downcallHandle(size.get(), FunctionDescriptor.of(JAVA_LONG));
-                sz = (long) h.invokeExact();
-            } catch (Throwable t) {
-                sz = 0;
-            }
-        }
-        FILTER = sz > 0 ? f.get() : null;
-        FILTER_SIZE = sz;
-        long counterAt = -1;
-        Optional<MemorySegment> c = lib.find("kpemu_sysreg_filter_counter_offset");
-        if (FILTER != null && c.isPresent()) {
-            try {
-                counterAt = (long) Linker.nativeLinker().downcallHandle(c.get(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                counterAt = -1;
-            }
-        }
-        COUNTER = counterAt;
+        long sz = NativeLibraries.constant(lib, "kpemu_sysreg_filter_size");
+        FILTER = f.isPresent() && sz > 0 ? f.get() : null;
+        FILTER_SIZE = FILTER != null ? sz : 0;
+        COUNTER = FILTER != null ? NativeLibraries.constant(lib, "kpemu_sysreg_filter_counter_offset") : -1;
     }
 
     /** An installed hook; {@link #seen()} counts every MRS/MSR the engine reported. */
