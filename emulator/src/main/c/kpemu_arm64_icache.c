@@ -29,9 +29,6 @@ struct kpemu_ic_filter {
     uint64_t line;                /* CTR_EL0.IminLine in bytes */
     int32_t forward_ivau;         /* 1: IC IVAU goes to Java too (after the drop here) */
     uint32_t pad;
-    uint64_t ivau;                /* IC IVAU seen */
-    uint64_t iallu;               /* IC IALLU / IALLUIS forwarded */
-    uint64_t own_drops;           /* IC IVAU lines dropped in this engine */
 };
 
 size_t kpemu_ic_filter_size(void) { return sizeof(struct kpemu_ic_filter); }
@@ -43,18 +40,12 @@ uint32_t kpemu_ic_filter(uc_engine *uc, uc_arm64_reg reg, const uc_arm64_cp_reg 
         uint64_t va = 0, pa;
         if (reg != UC_ARM64_REG_XZR) uc_reg_read(uc, reg, &va);
         va &= ~(f->line - 1);
-        f->ivau++;
         /* only an executable address: TB_REMOVE_CACHE translates it as a fetch, and a fault there
            would leave an exception pending in the running engine (the probe below raises none) */
-        if (uc_vmem_translate(uc, va, UC_PROT_EXEC, &pa) == UC_ERR_OK) {
-            uc_ctl_remove_cache(uc, va, va + f->line);
-            f->own_drops++;
-        }
+        if (uc_vmem_translate(uc, va, UC_PROT_EXEC, &pa) == UC_ERR_OK) uc_ctl_remove_cache(uc, va, va + f->line);
         return f->forward_ivau ? f->forward(uc, reg, cp, f->forward_data) : 0;
     }
-    if (cp->op1 == 0 && cp->op2 == 0 && (cp->crm == 1 || cp->crm == 5)) {   /* IC IALLUIS, IC IALLU */
-        f->iallu++;
+    if (cp->op1 == 0 && cp->op2 == 0 && (cp->crm == 1 || cp->crm == 5))     /* IC IALLUIS, IC IALLU */
         return f->forward(uc, reg, cp, f->forward_data);
-    }
     return 0;
 }

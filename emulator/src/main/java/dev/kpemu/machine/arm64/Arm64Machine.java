@@ -167,8 +167,8 @@ public final class Arm64Machine extends Machine {
      * own vCPU rewrote through another virtual alias of the page (Linux patches its text through the
      * linear map and the fixmap: "Code written through an alias"); the A57 model's CTR_EL0 has DIC
      * clear, so Linux follows every code change with DC CVAU + DSB + IC IVAU by address, or IC
-     * IALLUIS. An IC IVAU drops the line in the other vCPUs' engines (not yet in its own: see
-     * {@code kpemu_arm64_icache.c}); an IC IALLU(IS) flushes the others at once and the vCPU's own
+     * IALLUIS. An IC IVAU drops the line in the vCPU's own engine (natively, an executable address
+     * only: {@code kpemu_arm64_icache.c}) and in the others; an IC IALLU(IS) flushes the others at once and the vCPU's own
      * engine at the end of the slice (a flush while it runs translated code could leave it running
      * blocks chained to freed ones). Without several vCPUs only IC IALLU(IS) reaches Java.
      */
@@ -184,16 +184,15 @@ public final class Arm64Machine extends Machine {
      * IC IVAU (op1 3, CRm 5, op2 1): the line holding the address is dropped in every other vCPU's
      * engine and clock ({@link Machine#dropCodeInOtherCpus}); a user (lower-half) address with the
      * MMU on is dropped everywhere else by a flush, since the other engines may be in another address
-     * space. IC
-     * IALLUIS (op1 0, CRm 1, op2 0) and IC IALLU (op1 0, CRm 5, op2 0): every other engine's
-     * translations flushed, the own engine's at the end of the slice. Always false: the instruction
-     * then completes as usual.
+     * space. IC IALLUIS (op1 0, CRm 1, op2 0) and IC IALLU (op1 0, CRm 5, op2 0): every other
+     * engine's translations flushed, the own engine's at the end of the slice. Always false: the
+     * instruction then completes as usual.
      */
     private boolean onCacheMaintenance(int cpu, long line, Unicorn u, int reg, Unicorn.SysRegAccess acc) {
         if (acc.crn() != 7) return false;
         if (acc.op1() == 3 && acc.crm() == 5 && acc.op2() == 1) {
-            long va = u.regRead(reg) & -line;
             if (cpus.length < 2) return false;
+            long va = u.regRead(reg) & -line;
             lineInvalidations++;
             if (va >= 0 && (u.sysRegRead(3, 0, 1, 0, 0) & 1) != 0) flushCodeInOtherCpus(cpu);
             else dropCodeInOtherCpus(cpu, va, line);

@@ -18,13 +18,14 @@ import dev.kpemu.unicorn.Unicorn;
  * rewrote through another virtual alias of its page (Linux patches its text through the linear
  * map and the fixmap), and Linux follows every such change with IC IVAU or IC IALLU(IS), as the
  * architecture asks (docs/smp-notes.md, "Code written through an alias"). With kpemu's native
- * library the engine calls {@code kpemu_ic_filter} (C): the Java {@code hook} sees IC IALLU(IS)
- * always, and IC IVAU only when {@link #forwardLineInvalidations} is set (several vCPUs: the
- * others' engines); DC ZVA and the other CRn 7 instructions stay in C. Without the native
- * filter, {@code hook} sees every CRn 7 SYS instruction.
+ * library the engine calls {@code kpemu_ic_filter} (C): an IC IVAU of an executable address drops
+ * the line in this engine there; the Java {@code hook} sees IC IALLU(IS) always, and IC IVAU only
+ * when {@link #forwardLineInvalidations} is set (several vCPUs: the others' engines); DC ZVA and
+ * the other CRn 7 instructions stay in C. Without the native filter, {@code hook} sees every CRn 7
+ * SYS instruction, and an IC IVAU drops nothing in the issuing engine.
  */
 final class InstructionCacheHook {
-    private static final long FORWARD = 0, FORWARD_DATA = 8, LINE = 16, FORWARD_IVAU = 24, IVAU = 32, IALLU = 40;
+    private static final long FORWARD = 0, FORWARD_DATA = 8, LINE = 16, FORWARD_IVAU = 24;
     private static final MemorySegment FILTER;
     private static final long FILTER_SIZE;
 
@@ -32,7 +33,7 @@ final class InstructionCacheHook {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
         Optional<MemorySegment> f = lib.find("kpemu_ic_filter");
         long sz = NativeLibraries.constant(lib, "kpemu_ic_filter_size");
-        FILTER = f.isPresent() && sz >= IALLU + 8 ? f.get() : null;
+        FILTER = f.isPresent() && sz >= FORWARD_IVAU + 8 ? f.get() : null;
         FILTER_SIZE = sz;
     }
 
@@ -40,7 +41,7 @@ final class InstructionCacheHook {
 
     private InstructionCacheHook(MemorySegment state) { this.state = state; }
 
-    /** True when the loaded library drops IC IVAU lines natively. */
+    /** True when the loaded library has the native filter. */
     static boolean nativeFilter() { return FILTER != null; }
 
     /** Hooks {@code uc}'s CRn 7 SYS instructions; {@code line} is CTR_EL0's IminLine in bytes. */
@@ -64,7 +65,4 @@ final class InstructionCacheHook {
     void forwardLineInvalidations(boolean forward) {
         if (state != null) state.set(JAVA_INT, FORWARD_IVAU, forward ? 1 : 0);
     }
-
-    /** IC IVAU instructions the native filter saw (0 without it). */
-    long lineInvalidations() { return state != null ? state.get(JAVA_LONG, IVAU) : 0; }
 }
