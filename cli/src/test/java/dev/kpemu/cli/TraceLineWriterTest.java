@@ -1,5 +1,6 @@
 package dev.kpemu.cli;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
@@ -12,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 
+import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.TraceContext;
 import dev.kpemu.kprobes.events.TraceRecord;
 
@@ -22,9 +24,9 @@ class TraceLineWriterTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         AtomicReference<Thread> writer = new AtomicReference<>();
         PrintStream out = new PrintStream(bytes, false, StandardCharsets.UTF_8) {
-            @Override public void print(Object o) {
+            @Override public void write(byte[] b, int off, int len) {
                 writer.set(Thread.currentThread());
-                super.print(o);
+                super.write(b, off, len);
             }
         };
         int n = 3 * TraceLineWriter.CAPACITY + 17;     // more than the queue holds: the emulating side waits
@@ -41,5 +43,55 @@ class TraceLineWriterTest {
         assertEquals(want.size(), got.size());
         assertEquals(want, got);
         assertNotEquals(Thread.currentThread(), writer.get(), "the lines were written by the writer's thread");
+    }
+
+    /**
+     * The guest's bytes whatever the batch holds: ASCII only, a '?' (which Java's UTF-8 also
+     * writes for a lone surrogate), UTF-8 text and bytes that are not UTF-8 (surrogate escapes).
+     */
+    @Test
+    void writesTheGuestsBytesOfEveryKindOfLine() {
+        byte[][] comms = {
+                "cat".getBytes(StandardCharsets.US_ASCII),
+                "what?".getBytes(StandardCharsets.US_ASCII),
+                "caf\u00e9-\u6587".getBytes(StandardCharsets.UTF_8),
+                {'x', (byte) 0xff, (byte) 0xc3, '?'},
+        };
+        for (byte[] comm : comms) {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            String text = GuestText.decode(comm);
+            TraceRecord r = new TraceRecord("kprobes", "e", new TraceContext(text, 1, 0, ".....", 1_000L),
+                    "e: (vfs_read+0x0/0x10) s=\"" + text + "\"", false, 0x1000, 0);
+            try (TraceLineWriter w = TraceLineWriter.start(new PrintStream(bytes, false, StandardCharsets.UTF_8))) {
+                w.accept(r);
+            }
+            ByteArrayOutputStream want = new ByteArrayOutputStream();
+            want.writeBytes(r.lineBytes());
+            want.write('\n');
+            assertArrayEquals(want.toByteArray(), bytes.toByteArray(), text);
+            assertEquals(2, countOf(bytes.toByteArray(), comm), "the comm's own bytes, in the context and the value");
+        }
+    }
+
+    /** A line is written while the writer runs, not only at close: lines appear as they happen. */
+    @Test
+    void writesALineBeforeItIsClosed() throws InterruptedException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, false, StandardCharsets.UTF_8);
+        TraceRecord r = new TraceRecord("kprobes", "e", new TraceContext("cat", 1, 0, ".....", 1_000L),
+                "e: (vfs_read+0x0/0x10)", false, 0x1000, 0);
+        try (TraceLineWriter w = TraceLineWriter.start(out)) {
+            w.accept(r);
+            for (int i = 0; i < 500 && bytes.size() == 0; i++) Thread.sleep(10);   // ByteArrayOutputStream's methods are synchronized
+            assertEquals(r.line() + "\n", bytes.toString(StandardCharsets.UTF_8));
+        }
+    }
+
+    private static int countOf(byte[] hay, byte[] needle) {
+        int n = 0;
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            if (java.util.Arrays.equals(hay, i, i + needle.length, needle, 0, needle.length)) n++;
+        }
+        return n;
     }
 }

@@ -82,7 +82,7 @@ final class HitPath {
 
     private void onHit(ProbePoint p) {
         if (!active.isEmpty()) {
-            if (p.ftrace) ftraceCall(p);
+            if (p.ftrace && p.needsCallFrame()) ftraceCall(p);
             // kprobe_running(): no handlers, count a miss, still run the instruction
             p.missed();
             if (active.peek().status == Status.REENTER) {
@@ -96,7 +96,7 @@ final class HitPath {
         boolean skip;
         regs.beginHit();
         try {
-            if (p.ftrace) ftraceCall(p);
+            if (p.ftrace && p.needsCallFrame()) ftraceCall(p);
             skip = runPreHandlers(p, p.ftrace ? ftraceRegs : regs);
         } finally {
             regs.endHit();
@@ -113,7 +113,8 @@ final class HitPath {
      * trampoline: the call pushes its return address (the site + its length) just below the
      * function's stack pointer, where the handlers can read it (recorded: {@code -8($stack):symbol}
      * prints {@code do_sys_openat2+0x5/...} at its entry on Debian's 6.1, 6.12 and 7.2). The kernel
-     * keeps no red zone, so nothing lives below the stack pointer.
+     * keeps no red zone, so nothing lives below the stack pointer. Left out when no enabled
+     * handler reads guest memory ({@link Kprobe#readsNoMemory()}): 0.6 µs of a job's event.
      */
     private void ftraceCall(ProbePoint p) {
         long va = regs.sp() - 8, value = p.address + p.insn.length();

@@ -67,6 +67,17 @@ public final class Kprobe implements Probe {
     /** Registers the probe disabled ({@code KPROBE_FLAG_DISABLED}). */
     public Kprobe disabled() { this.flags |= FLAG_DISABLED; return this; }
 
+    /** Its handlers read no guest memory ({@link #readsNoMemory()}). */
+    boolean readsNoMemory;
+
+    /**
+     * Declares that its handlers read registers only, no guest memory. On an ftrace site the
+     * engine then leaves out the return address the ftrace call pushes below the stack pointer
+     * (which only a read of memory could see, and which the function's own prologue overwrites);
+     * a probe without this declaration always sees it there, as under Linux.
+     */
+    public Kprobe readsNoMemory() { this.readsNoMemory = true; return this; }
+
     /** Whether this probe's handlers run after those of the probes registered before it at its address. */
     boolean afterOlder;
 

@@ -49,6 +49,16 @@ final class ProbePoint {
         return false;
     }
 
+    /**
+     * Whether a hit on this ftrace site writes the ftrace call's return address below the stack
+     * pointer: when any enabled child's handlers may read guest memory (a kretprobe's entry
+     * probe always may).
+     */
+    boolean needsCallFrame() {
+        for (Kprobe k : children) if (!k.isDisabled() && (!k.readsNoMemory || k.owner != null)) return true;
+        return false;
+    }
+
     boolean hasPostHandler() {
         for (Kprobe k : children) if (k.postHandler() != null) return true;
         return false;

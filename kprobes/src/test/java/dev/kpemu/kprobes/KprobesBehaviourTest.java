@@ -255,6 +255,45 @@ class KprobesBehaviourTest {
         }
     }
 
+    /**
+     * On an ftrace site a hit writes the ftrace call's return address (the site's successor) just
+     * below the stack pointer, where a handler reading memory finds it; a probe whose handlers
+     * declare they read no memory ({@link Kprobe#readsNoMemory()}) leaves that slot as it was.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void anFtraceSitesCallFrameIsWrittenOnlyForHandlersThatReadMemory(Arch arch) {
+        try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
+            long site = g.sym("kprobe_target");
+            k.rules((a, s) -> a == site ? Kprobe.FLAG_FTRACE : 0);
+            long[] seen = new long[2];
+            Kprobe.PreHandler look = (p, r) -> {
+                seen[0] = r.sp();
+                seen[1] = r.readLong(r.sp() - 8);
+                return 0;
+            };
+            Kprobe reads = Kprobe.at("kprobe_target", 0).pre(look);
+            k.register(reads);
+            g.call("kprobe_target", 9);
+            long sp = seen[0];
+            assertTrue(seen[1] > site && seen[1] < site + 16, "the successor of the site: " + Long.toHexString(seen[1]));
+            k.unregister(reads);
+
+            long canary = 0x5a5a_1234_5678_a5a5L;
+            g.machine.writeVirtualLong(sp - 8, canary);
+            Kprobe registersOnly = Kprobe.at("kprobe_target", 0).pre(look).readsNoMemory();
+            k.register(registersOnly);
+            g.call("kprobe_target", 9);
+            assertEquals(sp, seen[0], "the same stack pointer at the hit");
+            assertEquals(canary, seen[1], "nothing written below the stack pointer");
+
+            k.register(Kprobe.at("kprobe_target", 0).pre((p, r) -> 0));   // a second child that may read memory
+            g.machine.writeVirtualLong(sp - 8, canary);
+            g.call("kprobe_target", 9);
+            assertTrue(seen[1] > site && seen[1] < site + 16, "written again: " + Long.toHexString(seen[1]));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void faultInTheSteppedCopyReachesTheGuestAtTheOriginalAddress(Arch arch) {

@@ -57,6 +57,7 @@ public final class CompiledProbe {
     private final int[] offsets;
     private final int fixedSize;
     private final boolean printsSymbols;
+    private final boolean readsMemory;
 
     private CompiledProbe(TraceProbe definition, RegisterSet regs, FetchProgram[] programs, int[] offsets, int fixedSize) {
         this.definition = definition;
@@ -66,6 +67,9 @@ public final class CompiledProbe {
         this.offsets = offsets;
         this.fixedSize = fixedSize;
         this.printsSymbols = definition.args().stream().anyMatch(a -> a.type() == FetchType.SYMBOL);
+        boolean reads = false;
+        for (FetchProgram p : programs) for (FetchProgram.Insn i : p.code) reads |= FetchProgram.readsMemory(i.op);
+        this.readsMemory = reads;
     }
 
     /**
@@ -95,6 +99,13 @@ public final class CompiledProbe {
 
     /** Whether an argument prints as a symbol ({@code :symbol}), which needs the symbol table when it is formatted. */
     public boolean printsSymbols() { return printsSymbols; }
+
+    /**
+     * Whether an argument reads guest memory: a dereference, a string ({@code $comm} included),
+     * {@code $stackN}, an argument past the registers, a symbol's value; not registers,
+     * {@code $retval}, {@code $stack}, immediates, entry data.
+     */
+    public boolean readsMemory() { return readsMemory; }
 
     /** Bytes of the fixed header after the common fields: 8 ({@code __probe_ip}) or 16 (func, ret_ip). */
     public int probeHeaderSize() { return definition.isReturn() ? 16 : 8; }

@@ -618,6 +618,7 @@ public final class EventEngine implements AutoCloseable {
                 case ProbeTarget.FileTarget f -> throw new IllegalArgumentException("a uprobe in the kprobe engine: " + def.command());
             };
             kp.pre(p::onEntry);
+            if (!p.compiled.readsMemory()) kp.readsNoMemory();
             if (!enabled) kp.disabled();
             if (def instanceof FprobeDef && dialect.fprobesInRegistrationOrder()) kp.runsAfterOlder();
             p.engineProbe = kp;

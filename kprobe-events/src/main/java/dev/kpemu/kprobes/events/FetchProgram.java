@@ -63,6 +63,14 @@ public final class FetchProgram {
         this.storeSize = storeSize;
     }
 
+    /** Whether operation {@code op} may read guest memory (anything not known to read only registers or the record). */
+    static boolean readsMemory(int op) {
+        return switch (op) {
+            case NOP, REG, STACKP, RETVAL, IMM, COMM, DATA, NOP_SYMBOL, ST_RAW, MOD_BF, LP_ARRAY, END, EDATA -> false;
+            default -> true;
+        };
+    }
+
     /** Number of instructions including END. */
     public int length() { return code.length; }
 

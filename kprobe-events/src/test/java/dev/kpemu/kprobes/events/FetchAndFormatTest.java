@@ -102,6 +102,28 @@ class FetchAndFormatTest {
         assertEquals(" j=4294967546 lo=250", args(a, "p vfs_read j=@jiffies:u64 lo=@jiffies:u32"));
     }
 
+    /**
+     * Whether a probe's arguments read guest memory (the kprobes engine then writes an ftrace
+     * site's call frame for them): registers, $retval, $stack and immediates do not; dereferences,
+     * strings ($comm's too), $stackN and @symbols do.
+     */
+    @Test
+    void readsMemoryTellsRegistersFromMemory() throws Exception {
+        java.util.function.Function<String, Boolean> reads = def -> {
+            try {
+                return CompiledProbe.compile((TraceProbe) new ProbeParser(Arch.X86_64, Dialect.LINUX_6_1, k).parse(def), Arch.X86_64, k).readsMemory();
+            } catch (ProbeSyntaxException e) {
+                throw new AssertionError(def, e);
+            }
+        };
+        for (String def : new String[] {"p vfs_read", "p vfs_read a=%di b=%si:x32", "p vfs_read n=\\12",
+                "r vfs_read ret=$retval", "p vfs_read sp=$stack"})
+            assertFalse(reads.apply(def), def);
+        for (String def : new String[] {"p vfs_read m=+0(%di)", "p vfs_read f=+0(%si):string", "p vfs_read u=+u0(%si):u8",
+                "p vfs_read s1=$stack1", "p vfs_read v=@jiffies", "p vfs_read a=%di m=+8(%sp)", "p vfs_read c=$comm"})
+            assertTrue(reads.apply(def), def);
+    }
+
     @Test
     void unknownDataSymbolFailsRegistration() throws Exception {
         TraceProbe t = (TraceProbe) new ProbeParser(Arch.X86_64, Dialect.LINUX_6_1, k).parse("p vfs_read @nosuch");
