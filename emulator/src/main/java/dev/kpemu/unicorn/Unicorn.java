@@ -546,15 +546,25 @@ public final class Unicorn implements AutoCloseable {
     public final class RegisterBatch {
         private static final long SLOT = 32;    // a uc_arm64_cp_reg; a plain register uses its first 8 bytes
         private final int count;
-        private final long[] valueOffset;
+        /** Where each register's value is in {@link #copy}, in longs. */
+        private final int[] valueIndex;
         private final MemorySegment ids, pointers, values;
+        /**
+         * The value area copied to the heap in one bulk copy after the call, then read as an
+         * array: under the client compiler a {@code MemorySegment} access per register cost more
+         * than the engine's batch read itself.
+         */
+        private final long[] copy;
+        private final MemorySegment copySegment;
 
         private RegisterBatch(int[][] systemRegs, int[] regs) {
             count = systemRegs.length + regs.length;
             ids = arena.allocate(JAVA_INT, Math.max(1, count));
             pointers = arena.allocate(ADDRESS, Math.max(1, count));
             values = arena.allocate(SLOT * Math.max(1, count), 8);
-            valueOffset = new long[count];
+            valueIndex = new int[count];
+            copy = new long[(int) (SLOT / 8) * Math.max(1, count)];
+            copySegment = MemorySegment.ofArray(copy);
             for (int i = 0; i < count; i++) {
                 long slot = SLOT * i;
                 if (i < systemRegs.length) {
@@ -565,13 +575,14 @@ public final class Unicorn implements AutoCloseable {
                     values.set(JAVA_INT, slot + 8, e[0]);
                     values.set(JAVA_INT, slot + 12, e[1]);
                     values.set(JAVA_INT, slot + 16, e[4]);
-                    valueOffset[i] = slot + 24;
+                    valueIndex[i] = (int) ((slot + 24) / 8);
                 } else {
                     ids.setAtIndex(JAVA_INT, i, regs[i - systemRegs.length]);
-                    valueOffset[i] = slot;
+                    valueIndex[i] = (int) (slot / 8);
                 }
                 pointers.setAtIndex(ADDRESS, i, values.asSlice(slot, SLOT));
             }
+            MemorySegment.copy(values, 0, copySegment, 0, values.byteSize());   // the system registers' encodings
         }
 
         public int size() { return count; }
@@ -579,7 +590,8 @@ public final class Unicorn implements AutoCloseable {
         /** Reads the registers into {@code out[0 .. size()-1]}, zero-extended as {@link #regRead} gives them. */
         public void read(long[] out) {
             ensureOpen();
-            for (int i = 0; i < count; i++) values.set(JAVA_LONG, valueOffset[i], 0);
+            for (int i = 0; i < count; i++) copy[valueIndex[i]] = 0;
+            MemorySegment.copy(copySegment, 0, values, 0, values.byteSize());   // a value narrower than 8 bytes is zero-extended
             int err;
             try {
                 err = (int) UC_REG_READ_BATCH.invokeExact(uc, ids.address(), pointers.address(), count);
@@ -587,7 +599,8 @@ public final class Unicorn implements AutoCloseable {
                 throw new UnicornException(-1, t.toString());
             }
             if (err != 0) throw new UnicornException(err, "uc_reg_read_batch: " + strerror(err));
-            for (int i = 0; i < count; i++) out[i] = values.get(JAVA_LONG, valueOffset[i]);
+            MemorySegment.copy(values, 0, copySegment, 0, values.byteSize());
+            for (int i = 0; i < count; i++) out[i] = copy[valueIndex[i]];
         }
     }
 
