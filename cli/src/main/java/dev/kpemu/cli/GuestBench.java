@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import dev.kpemu.natives.NativeLibraries;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
@@ -49,6 +50,7 @@ final class GuestBench {
     private GuestBench() {}
 
     static Result run(Arch arch, Map<String, Long> benchmarks, int repeat, PrintStream progress) throws KernelImageException, IOException {
+        ReferenceQemu.require(NativeLibraries.repositoryRoot(), arch);
         progress.printf("kpemu bench guest: %s: building the benchmark guest%n", arch.linuxName());
         Path initramfs = GuestBenchmarks.initramfs(arch);
         GuestImages images = GuestImages.forRepository();

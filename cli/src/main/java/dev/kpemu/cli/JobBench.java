@@ -49,6 +49,7 @@ final class JobBench {
     static Result run(Arch arch, long rounds, int repeat, boolean zeroRounds, PrintStream progress) throws KernelImageException, IOException {
         Path root = NativeLibraries.repositoryRoot();
         if (root == null) throw new KernelImageException("kpemu's repository (guest-images/reference/job.init) was not found; set -Dkpemu.root");
+        ReferenceQemu.require(root, arch);
         GuestImages images = GuestImages.forRepository();
         GuestImages.Guest guest = images.guest(arch);
         Path dir = Files.createDirectories(images.cacheRoot().resolve("job-bench").resolve(arch.linuxName()));

@@ -53,6 +53,7 @@ final class SmpBench {
     static Result run(Arch arch, List<Integer> cpuCounts, long rounds, int repeat, PrintStream progress) throws KernelImageException, IOException {
         Path root = NativeLibraries.repositoryRoot();
         if (root == null) throw new KernelImageException("kpemu's repository (guest-images/reference/smp.init) was not found; set -Dkpemu.root");
+        ReferenceQemu.require(root, arch);
         GuestImages images = GuestImages.forRepository();
         GuestImages.Guest guest = images.guest(arch);
         Path dir = Files.createDirectories(images.cacheRoot().resolve("smp-bench").resolve(arch.linuxName()));
