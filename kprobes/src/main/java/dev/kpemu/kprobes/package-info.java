@@ -23,7 +23,9 @@
  * the step. A fault in the stepped copy reaches the guest at the probed address. A probe on an x86
  * ftrace site ({@code [FTRACE]}) shows its handlers the frame Linux's ftrace trampoline builds
  * ({@code FtraceRegs}: {@code orig_ax} 0, not an {@code int3} frame's -1), and the engine writes
- * the trampoline call's return address just below the stack pointer, as the call does in Linux.
+ * the trampoline call's return address just below the stack pointer, as the call does in Linux,
+ * unless every enabled handler there declared it reads no memory ({@code Kprobe.readsNoMemory}: the
+ * event engine's register-only events), which could not see it.
  * </li><li>
  * <b>Text coherence with a guest that patches itself.</b> Linux rewrites its own text at boot
  * (ftrace NOPs after verifying the old bytes, alternatives, static calls) and at run time (jump
