@@ -750,11 +750,21 @@ public final class Unicorn implements AutoCloseable {
     public final class Context implements AutoCloseable {
         final MemorySegment ptr;
         private boolean freed;
+        /**
+         * {@link #blob()}, made once: {@code reinterpret} is caller-sensitive (under the client
+         * compiler a stack walk, {@code JVM_GetCallerClass}, on every call) and the size is an
+         * engine call; arm64's {@code setPc} asked for it at every probe hit (8 % of the hit's samples).
+         */
+        private MemorySegment blob;
 
         private Context(MemorySegment ptr) { this.ptr = ptr; }
 
         /** The raw context blob (Unicorn's internal layout; used by the x86 nested-exception fix). */
-        public MemorySegment blob() { return ptr.reinterpret(contextSize()); }
+        public MemorySegment blob() {
+            MemorySegment b = blob;
+            if (b == null) blob = b = ptr.reinterpret(contextSize());
+            return b;
+        }
 
         @Override public void close() {
             if (freed || closed) return;

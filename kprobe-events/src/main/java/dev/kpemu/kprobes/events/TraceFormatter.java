@@ -68,10 +68,16 @@ public final class TraceFormatter {
     private static StringBuilder pad(StringBuilder sb, String s, int width, char fill, boolean rightJustified) {
         int n = width - s.length();
         if (!rightJustified) sb.append(s);
-        for (int i = 0; i < n; i++) sb.append(fill);
+        if (n > 0) {
+            String run = fill == ' ' ? SPACES : fill == '0' ? ZEROS : null;
+            if (run != null && n <= run.length()) sb.append(run, 0, n);      // one copy, not a call per character
+            else for (int i = 0; i < n; i++) sb.append(fill);
+        }
         if (rightJustified) sb.append(s);
         return sb;
     }
+
+    private static final String SPACES = " ".repeat(16), ZEROS = "0".repeat(16);
 
     /** A full {@code trace} line for a kprobe hit at {@code ip} (no trailing newline). */
     public String kprobeLine(TraceContext c, CompiledProbe p, long ip, byte[] data) {
