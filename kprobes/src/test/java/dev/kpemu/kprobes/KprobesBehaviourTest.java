@@ -239,13 +239,19 @@ class KprobesBehaviourTest {
         }
     }
 
+    /** Makes {@code function}'s entry an ftrace site for the engine's rules; its address. */
+    private static long ftraceSite(Guest g, Kprobes k, String function) {
+        long site = g.sym(function);
+        k.rules((a, s) -> a == site ? Kprobe.FLAG_FTRACE : 0);
+        return site;
+    }
+
     /** kp->flags carries KPROBE_FLAG_FTRACE when the kernel's rules put the probe on an ftrace site, as kprobes/list shows [FTRACE]. */
     @ParameterizedTest
     @EnumSource(Arch.class)
     void ftraceSiteFlagIsInFlagsAndList(Arch arch) {
         try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
-            long site = g.sym("kprobe_target");
-            k.rules((a, s) -> a == site ? Kprobe.FLAG_FTRACE : 0);
+            long site = ftraceSite(g, k, "kprobe_target");
             Kprobe onSite = Kprobe.at("kprobe_target", 0), elsewhere = Kprobe.at("kprobe_target2", 0);
             k.register(onSite);
             k.register(elsewhere);
@@ -264,8 +270,7 @@ class KprobesBehaviourTest {
     @EnumSource(Arch.class)
     void anFtraceSitesCallFrameIsWrittenOnlyForHandlersThatReadMemory(Arch arch) {
         try (Guest g = Guest.create(arch); Kprobes k = g.kprobes()) {
-            long site = g.sym("kprobe_target");
-            k.rules((a, s) -> a == site ? Kprobe.FLAG_FTRACE : 0);
+            long site = ftraceSite(g, k, "kprobe_target");
             long[] seen = new long[2];
             Kprobe.PreHandler look = (p, r) -> {
                 seen[0] = r.sp();
