@@ -139,9 +139,22 @@ final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
         String s = sb.toString();
         sb.setLength(0);
         byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        // one byte a char and no '?' (Java's UTF-8 for a lone surrogate): all ASCII, as GuestText encodes it
-        if (b.length != s.length() || s.indexOf('?') >= 0) b = GuestText.encode(s);
+        if (!allAscii(s, b)) b = GuestText.encode(s);
         out.write(b, 0, b.length);
+    }
+
+    /**
+     * Whether {@code utf8}, Java's UTF-8 of {@code s}, is {@code s} all ASCII, so that it is also
+     * {@link GuestText#encode}'s bytes: one byte a char, and every {@code '?'} byte a {@code '?'}
+     * of the text, not Java's replacement of a lone surrogate (a guest byte that is not UTF-8,
+     * which GuestText writes as that byte).
+     */
+    static boolean allAscii(String s, byte[] utf8) {
+        if (utf8.length != s.length()) return false;
+        for (int i = 0; i < utf8.length; i++) {
+            if (utf8[i] == '?' && s.charAt(i) != '?') return false;
+        }
+        return true;
     }
 
     /** Writes every event handed over and stops the thread; the output is flushed, not closed. */

@@ -56,6 +56,8 @@ class TraceLineWriterTest {
                 "what?".getBytes(StandardCharsets.US_ASCII),
                 "caf\u00e9-\u6587".getBytes(StandardCharsets.UTF_8),
                 {'x', (byte) 0xff, (byte) 0xc3, '?'},
+                {'/', 't', 'm', 'p', '/', (byte) 0xff, (byte) 0xfe},    // bytes that are not UTF-8, and no '?' anywhere
+                {'a', (byte) 0x80, '?', 'b'},
         };
         for (byte[] comm : comms) {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -85,6 +87,15 @@ class TraceLineWriterTest {
             for (int i = 0; i < 500 && bytes.size() == 0; i++) Thread.sleep(10);   // ByteArrayOutputStream's methods are synchronized
             assertEquals(r.line() + "\n", bytes.toString(StandardCharsets.UTF_8));
         }
+    }
+
+    /** The ASCII test: a '?' of the text is ASCII, Java's '?' for a lone surrogate is not. */
+    @Test
+    void asciiIsDecidedOnTheTextNotOnJavasReplacement() {
+        String escaped = GuestText.decode(new byte[] {'x', (byte) 0xff});
+        assertEquals(false, TraceLineWriter.allAscii(escaped, escaped.getBytes(StandardCharsets.UTF_8)));
+        assertEquals(true, TraceLineWriter.allAscii("what?", "what?".getBytes(StandardCharsets.UTF_8)));
+        assertEquals(false, TraceLineWriter.allAscii("caf\u00e9", "caf\u00e9".getBytes(StandardCharsets.UTF_8)));
     }
 
     private static int countOf(byte[] hay, byte[] needle) {
