@@ -12,10 +12,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import dev.kpemu.natives.NativeLibraries;
 import dev.kpemu.image.GuestImages;
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
+import dev.kpemu.natives.NativeLibraries;
 
 /**
  * {@code kpemu bench guest}: each guest micro-benchmark ({@link GuestBenchmarks}) on kpemu and on
@@ -110,8 +110,7 @@ final class GuestBench {
 
     /** QEMU TCG as scripts/compare-boot-time.sh and guest-images/qemu-reference.sh run it. */
     static List<String> qemu(Arch arch, Path kernel, Path initramfs, String cmdline) {
-        List<String> c = new ArrayList<>(arch == Arch.X86_64 ? List.of("qemu-system-x86_64", "-M", "pc")
-                : List.of("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57"));
+        List<String> c = new ArrayList<>(ReferenceQemu.machine(arch));
         c.addAll(List.of("-m", Integer.toString(MEMORY_MIB), "-nographic", "-no-reboot", "-kernel", kernel.toString(),
                 "-initrd", initramfs.toString(), "-append", cmdline));
         return c;

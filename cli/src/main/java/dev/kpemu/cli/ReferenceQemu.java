@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import dev.kpemu.image.KernelImageException;
 import dev.kpemu.machine.Arch;
@@ -21,6 +22,11 @@ final class ReferenceQemu {
     /** {@code qemu-system-x86_64} or {@code qemu-system-aarch64}. */
     static String command(Arch arch) {
         return arch == Arch.X86_64 ? "qemu-system-x86_64" : "qemu-system-aarch64";
+    }
+
+    /** The command and the machine the benches boot: QEMU's {@code pc}, or {@code virt} with a Cortex-A57. */
+    static List<String> machine(Arch arch) {
+        return arch == Arch.X86_64 ? List.of(command(arch), "-M", "pc") : List.of(command(arch), "-M", "virt", "-cpu", "cortex-a57");
     }
 
     /** Debian's package that holds {@link #command}. */

@@ -123,8 +123,7 @@ final class SmpBench {
 
     /** QEMU TCG {@code -smp N} as guest-images/qemu-reference.sh runs it. */
     private static List<String> qemu(Arch arch, Path kernel, Path initramfs, String cmdline, int cpus) {
-        List<String> c = new ArrayList<>(arch == Arch.X86_64 ? List.of("qemu-system-x86_64", "-M", "pc")
-                : List.of("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a57"));
+        List<String> c = new ArrayList<>(ReferenceQemu.machine(arch));
         c.addAll(List.of("-m", Integer.toString(GuestBench.MEMORY_MIB), "-smp", Integer.toString(cpus), "-nographic", "-no-reboot",
                 "-kernel", kernel.toString(), "-initrd", initramfs.toString(), "-append", cmdline));
         return c;

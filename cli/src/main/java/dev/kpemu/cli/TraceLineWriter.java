@@ -122,6 +122,8 @@ final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
                     n++;
                     if (sb.length() >= BATCH_CHARS) {
                         writeOut(sb);
+                        taken += n;         // the emulating side, held at the bound, goes on
+                        n = 0;
                         pendingSince = System.nanoTime();
                     }
                 }
