@@ -33,11 +33,11 @@ final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
     /** Events waiting at most. */
     static final int CAPACITY = 8192;
     /** How often the writer looks at the queue while events flow. */
-    static final long POLL_NANOS = 1_000_000;
+    static final long POLL_NANOS = 4_000_000;
     /** The most a formatted line waits to be written while events flow (lines are written in batches). */
     static final long WRITE_NANOS = 10_000_000;
-    /** Empty looks before the writer parks until an event wakes it (50 ms without an event). */
-    static final int IDLE_POLLS = 50;
+    /** Empty looks before the writer parks until an event wakes it (48 ms without an event). */
+    static final int IDLE_POLLS = 12;
     /** Characters formatted before a batch is written out. */
     static final int BATCH_CHARS = 1 << 16;
     private static final TraceRecord END = new TraceRecord("", "", null, "", false, 0, 0);

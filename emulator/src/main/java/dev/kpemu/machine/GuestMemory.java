@@ -169,20 +169,27 @@ public final class GuestMemory {
         else uc.memRead(pa, dst, off, len);
     }
 
-    /** The last array {@link #read} filled, as a segment; one immutable pair, so any thread sees a matching one. */
+    /** An array {@link #read} filled, as a segment; one immutable pair, so any thread sees a matching one. */
     private record ArraySegment(byte[] array, MemorySegment segment) {}
-    private ArraySegment lastArray;
+    /** The arrays of the last reads, as segments (a hit reads into a few buffers by turns: comm, a word, the fetch buffer). */
+    private final ArraySegment[] lastArrays = new ArraySegment[4];
+    private int nextArray;
 
     /**
-     * {@code dst} as a heap segment, the one of the last read when it is the same array (the probe
-     * path reads the current task's {@code comm} and the fetches' values into buffers it reuses):
-     * a copy between two segments, where {@code MemorySegment.copy} into an {@code Object} array
-     * looks the array's type and length up reflectively on every call under the client compiler
-     * (the launcher's; half a microsecond of each job event's {@code comm}, docs/reference.md).
+     * {@code dst} as a heap segment, the one of an earlier read when it is the same array (the probe
+     * path reads the current task's {@code comm}, the latency column's words and the fetches' values
+     * into buffers it reuses): a copy between two segments, where {@code MemorySegment.copy} into an
+     * {@code Object} array looks the array's type and length up reflectively on every call under the
+     * client compiler (the launcher's; half a microsecond of each job event's {@code comm},
+     * docs/reference.md).
      */
     private MemorySegment arraySegment(byte[] dst) {
-        ArraySegment a = lastArray;
-        if (a == null || a.array() != dst) lastArray = a = new ArraySegment(dst, MemorySegment.ofArray(dst));
+        ArraySegment[] cache = lastArrays;
+        for (ArraySegment a : cache) if (a != null && a.array() == dst) return a.segment();
+        ArraySegment a = new ArraySegment(dst, MemorySegment.ofArray(dst));
+        int i = nextArray;
+        cache[i] = a;
+        nextArray = (i + 1) & (cache.length - 1);
         return a.segment();
     }
 

@@ -73,8 +73,10 @@ final class Activations {
     void pop(Activation a) {
         mine().remove(a);
         boolean stepping = false;
-        for (ArrayDeque<Activation> levels : perCpu)
+        for (ArrayDeque<Activation> levels : perCpu) {
+            if (levels.isEmpty()) continue;             // the common case: no iterator object per hit
             for (Activation x : levels) stepping |= x.status == Status.HIT_SS || x.status == Status.REENTER;
+        }
         machine.holdInterrupts(stepping);
     }
 

@@ -1,6 +1,7 @@
 package dev.kpemu.kprobes;
 
 import java.lang.System.Logger.Level;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -164,7 +165,9 @@ final class HitPath {
             return;
         }
         a.status = Status.HIT_SSDONE;
-        for (Kprobe k : a.point.children) {
+        List<Kprobe> children = a.point.children;
+        for (int i = 0; i < children.size(); i++) {
+            Kprobe k = children.get(i);
             if (k.isDisabled() || k.postHandler() == null) continue;
             try {
                 k.postHandler().handle(k, regs, 0);
@@ -177,7 +180,9 @@ final class HitPath {
 
     /** {@code aggr_pre_handler}: newest first; a non-zero return stops and skips the step. */
     private boolean runPreHandlers(ProbePoint p, Regs view) {
-        for (Kprobe k : p.children) {
+        List<Kprobe> children = p.children;
+        for (int i = 0; i < children.size(); i++) {      // indexed: no iterator object per hit
+            Kprobe k = children.get(i);
             if (k.isDisabled()) continue;
             int r;
             try {

@@ -55,7 +55,10 @@ final class ProbePoint {
      * probe always may).
      */
     boolean needsCallFrame() {
-        for (Kprobe k : children) if (!k.isDisabled() && (!k.readsNoMemory || k.owner != null)) return true;
+        for (int i = 0; i < children.size(); i++) {       // indexed: no iterator object per hit
+            Kprobe k = children.get(i);
+            if (!k.isDisabled() && (!k.readsNoMemory || k.owner != null)) return true;
+        }
         return false;
     }
 

@@ -135,6 +135,9 @@ public final class EventEngine implements AutoCloseable {
         /** The last {@link #head}'s probe address and text: a kprobe's is the same at every hit. */
         private long headIp = -1;
         private String headText;
+        /** A return's head for {@link #headIp} and the return address {@code returnHeadRetIp}. */
+        private long returnHeadRetIp = -1;
+        private String returnHeadText;
 
         /**
          * {@code EVENT: (sym+0xoff/0xsize)} or {@code EVENT: (ret+0xoff/0xsize <- func)}, resolved
@@ -146,8 +149,13 @@ public final class EventEngine implements AutoCloseable {
                 if (ip != headIp) {
                     headIp = ip;
                     headText = formatter.ipSym(ip, false);
+                    returnHeadRetIp = -1;
                 }
-                return def.event() + ": (" + formatter.ipSym(retIp, true) + " <- " + headText + ")";
+                if (retIp != returnHeadRetIp) {     // most returns go back to the caller of the return before
+                    returnHeadRetIp = retIp;
+                    returnHeadText = def.event() + ": (" + formatter.ipSym(retIp, true) + " <- " + headText + ")";
+                }
+                return returnHeadText;
             }
             if (ip != headIp) {
                 headIp = ip;
@@ -225,6 +233,9 @@ public final class EventEngine implements AutoCloseable {
     private final Map<String, Event> events = new LinkedHashMap<>();
     private final Set<String> foreignEvents = new HashSet<>();
     private final List<Consumer<TraceRecord>> listeners = new CopyOnWriteArrayList<>();
+    /** {@link #listeners} as an array, made again at each change: a hit iterates it without an iterator object. */
+    @SuppressWarnings("unchecked")
+    private volatile Consumer<TraceRecord>[] listenerArray = new Consumer[0];
     private final ArrayDeque<String> errorLog = new ArrayDeque<>();
     private Dialect dialect = Dialect.LINUX_6_1;
     private ProbeParser parser;
@@ -305,12 +316,19 @@ public final class EventEngine implements AutoCloseable {
     /** Receives every recorded event (after it was printed). */
     public EventEngine addListener(Consumer<TraceRecord> listener) {
         listeners.add(Objects.requireNonNull(listener));
+        listenersChanged();
         return this;
     }
 
     public EventEngine removeListener(Consumer<TraceRecord> listener) {
         listeners.remove(listener);
+        listenersChanged();
         return this;
+    }
+
+    @SuppressWarnings("unchecked")
+    private void listenersChanged() {
+        listenerArray = listeners.toArray(new Consumer[0]);
     }
 
     /** The id given to the first event; only before any event is created. */
@@ -984,9 +1002,13 @@ public final class EventEngine implements AutoCloseable {
      * A record's line, formatted when read: a class rather than a capturing lambda, which the
      * client compiler allocates through {@code Unsafe.allocateInstance} on every hit.
      */
-    private record ArgsText(TraceFormatter formatter, String head, CompiledProbe cp, byte[] data) implements java.util.function.Supplier<String> {
+    private record ArgsText(TraceFormatter formatter, String head, CompiledProbe cp, byte[] data) implements TraceRecord.BodyText {
         @Override public String get() {
-            return formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString();
+            return appendTo(new StringBuilder(head.length() + 64)).toString();
+        }
+
+        @Override public StringBuilder appendTo(StringBuilder sb) {
+            return formatter.appendArgs(sb.append(head), cp, data);
         }
     }
 
@@ -1016,8 +1038,11 @@ public final class EventEngine implements AutoCloseable {
         TraceRecord r = new TraceRecord(p.event.group, p.event.name, c, isReturn, ip, retIp, p.event.id,
                 new DecodedArgs(formatter, cp, data), body);
         // __event_trigger_test_discard: the triggers first, then soft-disabled and filtered records are discarded
-        for (WprobeTrigger t : p.event.wprobeTriggers) fire(t, r);
-        for (HistTrigger t : p.event.triggers) t.accept(r);
+        // indexed loops: under the client compiler an iterator is an object per hit
+        List<WprobeTrigger> wprobeTriggers = p.event.wprobeTriggers;
+        for (int i = 0; i < wprobeTriggers.size(); i++) fire(wprobeTriggers.get(i), r);
+        List<HistTrigger> triggers = p.event.triggers;
+        for (int i = 0; i < triggers.size(); i++) triggers.get(i).accept(r);
         if (!p.event.enabled) return;
         if (p.event.filter != null && !p.event.filter.matches(r)) return;
         recorded++;
@@ -1027,7 +1052,7 @@ public final class EventEngine implements AutoCloseable {
             o.write(line, 0, line.length);
             o.write('\n');
         }
-        for (Consumer<TraceRecord> l : listeners) l.accept(r);
+        for (Consumer<TraceRecord> l : listenerArray) l.accept(r);
     }
 
     /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */

@@ -48,32 +48,38 @@ public final class TraceFormatter {
             sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
             return sb;
         }
-        // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter parses the pattern each time)
-        pad(sb, String.valueOf(c.comm()), 16, ' ', true);
-        sb.append('-');
-        pad(sb, Integer.toString(c.pid()), 7, ' ', false);
+        // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter
+        // parses the pattern each time), the numbers appended in place: no string per number
+        String comm = String.valueOf(c.comm());
+        fill(sb, ' ', 16 - comm.length()).append(comm);
+        sb.append('-').append(c.pid());
+        fill(sb, ' ', 7 - digits(c.pid()));
         sb.append(' ');
         if (c.tgid() != null) {
             if (c.tgid() == 0) sb.append("(-------) ");
-            else pad(sb.append('('), Integer.toString(c.tgid()), 7, ' ', true).append(") ");
+            else fill(sb.append('('), ' ', 7 - digits(c.tgid())).append((int) c.tgid()).append(") ");
         }
-        pad(sb.append('['), Integer.toString(c.cpu()), 3, '0', true).append("] ");
+        fill(sb.append('['), '0', 3 - digits(c.cpu())).append(c.cpu()).append("] ");
         sb.append(c.latency());
-        pad(sb.append(' '), Long.toString(t / 1_000_000), 5, ' ', true).append('.');
-        pad(sb, Long.toString(t % 1_000_000), 6, '0', true).append(": ");
+        long seconds = t / 1_000_000, micros = t % 1_000_000;
+        fill(sb.append(' '), ' ', 5 - digits(seconds)).append(seconds).append('.');
+        fill(sb, '0', 6 - digits(micros)).append(micros).append(": ");
         return sb;
     }
 
-    /** {@code s} padded with {@code fill} to {@code width}: on the left ({@code right}-justified) or on the right. */
-    private static StringBuilder pad(StringBuilder sb, String s, int width, char fill, boolean rightJustified) {
-        int n = width - s.length();
-        if (!rightJustified) sb.append(s);
-        if (n > 0) {
-            String run = fill == ' ' ? SPACES : fill == '0' ? ZEROS : null;
-            if (run != null && n <= run.length()) sb.append(run, 0, n);      // one copy, not a call per character
-            else for (int i = 0; i < n; i++) sb.append(fill);
-        }
-        if (rightJustified) sb.append(s);
+    /** The decimal digits of {@code v}, which is not negative. */
+    private static int digits(long v) {
+        int n = 1;
+        for (long x = v; x >= 10; x /= 10) n++;
+        return n;
+    }
+
+    /** {@code n} copies of {@code fill} (none when {@code n} is not positive). */
+    private static StringBuilder fill(StringBuilder sb, char fill, int n) {
+        if (n <= 0) return sb;
+        String run = fill == ' ' ? SPACES : fill == '0' ? ZEROS : null;
+        if (run != null && n <= run.length()) return sb.append(run, 0, n);      // one copy, not a call per character
+        for (int i = 0; i < n; i++) sb.append(fill);
         return sb;
     }
 
@@ -181,7 +187,7 @@ public final class TraceFormatter {
             case S16 -> sb.append((short) CompiledProbe.readField(data, off, 2));
             case S32 -> sb.append((int) CompiledProbe.readField(data, off, 4));
             case S64 -> sb.append(CompiledProbe.readField(data, off, 8));
-            case X8, X16, X32, X64 -> sb.append("0x").append(Long.toHexString(CompiledProbe.readField(data, off, type.size())));
+            case X8, X16, X32, X64 -> appendHex(sb.append("0x"), CompiledProbe.readField(data, off, type.size()));
             case CHAR -> sb.append('\'').append(GuestText.ofByte((int) CompiledProbe.readField(data, off, 1))).append('\'');
             case SYMBOL -> sb.append(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
             case STRING, USTRING, SYMSTR -> {
@@ -196,6 +202,16 @@ public final class TraceFormatter {
                 }
             }
         }
+    }
+
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
+
+    /** {@code v} as {@link Long#toHexString} writes it (lower case, unsigned, no leading zeros), with no string made. */
+    static StringBuilder appendHex(StringBuilder sb, long v) {
+        int shift = 60;
+        while (shift > 0 && (v >>> shift) == 0) shift -= 4;
+        for (; shift >= 0; shift -= 4) sb.append(HEX[(int) (v >>> shift) & 0xf]);
+        return sb;
     }
 
     // ---- kprobe_events / kprobe_profile ----------------------------------------------------

@@ -119,8 +119,22 @@ public final class TraceRecord {
     /** {@link #line()} as the bytes Linux's {@code trace} file shows (no newline). */
     public byte[] lineBytes() { return GuestText.encode(line()); }
 
-    /** {@link #line()} appended to {@code sb}. */
-    public StringBuilder appendLine(StringBuilder sb) { return TraceFormatter.appendContextPrefix(sb, context).append(body()); }
+    /**
+     * {@link #line()} appended to {@code sb}: a body not formatted yet is formatted into {@code sb}
+     * in place ({@link BodyText}), not kept (a writer of many lines builds no string per line).
+     */
+    public StringBuilder appendLine(StringBuilder sb) {
+        TraceFormatter.appendContextPrefix(sb, context);
+        String b = body;
+        if (b == null && bodySource instanceof BodyText t) return t.appendTo(sb);
+        return sb.append(body());
+    }
+
+    /** A body source that can also format straight into a builder. */
+    interface BodyText extends Supplier<String> {
+        /** The body appended to {@code sb}: the characters {@link #get()} returns. */
+        StringBuilder appendTo(StringBuilder sb);
+    }
 
     @Override
     public boolean equals(Object o) {

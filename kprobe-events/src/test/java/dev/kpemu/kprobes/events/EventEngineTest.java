@@ -34,6 +34,30 @@ class EventEngineTest {
         }
     }
 
+    /**
+     * A writer formats a record's line straight into its batch ({@link TraceRecord#appendLine}, the
+     * body not made into a string): the same characters as {@link TraceRecord#line()}, for kprobes
+     * and kretprobes, hex, signed, unsigned and string values.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aLineAppendedInPlaceIsTheRecordsLine(Arch a) throws Exception {
+        try (GuestKernel k = new GuestKernel(a)) {
+            k.engine.output(null);              // nothing formats the records before the test does
+            k.writeString(k.data, "caf\u00e9");
+            k.write("p:e kprobe_target a=R0 b=R1:u32 c=R2:s64 d=R3:x16 s=+0(R0):string");
+            k.write("r:r kprobe_target rv=$retval:x64");
+            k.engine.enableAll();
+            k.call("kprobe_target", k.data, 7, -5, 0xabcd);
+            assertEquals(2, k.records.size());
+            for (TraceRecord r : k.records) {
+                String inPlace = r.appendLine(new StringBuilder("> ")).toString();
+                assertEquals("> " + r.line(), inPlace);
+            }
+            assertTrue(k.records.getFirst().line().endsWith(" b=7 c=-5 d=0xabcd s=\"caf\u00e9\""), k.records.getFirst().line());
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Arch.class)
     void argumentsOnFunctionEntry(Arch a) throws Exception {

@@ -172,6 +172,17 @@ class FetchAndFormatTest {
     }
 
     @Test
+    void hexValuesAreLongToHexStringsDigits() {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(30);
+        long[] edges = {0, 1, 0xf, 0x10, 0xff, 0x100, 0xffff_ffffL, 0x1_0000_0000L, Long.MAX_VALUE, Long.MIN_VALUE, -1, 0xffff_8880_0123_4567L};
+        for (long v : edges) assertEquals(Long.toHexString(v), TraceFormatter.appendHex(new StringBuilder(), v).toString());
+        for (int i = 0; i < 1000; i++) {
+            long v = r.nextLong() >>> r.nextInt(64);
+            assertEquals("x" + Long.toHexString(v), TraceFormatter.appendHex(new StringBuilder("x"), v).toString());
+        }
+    }
+
+    @Test
     void profileLines() {
         assertEquals("  myprobe                                                    3               0",
                 TraceFormatter.profileLine("myprobe", 3, 0));
