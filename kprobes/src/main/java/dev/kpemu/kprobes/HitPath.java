@@ -29,6 +29,7 @@ final class HitPath {
     private final LiveRegs regs;
     private final SlotArea slots;
     private final Map<Long, ProbePoint> points;
+    private final AddressIndex<ProbePoint> atAddress;
     private final Set<Long> formerProbeAddresses;
     private final Activations active;
     private final ProbeArming arming;
@@ -45,6 +46,7 @@ final class HitPath {
         this.regs = arch.regs();
         this.slots = slots;
         this.points = table.points;
+        this.atAddress = table.atAddress;
         this.formerProbeAddresses = table.formerProbeAddresses;
         this.active = active;
         this.arming = arming;
@@ -57,7 +59,7 @@ final class HitPath {
 
     boolean onBreakpoint(long address) {
         arming.syncText();
-        ProbePoint p = points.get(address);
+        ProbePoint p = atAddress.get(address);
         if (p != null && p.armed) {
             onHit(p);
             return true;
@@ -205,7 +207,7 @@ final class HitPath {
      */
     void optimizedHit(long address) {
         arming.syncText();
-        ProbePoint p = points.get(address);
+        ProbePoint p = atAddress.get(address);
         if (p == null || !p.anyEnabled()) return; // unregistered or disabled while a vCPU was in the detour
         if (!active.isEmpty()) {
             p.missed();

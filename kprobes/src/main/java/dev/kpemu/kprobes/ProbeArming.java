@@ -165,6 +165,7 @@ final class ProbeArming {
         p.children.clear();
         updateArming(p);
         points.remove(p.address);
+        table.atAddress.remove(p.address);
         byAddress.remove(p.address);
         if (p.slot != 0) {
             stepTraps.remove(p.stepTrap(arch));

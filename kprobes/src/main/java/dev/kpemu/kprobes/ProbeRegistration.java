@@ -66,6 +66,7 @@ final class ProbeRegistration {
             point = arming.preparePoint(addr, sym);
             point.ftrace = (siteFlags & Kprobe.FLAG_FTRACE) != 0;
             points.put(addr, point);
+            table.atAddress.put(addr, point);
             table.byAddress.put(addr, point);
             table.formerProbeAddresses.add(addr);
             if (point.slot != 0) table.stepTraps.put(point.stepTrap(arch), point);

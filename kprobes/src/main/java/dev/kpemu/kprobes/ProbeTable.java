@@ -17,6 +17,8 @@ import java.util.TreeMap;
  */
 final class ProbeTable {
     final Map<Long, ProbePoint> points = new LinkedHashMap<>();
+    /** The same points for a hit's lookup by trapped address (no boxing): kept with {@link #points}. */
+    final AddressIndex<ProbePoint> atAddress = new AddressIndex<>();
     /** The same points by address (unsigned order), for the text around an address. */
     final NavigableMap<Long, ProbePoint> byAddress = new TreeMap<>(Long::compareUnsigned);
     final Map<Long, ProbePoint> stepTraps = new HashMap<>();

@@ -92,6 +92,8 @@ public final class JumpOptimizer implements ProbeOptimizer {
     private static final int MAX_REGION = 64;
     /** {@link #sites} by address (unsigned): a change re-checks only the sites in the changed probe's function. */
     private final java.util.NavigableMap<Long, Site> sitesByAddress = new java.util.TreeMap<>(Long::compareUnsigned);
+    /** The same sites for {@link #detourFor}, which every probe hit asks (no boxing). */
+    private final dev.kpemu.kprobes.AddressIndex<Site> siteAt = new dev.kpemu.kprobes.AddressIndex<>();
     private final List<Site> retired = new ArrayList<>();
     /** Hooks of released buffers, inert, deleted only by {@link #close()} (see {@link #release}). */
     private final List<Placed> inertHooks = new ArrayList<>();
@@ -214,6 +216,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
             Site s = new Site(address);
             sites.put(address, s);
             sitesByAddress.put(address, s);
+            siteAt.put(address, s);
         }
         evaluateFunctionOf(address, st);
     }
@@ -267,6 +270,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
     public void probeRemoved(long address) {
         Site s = sites.remove(address);
         sitesByAddress.remove(address);
+        siteAt.remove(address);
         if (s != null) {
             if (s.state == State.OPTIMIZED) unoptimize(s); // not expected: the engine wrote the text first
             setState(s, State.BREAKPOINT);
@@ -287,7 +291,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
 
     @Override
     public long detourFor(long address) {
-        Site s = sites.get(address);
+        Site s = siteAt.get(address);
         return s == null || s.state == State.BREAKPOINT ? -1 : s.buffer.displacedCodeAddress();
     }
 
@@ -345,6 +349,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
         }
         sites.clear();
         sitesByAddress.clear();
+        siteAt.clear();
         for (Site s : retired) release(s);
         retired.clear();
         for (Placed h : inertHooks) h.engine().delete(h.hook());
