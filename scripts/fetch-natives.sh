@@ -44,7 +44,7 @@ build_clock() {
 clock_current() {
   local src
   [ -f "$libdir/libkpemu_clock.so" ] || return 1
-  for src in "${clock_src[@]}"; do [ ! "$src" -nt "$libdir/libkpemu_clock.so" ] || return 1; done
+  for src in "${clock_src[@]}" "$here"/emulator/src/main/c/*.h; do [ ! "$src" -nt "$libdir/libkpemu_clock.so" ] || return 1; done
 }
 
 # Unicorn 2.1.4 is the first Debian-packaged release that hooks RDTSC/RDTSCP (the guest TSC on

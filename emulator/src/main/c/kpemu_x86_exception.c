@@ -33,10 +33,8 @@
  * QEMU's "exception in flight" marker and the error code it computed, the segment caches, hflags'
  * CPL and RIP are edited in a saved context at the host's calibrated offsets (X86ContextLayout).
  */
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
-#include <unicorn/unicorn.h>
+#include "kpemu_x86_exception.h"
 
 #define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)
@@ -51,49 +49,10 @@
 #define PTE_PRESENT 1ull
 #define PTE_LARGE (1ull << 7)
 #define PTE_ADDR 0x000ffffffffff000ull
-#define RAM_REGIONS 4
-
-typedef void (*kpemu_intr_cb)(uc_engine *uc, uint32_t intno, void *user_data);
-
-struct kpemu_ram {
-    uint64_t base, end;       /* guest-physical [base, end) */
-    uint8_t *host;            /* its host memory */
-};
-
-struct kpemu_x86_exception {
-    uc_context *ctx;          /* a whole-state context (uc_context_alloc'd by the host) */
-    int64_t error_code;       /* offset of QEMU's error_code in the context */
-    int64_t old_exception;    /* offset of QEMU's old_exception */
-    int64_t hflags;           /* offset of hflags */
-    int64_t cs_cache, ss_cache; /* offsets of the CS and SS segment caches */
-    int64_t eip;              /* offset of RIP */
-    int32_t seg_selector, seg_base, seg_limit, seg_flags; /* offsets within a segment cache */
-    uint32_t hf_cpl_mask;     /* CPL bits of hflags */
-    uint32_t code64_flags;    /* segment-cache flags of flat 64-bit code, DPL 0 */
-    uint32_t native_vectors;  /* bit v set: vector v is delivered here */
-    uint32_t forward_all;     /* nonzero: every exception goes to `forward` */
-    kpemu_intr_cb forward;    /* the host's interrupt hook */
-    void *forward_data;
-    uint64_t delivered;       /* exceptions delivered here */
-    uint64_t forwarded;       /* exceptions passed to `forward` */
-    uint32_t ram_count;       /* entries of `ram` in use */
-    uint32_t pad;
-    struct kpemu_ram ram[RAM_REGIONS];
-    uint64_t owned_low, owned_high; /* faults with RIP in [owned_low, owned_high) go to `forward` */
-    uint64_t frame_low, frame_high; /* frames touching guest-physical [frame_low, frame_high) are the host's */
-};
 
 size_t kpemu_x86_exception_size(void) { return sizeof(struct kpemu_x86_exception); }
 
-/* The page tables as they are now (X86PageWalker.now). */
-struct walker {
-    uc_engine *uc;
-    const struct kpemu_x86_exception *s;
-    int paging, la57;
-    uint64_t cr3;
-};
-
-static int phys_read(const struct walker *w, uint64_t pa, void *out, size_t len) {
+int kpemu_x86_phys_read(const struct walker *w, uint64_t pa, void *out, size_t len, int ram_only) {
     const struct kpemu_x86_exception *s = w->s;
     for (uint32_t i = 0; i < s->ram_count && i < RAM_REGIONS; i++) {
         const struct kpemu_ram *r = &s->ram[i];
@@ -103,11 +62,14 @@ static int phys_read(const struct walker *w, uint64_t pa, void *out, size_t len)
             return 1;
         }
     }
-    return uc_mem_read(w->uc, pa, out, len) == UC_ERR_OK;
+    return !ram_only && uc_mem_read(w->uc, pa, out, len) == UC_ERR_OK;
 }
 
-/* The physical address of `va` and the size of its page; 0 when a level is not present. */
-static int translate(const struct walker *w, uint64_t va, uint64_t *pa, uint64_t *page_size) {
+static int phys_read(const struct walker *w, uint64_t pa, void *out, size_t len) {
+    return kpemu_x86_phys_read(w, pa, out, len, 0);
+}
+
+int kpemu_x86_translate(const struct walker *w, uint64_t va, uint64_t *pa, uint64_t *page_size) {
     if (!w->paging) {
         *pa = va;
         *page_size = 1ull << 30;
@@ -131,6 +93,10 @@ static int translate(const struct walker *w, uint64_t va, uint64_t *pa, uint64_t
 }
 
 /* Reads guest-virtual memory page by page (Machine.readVirtual); 0 when unmapped. */
+static int translate(const struct walker *w, uint64_t va, uint64_t *pa, uint64_t *page_size) {
+    return kpemu_x86_translate(w, va, pa, page_size);
+}
+
 static int virt_read(const struct walker *w, uint64_t va, void *out, size_t len) {
     uint8_t *o = out;
     size_t done = 0;
@@ -265,6 +231,7 @@ static int deliver(uc_engine *uc, struct kpemu_x86_exception *s, uint32_t vector
 
 void kpemu_x86_exception(uc_engine *uc, uint32_t intno, void *user_data) {
     struct kpemu_x86_exception *s = (struct kpemu_x86_exception *)user_data;
+    if (intno == 3 && s->hits != NULL && s->forward_all == 0 && kpemu_x86_record_hit(uc, s)) return;
     if (s->forward_all == 0 && intno < 32 && ((s->native_vectors >> intno) & 1) != 0) {
         uc_context_save(uc, s->ctx);
         if (deliver(uc, s, intno)) {

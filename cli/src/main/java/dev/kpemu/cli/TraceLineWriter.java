@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
+import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.TraceRecord;
 
@@ -29,7 +30,7 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * <p>A batch's lines are encoded to the guest's bytes at once: an all-ASCII batch is its UTF-8
  * bytes, anything else goes through {@link GuestText#encode} (surrogate escapes included).
  */
-final class TraceLineWriter implements Consumer<TraceRecord>, AutoCloseable {
+final class TraceLineWriter implements EventEngine.PassiveListener, AutoCloseable {
     /** Events waiting at most. */
     static final int CAPACITY = 8192;
     /** How often the writer looks at the queue while events flow. */

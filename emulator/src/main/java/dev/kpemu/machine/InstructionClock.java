@@ -213,6 +213,9 @@ final class InstructionClock implements AutoCloseable {
     /** Instructions charged so far. */
     long executed() { return state.get(JAVA_LONG, EXECUTED); }
 
+    /** Where {@link #executed()} lives (native code that stamps a record reads it there). */
+    java.lang.foreign.MemorySegment executedCounter() { return state.asSlice(EXECUTED, 8); }
+
     static boolean supportsBreaks() { return (FEATURES & FEATURE_BREAKS) != 0; }
 
     /**

@@ -398,6 +398,41 @@ public abstract class Machine implements AutoCloseable {
 
     public VirtualClock clock() { return clock; }
 
+    // ------------------------------------------------------------------ hits recorded natively
+
+    /**
+     * The probe hits this machine's native code can record without an upcall
+     * ({@link RecordedProbeHits}), or null: an arm64 machine, several vCPUs, a library without it.
+     */
+    public RecordedProbeHits recordedProbeHits() { return null; }
+
+    private java.util.function.Consumer<RecordedProbeHits.Record> recordedHitConsumer;
+
+    /**
+     * Who reads the recorded hits back: the machine hands them over, oldest first, at the start of
+     * every hook upcall of its engines and when a slice's engine run returns (before the slice is
+     * charged to the clock, so {@link #liveNanosAtExecuted} gives each hit's guest time).
+     */
+    public void consumeRecordedHits(java.util.function.Consumer<RecordedProbeHits.Record> consumer) {
+        recordedHitConsumer = consumer;
+        for (Vcpu v : vcpus) v.engine.beforeUpcalls(consumer == null ? null : this::drainRecordedHits);
+    }
+
+    /** Hands the recorded hits that wait to their consumer. */
+    public final void drainRecordedHits() {
+        RecordedProbeHits h = recordedProbeHits();
+        var c = recordedHitConsumer;
+        if (h != null && c != null && h.pending()) h.drainTo(c);
+    }
+
+    /** The guest time of a point of the running slice where the instruction clock read {@code executed}. */
+    public long liveNanosAtExecuted(long executed) {
+        return clock.liveNanosAt(inSlice ? executed - sliceStart : 0);
+    }
+
+    /** The instruction clock's count of executed instructions, where native code reads it (the first vCPU's). */
+    protected java.lang.foreign.MemorySegment executedCounter() { return icount.executedCounter(); }
+
     public abstract long pc();
 
     public abstract void setPc(long pc);
@@ -1117,12 +1152,15 @@ public abstract class Machine implements AutoCloseable {
             // a split slice stops at its mid: Unicorn ends the block before its exit
             splitting = split;
             if (!atBreak) uc.start(pc(), split != 0 ? split : NEVER_EXECUTED, 0, 0);
+            drainRecordedHits();
         } catch (HookFailedException e) {
+            drainRecordedHits();
             inSlice = false;
             sliceRan = icount.executed() - before;
             clock.advance(sliceRan);
             throw e;
         } catch (UnicornException e) {
+            drainRecordedHits();
             inSlice = false;
             sliceRan = icount.executed() - before;
             clock.advance(sliceRan);

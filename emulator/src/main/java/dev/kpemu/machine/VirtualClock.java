@@ -56,6 +56,14 @@ public final class VirtualClock {
         return (long) ((instructions + pendingInstructions.getAsLong()) * nanosPerInstruction) + idleNanos;
     }
 
+    /**
+     * {@link #liveNanos} at the point of the running slice where it had executed {@code pending}
+     * instructions (a hit recorded natively, read back before the slice is charged).
+     */
+    public long liveNanosAt(long pending) {
+        return (long) ((instructions + pending) * nanosPerInstruction) + idleNanos;
+    }
+
     /** The machine tells the clock how far the running slice has got (see {@link #liveNanos}). */
     void setPendingInstructions(java.util.function.LongSupplier s) { this.pendingInstructions = s; }
 

@@ -1091,44 +1091,60 @@ public final class Unicorn implements AutoCloseable {
 
     // --- upcall targets: every one catches everything ---
 
+    /** Run at the start of every upcall of this engine's hooks (null: nothing). */
+    private Runnable beforeUpcall;
+
+    /**
+     * Sets what runs at the start of every Java upcall of this engine's hooks, before the hook
+     * (the machine hands natively recorded probe hits to their consumer there, so no hook sees the
+     * guest before the hits that came first); null: nothing.
+     */
+    public void beforeUpcalls(Runnable r) { beforeUpcall = r; }
+
+    private void beforeUpcall() {
+        Runnable r = beforeUpcall;
+        if (r != null) r.run();
+    }
+
     private void onIntr(IntrHook h, long ucp, int intno, long user) {
-        try { h.onInterrupt(this, intno); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.onInterrupt(this, intno); } catch (Throwable t) { fail(t); }
     }
 
     private void onCode(CodeHook h, MemorySegment ucp, long address, int size, MemorySegment user) {
-        try { h.onCode(this, address, size); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.onCode(this, address, size); } catch (Throwable t) { fail(t); }
     }
 
     private void onMem(MemHook h, MemorySegment ucp, int type, long address, int size, long value, MemorySegment user) {
-        try { h.onMemory(this, type, address, size, value); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.onMemory(this, type, address, size, value); } catch (Throwable t) { fail(t); }
     }
 
     private boolean onMemEvent(MemEventHook h, MemorySegment ucp, int type, long address, int size, long value, MemorySegment user) {
-        try { return h.onMemoryEvent(this, type, address, size, value); } catch (Throwable t) { fail(t); return false; }
+        try { beforeUpcall(); return h.onMemoryEvent(this, type, address, size, value); } catch (Throwable t) { fail(t); return false; }
     }
 
     private boolean onInsnInvalid(InvalidInsnHook h, MemorySegment ucp, MemorySegment user) {
-        try { return h.onInvalidInstruction(this); } catch (Throwable t) { fail(t); return false; }
+        try { beforeUpcall(); return h.onInvalidInstruction(this); } catch (Throwable t) { fail(t); return false; }
     }
 
     private int onIn(PortInHook h, MemorySegment ucp, int port, int size, MemorySegment user) {
-        try { return h.onIn(this, port & 0xffff, size); } catch (Throwable t) { fail(t); return -1; }
+        try { beforeUpcall(); return h.onIn(this, port & 0xffff, size); } catch (Throwable t) { fail(t); return -1; }
     }
 
     private void onOut(PortOutHook h, MemorySegment ucp, int port, int size, int value, MemorySegment user) {
-        try { h.onOut(this, port & 0xffff, size, value); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.onOut(this, port & 0xffff, size, value); } catch (Throwable t) { fail(t); }
     }
 
     private void onSyscall(SyscallHook h, MemorySegment ucp, MemorySegment user) {
-        try { h.onSyscall(this); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.onSyscall(this); } catch (Throwable t) { fail(t); }
     }
 
     private int onCpuid(CpuidHook h, MemorySegment ucp, MemorySegment user) {
-        try { return h.onCpuid(this) ? 1 : 0; } catch (Throwable t) { fail(t); return 1; }
+        try { beforeUpcall(); return h.onCpuid(this) ? 1 : 0; } catch (Throwable t) { fail(t); return 1; }
     }
 
     private int onArm64Sys(SysRegHook h, MemorySegment ucp, int reg, MemorySegment cp, MemorySegment user) {
         try {
+            beforeUpcall();
             SysRegAccess acc = new SysRegAccess(cp.get(JAVA_INT, 8), cp.get(JAVA_INT, 12), cp.get(JAVA_INT, 0),
                     cp.get(JAVA_INT, 4), cp.get(JAVA_INT, 16), cp.get(JAVA_LONG, 24));
             return h.onSysReg(this, reg, acc) ? 1 : 0;
@@ -1139,11 +1155,11 @@ public final class Unicorn implements AutoCloseable {
     }
 
     private long onMmioRead(MmioReadHandler h, MemorySegment ucp, long offset, int size, MemorySegment user) {
-        try { return h.read(offset, size); } catch (Throwable t) { fail(t); return 0; }
+        try { beforeUpcall(); return h.read(offset, size); } catch (Throwable t) { fail(t); return 0; }
     }
 
     private void onMmioWrite(MmioWriteHandler h, MemorySegment ucp, long offset, int size, long value, MemorySegment user) {
-        try { h.write(offset, size, value); } catch (Throwable t) { fail(t); }
+        try { beforeUpcall(); h.write(offset, size, value); } catch (Throwable t) { fail(t); }
     }
 
     // ------------------------------------------------------------------ close

@@ -67,11 +67,21 @@ final class Activations {
     Activation peek() { return mine().peek(); }
 
     /** A new innermost level on the hitting vCPU. */
-    void push(Activation a) { mine().push(a); }
+    void push(Activation a) {
+        mine().push(a);
+        busy(true);
+    }
+
+    /** The machine's native code records no hit while one of the engine's is in flight ({@link RecordedHits}). */
+    private void busy(boolean busy) {
+        var h = machine.recordedProbeHits();
+        if (h != null) h.setBusy(busy);
+    }
 
     /** Ends level {@code a} of the hitting vCPU; interrupts stay held while any vCPU's step is still in flight. */
     void pop(Activation a) {
         mine().remove(a);
+        busy(!mine().isEmpty());
         boolean stepping = false;
         for (ArrayDeque<Activation> levels : perCpu) {
             if (levels.isEmpty()) continue;             // the common case: no iterator object per hit

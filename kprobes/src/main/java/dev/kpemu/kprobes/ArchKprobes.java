@@ -52,6 +52,12 @@ public interface ArchKprobes extends ProbeDecoder {
     LiveRegs regs();
 
     /**
+     * The registers a hit recorded by the machine's native code captures ({@link RecordedHits}),
+     * by {@link Regs#get} name; null: the arch records no hits natively.
+     */
+    default String[] recordedRegisters() { return null; }
+
+    /**
      * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})
      * with {@code trampoline} and returns the real return address ({@code arch_prepare_kretprobe}).
      */

@@ -64,6 +64,16 @@ public final class Kprobe implements Probe {
 
     public Kprobe fault(FaultHandler h) { this.faultHandler = h; return this; }
 
+    private RecordedHitHandler recordedHitHandler;
+
+    /**
+     * Its pre handler's hits may be recorded by the machine's native code and handed to {@code h}
+     * later ({@link RecordedHitHandler}); {@code h} does what the pre handler does, from the record.
+     */
+    public Kprobe recordedHits(RecordedHitHandler h) { this.recordedHitHandler = h; return this; }
+
+    public RecordedHitHandler recordedHitHandler() { return recordedHitHandler; }
+
     /** Registers the probe disabled ({@code KPROBE_FLAG_DISABLED}). */
     public Kprobe disabled() { this.flags |= FLAG_DISABLED; return this; }
 

@@ -45,6 +45,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     private final HitPath hits;
     private final ProbeRegistration registration;
     private final ProbeListing listing;
+    private final RecordedHits recorded;
     private final FaultInterest faultInterest = new FaultInterest();
 
     private Kprobes(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots) {
@@ -63,6 +64,8 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.hits = new HitPath(machine, arch, slots, table, active, arming, returns, failures, optimizers);
         this.registration = new ProbeRegistration(symbols, slots, arch, table, arming, returns, optimizers);
         this.listing = new ProbeListing(table, optimizers);
+        this.recorded = new RecordedHits(machine, arch, table, optimizers, failures);
+        arming.onChange(recorded::changed);
     }
 
     /** An engine for {@code machine}'s arch, installed as its trap handler. */
@@ -183,25 +186,25 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     // ------------------------------------------------------------------ registration
 
     /** {@code register_kprobe}. Throws {@link KprobeException} with the kernel's errno. */
-    public void register(Kprobe p) { registration.register(p); }
+    public void register(Kprobe p) { recorded.changed(); registration.register(p); }
 
     /** {@code register_kprobes}: all or nothing; on the first failure the earlier ones are unregistered. */
     public void registerAll(List<Kprobe> probes) { registration.registerAll(probes); }
 
     /** {@code unregister_kprobe}: never fails; a probe that is not registered gets address 0 if it was given by symbol. */
-    public void unregister(Kprobe p) { registration.unregister(p); }
+    public void unregister(Kprobe p) { recorded.changed(); registration.unregister(p); }
 
     public void unregisterAll(List<Kprobe> probes) {
         for (Kprobe p : probes) unregister(p);
     }
 
     /** {@code register_kretprobe}. */
-    public void register(Kretprobe rp) { registration.register(rp); }
+    public void register(Kretprobe rp) { recorded.changed(); registration.register(rp); }
 
     public void registerAllKretprobes(List<Kretprobe> rps) { registration.registerAllKretprobes(rps); }
 
     /** {@code unregister_kretprobe}: outstanding instances still return correctly but run no handler. */
-    public void unregister(Kretprobe rp) { registration.unregister(rp); }
+    public void unregister(Kretprobe rp) { recorded.changed(); registration.unregister(rp); }
 
     public void unregisterAllKretprobes(List<Kretprobe> rps) {
         for (Kretprobe rp : rps) unregister(rp);
@@ -224,17 +227,17 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     /** {@code disable_kprobe}. */
-    public void disable(Kprobe p) { registration.disable(p); }
+    public void disable(Kprobe p) { recorded.changed(); registration.disable(p); }
 
     /**
      * {@code kprobe_free_init_mem}: the kernel is about to free [start, end) (its init memory);
      * every probe there is killed ({@code kill_kprobe}): its original text is put back now, before
      * the memory is reused, it never fires again and {@link #list()} shows it {@code [GONE]}.
      */
-    public void killRange(long start, long end) { registration.killRange(start, end); }
+    public void killRange(long start, long end) { recorded.changed(); registration.killRange(start, end); }
 
     /** {@code enable_kprobe}. */
-    public void enable(Kprobe p) { registration.enable(p); }
+    public void enable(Kprobe p) { recorded.changed(); registration.enable(p); }
 
     /** {@code disable_kprobe} on a kprobe or a kretprobe's entry probe. */
     public void disable(Probe p) { disable(p.entryProbe()); }
@@ -280,6 +283,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     @Override
     public void onSafePoint(Machine m) {
         hits.onSafePoint();
+        recorded.onSafePoint();
         if (safePointActions.isEmpty()) return;
         List<Runnable> now = new ArrayList<>(safePointActions);
         safePointActions.clear();
@@ -287,6 +291,19 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     }
 
     private final List<Runnable> safePointActions = new ArrayList<>();
+
+    /**
+     * The guest words a hit recorded by the machine's native code captures ({@link RecordedHit}:
+     * word 0 the current task); null: none recorded. Given by the event engine, which knows where
+     * the booted kernel keeps them.
+     */
+    public void recordHitsWith(dev.kpemu.machine.RecordedProbeHits.Word[] words) { recorded.words(words); }
+
+    /** A {@link RecordedHitHandler}'s answer may have changed: the engine asks again at its next safe point. */
+    public void recordedHitsChanged() { recorded.changed(); }
+
+    /** Hits the machine's native code recorded so far. */
+    public long recordedHits() { return recorded.recorded(); }
 
     /**
      * Runs {@code action} at the run loop's next safe point (between slices, the running slice

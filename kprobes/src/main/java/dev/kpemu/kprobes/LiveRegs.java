@@ -162,6 +162,9 @@ public abstract class LiveRegs implements Regs {
     /** The engine id of a register name, as {@link #get} knows it. */
     protected abstract int id(String name);
 
+    /** {@link #id}, for the engine (the registers a recorded hit captures). */
+    final int engineIdOf(String name) { return id(name); }
+
     /**
      * {@link #id}, remembered by the name's identity (handlers pass the same constant names at
      * every hit) in a small table indexed by the name's hash (a String keeps its hash: no identity

@@ -133,11 +133,13 @@ final class ProbeArming {
         if (p.slot == 0) return;
         boolean boost = boosting && p.insn.boostable() && !p.hasPostHandler() && arch.canBoost(p.insn, p.address, p.slot);
         if (boost == p.boosted) return;
+        onChange.run();
         slots.write(machine, p.slot, arch.slotCode(p.insn, p.address, p.slot, boost));
         p.boosted = boost;
     }
 
     void updateArming(ProbePoint p) {
+        onChange.run();
         if (watchText) {
             // a guest write to this text that has not run yet is adopted before the engine writes here
             textWatch.settle(p);
@@ -161,7 +163,13 @@ final class ProbeArming {
         }
     }
 
+    private Runnable onChange = () -> { };
+
+    /** Told of every change of a point's arming, slot or boosting (a recorded hit's site depends on them). */
+    void onChange(Runnable r) { this.onChange = r; }
+
     void removePoint(ProbePoint p) {
+        onChange.run();
         p.children.clear();
         updateArming(p);
         points.remove(p.address);
@@ -230,6 +238,7 @@ final class ProbeArming {
     private void refreshChangedText(ProbePoint p) {
         if (!p.textChanged) return;
         p.textChanged = false;
+        onChange.run();
         byte[] now = machine.readVirtual(p.address, p.saved.length);
         boolean bpGone = false;
         for (int i = 0; i < p.saved.length; i++) {

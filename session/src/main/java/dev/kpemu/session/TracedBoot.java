@@ -515,7 +515,8 @@ public final class TracedBoot implements BootHooks {
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
-        events.rules(rules, kernelMessages).addListener(r -> {
+        // kept and counted only: a passive listener (hits may be recorded natively, EventEngine.PassiveListener)
+        events.rules(rules, kernelMessages).addListener((EventEngine.PassiveListener) r -> {
             if (keepRecords) records.add(r);
             eventCount.incrementAndGet();
         });

@@ -24,13 +24,13 @@ import dev.kpemu.unicorn.Unicorn;
  * not present, a vector beyond the IDT limit).
  */
 final class NativeExceptions implements AutoCloseable {
-    private static final long SIZE = 256;
+    private static final long SIZE = 264;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_x86_exception", SIZE);
     // struct kpemu_x86_exception's fields
     private static final long CTX = 0, ERROR_CODE = 8, OLD_EXCEPTION = 16, HFLAGS = 24, CS_CACHE = 32, SS_CACHE = 40, EIP = 48,
             SEG_SELECTOR = 56, SEG_BASE = 60, SEG_LIMIT = 64, SEG_FLAGS = 68, HF_CPL_MASK = 72, CODE64_FLAGS = 76,
             NATIVE_VECTORS = 80, FORWARD_ALL = 84, FORWARD = 88, FORWARD_DATA = 96, DELIVERED = 104, FORWARDED = 112,
-            RAM_COUNT = 120, RAM = 128, RAM_ENTRY = 24, OWNED_LOW = 224, OWNED_HIGH = 232, FRAME_LOW = 240, FRAME_HIGH = 248;
+            RAM_COUNT = 120, RAM = 128, RAM_ENTRY = 24, OWNED_LOW = 224, OWNED_HIGH = 232, FRAME_LOW = 240, FRAME_HIGH = 248, HITS = 256;
     private static final int RAM_REGIONS = 4;
     /** The vectors delivered natively: #DE, #TS, #NP, #SS, #GP, #PF, #AC (X86Machine.onException treats them alike). */
     static final int VECTORS = 1 << X86Machine.VEC_DE | 1 << X86Machine.VEC_TS | 1 << X86Machine.VEC_NP | 1 << X86Machine.VEC_SS
@@ -74,6 +74,7 @@ final class NativeExceptions implements AutoCloseable {
         state.set(ADDRESS, FORWARD, uc.interruptUpcallStub(host, arena));
         state.set(ADDRESS, FORWARD_DATA, MemorySegment.NULL);
         state.set(JAVA_INT, RAM_COUNT, 0);
+        state.set(ADDRESS, HITS, MemorySegment.NULL);
         uc.hookInterruptNative(HOOK, state, this);
     }
 
@@ -108,6 +109,9 @@ final class NativeExceptions implements AutoCloseable {
         state.set(JAVA_INT, RAM_COUNT, used);
         ramRegions = n;
     }
+
+    /** Lets the hook record probe hits in {@code hits}' ring ({@link NativeProbeHits}). */
+    void recordHits(NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state); }
 
     /** Exceptions delivered natively so far. */
     long delivered() { return state.get(JAVA_LONG, DELIVERED); }

@@ -99,6 +99,10 @@ public final class X86Machine extends Machine {
         super(uc, instructionsPerSecond);
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
+        if (cpus[0].exceptions != null && NativeProbeHits.available()) {
+            probeHits = new NativeProbeHits(executedCounter(), cpus[0].privilegeBlob, layout.eip());
+            cpus[0].exceptions.recordHits(probeHits);
+        }
         // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
         // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
         useVirtualTimeStampCounter();
@@ -140,6 +144,11 @@ public final class X86Machine extends Machine {
         return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16, nx);
     }
 
+    /** vCPU 0's natively recorded probe hits (null: not available); only while it is the only vCPU. */
+    private NativeProbeHits probeHits;
+
+    @Override public dev.kpemu.machine.RecordedProbeHits recordedProbeHits() { return cpus.length == 1 ? probeHits : null; }
+
     private void useCpu(Cpu c) {
         cpuState = c;
         walker = c.walker;
@@ -160,6 +169,7 @@ public final class X86Machine extends Machine {
      * {@link #onCpuAdded}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
+        if (probeHits != null) probeHits.retire();   // records are one vCPU's
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
         more[cpu] = hookCpu(engine);
         cpus = more;
@@ -767,6 +777,10 @@ public final class X86Machine extends Machine {
     @Override
     public void close() {
         for (Cpu c : cpus) c.close();
+        if (probeHits != null) {
+            if (TRACE || COUNT_NATIVE) System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
+            probeHits.close();
+        }
         for (Unicorn.Context c : secondaryContexts.values()) c.close();
         secondaryContexts.clear();
         super.close();

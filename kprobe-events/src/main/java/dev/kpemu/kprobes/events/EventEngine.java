@@ -12,9 +12,12 @@ import dev.kpemu.kprobes.KernelProbeRules;
 import dev.kpemu.kprobes.Kprobes;
 import dev.kpemu.kprobes.Kretprobe;
 import dev.kpemu.kprobes.KretprobeInstance;
+import dev.kpemu.kprobes.RecordedHit;
+import dev.kpemu.kprobes.RecordedHitHandler;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.RecordedProbeHits;
 import dev.kpemu.machine.WatchHit;
 
 import java.io.PrintStream;
@@ -106,7 +109,7 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /** One probe of an event ({@code struct trace_kprobe}). */
-    private final class Probe {
+    private final class Probe implements RecordedHitHandler {
         final TraceProbe def;
         final CompiledProbe compiled;
         Event event;
@@ -182,6 +185,31 @@ public final class EventEngine implements AutoCloseable {
         }
 
         /**
+         * Whether the machine's native code may record this probe's hits ({@link RecordedHit}):
+         * an enabled event without triggers whose fetches read registers only (not a tracepoint's
+         * probe), while the engine allows it ({@link #recordingAllowed}).
+         */
+        @Override
+        public boolean recordable() {
+            return recordingAllowed() && event.enabled && event.armed && !event.hasTriggers() && !compiled.readsMemory()
+                    && !(def instanceof FprobeDef f && f.tracepoint());
+        }
+
+        /** {@link #onEntry} from a recorded hit: the same record, its context read from what the hit captured. */
+        @Override
+        public void onRecordedHit(Kprobe k, RecordedHit hit) {
+            nhit++;
+            if (!event.armed) return;
+            ctx.beginRecorded(hit, recordedWords);
+            if (!compiled.fetch(ctx, buffer.entryData(null))) {
+                dropped++;
+                return;
+            }
+            long ip = reportedIp != 0 ? reportedIp : k.address();
+            emit(this, false, ip, 0, buffer.bytes(), entryPath(this, hit.regs()), hit.guestNanos());
+        }
+
+        /**
          * A wprobe's hit ({@code wprobe_trace_handler}): the record's ip is where the hardware
          * reports the access (x86-64: the instruction after it, its data breakpoints trap after
          * the access; arm64: the accessing instruction, its watchpoints report before it), the
@@ -247,6 +275,44 @@ public final class EventEngine implements AutoCloseable {
     private boolean anyEventCreated;
     private long recorded, dropped;
 
+    // ------------------------------------------------------------------ hits recorded natively
+
+    /**
+     * A listener that only takes the records in (writes, counts or keeps them) and acts neither on
+     * the guest nor on the run: it may be handed a hit's record later in host time than the hit
+     * (still before the machine's other code sees the guest), so while every listener is one, the
+     * machine's native code may record register-only events' hits ({@link RecordedHit}).
+     */
+    public interface PassiveListener extends Consumer<TraceRecord> { }
+
+    /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
+    private RecordedProbeHits.Word[] recordedWords;
+    private TaskLayout task;
+    private boolean defaultClock = true;
+
+    /** Whether hits may be recorded natively: the words known, the machine's clock, every listener passive. */
+    private boolean recordingAllowed() {
+        if (recordedWords == null || !defaultClock) return false;
+        for (Consumer<TraceRecord> l : listenerArray) if (!(l instanceof PassiveListener)) return false;
+        return true;
+    }
+
+    /** The words a recorded hit captures, from the task layout and the latency layout (x86-64 only), told to the engine. */
+    private void updateRecordedWords() {
+        RecordedProbeHits.Word[] w = null;
+        if (arch == Arch.X86_64 && task != null) {
+            List<RecordedProbeHits.Word> l = new ArrayList<>();
+            l.add(new RecordedProbeHits.Word(task.gsRelative() ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE,
+                    task.gsOffset(), 8));
+            l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.pidOffset(), 4));
+            l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.commOffset(), TaskLayout.COMM_LEN));
+            if (latency != null) l.addAll(latency.recordedWords());
+            w = l.toArray(new RecordedProbeHits.Word[0]);
+        }
+        recordedWords = w;
+        kprobes.recordHitsWith(w);
+    }
+
     private EventEngine(Kprobes kprobes, KernelSymbols symbols, TaskLayout task, PrintStream out) {
         this.kprobes = Objects.requireNonNull(kprobes);
         this.machine = kprobes.machine();
@@ -259,6 +325,8 @@ public final class EventEngine implements AutoCloseable {
         this.parser = new ProbeParser(arch, dialect, symbols);
         this.out = out;
         this.clock = machine.clock()::liveNanos;
+        this.task = task;
+        updateRecordedWords();
     }
 
     /**
@@ -277,6 +345,7 @@ public final class EventEngine implements AutoCloseable {
         EventEngine e = new EventEngine(kprobes, symbols, structs == null ? null : TaskLayout.of(structs), out);
         e.structs = structs;
         e.latency = structs == null ? null : LatencyLayout.of(structs, symbols, e.dialect.hasGenericTifBits());
+        e.updateRecordedWords();
         return e;
     }
 
@@ -293,6 +362,7 @@ public final class EventEngine implements AutoCloseable {
         this.parser = new ProbeParser(arch, d, symbols);
         ctx.emptyUserStringFaults(d.emptyUserStringFaults());
         if (structs != null) latency = LatencyLayout.of(structs, symbols, d.hasGenericTifBits());
+        updateRecordedWords();
         return this;
     }
 
@@ -329,6 +399,7 @@ public final class EventEngine implements AutoCloseable {
     @SuppressWarnings("unchecked")
     private void listenersChanged() {
         listenerArray = listeners.toArray(new Consumer[0]);
+        kprobes.recordedHitsChanged();
     }
 
     /** The id given to the first event; only before any event is created. */
@@ -356,6 +427,8 @@ public final class EventEngine implements AutoCloseable {
     /** The timestamp source, in nanoseconds (default: the machine's guest time). */
     public EventEngine clock(LongSupplier nanos) {
         this.clock = Objects.requireNonNull(nanos);
+        defaultClock = false;
+        kprobes.recordedHitsChanged();
         return this;
     }
 
@@ -636,6 +709,7 @@ public final class EventEngine implements AutoCloseable {
                 case ProbeTarget.FileTarget f -> throw new IllegalArgumentException("a uprobe in the kprobe engine: " + def.command());
             };
             kp.pre(p::onEntry);
+            kp.recordedHits(p);
             if (!p.compiled.readsMemory()) kp.readsNoMemory();
             if (!enabled) kp.disabled();
             if (def instanceof FprobeDef && dialect.fprobesInRegistrationOrder()) kp.runsAfterOlder();
@@ -926,6 +1000,7 @@ public final class EventEngine implements AutoCloseable {
 
     /** Enables the event's probes in the engine while it is enabled or has triggers (the kernel's soft mode), disables them otherwise. */
     private void updateArmed(Event e) {
+        kprobes.recordedHitsChanged();     // whether its probes' hits may be recorded natively
         boolean on = e.enabled || e.hasTriggers();
         if (e.armed == on) return;
         e.armed = on;
@@ -1023,6 +1098,11 @@ public final class EventEngine implements AutoCloseable {
      * entry); its text is formatted when a reader asks for it, not here.
      */
     private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data, LatencyPaths.Path path) {
+        emit(p, isReturn, ip, retIp, data, path, Long.MIN_VALUE);
+    }
+
+    /** As above, at guest time {@code nanos} (a recorded hit's; {@code Long.MIN_VALUE}: now, by the engine's clock). */
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data, LatencyPaths.Path path, long nanos) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
@@ -1030,7 +1110,7 @@ public final class EventEngine implements AutoCloseable {
         else comm = commString(ctx.comm());
         String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
         if (lat == null) lat = ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
-        TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, clock.getAsLong());
+        TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, nanos != Long.MIN_VALUE ? nanos : clock.getAsLong());
         CompiledProbe cp = p.compiled;
         String head = p.head(isReturn, ip, retIp);
         java.util.function.Supplier<String> body = new ArgsText(formatter, head, cp, data);

@@ -5,6 +5,7 @@ import dev.kpemu.image.btf.BtfType;
 import dev.kpemu.image.btf.KernelStructs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.RecordedProbeHits;
 
 import java.util.NoSuchElementException;
 import java.util.Optional;
@@ -144,6 +145,20 @@ public final class LatencyLayout {
         int migration = migrationOffset >= 0 && ctx.readKernel(task + migrationOffset, word, 0, 2) ? (int) le(word, 2) : 0;
         return new LatencyFlags.State(ctx.irqsDisabled(), count, (tif >>> needReschedBit & 1) != 0,
                 lazyBit >= 0 && (tif >>> lazyBit & 1) != 0, preemptNeedResched, migration);
+    }
+
+    /**
+     * x86-64: the guest words {@link #state} reads besides the current task, for a hit recorded
+     * natively to capture ({@link dev.kpemu.kprobes.RecordedHit}): the per-CPU preempt count, the
+     * task's TIF flags and its migration_disabled; null on arm64.
+     */
+    java.util.List<RecordedProbeHits.Word> recordedWords() {
+        if (arch != Arch.X86_64) return null;
+        var l = new java.util.ArrayList<RecordedProbeHits.Word>();
+        l.add(new RecordedProbeHits.Word(gsRelative ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE, x86PreemptGsOffset, 4));
+        l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, tiFlagsOffset, 8));
+        if (migrationOffset >= 0) l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, migrationOffset, 2));
+        return l;
     }
 
     /** The column Linux prints for an event fired by {@code path} now, or null when the guest state cannot be read. */

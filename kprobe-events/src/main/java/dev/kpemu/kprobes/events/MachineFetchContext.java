@@ -1,9 +1,11 @@
 package dev.kpemu.kprobes.events;
 
+import dev.kpemu.kprobes.RecordedHit;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.PageTableWalker;
+import dev.kpemu.machine.RecordedProbeHits;
 
 import java.util.Arrays;
 import java.util.Objects;
@@ -131,6 +133,7 @@ public final class MachineFetchContext implements FetchContext {
      * Linux's {@code optimized_callback} sets it); null reads the engine's live view.
      */
     public void begin(Regs hitRegs) {
+        recorded = null;
         watchAddress = 0;
         fileOffsetBase = 0;
         taskKnown = false;
@@ -139,6 +142,58 @@ public final class MachineFetchContext implements FetchContext {
         pages = 0;
         walker = null;
         slotsRead = 0;
+    }
+
+    /** The recorded hit this hit reads ({@link #beginRecorded}), or null: the live guest. */
+    private RecordedHit recorded;
+    private RecordedProbeHits.Word[] recordedWords;
+
+    /**
+     * Starts a hit the machine's native code recorded ({@link RecordedHit}): registers from the
+     * record, and guest memory only as the record captured it, {@code words} (word 0 the current
+     * task): the reads of the current task, its pid and comm and the latency column's words that
+     * {@link #currentTask}, {@link #pid}, {@link #comm} and {@link LatencyLayout#state} make. Any
+     * other read of guest memory fails loudly (IllegalStateException): a handler that reads memory
+     * is never recorded.
+     */
+    public void beginRecorded(RecordedHit hit, RecordedProbeHits.Word[] words) {
+        begin(hit.regs());
+        recorded = hit;
+        recordedWords = words;
+        if (recordedAddress.length < words.length) recordedAddress = new long[words.length];
+        long gs = 0, task = hit.wordRead(0) ? hit.wordValue(0) : 0;
+        boolean gsRead = false;
+        for (int k = 0; k < words.length; k++) {
+            long base = switch (words[k].base()) {
+                case ABSOLUTE -> 0;
+                case GS_BASE -> {
+                    if (!gsRead) {
+                        gs = current.get("gs_base");
+                        gsRead = true;
+                    }
+                    yield gs;
+                }
+                case TASK -> task;     // a task word is read only when word 0 was
+            };
+            recordedAddress[k] = base + words[k].offset();
+        }
+    }
+
+    /** Where each captured word of the recorded hit lies (its base at the hit plus its offset). */
+    private long[] recordedAddress = new long[0];
+
+    /** The captured word read at {@code address}, {@code size} bytes. */
+    private int recordedWord(long address, int size) {
+        RecordedProbeHits.Word[] w = recordedWords;
+        for (int k = 0; k < w.length; k++) {
+            if (recordedAddress[k] == address && w[k].size() == size && (w[k].base() != RecordedProbeHits.Base.TASK || recorded.wordRead(0))) return k;
+        }
+        throw new IllegalStateException("a recorded hit read " + size + " bytes at 0x" + Long.toHexString(address)
+                + ", which it did not capture");
+    }
+
+    private static IllegalStateException notRecorded(String what) {
+        return new IllegalStateException("a recorded hit " + what + ", which it did not capture");
     }
 
     /**
@@ -213,6 +268,13 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public boolean readKernel(long address, byte[] dst, int offset, int len) {
         if (!kernelAddress(address)) return false;
+        if (recorded != null) {
+            if (len <= 0) return true;
+            int k = recordedWord(address, len);
+            if (!recorded.wordRead(k)) return false;
+            recorded.word(k, dst, offset);
+            return true;
+        }
         return read(address, dst, offset, len, false);
     }
 
@@ -244,6 +306,7 @@ public final class MachineFetchContext implements FetchContext {
 
     /** The physical address of {@code va} if readable, else -1. */
     private long physical(long va, boolean user) {
+        if (recorded != null) throw notRecorded("translated 0x" + Long.toHexString(va));
         long page = va & ~0xfffL;
         for (int i = 0; i < pages; i++) {
             if (pageVa[i] != page) continue;
@@ -374,6 +437,13 @@ public final class MachineFetchContext implements FetchContext {
     long kernelValue(long address, int size) {
         valueRead = false;
         if (!kernelAddress(address)) return 0;
+        if (recorded != null) {
+            int k = recordedWord(address, size);
+            if (!recorded.wordRead(k)) return 0;
+            valueRead = true;
+            long v = recorded.wordValue(k);
+            return size == 8 ? v : v & 0xffff_ffffL;
+        }
         if ((address & 0xfff) <= 0x1000 - size) {
             long pa = physical(address, false);
             if (pa < 0) return 0;
@@ -392,6 +462,10 @@ public final class MachineFetchContext implements FetchContext {
 
     /** {@link #currentTask()} read afresh (outside a hit's {@code begin}). */
     public long currentTaskNow() {
+        if (recorded != null) {            // the live guest, not the last recorded hit
+            recorded = null;
+            current = regs;
+        }
         taskKnown = false;
         pages = 0;
         walker = null;

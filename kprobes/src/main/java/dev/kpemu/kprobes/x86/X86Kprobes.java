@@ -50,6 +50,12 @@ public final class X86Kprobes implements ArchKprobes {
 
     @Override public dev.kpemu.kprobes.LiveRegs regs() { return regs; }
 
+    /** {@code struct pt_regs}' registers (orig_ax aside: 0 at an ftrace site) and GS_BASE, which finds the per-CPU area. */
+    private static final String[] RECORDED = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx",
+            "rdx", "rsi", "rdi", "rip", "cs", "rflags", "rsp", "ss", "gs_base"};
+
+    @Override public String[] recordedRegisters() { return RECORDED.clone(); }
+
     // ------------------------------------------------------------------ prepare
 
     @Override

@@ -1,0 +1,72 @@
+package dev.kpemu.machine;
+
+/**
+ * Probe hits a machine's native code records without an upcall ({@code kpemu_x86_probe_hits.c}):
+ * at an {@code int3} on a listed site, the registers the host names and a few guest words (the
+ * current task, fields of it, per-CPU words) are read as the host would read them there, and the
+ * guest goes on at the site's resume address. The host reads the records back in order
+ * ({@link #drainTo}) before any other of its code sees the guest: the machine drains them at the
+ * start of every hook upcall and when the engine returns, so a record's consumer runs as the
+ * hit's handler would have, only later in host time, with the guest state of the hit.
+ *
+ * <p>Off ({@link #setEnabled}) every hit goes to the host's Java path, as without this.
+ */
+public interface RecordedProbeHits {
+    /** Where a captured word is: {@code offset} from nothing, from GS_BASE, or from word 0's value (the task). */
+    enum Base { ABSOLUTE, GS_BASE, TASK }
+
+    /** A guest word read at each hit: {@code size} (1 to 16) bytes at {@code base} + {@code offset}. */
+    record Word(Base base, long offset, int size) {
+        public Word {
+            if (size < 1 || size > 16) throw new IllegalArgumentException("a word of " + size + " bytes");
+        }
+    }
+
+    /** Most registers and words a record holds. */
+    int MAX_REGISTERS = 32, MAX_WORDS = 8;
+
+    /**
+     * What each hit reads: the engine's registers {@code ids} (GS_BASE and CS among them), and
+     * {@code words} (word 0 the task pointer when any is {@link Base#TASK}-relative). Only while
+     * no record waits.
+     */
+    void capture(int[] ids, Word[] words);
+
+    /** The sites: probe addresses and where the guest goes on after each (replaces the earlier ones; empty: none). */
+    void sites(long[] addresses, long[] resume);
+
+    void setEnabled(boolean on);
+
+    /** While set, every hit goes to the host (one of its hits is in flight). */
+    void setBusy(boolean busy);
+
+    /** Hits recorded natively so far. */
+    long recorded();
+
+    /** One record while it is read ({@link #drainTo}). */
+    interface Record {
+        /** The index of the site (as given to {@link #sites}). */
+        int site();
+
+        /** The instruction clock's count of executed instructions at the hit. */
+        long executed();
+
+        /** Register {@code i} (of the ids given to {@link #capture}). */
+        long register(int i);
+
+        /** Whether word {@code k} was read (its address mapped to RAM, a kernel address). */
+        boolean wordRead(int k);
+
+        /** Word {@code k}'s first 8 bytes as a little-endian value (the bytes past its size are 0). */
+        long wordValue(int k);
+
+        /** Word {@code k}'s bytes into {@code dst} at {@code offset} (its size of them). */
+        void word(int k, byte[] dst, int offset);
+    }
+
+    /** Hands each waiting record to {@code consumer}, oldest first, and forgets them. */
+    void drainTo(java.util.function.Consumer<Record> consumer);
+
+    /** Whether records wait. */
+    boolean pending();
+}

@@ -1,0 +1,43 @@
+package dev.kpemu.kprobes;
+
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.RecordedProbeHits;
+
+/**
+ * A probe hit recorded by the machine's native code, read back ({@link RecordedHitHandler}): the
+ * registers as the hit's handler would have seen them ({@link #regs()}: an ftrace site's view,
+ * read only), the guest time of the hit, and the words the engine asked to be captured
+ * ({@link Kprobes#recordHitsWith}), read at the hit as the handler would have read them then.
+ * Valid only during the {@link RecordedHitHandler#onRecordedHit} call.
+ */
+public final class RecordedHit {
+    private final Machine machine;
+    private final RecordedRegs regs;
+    private RecordedProbeHits.Record record;
+
+    RecordedHit(Machine machine, String[] names) {
+        this.machine = machine;
+        this.regs = new RecordedRegs(machine.arch(), names);
+    }
+
+    RecordedHit at(RecordedProbeHits.Record r) {
+        this.record = r;
+        regs.at(r);
+        return this;
+    }
+
+    /** The hit's registers (writes are refused: a recordable handler writes nothing). */
+    public Regs regs() { return regs; }
+
+    /** The guest time of the hit ({@link dev.kpemu.machine.VirtualClock#liveNanos} there). */
+    public long guestNanos() { return machine.liveNanosAtExecuted(record.executed()); }
+
+    /** Whether captured word {@code k} was read at the hit. */
+    public boolean wordRead(int k) { return record.wordRead(k); }
+
+    /** Captured word {@code k}'s first 8 bytes as a little-endian value (0 past its size). */
+    public long wordValue(int k) { return record.wordValue(k); }
+
+    /** Captured word {@code k}'s bytes into {@code dst} at {@code offset} (its size of them). */
+    public void word(int k, byte[] dst, int offset) { record.word(k, dst, offset); }
+}

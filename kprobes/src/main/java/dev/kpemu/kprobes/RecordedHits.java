@@ -1,0 +1,136 @@
+package dev.kpemu.kprobes;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.RecordedProbeHits;
+
+/**
+ * The engine's side of hits recorded by the machine's native code ({@link RecordedProbeHits}):
+ * which probe points the native code may take at their {@code int3} (the site table), and reading
+ * the records back into the probes' {@link RecordedHitHandler}s, in order.
+ *
+ * <p>A point is recorded natively when it is an armed, boosted ftrace site (x86-64: its hit runs
+ * no handler of the engine's own and goes on at the boosted copy, as {@link HitPath} would send
+ * it), no optimization is queued for it, and every enabled probe at it is an entry probe with a
+ * {@link RecordedHitHandler} that says {@link RecordedHitHandler#recordable()} and no post or
+ * fault handler. The machine must offer recording (one x86-64 vCPU) and the words to capture must
+ * be known ({@link Kprobes#recordHitsWith}).
+ *
+ * <p>Every change of the engine's probes, of their arming and of what a handler says turns the
+ * table off at once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point
+ * builds it anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
+ * native code sends every hit to Java, which counts it missed as Linux would.
+ */
+final class RecordedHits {
+    private final Machine machine;
+    private final ArchKprobes arch;
+    private final ProbeTable table;
+    private final OptimizerBridge optimizers;
+    private final HandlerFailures failures;
+    private RecordedProbeHits.Word[] words;
+    private boolean dirty = true;
+    private boolean captureSet;
+    /** The points of the site table, by site index. */
+    private ProbePoint[] sites = new ProbePoint[0];
+    private RecordedHit hit;
+
+    RecordedHits(Machine machine, ArchKprobes arch, ProbeTable table, OptimizerBridge optimizers, HandlerFailures failures) {
+        this.machine = machine;
+        this.arch = arch;
+        this.table = table;
+        this.optimizers = optimizers;
+        this.failures = failures;
+    }
+
+    /** The guest words each hit captures (word 0 the current task); null: no hit is recorded natively. */
+    void words(RecordedProbeHits.Word[] w) {
+        this.words = w == null ? null : w.clone();
+        captureSet = false;
+        changed();
+    }
+
+    /** Something the site table depends on changed: off until the next safe point builds it again. */
+    void changed() {
+        dirty = true;
+        RecordedProbeHits h = machine.recordedProbeHits();
+        if (h != null) h.setEnabled(false);
+    }
+
+    /** Hits recorded natively so far (0 without native recording). */
+    long recorded() {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        return h == null ? 0 : h.recorded();
+    }
+
+    /** Between slices: the table built anew when something changed, or when an optimization got queued for a site. */
+    void onSafePoint() {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        if (h == null) return;
+        if (!dirty) {
+            for (ProbePoint p : sites) {
+                if (optimizers.detourFor(p.address) != -1) {
+                    dirty = true;
+                    break;
+                }
+            }
+            if (!dirty) return;
+        }
+        machine.drainRecordedHits();
+        dirty = false;
+        String[] names = arch.recordedRegisters();
+        if (words == null || names == null) {
+            h.setEnabled(false);
+            sites = new ProbePoint[0];
+            return;
+        }
+        if (!captureSet) {
+            int[] ids = new int[names.length];
+            for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
+            h.capture(ids, words);
+            hit = new RecordedHit(machine, names);
+            machine.consumeRecordedHits(this::replay);
+            captureSet = true;
+        }
+        List<ProbePoint> eligible = new ArrayList<>();
+        for (ProbePoint p : table.points.values()) if (recordable(p)) eligible.add(p);
+        long[] addresses = new long[eligible.size()], resume = new long[eligible.size()];
+        for (int i = 0; i < addresses.length; i++) {
+            addresses[i] = eligible.get(i).address;
+            resume[i] = eligible.get(i).slot;
+        }
+        h.sites(addresses, resume);
+        sites = eligible.toArray(new ProbePoint[0]);
+        h.setEnabled(addresses.length > 0);
+    }
+
+    private boolean recordable(ProbePoint p) {
+        if (!p.armed || !p.ftrace || !p.boosted || p.slot == 0) return false;
+        if (optimizers.detourFor(p.address) != -1) return false;
+        boolean any = false;
+        for (Kprobe k : p.children) {
+            if (k.isDisabled()) continue;
+            RecordedHitHandler r = k.recordedHitHandler();
+            if (k.owner != null || r == null || k.postHandler() != null || k.faultHandler() != null || !r.recordable()) return false;
+            any = true;
+        }
+        return any;
+    }
+
+    /** A record read back: the point's enabled probes' handlers, in the order {@link HitPath} runs them. */
+    private void replay(RecordedProbeHits.Record r) {
+        ProbePoint p = sites[r.site()];
+        RecordedHit x = hit.at(r);
+        List<Kprobe> children = p.children;
+        for (int i = 0; i < children.size(); i++) {
+            Kprobe k = children.get(i);
+            if (k.isDisabled()) continue;
+            try {
+                k.recordedHitHandler().onRecordedHit(k, x);
+            } catch (Throwable t) {
+                failures.handlerFailed(k, "pre", t);
+            }
+        }
+    }
+}
