@@ -55,4 +55,20 @@ class RecordedHitsTraceTest {
         assertEquals(java.console(), recorded.console(), "console");
         assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
     }
+
+    /**
+     * A listener that may act on the run when it is handed a record (not an
+     * {@code EventEngine.PassiveListener}) must get it at the hit: then no hit is recorded natively.
+     */
+    @Test
+    void aListenerThatIsNotPassiveGetsEveryHitAtTheHit() throws Exception {
+        dev.kpemu.session.TracedBoot traced = new dev.kpemu.session.TracedBoot(DEFINITIONS, null);
+        java.util.concurrent.atomic.AtomicLong seen = new java.util.concurrent.atomic.AtomicLong();
+        traced.addSink(r -> seen.incrementAndGet());
+        var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(Arch.X86_64, null, null, null, 256, 60,
+                java.io.OutputStream.nullOutputStream(), null), traced);
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
+        assertTrue(seen.get() > 100, "the listener saw the events: " + seen.get());
+        assertEquals(0, traced.kprobes().recordedHits(), "no hit recorded natively");
+    }
 }
