@@ -93,6 +93,18 @@ int kpemu_x86_translate(const struct walker *w, uint64_t va, uint64_t *pa, uint6
 }
 
 /* Reads guest-virtual memory page by page (Machine.readVirtual); 0 when unmapped. */
+void kpemu_x86_walker_now(uc_engine *uc, const struct kpemu_x86_exception *s, struct walker *w) {
+    uint64_t cr0 = 0, cr4 = 0, cr3 = 0;
+    uc_reg_read(uc, UC_X86_REG_CR0, &cr0);
+    uc_reg_read(uc, UC_X86_REG_CR4, &cr4);
+    uc_reg_read(uc, UC_X86_REG_CR3, &cr3);
+    w->uc = uc;
+    w->s = s;
+    w->cr3 = cr3;
+    w->paging = (cr0 & CR0_PG) != 0;
+    w->la57 = (cr4 & CR4_LA57) != 0;
+}
+
 static int translate(const struct walker *w, uint64_t va, uint64_t *pa, uint64_t *page_size) {
     return kpemu_x86_translate(w, va, pa, page_size);
 }
@@ -139,13 +151,8 @@ static int deliver(uc_engine *uc, struct kpemu_x86_exception *s, uint32_t vector
     uc_x86_mmr idtr;
     uc_reg_read(uc, UC_X86_REG_IDTR, &idtr);
     if ((uint64_t)vector * 16 + 15 > idtr.limit) return 0;
-    struct walker w = { .uc = uc, .s = s };
-    uint64_t cr0 = 0, cr4 = 0;
-    uc_reg_read(uc, UC_X86_REG_CR0, &cr0);
-    uc_reg_read(uc, UC_X86_REG_CR4, &cr4);
-    uc_reg_read(uc, UC_X86_REG_CR3, &w.cr3);
-    w.paging = (cr0 & CR0_PG) != 0;
-    w.la57 = (cr4 & CR4_LA57) != 0;
+    struct walker w;
+    kpemu_x86_walker_now(uc, s, &w);
     uint64_t gate[2];
     if (!virt_read(&w, idtr.base + (uint64_t)vector * 16, gate, 16)) return 0;
     uint64_t lo = gate[0], hi = gate[1];

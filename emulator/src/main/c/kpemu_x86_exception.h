@@ -51,6 +51,9 @@ struct walker {
     uint64_t cr3;
 };
 
+/* The page tables as they are now: CR0's paging bit, CR4's LA57, CR3 (X86PageWalker.now). */
+void kpemu_x86_walker_now(uc_engine *uc, const struct kpemu_x86_exception *s, struct walker *w);
+
 /* Reads guest-physical memory: RAM in place; elsewhere through the engine unless `ram_only`. 1 when read. */
 int kpemu_x86_phys_read(const struct walker *w, uint64_t pa, void *out, size_t len, int ram_only);
 

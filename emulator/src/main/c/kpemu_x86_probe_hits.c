@@ -26,8 +26,6 @@
 
 #define HIT_REGS 32
 #define HIT_WORDS 8
-#define CR0_PG (1ull << 31)
-#define CR4_LA57 (1ull << 12)
 #define KERNEL_MIN 0xffff800000000000ull
 
 struct kpemu_x86_hits {
@@ -93,13 +91,8 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     if (uc_reg_read_batch(uc, (int *)h->regs, ptrs, (int)h->nregs) != UC_ERR_OK) return 0;
     if ((regs[h->cs_index] & 3) != 0) return 0;   /* user mode: the host's */
 
-    struct walker w = { .uc = uc, .s = s };
-    uint64_t cr0 = 0, cr4 = 0;
-    uc_reg_read(uc, UC_X86_REG_CR0, &cr0);
-    uc_reg_read(uc, UC_X86_REG_CR4, &cr4);
-    uc_reg_read(uc, UC_X86_REG_CR3, &w.cr3);
-    w.paging = (cr0 & CR0_PG) != 0;
-    w.la57 = (cr4 & CR4_LA57) != 0;
+    struct walker w;
+    kpemu_x86_walker_now(uc, s, &w);
 
     uint32_t ok = 0;
     uint8_t *words = rec + 16 + 8 * (size_t)h->nregs;
