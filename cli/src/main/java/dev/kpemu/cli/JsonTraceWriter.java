@@ -4,13 +4,13 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
-import java.util.function.Consumer;
 
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 
 import dev.kpemu.kprobes.events.EventArg;
+import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.FetchType;
 import dev.kpemu.kprobes.events.GuestText;
 import dev.kpemu.kprobes.events.TraceRecord;
@@ -26,7 +26,7 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * {@code raw_args} ({@link GuestText}); a {@code char} is the one character whose code point is
  * its byte.
  */
-final class JsonTraceWriter implements Consumer<TraceRecord>, AutoCloseable {
+final class JsonTraceWriter implements EventEngine.PassiveListener, AutoCloseable {
     private final JsonGenerator json;
 
     JsonTraceWriter(OutputStream out) {

@@ -5,7 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Consumer;
 
 import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.GuestText;
