@@ -5,8 +5,8 @@ import java.io.OutputStream;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 
+import dev.kpemu.kprobes.events.EventEngine;
 import dev.kpemu.kprobes.events.RecordedTrace;
 import dev.kpemu.kprobes.events.RecordedTraceReader;
 import dev.kpemu.kprobes.events.RecordedTraceWriter;
@@ -26,8 +26,11 @@ import dev.kpemu.session.TracedBoot;
  *
  * <p>An I/O error while the guest runs is kept and reported by {@link #finish} (nothing may
  * escape into the emulation thread); a damaged golden ends the comparison the same way.
+ *
+ * <p>A passive listener: it writes and compares, and acts on the run only at {@link #finish}, so
+ * x86 hits of register-only events may be recorded natively while it listens.
  */
-final class StreamedOutputs implements Consumer<TraceRecord>, AutoCloseable {
+final class StreamedOutputs implements EventEngine.PassiveListener, AutoCloseable {
     /** The run's header so far (its phases may still be empty): the comparison's mode needs it at the first event. */
     interface HeaderSoFar {
         RecordedTrace.Header get() throws IOException;
