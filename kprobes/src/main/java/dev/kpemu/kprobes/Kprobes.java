@@ -137,7 +137,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
      * {@link ProbeOptimizer.Engine} view. Probes already registered are offered to it.
      */
     public <T extends ProbeOptimizer> T attachOptimizer(java.util.function.Function<ProbeOptimizer.Engine, T> factory) {
-        return optimizers.attach(factory, new OptimizerView(machine, arch, symbols, slots, table, arming, optimizers, hits));
+        return optimizers.attach(factory, new OptimizerView(machine, arch, symbols, slots, table, arming, optimizers, hits, recorded));
     }
 
     /** The attached optimizer, or null. */

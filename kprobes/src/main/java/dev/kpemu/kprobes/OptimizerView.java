@@ -18,9 +18,10 @@ final class OptimizerView implements ProbeOptimizer.Engine {
     private final ProbeArming arming;
     private final OptimizerBridge optimizers;
     private final HitPath hits;
+    private final RecordedHits recorded;
 
     OptimizerView(Machine machine, ArchKprobes arch, SymbolResolver symbols, SlotArea slots, ProbeTable table,
-                  ProbeArming arming, OptimizerBridge optimizers, HitPath hits) {
+                  ProbeArming arming, OptimizerBridge optimizers, HitPath hits, RecordedHits recorded) {
         this.machine = machine;
         this.arch = arch;
         this.regs = arch.regs();
@@ -31,7 +32,10 @@ final class OptimizerView implements ProbeOptimizer.Engine {
         this.arming = arming;
         this.optimizers = optimizers;
         this.hits = hits;
+        this.recorded = recorded;
     }
+
+    @Override public void detourChanged(long address) { recorded.changed(); }
 
     @Override public Machine machine() { return machine; }
 

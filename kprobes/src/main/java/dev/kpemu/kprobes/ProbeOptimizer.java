@@ -62,6 +62,12 @@ public interface ProbeOptimizer extends AutoCloseable {
 
         /** arm64: simulates the probed instruction at {@code address} on the live registers (sets the pc). */
         void simulate(long address);
+
+        /**
+         * Whether {@link #detourFor} of the probe at {@code address} answers a detour changed (it
+         * got one or lost it): the engine's hits recorded natively resume where that says.
+         */
+        void detourChanged(long address);
     }
 
     /** The probe at {@code address} was registered or changed (children, enable/disable, arming, global switch). */

@@ -13,11 +13,13 @@ import dev.kpemu.machine.RecordedProbeHits;
 public final class RecordedHit {
     private final Machine machine;
     private final RecordedRegs regs;
+    private final RecordedProbeHits.Word[] words;
     private RecordedProbeHits.Record record;
 
-    RecordedHit(Machine machine, String[] names) {
+    RecordedHit(Machine machine, String[] names, RecordedProbeHits.Word[] words) {
         this.machine = machine;
         this.regs = new RecordedRegs(machine.arch(), names);
+        this.words = words;
     }
 
     RecordedHit at(RecordedProbeHits.Record r) {
@@ -31,6 +33,9 @@ public final class RecordedHit {
 
     /** The guest time of the hit ({@link dev.kpemu.machine.VirtualClock#liveNanos} there). */
     public long guestNanos() { return machine.liveNanosAtExecuted(record.executed()); }
+
+    /** The words captured at each hit ({@link Kprobes#recordHitsWith}: word 0 the current task); do not change them. */
+    public RecordedProbeHits.Word[] words() { return words; }
 
     /** Whether captured word {@code k} was read at the hit. */
     public boolean wordRead(int k) { return record.wordRead(k); }

@@ -18,8 +18,8 @@ import dev.kpemu.machine.RecordedProbeHits;
  * fault handler. The machine must offer recording (one x86-64 vCPU) and the words to capture must
  * be known ({@link Kprobes#recordHitsWith}).
  *
- * <p>Every change of the engine's probes, of their arming and of what a handler says turns the
- * table off at once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point
+ * <p>Every change of the engine's probes, of their arming, of an optimizer's detours
+ * ({@link ProbeOptimizer.Engine#detourChanged}) and of what a handler says turns the table off at once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point
  * builds it anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
  * native code sends every hit to Java, which counts it missed as Linux would.
  */
@@ -64,19 +64,11 @@ final class RecordedHits {
         return h == null ? 0 : h.recorded();
     }
 
-    /** Between slices: the table built anew when something changed, or when an optimization got queued for a site. */
+    /** Between slices: the table built anew when something changed. */
     void onSafePoint() {
+        if (!dirty) return;
         RecordedProbeHits h = machine.recordedProbeHits();
         if (h == null) return;
-        if (!dirty) {
-            for (ProbePoint p : sites) {
-                if (optimizers.detourFor(p.address) != -1) {
-                    dirty = true;
-                    break;
-                }
-            }
-            if (!dirty) return;
-        }
         machine.drainRecordedHits();
         dirty = false;
         String[] names = arch.recordedRegisters();
@@ -89,7 +81,7 @@ final class RecordedHits {
             int[] ids = new int[names.length];
             for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
             h.capture(ids, words);
-            hit = new RecordedHit(machine, names);
+            hit = new RecordedHit(machine, names, words);
             machine.consumeRecordedHits(this::replay);
             captureSet = true;
         }

@@ -538,6 +538,7 @@ public final class JumpOptimizer implements ProbeOptimizer {
     }
 
     private void setState(Site s, State to) {
+        if ((s.state == State.BREAKPOINT) != (to == State.BREAKPOINT)) engine.detourChanged(s.address);   // detourFor's answer
         if (s.state == State.QUEUED) queued--;
         if (to == State.QUEUED) queued++;
         s.state = to;

@@ -33,7 +33,7 @@ final class NativeProbeHits implements RecordedProbeHits {
     private int[] siteOfSlot = new int[0];
     private int recordSize, nregs, nwords;
     private int[] wordSize = new int[0];
-    private boolean enabled, retired;
+    private boolean retired;
     private final RecordView view = new RecordView();
 
     /**
@@ -127,8 +127,7 @@ final class NativeProbeHits implements RecordedProbeHits {
     @Override
     public void setEnabled(boolean on) {
         if (closed) return;
-        enabled = on && !retired && nregs > 0;
-        state.set(JAVA_INT, ENABLED, enabled ? 1 : 0);
+        state.set(JAVA_INT, ENABLED, on && !retired && nregs > 0 ? 1 : 0);
     }
 
     /** Off for good (the machine got a second vCPU: records are one vCPU's). */

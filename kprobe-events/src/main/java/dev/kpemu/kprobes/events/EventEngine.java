@@ -200,7 +200,7 @@ public final class EventEngine implements AutoCloseable {
         public void onRecordedHit(Kprobe k, RecordedHit hit) {
             nhit++;
             if (!event.armed) return;
-            ctx.beginRecorded(hit, recordedWords);
+            ctx.beginRecorded(hit);
             if (!compiled.fetch(ctx, buffer.entryData(null))) {
                 dropped++;
                 return;

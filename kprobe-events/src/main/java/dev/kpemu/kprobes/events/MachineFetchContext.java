@@ -150,14 +150,15 @@ public final class MachineFetchContext implements FetchContext {
 
     /**
      * Starts a hit the machine's native code recorded ({@link RecordedHit}): registers from the
-     * record, and guest memory only as the record captured it, {@code words} (word 0 the current
-     * task): the reads of the current task, its pid and comm and the latency column's words that
+     * record, and guest memory only as the record captured it ({@link RecordedHit#words()}, word 0
+     * the current task): the reads of the current task, its pid and comm and the latency column's words that
      * {@link #currentTask}, {@link #pid}, {@link #comm} and {@link LatencyLayout#state} make. Any
      * other read of guest memory fails loudly (IllegalStateException): a handler that reads memory
      * is never recorded.
      */
-    public void beginRecorded(RecordedHit hit, RecordedProbeHits.Word[] words) {
+    public void beginRecorded(RecordedHit hit) {
         begin(hit.regs());
+        RecordedProbeHits.Word[] words = hit.words();
         recorded = hit;
         recordedWords = words;
         if (recordedAddress.length < words.length) recordedAddress = new long[words.length];
