@@ -135,10 +135,10 @@ class SourceKernelTest {
 
     /**
      * The reference machine on a busy host, made on purpose (qemu-reference.sh's
-     * KPEMU_QEMU_SLOW_HOST): QEMU shares one core with a busy loop and its threads but the vCPU's
-     * run at nice 19, so the timers' interrupts reach the guest seldom while its clocks go on with
-     * the host's. There this kernel without {@code no_timer_check} panics in check_timer() ("IO-APIC
-     * + timer doesn't work!", as in CI on 2026-11-27); with the reference boots' options it reaches
+     * KPEMU_QEMU_SLOW_HOST): QEMU is stopped for 95 ms of every 100 ms while its clocks go on with
+     * the host's, so the timers race ahead of its CPU, a slowdown bounded whatever else the host
+     * runs. There this kernel without {@code no_timer_check} panics in check_timer() ("IO-APIC +
+     * timer doesn't work!", as in CI on 2026-11-27); with the reference boots' options it reaches
      * the workload's end, and Linux's trace is still the one kpemu prints.
      */
     @org.junit.jupiter.api.Test
