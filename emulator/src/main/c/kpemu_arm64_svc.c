@@ -21,14 +21,12 @@
  * to the current-EL vector the host verified (`vbar_ok_current`); any other abort (from EL1 on
  * SP_EL0, from AArch32, a VBAR not verified, an abort at the vector itself) goes to the host.
  */
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-#include <unicorn/unicorn.h>
+#include "kpemu_arm64_svc.h"
 
 #define EXCP_SWI 2
 #define EXCP_PREFETCH_ABORT 3
 #define EXCP_DATA_ABORT 4
+#define EXCP_BKPT 7
 #define FROM_CURRENT_SPX 0x200
 #define PSTATE_SPX 1
 #define FROM_LOWER_A64 0x400
@@ -38,27 +36,6 @@
 #define SVC_BITS 0xd4000001u
 #define EC_AA64_SVC 0x15u
 #define ESR_IL (1u << 25)
-
-typedef void (*kpemu_intr_cb)(uc_engine *uc, uint32_t intno, void *user_data);
-
-struct kpemu_arm64_svc {
-    uc_context *ctx;          /* scratch context (uc_context_alloc'd by the host) */
-    int64_t syndrome;         /* offset of QEMU's exception syndrome in the context */
-    uint64_t vbar_ok;         /* VBAR_EL1 whose lower-EL vector the host verified; 0: none yet */
-    kpemu_intr_cb forward;    /* the host's interrupt hook */
-    void *forward_data;
-    uint64_t taken;           /* SVCs taken here */
-    uint64_t forwarded;       /* exceptions passed to `forward` */
-    uint64_t from_context;    /* SVCs whose syndrome was read from a saved context */
-    uc_context *pc_ctx;       /* a context through the PC only (allocated by the host) */
-    int64_t pc;               /* offset of the PC in it */
-    int64_t vaddress;         /* offset of QEMU's fault address in the whole context */
-    uint64_t vbar_ok_current; /* VBAR_EL1 whose current-EL (SP_EL1) vector the host verified; 0: none yet */
-    uint32_t forward_all;     /* nonzero: every abort goes to `forward` */
-    uint32_t pad;
-    uint64_t aborts;          /* aborts taken here (also counted in `taken`) */
-    uint64_t owned_low, owned_high; /* aborts with PC in [owned_low, owned_high) go to `forward` */
-};
 
 size_t kpemu_arm64_svc_size(void) { return sizeof(struct kpemu_arm64_svc); }
 
@@ -131,6 +108,7 @@ static int take_abort(uc_engine *uc, struct kpemu_arm64_svc *s) {
 
 void kpemu_arm64_svc(uc_engine *uc, uint32_t intno, void *user_data) {
     struct kpemu_arm64_svc *s = (struct kpemu_arm64_svc *)user_data;
+    if (intno == EXCP_BKPT && s->hits != NULL && s->forward_all == 0 && kpemu_arm64_record_hit(uc, s)) return;
     if ((intno == EXCP_DATA_ABORT || intno == EXCP_PREFETCH_ABORT) && s->forward_all == 0 && take_abort(uc, s)) {
         s->taken++;
         s->aborts++;

@@ -10,7 +10,7 @@
 
 #define RAM_REGIONS 4
 
-struct kpemu_x86_hits;
+struct kpemu_probe_hits;
 
 typedef void (*kpemu_intr_cb)(uc_engine *uc, uint32_t intno, void *user_data);
 
@@ -40,7 +40,7 @@ struct kpemu_x86_exception {
     struct kpemu_ram ram[RAM_REGIONS];
     uint64_t owned_low, owned_high; /* faults with RIP in [owned_low, owned_high) go to `forward` */
     uint64_t frame_low, frame_high; /* frames touching guest-physical [frame_low, frame_high) are the host's */
-    struct kpemu_x86_hits *hits;    /* probe hits recorded here (kpemu_x86_probe_hits.c); NULL: none */
+    struct kpemu_probe_hits *hits;    /* probe hits recorded here (kpemu_x86_probe_hits.c); NULL: none */
 };
 
 /* The page tables as they are now (X86PageWalker.now). */

@@ -1,5 +1,7 @@
 package dev.kpemu.machine;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.FunctionDescriptor;
@@ -35,5 +37,25 @@ public final class NativeHookFunctions {
         }
         if (size != structSize) throw new IllegalStateException(NativeLibraries.CLOCK + "'s struct " + name + " is " + size + " bytes, not " + structSize);
         return hook;
+    }
+
+    /**
+     * Writes where {@code memory}'s RAM lies in host memory into a hook's table of RAM regions (a
+     * u32 count at {@code countOffset}; at {@code tableOffset}, {@code max} entries of guest-physical
+     * base and end and the host address, 24 bytes each), which the hook's page walks read in place.
+     * Returns the region count written, so a caller can skip the next call while it is unchanged.
+     */
+    public static int writeRamRegions(MemorySegment state, long countOffset, long tableOffset, int max, GuestMemory memory) {
+        int n = memory.ramRegionCount();
+        int used = Math.min(n, max);
+        for (int i = 0; i < used; i++) {
+            MemorySegment host = memory.ramHost(i);
+            long e = tableOffset + 24L * i;
+            state.set(JAVA_LONG, e, memory.ramBase(i));
+            state.set(JAVA_LONG, e + 8, memory.ramBase(i) + host.byteSize());
+            state.set(ADDRESS, e + 16, host);
+        }
+        state.set(JAVA_INT, countOffset, used);
+        return n;
     }
 }

@@ -1,8 +1,8 @@
 package dev.kpemu.machine;
 
 /**
- * Probe hits a machine's native code records without an upcall ({@code kpemu_x86_probe_hits.c}):
- * at an {@code int3} on a listed site, the registers the host names and a few guest words (the
+ * Probe hits a machine's native code records without an upcall ({@code kpemu_x86_probe_hits.c},
+ * {@code kpemu_arm64_probe_hits.c}): at a breakpoint on a listed site, the registers the host names and a few guest words (the
  * current task, fields of it, per-CPU words) are read as the host would read them there, and the
  * guest goes on at the site's resume address. The host reads the records back in order
  * ({@link #drainTo}) before any other of its code sees the guest: the machine drains them at the
@@ -12,8 +12,12 @@ package dev.kpemu.machine;
  * <p>Off ({@link #setEnabled}) every hit goes to the host's Java path, as without this.
  */
 public interface RecordedProbeHits {
-    /** Where a captured word is: {@code offset} from nothing, from GS_BASE, or from word 0's value (the task). */
-    enum Base { ABSOLUTE, GS_BASE, TASK }
+    /**
+     * Where a captured word is: {@code offset} from nothing, from GS_BASE (x86-64), or from word 0's
+     * value (the task); or no guest memory: {@link #REGISTER}'s value is the captured register
+     * numbered {@code offset} (arm64: SP_EL0, the kernel's {@code current}, as word 0).
+     */
+    enum Base { ABSOLUTE, GS_BASE, TASK, REGISTER }
 
     /** A guest word read at each hit: {@code size} (1 to 16) bytes at {@code base} + {@code offset}. */
     record Word(Base base, long offset, int size) {
@@ -23,10 +27,11 @@ public interface RecordedProbeHits {
     }
 
     /** Most registers and words a record holds. */
-    int MAX_REGISTERS = 32, MAX_WORDS = 8;
+    int MAX_REGISTERS = 40, MAX_WORDS = 8;
 
     /**
-     * What each hit reads: the engine's registers {@code ids} (GS_BASE and CS among them), and
+     * What each hit reads: the engine's registers {@code ids} (the vCPU's mode register among them:
+     * x86-64 CS, with GS_BASE; arm64 PSTATE), and
      * {@code words} (word 0 the task pointer when any is {@link Base#TASK}-relative). Only while
      * no record waits.
      */

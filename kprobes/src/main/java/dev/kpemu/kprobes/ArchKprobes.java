@@ -58,6 +58,13 @@ public interface ArchKprobes extends ProbeDecoder {
     default String[] recordedRegisters() { return null; }
 
     /**
+     * The probe points whose hits the machine's native code records: {@link Regs.Entry#FTRACE}
+     * ftrace sites (x86-64, where the recorded registers are the ftrace view's) or
+     * {@link Regs.Entry#BREAKPOINT} breakpoints (arm64, which has no kprobes on ftrace).
+     */
+    default Regs.Entry recordedEntry() { return Regs.Entry.FTRACE; }
+
+    /**
      * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})
      * with {@code trampoline} and returns the real return address ({@code arch_prepare_kretprobe}).
      */

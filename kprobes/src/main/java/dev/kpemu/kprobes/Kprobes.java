@@ -299,6 +299,16 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
      */
     public void recordHitsWith(dev.kpemu.machine.RecordedProbeHits.Word[] words) { recorded.words(words); }
 
+    /**
+     * Where register {@code name} sits among the registers a recorded hit captures (the number a
+     * {@link dev.kpemu.machine.RecordedProbeHits.Base#REGISTER} word names), or -1 when none is.
+     */
+    public int recordedRegister(String name) {
+        String[] r = arch.recordedRegisters();
+        if (r != null) for (int i = 0; i < r.length; i++) if (r[i].equals(name)) return i;
+        return -1;
+    }
+
     /** A {@link RecordedHitHandler}'s answer may have changed: the engine asks again at its next safe point. */
     public void recordedHitsChanged() { recorded.changed(); }
 

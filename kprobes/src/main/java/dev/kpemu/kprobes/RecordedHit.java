@@ -1,5 +1,7 @@
 package dev.kpemu.kprobes;
 
+import java.util.List;
+
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.RecordedProbeHits;
 
@@ -16,9 +18,9 @@ public final class RecordedHit {
     private final RecordedProbeHits.Word[] words;
     private RecordedProbeHits.Record record;
 
-    RecordedHit(Machine machine, String[] names, RecordedProbeHits.Word[] words) {
+    RecordedHit(Machine machine, String[] names, List<String> listed, Regs.Entry entry, RecordedProbeHits.Word[] words) {
         this.machine = machine;
-        this.regs = new RecordedRegs(machine.arch(), names);
+        this.regs = new RecordedRegs(machine.arch(), names, listed, entry);
         this.words = words;
     }
 

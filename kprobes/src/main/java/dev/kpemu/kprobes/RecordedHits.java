@@ -11,9 +11,9 @@ import dev.kpemu.machine.RecordedProbeHits;
  * which probe points the native code may take at their {@code int3} (the site table), and reading
  * the records back into the probes' {@link RecordedHitHandler}s, in order.
  *
- * <p>A point is recorded natively when it is an armed, boosted ftrace site (x86-64: its hit runs
- * no handler of the engine's own and goes on at the boosted copy, as {@link HitPath} would send
- * it), no optimization is queued for it, and every enabled probe at it is an entry probe with a
+ * <p>A point is recorded natively when it is armed and boosted (its hit runs no handler of the
+ * engine's own and goes on at the boosted copy, as {@link HitPath} would send it) and of the kind
+ * the arch records ({@link ArchKprobes#recordedEntry}: x86-64 ftrace sites, arm64 breakpoints), no optimization is queued for it, and every enabled probe at it is an entry probe with a
  * {@link RecordedHitHandler} that says {@link RecordedHitHandler#recordable()} and no post or
  * fault handler. The machine must offer recording (one x86-64 vCPU) and the words to capture must
  * be known ({@link Kprobes#recordHitsWith}).
@@ -81,7 +81,7 @@ final class RecordedHits {
             int[] ids = new int[names.length];
             for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
             h.capture(ids, words);
-            hit = new RecordedHit(machine, names, words);
+            hit = new RecordedHit(machine, names, arch.regs().names(), arch.recordedEntry(), words);
             machine.consumeRecordedHits(this::replay);
             captureSet = true;
         }
@@ -98,7 +98,7 @@ final class RecordedHits {
     }
 
     private boolean recordable(ProbePoint p) {
-        if (!p.armed || !p.ftrace || !p.boosted || p.slot == 0) return false;
+        if (!p.armed || p.ftrace != (arch.recordedEntry() == Regs.Entry.FTRACE) || !p.boosted || p.slot == 0) return false;
         if (optimizers.detourFor(p.address) != -1) return false;
         boolean any = false;
         for (Kprobe k : p.children) {

@@ -6,15 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import dev.kpemu.boot.BootOutcome;
 import dev.kpemu.kprobes.events.TraceRecord;
 import dev.kpemu.machine.Arch;
 
 /**
- * Hits recorded by the machine's native code (x86-64 ftrace sites whose events read registers
- * only: {@code dev.kpemu.kprobes.RecordedHits}) give the run the Java hit path gives: the same
+ * Hits recorded by the machine's native code (x86-64 ftrace sites and arm64 breakpoints whose
+ * events read registers only: {@code dev.kpemu.kprobes.RecordedHits}) give the run the Java hit
+ * path gives, on both arches: the same
  * trace lines (context columns, latency column and timestamps included), the same profile counts,
  * console and instruction count, with events that read memory and kretprobes hitting beside them
  * on the Java path, interleaved in order.
@@ -28,18 +30,28 @@ class RecordedHitsTraceTest {
             "p:kprobes/openname do_filp_open name=+0(+0(%si)):string",
             "r:kprobes/openret do_sys_openat2 ret=$retval:s32");
 
-    @Test
-    void recordedHitsGiveTheTraceOfTheJavaPath() throws Exception {
+    private static final List<String> ARM64_DEFINITIONS = List.of(
+            "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
+            "p:kprobes/openat do_sys_openat2 dfd=%x0:s32 how=%x2:x64",
+            "p:sec/ security_file_*",
+            "p:kprobes/openname do_filp_open name=+0(+0(%x1)):string",
+            "r:kprobes/openret do_sys_openat2 ret=$retval:s32");
+
+    private static List<String> definitions(Arch arch) { return arch == Arch.X86_64 ? DEFINITIONS : ARM64_DEFINITIONS; }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void recordedHitsGiveTheTraceOfTheJavaPath(Arch arch) throws Exception {
         KernelTraceRegressionTest.Run java, recorded;
-        String before = System.getProperty("kpemu.x86.recordedHits");
-        System.setProperty("kpemu.x86.recordedHits", "false");
+        String before = System.getProperty("kpemu.recordedHits");
+        System.setProperty("kpemu.recordedHits", "false");
         try {
-            java = KernelTraceRegressionTest.boot(Arch.X86_64, DEFINITIONS);
+            java = KernelTraceRegressionTest.boot(arch, definitions(arch));
         } finally {
-            if (before == null) System.clearProperty("kpemu.x86.recordedHits");
-            else System.setProperty("kpemu.x86.recordedHits", before);
+            if (before == null) System.clearProperty("kpemu.recordedHits");
+            else System.setProperty("kpemu.recordedHits", before);
         }
-        recorded = KernelTraceRegressionTest.boot(Arch.X86_64, DEFINITIONS);
+        recorded = KernelTraceRegressionTest.boot(arch, definitions(arch));
         for (KernelTraceRegressionTest.Run r : List.of(java, recorded)) {
             assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), r.result().status());
         }
@@ -60,12 +72,13 @@ class RecordedHitsTraceTest {
      * A listener that may act on the run when it is handed a record (not an
      * {@code EventEngine.PassiveListener}) must get it at the hit: then no hit is recorded natively.
      */
-    @Test
-    void aListenerThatIsNotPassiveGetsEveryHitAtTheHit() throws Exception {
-        dev.kpemu.session.TracedBoot traced = new dev.kpemu.session.TracedBoot(DEFINITIONS, null);
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aListenerThatIsNotPassiveGetsEveryHitAtTheHit(Arch arch) throws Exception {
+        dev.kpemu.session.TracedBoot traced = new dev.kpemu.session.TracedBoot(definitions(arch), null);
         java.util.concurrent.atomic.AtomicLong seen = new java.util.concurrent.atomic.AtomicLong();
         traced.addSink(r -> seen.incrementAndGet());
-        var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(Arch.X86_64, null, null, null, 256, 60,
+        var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60,
                 java.io.OutputStream.nullOutputStream(), null), traced);
         assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
         assertTrue(seen.get() > 100, "the listener saw the events: " + seen.get());

@@ -104,7 +104,17 @@ public final class Arm64Machine extends Machine {
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
         hookCacheMaintenance(0);
+        NativeSvc svc = cpus[0].nativeSvc;
+        if (svc != null && dev.kpemu.machine.NativeProbeHits.available("kpemu_arm64_record_hit")) {
+            probeHits = new dev.kpemu.machine.NativeProbeHits(executedCounter(), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1);
+            svc.recordHits(probeHits);
+        }
     }
+
+    /** Probe hits vCPU 0's native hook records at BRKs (null: the library has no such code); off once a second vCPU exists. */
+    private dev.kpemu.machine.NativeProbeHits probeHits;
+
+    @Override public dev.kpemu.machine.RecordedProbeHits recordedProbeHits() { return cpus.length == 1 ? probeHits : null; }
 
     /** The guest's own watchpoint registers, emulated ({@link Arm64DebugRegisters}). */
     public Arm64DebugRegisters debugRegisters() { return debugRegisters; }
@@ -145,6 +155,7 @@ public final class Arm64Machine extends Machine {
      * PEs, through {@link #onCpuAdded} and {@link #setHypercallHandler}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
+        if (probeHits != null) probeHits.retire();   // records are one vCPU's
         Cpu c = hookCpu(engine);
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
         more[cpu] = c;
@@ -477,6 +488,7 @@ public final class Arm64Machine extends Machine {
 
     @Override
     protected void beforeSlice() {
+        if (cpuState.nativeSvc != null) cpuState.nativeSvc.useRam(memory);
         Arm64DebugRegisters.Pending watch = debugRegisters.takePending(cpu());
         if (watch != null) {
             // the guest's own watchpoint (Arm64DebugRegisters): taken before the store, ELR = the storing instruction
@@ -636,6 +648,10 @@ public final class Arm64Machine extends Machine {
             for (int i = 0; i < javaExceptions.length; i++) if (javaExceptions[i] != 0) b.append(' ').append(i).append('=').append(javaExceptions[i]);
             for (Cpu c : cpus) if (c.nativeSvc != null) b.append(" taken natively=").append(c.nativeSvc.taken()).append(" (aborts ").append(c.nativeSvc.abortsTaken()).append(')');
             System.err.println(b.append(']'));
+        }
+        if (probeHits != null) {
+            if (COUNT_JAVA) System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
+            probeHits.close();
         }
         for (Cpu c : cpus) c.close();
         super.close();

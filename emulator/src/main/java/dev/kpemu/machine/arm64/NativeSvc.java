@@ -21,11 +21,15 @@ import dev.kpemu.unicorn.Unicorn;
  * ({@link #verified}, {@link #verifiedCurrent}).
  */
 final class NativeSvc implements AutoCloseable {
-    private static final long SIZE = 128;
+    private static final long SIZE = 240;
     private static final MemorySegment HOOK = NativeHookFunctions.find("kpemu_arm64_svc", SIZE);
     // struct kpemu_arm64_svc's fields
     private static final long CTX = 0, SYNDROME = 8, VBAR_OK = 16, FORWARD = 24, FORWARD_DATA = 32, TAKEN = 40, FORWARDED = 48, FROM_CONTEXT = 56,
-            PC_CTX = 64, PC = 72, VADDRESS = 80, VBAR_OK_CURRENT = 88, FORWARD_ALL = 96, ABORTS = 104, OWNED_LOW = 112, OWNED_HIGH = 120;
+            PC_CTX = 64, PC = 72, VADDRESS = 80, VBAR_OK_CURRENT = 88, FORWARD_ALL = 96, ABORTS = 104, OWNED_LOW = 112, OWNED_HIGH = 120,
+            HITS = 128, RAM_COUNT = 136, RAM = 144;
+    private static final int RAM_REGIONS = 4;
+    /** RAM regions the hook was last told of ({@link #useRam}); -1: none yet. */
+    private int ramRegions = -1;
 
     /**
      * The hook's state and its upcall stub. Closed with the machine: an automatic arena would never
@@ -78,6 +82,18 @@ final class NativeSvc implements AutoCloseable {
         state.set(JAVA_LONG, OWNED_LOW, pcLow);
         state.set(JAVA_LONG, OWNED_HIGH, pcHigh);
         state.set(JAVA_INT, FORWARD_ALL, all || "false".equals(System.getProperty("kpemu.arm64.nativeAborts")) ? 1 : 0);
+    }
+
+    /** Lets the hook record probe hits at BRKs in {@code hits}' ring ({@link dev.kpemu.machine.NativeProbeHits}). */
+    void recordHits(dev.kpemu.machine.NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
+
+    /** The context through the PC that the hook writes the PC through. */
+    MemorySegment pcContextBlob() { return pcContext.blob(); }
+
+    /** Tells the hook where {@code memory}'s RAM lies in host memory (its page walks read RAM in place) when that changed. */
+    void useRam(dev.kpemu.machine.GuestMemory memory) {
+        if (memory.ramRegionCount() == ramRegions) return;
+        ramRegions = dev.kpemu.machine.NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
     }
 
     /** Data and instruction aborts taken natively so far (also in {@link #taken}). */

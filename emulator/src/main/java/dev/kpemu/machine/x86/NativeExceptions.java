@@ -30,7 +30,7 @@ final class NativeExceptions implements AutoCloseable {
     private static final long CTX = 0, ERROR_CODE = 8, OLD_EXCEPTION = 16, HFLAGS = 24, CS_CACHE = 32, SS_CACHE = 40, EIP = 48,
             SEG_SELECTOR = 56, SEG_BASE = 60, SEG_LIMIT = 64, SEG_FLAGS = 68, HF_CPL_MASK = 72, CODE64_FLAGS = 76,
             NATIVE_VECTORS = 80, FORWARD_ALL = 84, FORWARD = 88, FORWARD_DATA = 96, DELIVERED = 104, FORWARDED = 112,
-            RAM_COUNT = 120, RAM = 128, RAM_ENTRY = 24, OWNED_LOW = 224, OWNED_HIGH = 232, FRAME_LOW = 240, FRAME_HIGH = 248, HITS = 256;
+            RAM_COUNT = 120, RAM = 128, OWNED_LOW = 224, OWNED_HIGH = 232, FRAME_LOW = 240, FRAME_HIGH = 248, HITS = 256;
     private static final int RAM_REGIONS = 4;
     /** The vectors delivered natively: #DE, #TS, #NP, #SS, #GP, #PF, #AC (X86Machine.onException treats them alike). */
     static final int VECTORS = 1 << X86Machine.VEC_DE | 1 << X86Machine.VEC_TS | 1 << X86Machine.VEC_NP | 1 << X86Machine.VEC_SS
@@ -96,22 +96,12 @@ final class NativeExceptions implements AutoCloseable {
      * place; elsewhere they read through the engine) when its RAM regions changed since the last call.
      */
     void useRam(GuestMemory memory) {
-        int n = memory.ramRegionCount();
-        if (n == ramRegions) return;
-        int used = Math.min(n, RAM_REGIONS);
-        for (int i = 0; i < used; i++) {
-            MemorySegment host = memory.ramHost(i);
-            long e = RAM + RAM_ENTRY * i;
-            state.set(JAVA_LONG, e, memory.ramBase(i));
-            state.set(JAVA_LONG, e + 8, memory.ramBase(i) + host.byteSize());
-            state.set(ADDRESS, e + 16, host);
-        }
-        state.set(JAVA_INT, RAM_COUNT, used);
-        ramRegions = n;
+        if (memory.ramRegionCount() == ramRegions) return;
+        ramRegions = dev.kpemu.machine.NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
     }
 
-    /** Lets the hook record probe hits in {@code hits}' ring ({@link NativeProbeHits}). */
-    void recordHits(NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state); }
+    /** Lets the hook record probe hits in {@code hits}' ring ({@link dev.kpemu.machine.NativeProbeHits}). */
+    void recordHits(dev.kpemu.machine.NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
 
     /** Exceptions delivered natively so far. */
     long delivered() { return state.get(JAVA_LONG, DELIVERED); }

@@ -99,8 +99,8 @@ public final class X86Machine extends Machine {
         super(uc, instructionsPerSecond);
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
-        if (cpus[0].exceptions != null && NativeProbeHits.available()) {
-            probeHits = new NativeProbeHits(executedCounter(), cpus[0].privilegeBlob, layout.eip());
+        if (cpus[0].exceptions != null && dev.kpemu.machine.NativeProbeHits.available("kpemu_x86_record_hit")) {
+            probeHits = new dev.kpemu.machine.NativeProbeHits(executedCounter(), cpus[0].privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE);
             cpus[0].exceptions.recordHits(probeHits);
         }
         // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
@@ -145,7 +145,7 @@ public final class X86Machine extends Machine {
     }
 
     /** vCPU 0's natively recorded probe hits (null: not available); only while it is the only vCPU. */
-    private NativeProbeHits probeHits;
+    private dev.kpemu.machine.NativeProbeHits probeHits;
 
     @Override public dev.kpemu.machine.RecordedProbeHits recordedProbeHits() { return cpus.length == 1 ? probeHits : null; }
 

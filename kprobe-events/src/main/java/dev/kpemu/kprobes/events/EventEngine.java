@@ -297,13 +297,19 @@ public final class EventEngine implements AutoCloseable {
         return true;
     }
 
-    /** The words a recorded hit captures, from the task layout and the latency layout (x86-64 only), told to the engine. */
+    /** The words a recorded hit captures, from the task layout and the latency layout, told to the engine. */
     private void updateRecordedWords() {
         RecordedProbeHits.Word[] w = null;
-        if (arch == Arch.X86_64 && task != null) {
+        int spEl0 = arch == Arch.ARM64 ? kprobes.recordedRegister("sp_el0") : -1;
+        if (task != null && (arch == Arch.X86_64 || spEl0 >= 0)) {
             List<RecordedProbeHits.Word> l = new ArrayList<>();
-            l.add(new RecordedProbeHits.Word(task.gsRelative() ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE,
-                    task.gsOffset(), 8));
+            // word 0 the current task: x86-64 the per-CPU current_task, arm64 SP_EL0 (MachineFetchContext.currentTask)
+            if (arch == Arch.X86_64) {
+                l.add(new RecordedProbeHits.Word(task.gsRelative() ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE,
+                        task.gsOffset(), 8));
+            } else {
+                l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.REGISTER, spEl0, 8));
+            }
             l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.pidOffset(), 4));
             l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.commOffset(), TaskLayout.COMM_LEN));
             if (latency != null) l.addAll(latency.recordedWords());

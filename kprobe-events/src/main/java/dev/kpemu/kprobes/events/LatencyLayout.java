@@ -148,14 +148,17 @@ public final class LatencyLayout {
     }
 
     /**
-     * x86-64: the guest words {@link #state} reads besides the current task, for a hit recorded
-     * natively to capture ({@link dev.kpemu.kprobes.RecordedHit}): the per-CPU preempt count, the
-     * task's TIF flags and its migration_disabled; null on arm64.
+     * The guest words {@link #state} reads besides the current task, for a hit recorded natively to
+     * capture ({@link dev.kpemu.kprobes.RecordedHit}): the preempt count (x86-64 per CPU, arm64 the
+     * task's thread_info word), the task's TIF flags and its migration_disabled.
      */
     java.util.List<RecordedProbeHits.Word> recordedWords() {
-        if (arch != Arch.X86_64) return null;
         var l = new java.util.ArrayList<RecordedProbeHits.Word>();
-        l.add(new RecordedProbeHits.Word(gsRelative ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE, x86PreemptGsOffset, 4));
+        if (arch == Arch.X86_64) {
+            l.add(new RecordedProbeHits.Word(gsRelative ? RecordedProbeHits.Base.GS_BASE : RecordedProbeHits.Base.ABSOLUTE, x86PreemptGsOffset, 4));
+        } else {
+            l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, preemptOffset, 8));
+        }
         l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, tiFlagsOffset, 8));
         if (migrationOffset >= 0) l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, migrationOffset, 2));
         return l;

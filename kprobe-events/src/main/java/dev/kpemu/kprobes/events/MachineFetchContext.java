@@ -175,6 +175,7 @@ public final class MachineFetchContext implements FetchContext {
                     yield gs;
                 }
                 case TASK -> task;     // a task word is read only when word 0 was
+                case REGISTER -> 0;    // a register's value, no guest memory (recordedWord never matches it)
             };
             recordedAddress[k] = base + words[k].offset();
         }
@@ -187,7 +188,8 @@ public final class MachineFetchContext implements FetchContext {
     private int recordedWord(long address, int size) {
         RecordedProbeHits.Word[] w = recordedWords;
         for (int k = 0; k < w.length; k++) {
-            if (recordedAddress[k] == address && w[k].size() == size && (w[k].base() != RecordedProbeHits.Base.TASK || recorded.wordRead(0))) return k;
+            if (recordedAddress[k] == address && w[k].size() == size && w[k].base() != RecordedProbeHits.Base.REGISTER
+                    && (w[k].base() != RecordedProbeHits.Base.TASK || recorded.wordRead(0))) return k;
         }
         throw new IllegalStateException("a recorded hit read " + size + " bytes at 0x" + Long.toHexString(address)
                 + ", which it did not capture");

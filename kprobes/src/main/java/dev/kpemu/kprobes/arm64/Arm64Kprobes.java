@@ -54,6 +54,23 @@ public final class Arm64Kprobes implements ArchKprobes {
 
     // ------------------------------------------------------------------ slots
 
+    /** pt_regs (x0–x30, sp, pc, pstate) and SP_EL0, the kernel's {@code current}: what a hit's handlers and context columns read. */
+    private static final String[] RECORDED;
+
+    static {
+        String[] r = new String[35];
+        for (int i = 0; i <= 30; i++) r[i] = "x" + i;
+        r[31] = "sp";
+        r[32] = "pc";
+        r[33] = "pstate";
+        r[34] = "sp_el0";
+        RECORDED = r;
+    }
+
+    @Override public String[] recordedRegisters() { return RECORDED.clone(); }
+
+    @Override public dev.kpemu.kprobes.Regs.Entry recordedEntry() { return dev.kpemu.kprobes.Regs.Entry.BREAKPOINT; }
+
     @Override
     public byte[] slotCode(ArchInsn insn, long address, long slot, boolean boost) {
         int w = ((Arm64Insn) insn).word();

@@ -1,4 +1,4 @@
-package dev.kpemu.machine.x86;
+package dev.kpemu.machine;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -8,27 +8,27 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 
-import dev.kpemu.machine.NativeHookFunctions;
-import dev.kpemu.machine.RecordedProbeHits;
-import dev.kpemu.unicorn.X86Reg;
 
 /**
- * {@link RecordedProbeHits} of one x86-64 vCPU: the state of {@code kpemu_x86_probe_hits.c}, which
- * {@link NativeExceptions}' interrupt hook consults at every {@code int3}. Sites are laid out here
- * in the C code's open-addressing table (the same hash), records are read from its ring.
+ * {@link RecordedProbeHits} of one vCPU: the state of {@code kpemu_probe_hits.h}, which the
+ * vCPU's native interrupt hook consults at every breakpoint ({@code kpemu_x86_probe_hits.c} at
+ * an {@code int3}, {@code kpemu_arm64_probe_hits.c} at a BRK). Sites are laid out here in the C
+ * code's open-addressing table (the same hash), records are read from its ring.
  */
-final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 352;
-    private static final boolean AVAILABLE = NativeHookFunctions.find("kpemu_x86_record_hit", SIZE) != null;
-    // struct kpemu_x86_hits's fields
+public final class NativeProbeHits implements RecordedProbeHits {
+    private static final long SIZE = 384;
+    // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
-            CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, GS_INDEX = 64, CS_INDEX = 68, REGS = 72,
-            WORD_BASE = 200, WORD_OFFSET = 232, WORD_SIZE = 296, RECORDED = 328, PC_CTX = 336, EIP = 344;
+            CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
+            WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376;
     /** Records the ring holds: the host drains it at every upcall and slice end, so it rarely fills (a full ring sends hits to Java). */
     static final int CAPACITY_RECORDS = 4096;
 
     private final Arena arena = Arena.ofShared();
-    final MemorySegment state;
+    private final MemorySegment state;
+
+    /** The C state, for the vCPU's native hook to point at. */
+    public MemorySegment state() { return state; }
     private MemorySegment ring = MemorySegment.NULL, keys, resume;
     private int[] siteOfSlot = new int[0];
     private int recordSize, nregs, nwords;
@@ -36,21 +36,34 @@ final class NativeProbeHits implements RecordedProbeHits {
     private boolean retired;
     private final RecordView view = new RecordView();
 
+    /** The engine registers a vCPU's records need: one that tells kernel from user mode, and the base register's (-1: none). */
+    private final int modeRegister, baseRegister;
+
     /**
-     * True when kpemu's native library has the code and {@code -Dkpemu.x86.recordedHits=false}
-     * does not turn it off (every hit through the Java path, for comparisons).
+     * True when kpemu's native library has {@code recorder} (e.g. {@code kpemu_x86_record_hit})
+     * and {@code -Dkpemu.recordedHits=false} (or the x86 one's older
+     * {@code -Dkpemu.x86.recordedHits=false}) does not turn it off: every hit through the Java
+     * path, for comparisons.
      */
-    static boolean available() { return AVAILABLE && !"false".equals(System.getProperty("kpemu.x86.recordedHits")); }
+    public static boolean available(String recorder) {
+        if ("false".equals(System.getProperty("kpemu.recordedHits"))) return false;
+        if (recorder.startsWith("kpemu_x86") && "false".equals(System.getProperty("kpemu.x86.recordedHits"))) return false;
+        return NativeHookFunctions.find(recorder, SIZE) != null;
+    }
 
     /**
      * @param executed the instruction clock's count of executed instructions (8 bytes)
-     * @param pcContext a context of the CPU state's prefix holding RIP at {@code eipOffset} (the machine's setPc's)
+     * @param pcContext a context of the CPU state's prefix holding the PC at {@code pcOffset} (the machine's setPc's)
+     * @param modeRegister the engine register that tells kernel from user mode at a hit (x86-64 CS, arm64 PSTATE): captured always
+     * @param baseRegister the engine register {@link Base#GS_BASE} words add to (x86-64 GS_BASE), or -1: none
      */
-    NativeProbeHits(MemorySegment executed, MemorySegment pcContext, long eipOffset) {
+    public NativeProbeHits(MemorySegment executed, MemorySegment pcContext, long pcOffset, int modeRegister, int baseRegister) {
+        this.modeRegister = modeRegister;
+        this.baseRegister = baseRegister;
         state = arena.allocate(SIZE, 8);
         state.set(ADDRESS, EXECUTED, executed);
         state.set(ADDRESS, PC_CTX, pcContext);
-        state.set(JAVA_LONG, EIP, eipOffset);
+        state.set(JAVA_LONG, PC_OFFSET, pcOffset);
         sites(new long[0], new long[0]);
     }
 
@@ -59,11 +72,15 @@ final class NativeProbeHits implements RecordedProbeHits {
         if (closed) return;
         if (pending()) throw new IllegalStateException("records wait");
         if (ids.length > MAX_REGISTERS || words.length > MAX_WORDS) throw new IllegalArgumentException("too many registers or words");
-        int gs = indexOf(ids, X86Reg.GS_BASE), cs = indexOf(ids, X86Reg.CS);
-        if (gs < 0 || cs < 0) throw new IllegalArgumentException("GS_BASE and CS must be captured");
+        int base = baseRegister < 0 ? -1 : indexOf(ids, baseRegister), mode = indexOf(ids, modeRegister);
+        if (mode < 0 || (baseRegister >= 0 && base < 0)) throw new IllegalArgumentException("the mode and base registers must be captured");
         for (int i = 0; i < ids.length; i++) state.set(JAVA_INT, REGS + 4L * i, ids[i]);
         for (int k = 0; k < words.length; k++) {
             if (k > 0 && words[k].base() == Base.TASK && words[0].size() != 8) throw new IllegalArgumentException("word 0 is the task pointer");
+            if (words[k].base() == Base.REGISTER && (words[k].offset() < 0 || words[k].offset() >= ids.length || words[k].size() != 8)) {
+                throw new IllegalArgumentException("a register word names a captured register, 8 bytes");
+            }
+            if (words[k].base() == Base.GS_BASE && baseRegister < 0) throw new IllegalArgumentException("no base register on this vCPU");
             state.set(JAVA_INT, WORD_BASE + 4L * k, words[k].base().ordinal());
             state.set(JAVA_LONG, WORD_OFFSET + 8L * k, words[k].offset());
             state.set(JAVA_INT, WORD_SIZE + 4L * k, words[k].size());
@@ -75,8 +92,8 @@ final class NativeProbeHits implements RecordedProbeHits {
         recordSize = 16 + 8 * nregs + 16 * nwords;
         state.set(JAVA_INT, NREGS, nregs);
         state.set(JAVA_INT, NWORDS, nwords);
-        state.set(JAVA_INT, GS_INDEX, gs);
-        state.set(JAVA_INT, CS_INDEX, cs);
+        state.set(JAVA_INT, BASE_INDEX, base);
+        state.set(JAVA_INT, MODE_INDEX, mode);
         state.set(JAVA_INT, RECORD_SIZE, recordSize);
         ring = arena.allocate((long) recordSize * CAPACITY_RECORDS, 8);
         state.set(ADDRESS, RING, ring);
@@ -118,7 +135,7 @@ final class NativeProbeHits implements RecordedProbeHits {
         state.set(JAVA_INT, SITE_MASK, mask);
     }
 
-    /** The C code's home slot (kpemu_x86_probe_hits.c slot_of). */
+    /** The C code's home slot (kpemu_probe_hits.h kpemu_hits_slot_of). */
     private static int slot(long address, int mask) {
         long h = address * 0x9E37_79B9_7F4A_7C15L;
         return (int) (h ^ (h >>> 32)) & mask;
@@ -131,7 +148,7 @@ final class NativeProbeHits implements RecordedProbeHits {
     }
 
     /** Off for good (the machine got a second vCPU: records are one vCPU's). */
-    void retire() {
+    public void retire() {
         retired = true;
         setEnabled(false);
     }
@@ -188,7 +205,7 @@ final class NativeProbeHits implements RecordedProbeHits {
     private boolean closed;
     private long recordedAtClose;
 
-    void close() {
+    public void close() {
         if (closed) return;
         recordedAtClose = recorded();
         closed = true;
