@@ -42,7 +42,8 @@ static const uint8_t *ram_at(const struct kpemu_arm64_svc *s, uint64_t pa, uint6
 
 /* Arm64PageWalker.translate for an upper-half (TTBR1_EL1) address: the physical address and the
    size of its page or block; 0 when the walk fails. */
-static int translate_upper(const struct arm64_walker *w, uint64_t va, uint64_t *pa, uint64_t *size) {
+static int translate_upper(const void *walker, uint64_t va, uint64_t *pa, uint64_t *size) {
+    const struct arm64_walker *w = walker;
     if ((w->sctlr & 1) == 0) { *pa = va; *size = PAGE_SIZE; return 1; }
     if (((va >> 55) & 1) == 0) return 0;
     int tsz = (int)((w->tcr >> 16) & 0x3f);
@@ -77,23 +78,16 @@ static int translate_upper(const struct arm64_walker *w, uint64_t va, uint64_t *
     return 0;
 }
 
+static int phys_read(const void *walker, uint64_t pa, uint8_t *out, uint32_t len) {
+    const uint8_t *p = ram_at(((const struct arm64_walker *)walker)->s, pa, len);
+    if (p == NULL) return 0;
+    memcpy(out, p, len);
+    return 1;
+}
+
 /* Reads `len` bytes of kernel-virtual `va` (RAM only); 0 when the host's read would fail. */
 static int read_kernel(const void *walker, uint64_t va, uint8_t *out, uint32_t len) {
-    const struct arm64_walker *w = walker;
-    if (va + len - 1 < va) return 0;
-    uint32_t done = 0;
-    while (done < len) {
-        uint64_t a = va + done, pa, size;
-        if (!translate_upper(w, a, &pa, &size)) return 0;
-        uint64_t room = size - (a & (size - 1));
-        uint32_t n = len - done;
-        if (n > room) n = (uint32_t)room;
-        const uint8_t *p = ram_at(w->s, pa, n);
-        if (p == NULL) return 0;
-        memcpy(out + done, p, n);
-        done += n;
-    }
-    return 1;
+    return kpemu_hits_read_pages(walker, va, out, len, translate_upper, phys_read);
 }
 
 size_t kpemu_arm64_record_hit_size(void) { return sizeof(struct kpemu_probe_hits); }

@@ -49,6 +49,28 @@ struct kpemu_probe_hits {
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
 typedef int (*kpemu_hit_reader)(const void *walker, uint64_t va, uint8_t *out, uint32_t len);
 
+/* A page walk's two steps, for kpemu_hits_read_pages: the physical address of `va` and the size
+   of its page (0: not mapped), and a read of guest-physical memory (0: not RAM). */
+typedef int (*kpemu_hit_translate)(const void *walker, uint64_t va, uint64_t *pa, uint64_t *page_size);
+typedef int (*kpemu_hit_phys_read)(const void *walker, uint64_t pa, uint8_t *out, uint32_t len);
+
+/* Reads `len` bytes of guest-virtual `va` page by page; 0 when a page is not mapped or not RAM. */
+static inline int kpemu_hits_read_pages(const void *walker, uint64_t va, uint8_t *out, uint32_t len,
+        kpemu_hit_translate translate, kpemu_hit_phys_read phys_read) {
+    if (va + len - 1 < va) return 0;
+    uint32_t done = 0;
+    while (done < len) {
+        uint64_t a = va + done, pa, size;
+        if (!translate(walker, a, &pa, &size)) return 0;
+        uint64_t room = size - (a & (size - 1));
+        uint32_t n = len - done;
+        if (n > room) n = (uint32_t)room;
+        if (!phys_read(walker, pa, out + done, n)) return 0;
+        done += n;
+    }
+    return 1;
+}
+
 static inline uint32_t kpemu_hits_slot_of(uint64_t address, uint32_t mask) {
     uint64_t h = address * 0x9E3779B97F4A7C15ull;
     return (uint32_t)(h ^ (h >> 32)) & mask;

@@ -24,22 +24,18 @@
 
 size_t kpemu_x86_record_hit_size(void) { return sizeof(struct kpemu_probe_hits); }
 
+static int translate(const void *walker, uint64_t va, uint64_t *pa, uint64_t *page_size) {
+    return kpemu_x86_translate(walker, va, pa, page_size);
+}
+
+static int phys_read(const void *walker, uint64_t pa, uint8_t *out, uint32_t len) {
+    return kpemu_x86_phys_read(walker, pa, out, len, 1);
+}
+
 /* Reads `len` bytes of guest-virtual `va` (kernel addresses, RAM only); 0 when the host's read would fail. */
 static int read_kernel(const void *walker, uint64_t va, uint8_t *out, uint32_t len) {
-    const struct walker *w = walker;
     if (va < KERNEL_MIN) return 0;
-    if (va + len - 1 < va) return 0;
-    uint32_t done = 0;
-    while (done < len) {
-        uint64_t a = va + done, pa, size;
-        if (!kpemu_x86_translate(w, a, &pa, &size)) return 0;
-        uint64_t room = size - (a & (size - 1));
-        uint32_t n = len - done;
-        if (n > room) n = (uint32_t)room;
-        if (!kpemu_x86_phys_read(w, pa, out + done, n, 1)) return 0;
-        done += n;
-    }
-    return 1;
+    return kpemu_hits_read_pages(walker, va, out, len, translate, phys_read);
 }
 
 int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
