@@ -89,15 +89,6 @@ class TraceLineWriterTest {
         }
     }
 
-    /** The ASCII test: a '?' of the text is ASCII, Java's '?' for a lone surrogate is not. */
-    @Test
-    void asciiIsDecidedOnTheTextNotOnJavasReplacement() {
-        String escaped = GuestText.decode(new byte[] {'x', (byte) 0xff});
-        assertEquals(false, TraceLineWriter.allAscii(escaped, escaped.getBytes(StandardCharsets.UTF_8)));
-        assertEquals(true, TraceLineWriter.allAscii("what?", "what?".getBytes(StandardCharsets.UTF_8)));
-        assertEquals(false, TraceLineWriter.allAscii("caf\u00e9", "caf\u00e9".getBytes(StandardCharsets.UTF_8)));
-    }
-
     private static int countOf(byte[] hay, byte[] needle) {
         int n = 0;
         for (int i = 0; i + needle.length <= hay.length; i++) {
