@@ -161,14 +161,19 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     /** The records of a drain, copied from the ring in one bulk copy (reads of a native segment are calls each under the client compiler). */
     private long[] copied = new long[0];
+    private MemorySegment copiedSegment = MemorySegment.ofArray(copied);
 
     @Override
     public void drainTo(Consumer<Record> consumer) {
         int n = state.get(JAVA_INT, COUNT);
         try {
             int longs = n * (recordSize / 8);
-            if (copied.length < longs) copied = new long[Math.max(longs, copied.length * 2)];
-            MemorySegment.copy(ring, JAVA_LONG, 0, copied, 0, longs);
+            if (copied.length < longs) {
+                copied = new long[Math.max(longs, copied.length * 2)];
+                copiedSegment = MemorySegment.ofArray(copied);
+            }
+            // segment to segment: the array form finds the array's type and length by reflection at every call
+            MemorySegment.copy(ring, 0, copiedSegment, 0, 8L * longs);
             for (int i = 0; i < n; i++) {
                 view.at = i * (recordSize / 8);
                 consumer.accept(view);

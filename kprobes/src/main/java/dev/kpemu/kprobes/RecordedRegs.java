@@ -49,9 +49,23 @@ final class RecordedRegs implements Regs {
 
     void at(RecordedProbeHits.Record r) { this.record = r; }
 
+    /** Names asked for before that are other String objects than {@link #names}' (a probe's parsed %x0), and their index. */
+    private final String[] seen = new String[32];
+    private final int[] seenIndex = new int[32];
+    private int nseen;
+
     private int index(String name) {
         for (int i = 0; i < names.length; i++) if (names[i] == name) return i;   // the callers' constant names: one compare each
-        for (int i = 0; i < names.length; i++) if (names[i].equals(name)) return i;
+        for (int i = 0; i < nseen; i++) if (seen[i] == name) return seenIndex[i];
+        for (int i = 0; i < names.length; i++) {
+            if (names[i].equals(name)) {
+                if (nseen < seen.length) {
+                    seen[nseen] = name;
+                    seenIndex[nseen++] = i;
+                }
+                return i;
+            }
+        }
         if (arch == Arch.ARM64) {
             String alias = switch (name.toLowerCase(java.util.Locale.ROOT)) {
                 case "lr" -> "x30";

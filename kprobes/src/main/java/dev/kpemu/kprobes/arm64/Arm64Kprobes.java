@@ -58,12 +58,13 @@ public final class Arm64Kprobes implements ArchKprobes {
     private static final String[] RECORDED;
 
     static {
+        // the ones every hit reads first (the task, the interrupt mask, the ip): each lookup by name is a scan
         String[] r = new String[35];
-        for (int i = 0; i <= 30; i++) r[i] = "x" + i;
-        r[31] = "sp";
-        r[32] = "pc";
-        r[33] = "pstate";
-        r[34] = "sp_el0";
+        r[0] = "sp_el0";
+        r[1] = "pstate";
+        r[2] = "pc";
+        r[3] = "sp";
+        for (int i = 0; i <= 30; i++) r[4 + i] = ("x" + i).intern();
         RECORDED = r;
     }
 
