@@ -232,6 +232,7 @@ public abstract class Machine implements AutoCloseable {
         Vcpu[] more = java.util.Arrays.copyOf(vcpus, index + 1);
         more[index] = new Vcpu(e, c, CpuState.STOPPED);
         vcpus = more;
+        if (recordedHitConsumer != null) e.beforeUpcalls(this::drainRecordedHits);
         addArchCpu(index, e);
         for (var setUp : cpuSetUps) setUp.accept(index);
         return index;
@@ -400,11 +401,23 @@ public abstract class Machine implements AutoCloseable {
 
     // ------------------------------------------------------------------ hits recorded natively
 
+    /** Every vCPU's ring of recorded hits, or null: the arch or the library records none. */
+    private PerCpuProbeHits probeHits;
+
     /**
      * The probe hits this machine's native code can record without an upcall
-     * ({@link RecordedProbeHits}), or null: an arm64 machine, several vCPUs, a library without it.
+     * ({@link RecordedProbeHits}: every vCPU's), or null: a library without it.
      */
-    public RecordedProbeHits recordedProbeHits() { return null; }
+    public RecordedProbeHits recordedProbeHits() { return probeHits; }
+
+    /** The arch's ring of vCPU {@code cpu}'s recorded hits, filled by that vCPU's native hook (vCPU 0's first, then in order). */
+    protected final void recordProbeHits(int cpu, NativeProbeHits ring) {
+        if (probeHits == null) probeHits = new PerCpuProbeHits(this::cpu);
+        probeHits.add(cpu, ring);
+    }
+
+    /** vCPU {@code cpu}'s count of executed instructions, where native code reads it. */
+    protected final java.lang.foreign.MemorySegment executedCounter(int cpu) { return vcpus[cpu].clock.executedCounter(); }
 
     private java.util.function.Consumer<RecordedProbeHits.Record> recordedHitConsumer;
 
@@ -430,8 +443,6 @@ public abstract class Machine implements AutoCloseable {
         return clock.liveNanosAt(inSlice ? executed - sliceStart : 0);
     }
 
-    /** The instruction clock's count of executed instructions, where native code reads it (the first vCPU's). */
-    protected java.lang.foreign.MemorySegment executedCounter() { return icount.executedCounter(); }
 
     public abstract long pc();
 
@@ -1262,6 +1273,7 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         for (Vcpu v : vcpus) v.engine.close();
+        if (probeHits != null) probeHits.close();
         for (Unicorn e : secondaryEngines) e.close();
         memory.close();
         if (textGuard != null) textGuard.close();

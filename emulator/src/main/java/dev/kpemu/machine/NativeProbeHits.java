@@ -33,7 +33,6 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private int[] siteOfSlot = new int[0];
     private int recordSize, nregs, nwords;
     private int[] wordSize = new int[0];
-    private boolean retired;
     private final RecordView view = new RecordView();
 
     /** The engine registers a vCPU's records need: one that tells kernel from user mode, and the base register's (-1: none). */
@@ -144,13 +143,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
     @Override
     public void setEnabled(boolean on) {
         if (closed) return;
-        state.set(JAVA_INT, ENABLED, on && !retired && nregs > 0 ? 1 : 0);
-    }
-
-    /** Off for good (the machine got a second vCPU: records are one vCPU's). */
-    public void retire() {
-        retired = true;
-        setEnabled(false);
+        state.set(JAVA_INT, ENABLED, on && nregs > 0 ? 1 : 0);
     }
 
     @Override public void setBusy(boolean busy) { if (!closed) state.set(JAVA_INT, BUSY, busy ? 1 : 0); }

@@ -2,12 +2,14 @@ package dev.kpemu.machine;
 
 /**
  * Probe hits a machine's native code records without an upcall ({@code kpemu_x86_probe_hits.c},
- * {@code kpemu_arm64_probe_hits.c}): at a breakpoint on a listed site, the registers the host names and a few guest words (the
- * current task, fields of it, per-CPU words) are read as the host would read them there, and the
- * guest goes on at the site's resume address. The host reads the records back in order
- * ({@link #drainTo}) before any other of its code sees the guest: the machine drains them at the
- * start of every hook upcall and when the engine returns, so a record's consumer runs as the
- * hit's handler would have, only later in host time, with the guest state of the hit.
+ * {@code kpemu_arm64_probe_hits.c}): at a breakpoint on a listed site, the registers the host
+ * names and a few guest words (the current task, fields of it, per-CPU words) are read as the host
+ * would read them there, and the guest goes on at the site's resume address. The host reads the
+ * records back in order ({@link #drainTo}) before any other of its code sees the guest: the
+ * machine drains them at the start of every hook upcall and when the engine returns (before
+ * another vCPU runs: each vCPU records into its own ring), so a record's consumer runs as the
+ * hit's handler would have, only later in host time, with the guest state of the hit and its vCPU
+ * current.
  *
  * <p>Off ({@link #setEnabled}) every hit goes to the host's Java path, as without this.
  */

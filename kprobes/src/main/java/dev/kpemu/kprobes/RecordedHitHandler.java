@@ -5,7 +5,7 @@ package dev.kpemu.kprobes;
  * later ({@link RecordedHit}): one that reads the hit's registers and the words the engine was told
  * to capture ({@link Kprobes#recordHitsWith}), writes nothing, and returns 0. The engine records a
  * probe's hits natively only while every enabled probe at its address has such a handler that
- * says {@link #recordable()} (x86-64 ftrace sites, one vCPU: {@link RecordedHits}); otherwise the
+ * says {@link #recordable()} (x86-64 ftrace sites, arm64 breakpoints: {@link RecordedHits}); otherwise the
  * hit takes the ordinary path and the probe's {@link Kprobe#preHandler()} runs at the hit.
  */
 public interface RecordedHitHandler {

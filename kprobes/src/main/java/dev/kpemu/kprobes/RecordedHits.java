@@ -13,14 +13,16 @@ import dev.kpemu.machine.RecordedProbeHits;
  *
  * <p>A point is recorded natively when it is armed and boosted (its hit runs no handler of the
  * engine's own and goes on at the boosted copy, as {@link HitPath} would send it) and of the kind
- * the arch records ({@link ArchKprobes#recordedEntry}: x86-64 ftrace sites, arm64 breakpoints), no optimization is queued for it, and every enabled probe at it is an entry probe with a
+ * the arch records ({@link ArchKprobes#recordedEntry}: x86-64 ftrace sites, arm64 breakpoints),
+ * no optimization is queued for it, and every enabled probe at it is an entry probe with a
  * {@link RecordedHitHandler} that says {@link RecordedHitHandler#recordable()} and no post or
- * fault handler. The machine must offer recording (one x86-64 vCPU) and the words to capture must
- * be known ({@link Kprobes#recordHitsWith}).
+ * fault handler. The machine must offer recording (a ring per vCPU, read back before another
+ * vCPU runs) and the words to capture must be known ({@link Kprobes#recordHitsWith}).
  *
  * <p>Every change of the engine's probes, of their arming, of an optimizer's detours
- * ({@link ProbeOptimizer.Engine#detourChanged}) and of what a handler says turns the table off at once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point
- * builds it anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
+ * ({@link ProbeOptimizer.Engine#detourChanged}) and of what a handler says turns the table off at
+ * once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point builds it
+ * anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
  * native code sends every hit to Java, which counts it missed as Linux would.
  */
 final class RecordedHits {

@@ -69,6 +69,45 @@ class RecordedHitsTraceTest {
     }
 
     /**
+     * With two vCPUs each records its own hits (a ring per vCPU, read back before another vCPU
+     * runs): the seeded schedule's trace is the Java path's, line for line, with both CPUs'
+     * columns, and the run executes the same instructions.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    @org.junit.jupiter.api.Tag("smp")
+    void twoCpusRecordTheTraceOfTheJavaPath(Arch arch) throws Exception {
+        Run java, recorded;
+        String before = System.getProperty("kpemu.recordedHits");
+        System.setProperty("kpemu.recordedHits", "false");
+        try {
+            java = bootTwoCpus(arch);
+        } finally {
+            if (before == null) System.clearProperty("kpemu.recordedHits");
+            else System.setProperty("kpemu.recordedHits", before);
+        }
+        recorded = bootTwoCpus(arch);
+        for (Run r : List.of(java, recorded)) assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), r.result().status());
+        assertEquals(0, java.traced().kprobes().recordedHits(), "the Java path records nothing natively");
+        List<String> a = java.traced().records().stream().map(TraceRecord::line).toList();
+        List<String> b = recorded.traced().records().stream().map(TraceRecord::line).toList();
+        long n = recorded.traced().kprobes().recordedHits();
+        assertTrue(n > 100, "hits recorded natively: " + n);
+        assertTrue(b.stream().anyMatch(l -> l.contains("[000]")) && b.stream().anyMatch(l -> l.contains("[001]")), "both CPUs trace");
+        assertEquals(a, b, "trace lines, in order, timestamps and CPU columns included");
+        assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
+    }
+
+    private record Run(dev.kpemu.boot.BootRunner.Result result, dev.kpemu.session.TracedBoot traced) { }
+
+    private static Run bootTwoCpus(Arch arch) throws Exception {
+        dev.kpemu.session.TracedBoot traced = new dev.kpemu.session.TracedBoot(definitions(arch), null);
+        var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60,
+                java.io.OutputStream.nullOutputStream(), null).withCpus(2, dev.kpemu.machine.Schedule.DEFAULT_SEED), traced);
+        return new Run(r, traced);
+    }
+
+    /**
      * A listener that may act on the run when it is handed a record (not an
      * {@code EventEngine.PassiveListener}) must get it at the hit: then no hit is recorded natively.
      */

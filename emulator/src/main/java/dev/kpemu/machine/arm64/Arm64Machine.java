@@ -104,17 +104,17 @@ public final class Arm64Machine extends Machine {
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
         hookCacheMaintenance(0);
-        NativeSvc svc = cpus[0].nativeSvc;
-        if (svc != null && dev.kpemu.machine.NativeProbeHits.available("kpemu_arm64_record_hit")) {
-            probeHits = new dev.kpemu.machine.NativeProbeHits(executedCounter(), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1);
-            svc.recordHits(probeHits);
-        }
+        recordProbeHits(0, cpus[0]);
     }
 
-    /** Probe hits vCPU 0's native hook records at BRKs (null: the library has no such code); off once a second vCPU exists. */
-    private dev.kpemu.machine.NativeProbeHits probeHits;
-
-    @Override public dev.kpemu.machine.RecordedProbeHits recordedProbeHits() { return cpus.length == 1 ? probeHits : null; }
+    /** vCPU {@code cpu}'s native hook records probe hits at BRKs (kpemu_arm64_probe_hits.c), when the library has the code. */
+    private void recordProbeHits(int cpu, Cpu c) {
+        NativeSvc svc = c.nativeSvc;
+        if (svc == null || !dev.kpemu.machine.NativeProbeHits.available("kpemu_arm64_record_hit")) return;
+        var ring = new dev.kpemu.machine.NativeProbeHits(executedCounter(cpu), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1);
+        svc.recordHits(ring);
+        recordProbeHits(cpu, ring);
+    }
 
     /** The guest's own watchpoint registers, emulated ({@link Arm64DebugRegisters}). */
     public Arm64DebugRegisters debugRegisters() { return debugRegisters; }
@@ -155,11 +155,11 @@ public final class Arm64Machine extends Machine {
      * PEs, through {@link #onCpuAdded} and {@link #setHypercallHandler}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
-        if (probeHits != null) probeHits.retire();   // records are one vCPU's
         Cpu c = hookCpu(engine);
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
         more[cpu] = c;
         cpus = more;
+        recordProbeHits(cpu, c);
         engine.regWrite(Arm64Reg.PSTATE, PSTATE_EL1H_MASKED);
         engine.sysRegWrite(3, 0, 4, 0, 0, engine.sysRegRead(3, 0, 4, 0, 0));     // rebuild hflags (setPstate)
         hookCacheMaintenance(cpu);
@@ -649,10 +649,8 @@ public final class Arm64Machine extends Machine {
             for (Cpu c : cpus) if (c.nativeSvc != null) b.append(" taken natively=").append(c.nativeSvc.taken()).append(" (aborts ").append(c.nativeSvc.abortsTaken()).append(')');
             System.err.println(b.append(']'));
         }
-        if (probeHits != null) {
-            if (COUNT_JAVA) System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
-            probeHits.close();
-        }
+        var hits = recordedProbeHits();
+        if (hits != null && COUNT_JAVA) System.err.printf("[probe hits recorded natively: %d]%n", hits.recorded());
         for (Cpu c : cpus) c.close();
         super.close();
     }

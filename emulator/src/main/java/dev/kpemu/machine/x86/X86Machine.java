@@ -99,10 +99,7 @@ public final class X86Machine extends Machine {
         super(uc, instructionsPerSecond);
         this.cpus = new Cpu[] {hookCpu(uc)};
         useCpu(cpus[0]);
-        if (cpus[0].exceptions != null && dev.kpemu.machine.NativeProbeHits.available("kpemu_x86_record_hit")) {
-            probeHits = new dev.kpemu.machine.NativeProbeHits(executedCounter(), cpus[0].privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE);
-            cpus[0].exceptions.recordHits(probeHits);
-        }
+        recordProbeHits(0, cpus[0]);
         // rdtsc/rdtscp would read the host's TSC: answered from the virtual clock instead, so two
         // runs of the same guest see the same values (native hooks, Unicorn 2.1.4+).
         useVirtualTimeStampCounter();
@@ -145,9 +142,13 @@ public final class X86Machine extends Machine {
     }
 
     /** vCPU 0's natively recorded probe hits (null: not available); only while it is the only vCPU. */
-    private dev.kpemu.machine.NativeProbeHits probeHits;
-
-    @Override public dev.kpemu.machine.RecordedProbeHits recordedProbeHits() { return cpus.length == 1 ? probeHits : null; }
+    /** vCPU {@code cpu}'s native hook records probe hits at int3s (kpemu_x86_probe_hits.c), when the library has the code. */
+    private void recordProbeHits(int cpu, Cpu c) {
+        if (c.exceptions == null || !dev.kpemu.machine.NativeProbeHits.available("kpemu_x86_record_hit")) return;
+        var ring = new dev.kpemu.machine.NativeProbeHits(executedCounter(cpu), c.privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE);
+        c.exceptions.recordHits(ring);
+        recordProbeHits(cpu, ring);
+    }
 
     private void useCpu(Cpu c) {
         cpuState = c;
@@ -169,10 +170,10 @@ public final class X86Machine extends Machine {
      * {@link #onCpuAdded}).
      */
     @Override protected void addArchCpu(int cpu, Unicorn engine) {
-        if (probeHits != null) probeHits.retire();   // records are one vCPU's
         Cpu[] more = java.util.Arrays.copyOf(cpus, cpu + 1);
         more[cpu] = hookCpu(engine);
         cpus = more;
+        recordProbeHits(cpu, more[cpu]);
     }
 
     @Override protected void selectArchCpu(int cpu) { useCpu(cpus[cpu]); }
@@ -777,10 +778,8 @@ public final class X86Machine extends Machine {
     @Override
     public void close() {
         for (Cpu c : cpus) c.close();
-        if (probeHits != null) {
-            if (TRACE || COUNT_NATIVE) System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
-            probeHits.close();
-        }
+        var hits = recordedProbeHits();
+        if (hits != null && (TRACE || COUNT_NATIVE)) System.err.printf("[probe hits recorded natively: %d]%n", hits.recorded());
         for (Unicorn.Context c : secondaryContexts.values()) c.close();
         secondaryContexts.clear();
         super.close();

@@ -1,0 +1,91 @@
+package dev.kpemu.machine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.IntSupplier;
+
+/**
+ * The {@link RecordedProbeHits} of a machine of several vCPUs: one {@link NativeProbeHits} ring per
+ * vCPU, each filled by its own engine's native hook with that vCPU's registers and instruction
+ * clock. What to capture, the sites and the switch go to every vCPU's ring (a vCPU added later
+ * gets the same); {@link #setBusy} is the current vCPU's (a hit in flight on one vCPU leaves the
+ * others' hits recorded, as Linux's per-CPU {@code current_kprobe} lets them hit). Records are read
+ * from the current vCPU's ring: the machine drains it whenever its engine returns, before another
+ * vCPU runs, so a record is replayed with the vCPU that hit current ({@link Machine#cpu}).
+ */
+final class PerCpuProbeHits implements RecordedProbeHits {
+    private final List<NativeProbeHits> rings = new ArrayList<>();
+    private final IntSupplier current;
+    private int[] ids;
+    private Word[] words;
+    private long[] addresses = new long[0], resume = new long[0];
+    private boolean enabled;
+
+    /** @param current the current vCPU's index ({@link Machine#cpu}) */
+    PerCpuProbeHits(IntSupplier current) { this.current = current; }
+
+    /** vCPU {@code cpu}'s ring ({@code cpu} is the next index): it records what the others do. */
+    void add(int cpu, NativeProbeHits ring) {
+        if (cpu != rings.size()) throw new IllegalArgumentException("vCPU " + cpu + " after " + rings.size());
+        rings.add(ring);
+        if (ids != null) ring.capture(ids, words);
+        ring.sites(addresses, resume);
+        ring.setEnabled(enabled);
+    }
+
+    private NativeProbeHits mine() {
+        int c = current.getAsInt();
+        return c < rings.size() ? rings.get(c) : null;
+    }
+
+    @Override
+    public void capture(int[] ids, Word[] words) {
+        for (NativeProbeHits r : rings) r.capture(ids, words);
+        this.ids = ids.clone();
+        this.words = words.clone();
+    }
+
+    @Override
+    public void sites(long[] addresses, long[] resume) {
+        for (NativeProbeHits r : rings) r.sites(addresses, resume);
+        this.addresses = addresses.clone();
+        this.resume = resume.clone();
+    }
+
+    @Override
+    public void setEnabled(boolean on) {
+        enabled = on;
+        for (int i = 0; i < rings.size(); i++) rings.get(i).setEnabled(on);
+    }
+
+    @Override
+    public void setBusy(boolean busy) {
+        NativeProbeHits r = mine();
+        if (r != null) r.setBusy(busy);
+    }
+
+    @Override
+    public long recorded() {
+        long n = 0;
+        for (NativeProbeHits r : rings) n += r.recorded();
+        return n;
+    }
+
+    @Override
+    public void drainTo(Consumer<Record> consumer) {
+        NativeProbeHits r = mine();
+        if (r != null) r.drainTo(consumer);
+    }
+
+    @Override
+    public boolean pending() {
+        NativeProbeHits r = mine();
+        return r != null && r.pending();
+    }
+
+    /** Frees every ring (the machine is closed). */
+    void close() {
+        for (NativeProbeHits r : rings) r.close();
+    }
+}
