@@ -8,6 +8,7 @@ import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.InterruptController;
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.MemoryRegion;
+import dev.kpemu.machine.NativeProbeHits;
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.machine.TrapHandler;
@@ -110,8 +111,8 @@ public final class Arm64Machine extends Machine {
     /** vCPU {@code cpu}'s native hook records probe hits at BRKs (kpemu_arm64_probe_hits.c), when the library has the code. */
     private void recordProbeHits(int cpu, Cpu c) {
         NativeSvc svc = c.nativeSvc;
-        if (svc == null || !dev.kpemu.machine.NativeProbeHits.available("kpemu_arm64_record_hit")) return;
-        var ring = new dev.kpemu.machine.NativeProbeHits(executedCounter(cpu), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1);
+        if (svc == null || !NativeProbeHits.available("kpemu_arm64_record_hit")) return;
+        var ring = new NativeProbeHits(executedCounter(cpu), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1);
         svc.recordHits(ring);
         recordProbeHits(cpu, ring);
     }

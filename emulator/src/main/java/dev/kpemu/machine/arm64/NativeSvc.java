@@ -7,7 +7,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
+import dev.kpemu.machine.GuestMemory;
 import dev.kpemu.machine.NativeHookFunctions;
+import dev.kpemu.machine.NativeProbeHits;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
@@ -84,16 +86,16 @@ final class NativeSvc implements AutoCloseable {
         state.set(JAVA_INT, FORWARD_ALL, all || "false".equals(System.getProperty("kpemu.arm64.nativeAborts")) ? 1 : 0);
     }
 
-    /** Lets the hook record probe hits at BRKs in {@code hits}' ring ({@link dev.kpemu.machine.NativeProbeHits}). */
-    void recordHits(dev.kpemu.machine.NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
+    /** Lets the hook record probe hits at BRKs in {@code hits}' ring ({@link NativeProbeHits}). */
+    void recordHits(NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
 
     /** The context through the PC that the hook writes the PC through. */
     MemorySegment pcContextBlob() { return pcContext.blob(); }
 
     /** Tells the hook where {@code memory}'s RAM lies in host memory (its page walks read RAM in place) when that changed. */
-    void useRam(dev.kpemu.machine.GuestMemory memory) {
+    void useRam(GuestMemory memory) {
         if (memory.ramRegionCount() == ramRegions) return;
-        ramRegions = dev.kpemu.machine.NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
+        ramRegions = NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
     }
 
     /** Data and instruction aborts taken natively so far (also in {@link #taken}). */

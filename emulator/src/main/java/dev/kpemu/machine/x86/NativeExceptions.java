@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 
 import dev.kpemu.machine.GuestMemory;
 import dev.kpemu.machine.NativeHookFunctions;
+import dev.kpemu.machine.NativeProbeHits;
 import dev.kpemu.unicorn.Unicorn;
 
 /**
@@ -97,11 +98,11 @@ final class NativeExceptions implements AutoCloseable {
      */
     void useRam(GuestMemory memory) {
         if (memory.ramRegionCount() == ramRegions) return;
-        ramRegions = dev.kpemu.machine.NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
+        ramRegions = NativeHookFunctions.writeRamRegions(state, RAM_COUNT, RAM, RAM_REGIONS, memory);
     }
 
-    /** Lets the hook record probe hits in {@code hits}' ring ({@link dev.kpemu.machine.NativeProbeHits}). */
-    void recordHits(dev.kpemu.machine.NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
+    /** Lets the hook record probe hits in {@code hits}' ring ({@link NativeProbeHits}). */
+    void recordHits(NativeProbeHits hits) { state.set(ADDRESS, HITS, hits.state()); }
 
     /** Exceptions delivered natively so far. */
     long delivered() { return state.get(JAVA_LONG, DELIVERED); }

@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.InterruptController;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.NativeProbeHits;
 import dev.kpemu.machine.PageTableWalker;
 import dev.kpemu.machine.StopReason;
 import dev.kpemu.unicorn.Unicorn;
@@ -144,8 +145,8 @@ public final class X86Machine extends Machine {
     /** vCPU 0's natively recorded probe hits (null: not available); only while it is the only vCPU. */
     /** vCPU {@code cpu}'s native hook records probe hits at int3s (kpemu_x86_probe_hits.c), when the library has the code. */
     private void recordProbeHits(int cpu, Cpu c) {
-        if (c.exceptions == null || !dev.kpemu.machine.NativeProbeHits.available("kpemu_x86_record_hit")) return;
-        var ring = new dev.kpemu.machine.NativeProbeHits(executedCounter(cpu), c.privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE);
+        if (c.exceptions == null || !NativeProbeHits.available("kpemu_x86_record_hit")) return;
+        var ring = new NativeProbeHits(executedCounter(cpu), c.privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE);
         c.exceptions.recordHits(ring);
         recordProbeHits(cpu, ring);
     }
