@@ -28,7 +28,7 @@ import dev.kpemu.session.TracedBoot;
  * escape into the emulation thread); a damaged golden ends the comparison the same way.
  *
  * <p>A passive listener: it writes and compares, and acts on the run only at {@link #finish}, so
- * x86 hits of register-only events may be recorded natively while it listens.
+ * hits of register-only events may be recorded natively while it listens.
  */
 final class StreamedOutputs implements EventEngine.PassiveListener, AutoCloseable {
     /** The run's header so far (its phases may still be empty): the comparison's mode needs it at the first event. */

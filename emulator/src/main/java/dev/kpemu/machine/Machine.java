@@ -443,7 +443,6 @@ public abstract class Machine implements AutoCloseable {
         return clock.liveNanosAt(inSlice ? executed - sliceStart : 0);
     }
 
-
     public abstract long pc();
 
     public abstract void setPc(long pc);
@@ -1272,6 +1271,9 @@ public abstract class Machine implements AutoCloseable {
     public void close() {
         if (closed) return;
         closed = true;
+        if (probeHits != null && Boolean.getBoolean("kpemu.trace.exceptions.native")) {
+            System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
+        }
         for (Vcpu v : vcpus) v.engine.close();
         if (probeHits != null) probeHits.close();
         for (Unicorn e : secondaryEngines) e.close();

@@ -8,7 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 
-
 /**
  * {@link RecordedProbeHits} of one vCPU: the state of {@code kpemu_probe_hits.h}, which the
  * vCPU's native interrupt hook consults at every breakpoint ({@code kpemu_x86_probe_hits.c} at
@@ -26,9 +25,6 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     private final Arena arena = Arena.ofShared();
     private final MemorySegment state;
-
-    /** The C state, for the vCPU's native hook to point at. */
-    public MemorySegment state() { return state; }
     private MemorySegment ring = MemorySegment.NULL, keys, resume;
     private int[] siteOfSlot = new int[0];
     private int recordSize, nregs, nwords;
@@ -65,6 +61,9 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(JAVA_LONG, PC_OFFSET, pcOffset);
         sites(new long[0], new long[0]);
     }
+
+    /** The C state, for the vCPU's native hook to point at. */
+    public MemorySegment state() { return state; }
 
     @Override
     public void capture(int[] ids, Word[] words) {

@@ -1,15 +1,14 @@
 package dev.kpemu.kprobes;
 
-import java.util.List;
-
 import dev.kpemu.machine.Machine;
 import dev.kpemu.machine.RecordedProbeHits;
 
 /**
  * A probe hit recorded by the machine's native code, read back ({@link RecordedHitHandler}): the
- * registers as the hit's handler would have seen them ({@link #regs()}: an ftrace site's view,
- * read only), the guest time of the hit, and the words the engine asked to be captured
- * ({@link Kprobes#recordHitsWith}), read at the hit as the handler would have read them then.
+ * registers as the hit's handler would have seen them ({@link #regs()}: read only; x86-64 an
+ * ftrace site's view, arm64 the breakpoint's pt_regs), the guest time of the hit, and the words
+ * the engine asked to be captured ({@link Kprobes#recordHitsWith}), read at the hit as the handler
+ * would have read them then.
  * Valid only during the {@link RecordedHitHandler#onRecordedHit} call.
  */
 public final class RecordedHit {
@@ -18,9 +17,9 @@ public final class RecordedHit {
     private final RecordedProbeHits.Word[] words;
     private RecordedProbeHits.Record record;
 
-    RecordedHit(Machine machine, String[] names, List<String> listed, Regs.Entry entry, RecordedProbeHits.Word[] words) {
+    RecordedHit(Machine machine, LiveRegs live, String[] names, int[] ids, Regs.Entry entry, RecordedProbeHits.Word[] words) {
         this.machine = machine;
-        this.regs = new RecordedRegs(machine.arch(), names, listed, entry);
+        this.regs = new RecordedRegs(live, names, ids, entry);
         this.words = words;
     }
 

@@ -83,7 +83,7 @@ final class RecordedHits {
             int[] ids = new int[names.length];
             for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
             h.capture(ids, words);
-            hit = new RecordedHit(machine, names, arch.regs().names(), arch.recordedEntry(), words);
+            hit = new RecordedHit(machine, arch.regs(), names, ids, arch.recordedEntry(), words);
             machine.consumeRecordedHits(this::replay);
             captureSet = true;
         }

@@ -10,46 +10,45 @@ import dev.kpemu.machine.RecordedProbeHits;
  * The registers of a recorded hit ({@link RecordedHit}) as the live view shows them there, from the
  * values read at the hit. x86-64 (an ftrace site): what {@link FtraceRegs} shows (orig_ax 0, the
  * ip past the {@code int3}). arm64 (a BRK): pt_regs as the breakpoint left it (the pc at the
- * probe, {@code lr} and {@code fp} for {@code x30} and {@code x29}, arguments x0–x7). Only the
- * registers captured ({@code names}); asking for another, writing one or walking memory is a
- * defect of the handler that said it was recordable, and fails.
+ * probe, arguments x0–x7). Names, the ip's and sp's names and aliases ({@code lr}, {@code fp})
+ * are the live view's: a name is found by the engine register it stands for. Only the registers
+ * captured ({@code names}); asking for another, writing one or walking memory is a defect of the
+ * handler that said it was recordable, and fails.
  */
 final class RecordedRegs implements Regs {
-    private final Arch arch;
+    private final LiveRegs live;
     private final String[] names;
-    private final List<String> listed;
+    /** The engine register of each of {@link #names}. */
+    private final int[] ids;
+    private final Entry entry;
     private final int ip, sp, ret;
     private final int[] args;
     private RecordedProbeHits.Record record;
 
-    private final Entry entry;
-
     /**
-     * @param listed the names the live view lists ({@link Regs#names})
+     * @param live the arch's live view, whose names and engine registers these are
+     * @param names the registers each record holds, in its order
+     * @param ids their engine registers ({@link LiveRegs#engineIdOf})
      * @param entry how the recorded hits' handlers are entered ({@link ArchKprobes#recordedEntry})
      */
-    RecordedRegs(Arch arch, String[] names, List<String> listed, Entry entry) {
-        this.arch = arch;
-        this.entry = entry;
+    RecordedRegs(LiveRegs live, String[] names, int[] ids, Entry entry) {
+        this.live = live;
         this.names = names.clone();
-        this.listed = List.copyOf(listed);
-        if (arch == Arch.X86_64) {
-            this.ip = index("rip");
-            this.sp = index("rsp");
-            this.ret = index("rax");
-            this.args = new int[] {index("rdi"), index("rsi"), index("rdx"), index("rcx"), index("r8"), index("r9")};
-        } else {
-            this.ip = index("pc");
-            this.sp = index("sp");
-            this.ret = index("x0");
-            this.args = new int[8];
-            for (int i = 0; i < 8; i++) args[i] = index("x" + i);
-        }
+        this.ids = ids.clone();
+        this.entry = entry;
+        this.ip = index(live.ipName());
+        this.sp = index(live.spName());
+        // the calling convention: return value and argument registers (regs_get_kernel_argument)
+        String[] argNames = live.arch() == Arch.X86_64 ? new String[] {"rdi", "rsi", "rdx", "rcx", "r8", "r9"}
+                : new String[] {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+        this.ret = index(live.arch() == Arch.X86_64 ? "rax" : "x0");
+        this.args = new int[argNames.length];
+        for (int i = 0; i < argNames.length; i++) args[i] = index(argNames[i]);
     }
 
     void at(RecordedProbeHits.Record r) { this.record = r; }
 
-    /** Names asked for before that are other String objects than {@link #names}' (a probe's parsed %x0), and their index. */
+    /** Names asked for before that are other String objects than {@link #names}' (a probe's parsed %x0, an alias), and their index. */
     private final String[] seen = new String[32];
     private final int[] seenIndex = new int[32];
     private int nseen;
@@ -57,33 +56,31 @@ final class RecordedRegs implements Regs {
     private int index(String name) {
         for (int i = 0; i < names.length; i++) if (names[i] == name) return i;   // the callers' constant names: one compare each
         for (int i = 0; i < nseen; i++) if (seen[i] == name) return seenIndex[i];
-        for (int i = 0; i < names.length; i++) {
-            if (names[i].equals(name)) {
-                if (nseen < seen.length) {
-                    seen[nseen] = name;
-                    seenIndex[nseen++] = i;
-                }
-                return i;
-            }
+        int id;
+        try {
+            id = live.engineIdOf(name);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("register " + name + " is not recorded at a hit", e);
         }
-        if (arch == Arch.ARM64) {
-            String alias = switch (name.toLowerCase(java.util.Locale.ROOT)) {
-                case "lr" -> "x30";
-                case "fp" -> "x29";
-                default -> null;
-            };
-            if (alias != null) return index(alias);
+        for (int i = 0; i < ids.length; i++) {
+            if (ids[i] != id) continue;
+            if (nseen < seen.length) {
+                seen[nseen] = name;
+                seenIndex[nseen++] = i;
+            }
+            return i;
         }
         throw new IllegalStateException("register " + name + " is not recorded at a hit");
     }
 
-    @Override public Arch arch() { return arch; }
+    @Override public Arch arch() { return live.arch(); }
 
-    @Override public String ipName() { return arch == Arch.X86_64 ? "rip" : "pc"; }
+    @Override public String ipName() { return live.ipName(); }
 
-    @Override public String spName() { return arch == Arch.X86_64 ? "rsp" : "sp"; }
+    @Override public String spName() { return live.spName(); }
 
-    @Override public long origAx() { return arch == Arch.X86_64 ? 0 : -1; }
+    /** An ftrace site's view has orig_ax 0 ({@link FtraceRegs}); a breakpoint's pt_regs -1, as the live view's. */
+    @Override public long origAx() { return entry == Entry.FTRACE ? 0 : -1; }
 
     @Override public Entry entry() { return entry; }
 
@@ -95,14 +92,14 @@ final class RecordedRegs implements Regs {
 
     @Override
     public long arg(int n) {
-        if (arch == Arch.ARM64 && n >= 8) return 0;      // as regs_get_kernel_argument on arm64
-        if (n < 0 || n >= args.length) throw new IllegalStateException("argument " + n + " is not recorded at a hit");
-        return record.register(args[n]);
+        if (n >= 0 && n < args.length) return record.register(args[n]);
+        if (n >= args.length && live.arch() == Arch.ARM64) return 0;     // as regs_get_kernel_argument on arm64
+        throw new IllegalStateException("argument " + n + " is not recorded at a hit");   // x86-64: on the stack
     }
 
     @Override public long get(String name) { return record.register(index(name)); }
 
-    @Override public List<String> names() { return listed; }
+    @Override public List<String> names() { return live.names(); }
 
     private static UnsupportedOperationException readOnly() {
         return new UnsupportedOperationException("a recorded hit's registers are read only");

@@ -650,8 +650,6 @@ public final class Arm64Machine extends Machine {
             for (Cpu c : cpus) if (c.nativeSvc != null) b.append(" taken natively=").append(c.nativeSvc.taken()).append(" (aborts ").append(c.nativeSvc.abortsTaken()).append(')');
             System.err.println(b.append(']'));
         }
-        var hits = recordedProbeHits();
-        if (hits != null && COUNT_JAVA) System.err.printf("[probe hits recorded natively: %d]%n", hits.recorded());
         for (Cpu c : cpus) c.close();
         super.close();
     }

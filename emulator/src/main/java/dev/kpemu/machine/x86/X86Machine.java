@@ -142,7 +142,6 @@ public final class X86Machine extends Machine {
         return new Cpu(new X86PageWalker(e, memory), scratch, privilege, ns, cx16, nx);
     }
 
-    /** vCPU 0's natively recorded probe hits (null: not available); only while it is the only vCPU. */
     /** vCPU {@code cpu}'s native hook records probe hits at int3s (kpemu_x86_probe_hits.c), when the library has the code. */
     private void recordProbeHits(int cpu, Cpu c) {
         if (c.exceptions == null || !NativeProbeHits.available("kpemu_x86_record_hit")) return;
@@ -779,8 +778,6 @@ public final class X86Machine extends Machine {
     @Override
     public void close() {
         for (Cpu c : cpus) c.close();
-        var hits = recordedProbeHits();
-        if (hits != null && (TRACE || COUNT_NATIVE)) System.err.printf("[probe hits recorded natively: %d]%n", hits.recorded());
         for (Unicorn.Context c : secondaryContexts.values()) c.close();
         secondaryContexts.clear();
         super.close();
