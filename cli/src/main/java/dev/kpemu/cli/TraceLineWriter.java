@@ -6,50 +6,68 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.kpemu.kprobes.events.EventEngine;
-import dev.kpemu.kprobes.events.GuestText;
+import dev.kpemu.kprobes.events.LineBytes;
 import dev.kpemu.kprobes.events.TraceRecord;
 
 /**
- * The text trace ({@code trace} lines) written on a thread of its own, as ftrace formats its
- * ring buffer when {@code trace_pipe} is read: the emulating thread only hands each event over
- * (the record holds the fetched values; {@link TraceRecord#line()} formats them here). Events
- * are written in order, in writes of up to {@link #BATCH_CHARS} characters; a line waits at most
+ * The text trace ({@code trace} lines): formatted as the events happen, straight into the bytes of
+ * a batch, and written out by a thread of its own. An event the engine hands over as its line
+ * ({@link EventEngine.LineListener}: no trigger, no filter) is copied in; a record is formatted
+ * at once ({@link TraceRecord#appendLine(LineBytes)}), so lines stay in event order. A batch of
+ * {@link #BATCH_BYTES} goes to the writer thread as it fills; a line waits at most
  * {@link #WRITE_NANOS} (and a poll) to be written and flushed, so lines appear as they happen
- * without a write for every few of them. At most {@link #CAPACITY} events wait: a slow output holds the
- * guest back rather than growing memory. {@link #close} writes what is left and stops the thread.
+ * without a write for every few of them. At most {@link #MAX_BATCHES} full batches wait: a slow
+ * output holds the guest back rather than growing memory. {@link #close} writes what is left and
+ * stops the thread.
  *
- * <p>The hand-over takes no lock and wakes no thread while events flow: the records go through a
- * lock-free queue, the writer looks at it every {@link #POLL_NANOS} and only after
- * {@link #IDLE_POLLS} empty looks parks until the next event unparks it. (A blocking queue's lock
- * made the emulating thread wait on a futex whenever the writer drained it: 0.74 % of the
- * emulating thread's samples on the probed job, about 0.3 µs an event.) The writer publishes how
- * many records it took once per batch, which is all the emulating side reads to keep the bound.
- *
- * <p>A batch's lines are encoded to the guest's bytes at once, into arrays kept from batch to
- * batch: an all-ASCII batch a byte a char, anything else through {@link GuestText#encode}
- * (surrogate escapes included).
+ * <p>No lock: the emulating thread alone writes into the batch and publishes how far its lines
+ * go with one volatile store per line; the writer writes out a batch's published lines that have
+ * waited long enough while the emulating thread goes on filling it, and a full batch once it is
+ * handed over. Batches never grow (a line longer than a batch goes out as a batch of its own), so
+ * the published bytes never move. Formatting here rather than on the writer's thread costs the
+ * emulating thread less than the record it no longer makes for each event (issue 30: a record,
+ * its context, its body and a queue node per event, then a string builder's chars narrowed to
+ * bytes on the writer).
  */
-final class TraceLineWriter implements EventEngine.PassiveListener, AutoCloseable {
-    /** Events waiting at most. */
-    static final int CAPACITY = 8192;
-    /** How often the writer looks at the queue while events flow. */
+final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
+    /** Full batches waiting at most. */
+    static final int MAX_BATCHES = 16;
+    /** How often the writer looks for lines that wait while events flow. */
     static final long POLL_NANOS = 4_000_000;
     /** The most a formatted line waits to be written while events flow (lines are written in batches). */
     static final long WRITE_NANOS = 10_000_000;
-    /** Empty looks before the writer parks until an event wakes it (48 ms without an event). */
+    /** Empty looks before the writer parks until a line wakes it. */
     static final int IDLE_POLLS = 12;
-    /** Characters formatted before a batch is written out. */
-    static final int BATCH_CHARS = 1 << 16;
-    private static final TraceRecord END = new TraceRecord("", "", null, "", false, 0, 0);
+    /** Bytes of lines in a batch. */
+    static final int BATCH_BYTES = 1 << 16;
+
+    /** Lines' bytes: {@code a[0..n)} written by the emulating thread, {@code [0..published)} visible to the writer, {@code [0..written)} written out. */
+    private static final class Batch {
+        final byte[] a;
+        int n;
+        volatile int published;
+        /** The writer's own. */
+        int written;
+
+        Batch(int size) { a = new byte[size]; }
+    }
+
+    private static final Batch END = new Batch(0);
 
     private final PrintStream out;
-    private final Queue<TraceRecord> queue = new ConcurrentLinkedQueue<>();
     private final Thread thread;
-    /** Records handed over (the emulating thread's own count). */
+    /** The batch being filled: the emulating thread's; the writer reads its published lines. */
+    private volatile Batch current = new Batch(BATCH_BYTES);
+    /** Full batches for the writer, in order. */
+    private final Queue<Batch> full = new ConcurrentLinkedQueue<>();
+    /** Batches written out, for reuse. */
+    private final Queue<Batch> spare = new ConcurrentLinkedQueue<>();
+    /** Batches handed over (the emulating thread's count) and written out (the writer's). */
     private long handedOver;
-    /** Records the writer has taken from the queue (written by the writer only, once per batch). */
-    private volatile long taken;
-    /** The writer is parked (or about to park) until an event arrives. */
+    private volatile long writtenBatches;
+    /** A record's line, formatted before it is copied in (the emulating thread's). */
+    private final LineBytes recordLine = new LineBytes(256);
+    /** The writer is parked (or about to park) until a line arrives. */
     private volatile boolean parked;
     private volatile Throwable failure;
     private boolean closed;
@@ -68,18 +86,55 @@ final class TraceLineWriter implements EventEngine.PassiveListener, AutoCloseabl
 
     @Override
     public void accept(TraceRecord r) {
-        if (failure != null) return;
-        while (handedOver - taken >= CAPACITY) {     // the output is slower than the guest: wait for it
+        acceptLine(r.appendLine(recordLine.clear()));
+    }
+
+    @Override
+    public void acceptLine(LineBytes line) {
+        if (failure != null || closed) return;
+        int len = line.length() + 1;
+        Batch b = current;
+        if (b.n + len > b.a.length) {
+            handOver(b, len);
+            b = current;
+        }
+        if (len > b.a.length) {                 // longer than a batch: a batch of its own
+            Batch own = new Batch(len);
+            append(own, line);
+            handOver(own, 0);
+            return;
+        }
+        append(b, line);
+        if (parked) wake();
+    }
+
+    private static void append(Batch b, LineBytes line) {
+        int at = b.n, len = line.length();
+        System.arraycopy(line.array(), 0, b.a, at, len);
+        b.a[at + len] = '\n';
+        b.n = at + len + 1;
+        b.published = b.n;
+    }
+
+    /** {@code b} to the writer (held back while {@link #MAX_BATCHES} wait); {@code room} bytes or more: a fresh current batch. */
+    private void handOver(Batch b, int room) {
+        while (handedOver - writtenBatches >= MAX_BATCHES) {     // the output is slower than the guest: wait for it
             if (failure != null || !thread.isAlive()) return;
             wake();
             LockSupport.parkNanos(POLL_NANOS / 10);
         }
-        hand(r);
-    }
-
-    private void hand(TraceRecord r) {
-        queue.offer(r);
-        handedOver++;
+        if (b == current && b.n > 0) {
+            Batch next = spare.poll();
+            if (next == null) next = new Batch(BATCH_BYTES);
+            next.n = 0;
+            next.written = 0;
+            next.published = 0;
+            current = next;
+        }
+        if (b.n > 0) {
+            full.offer(b);
+            handedOver++;
+        }
         if (parked) wake();
     }
 
@@ -89,92 +144,58 @@ final class TraceLineWriter implements EventEngine.PassiveListener, AutoCloseabl
     }
 
     private void write() {
-        StringBuilder sb = new StringBuilder(BATCH_CHARS + 4096);
         try {
             int idle = 0;
-            long pendingSince = 0;      // when the oldest line not yet written was formatted
+            long waitingSince = 0;      // when the writer first saw published lines of the current batch it has not written
             while (true) {
-                TraceRecord r = queue.poll();
-                if (r == null) {
-                    if (!sb.isEmpty() && (idle >= IDLE_POLLS || System.nanoTime() - pendingSince >= WRITE_NANOS)) {
-                        writeOut(sb);
-                        out.flush();
-                    }
-                    if (idle++ < IDLE_POLLS) {
-                        LockSupport.parkNanos(POLL_NANOS);
-                    } else {
-                        parked = true;                       // then look once more: an event handed
-                        if (queue.isEmpty()) LockSupport.park(this);   // over before this sees the flag
-                        parked = false;
-                    }
+                Batch b = full.poll();
+                if (b == END) return;
+                if (b != null) {
+                    if (b.n > b.written) out.write(b.a, b.written, b.n - b.written);
+                    if (b.a.length == BATCH_BYTES) spare.offer(b);
+                    writtenBatches++;
+                    idle = 0;
                     continue;
                 }
-                idle = 0;
-                if (sb.isEmpty()) pendingSince = System.nanoTime();
-                long n = 0;
-                for (; r != null; r = queue.poll()) {
-                    if (r == END) {
-                        taken += n;
-                        writeOut(sb);
-                        return;
+                Batch c = current;
+                int published = c.published;
+                if (published > c.written) {
+                    long now = System.nanoTime();
+                    if (waitingSince == 0) waitingSince = now;
+                    if (idle >= IDLE_POLLS || now - waitingSince >= WRITE_NANOS) {
+                        out.write(c.a, c.written, published - c.written);
+                        c.written = published;
+                        out.flush();
+                        waitingSince = 0;
                     }
-                    r.appendLine(sb).append('\n');
-                    n++;
-                    if (sb.length() >= BATCH_CHARS) {
-                        writeOut(sb);
-                        taken += n;         // the emulating side, held at the bound, goes on
-                        n = 0;
-                        pendingSince = System.nanoTime();
-                    }
+                    idle = 0;
+                } else {
+                    waitingSince = 0;
                 }
-                taken += n;
+                if (idle++ < IDLE_POLLS) {
+                    LockSupport.parkNanos(POLL_NANOS);
+                } else {
+                    parked = true;               // then look once more: a line handed over before this sees the flag
+                    Batch again = current;
+                    if (full.isEmpty() && again.published == again.written) LockSupport.park(this);
+                    parked = false;
+                }
             }
         } catch (Throwable t) {
             failure = t;
-            queue.clear();
+            full.clear();
         }
     }
 
-    /** The batch's characters and bytes, kept from batch to batch (a fresh String and byte array a batch cost the writer a fifth of its time). */
-    private char[] chars = new char[0];
-    private byte[] bytes = new byte[0];
-
-    /**
-     * The lines in {@code sb} as the guest's bytes, then {@code sb} emptied: ASCII text (nearly
-     * every batch) a byte a char, anything else through {@link GuestText#encode} (surrogate escapes
-     * included).
-     */
-    private void writeOut(StringBuilder sb) {
-        int n = sb.length();
-        if (n == 0) return;
-        if (chars.length < n) {
-            chars = new char[Math.max(n, 2 * chars.length)];
-            bytes = new byte[chars.length];
-        }
-        sb.getChars(0, n, chars, 0);
-        sb.setLength(0);
-        char[] c = chars;
-        byte[] b = bytes;
-        int i = 0;
-        for (; i < n; i++) {
-            char ch = c[i];
-            if (ch >= 0x80) break;
-            b[i] = (byte) ch;
-        }
-        if (i == n) {
-            out.write(b, 0, n);
-            return;
-        }
-        byte[] encoded = GuestText.encode(new String(c, 0, n));
-        out.write(encoded, 0, encoded.length);
-    }
-
-    /** Writes every event handed over and stops the thread; the output is flushed, not closed. */
+    /** Writes every line handed over and stops the thread; the output is flushed, not closed. */
     @Override
     public void close() {
         if (closed) return;
         closed = true;
-        if (failure == null) hand(END);
+        if (failure == null) {
+            handOver(current, 0);
+            full.offer(END);
+        }
         wake();
         try {
             thread.join();

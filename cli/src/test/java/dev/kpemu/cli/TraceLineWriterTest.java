@@ -29,7 +29,7 @@ class TraceLineWriterTest {
                 super.write(b, off, len);
             }
         };
-        int n = 3 * TraceLineWriter.CAPACITY + 17;     // more than the queue holds: the emulating side waits
+        int n = 3 * TraceLineWriter.MAX_BATCHES * TraceLineWriter.BATCH_BYTES / 60 + 17;   // more than the batches hold: the emulating side waits
         List<String> want = new ArrayList<>(n);
         try (TraceLineWriter w = TraceLineWriter.start(out)) {
             for (int i = 0; i < n; i++) {

@@ -516,10 +516,10 @@ public final class TracedBoot implements BootHooks {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
         // kept and counted only: a passive listener (hits may be recorded natively, EventEngine.PassiveListener)
-        events.rules(rules, kernelMessages).addListener((EventEngine.PassiveListener) r -> {
-            if (keepRecords) records.add(r);
+        events.rules(rules, kernelMessages).addListener(keepRecords ? (EventEngine.PassiveListener) r -> {
+            records.add(r);
             eventCount.incrementAndGet();
-        });
+        } : new EventCounter());
         for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
         long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
@@ -681,6 +681,13 @@ public final class TracedBoot implements BootHooks {
 
     /** Events so far (any thread). */
     public long eventCount() { return eventCount.get(); }
+
+    /** Counts the events when they are not kept: it takes their lines, so they need no record ({@link EventEngine.LineListener}). */
+    private final class EventCounter implements EventEngine.LineListener {
+        @Override public void accept(TraceRecord r) { eventCount.incrementAndGet(); }
+
+        @Override public void acceptLine(dev.kpemu.kprobes.events.LineBytes line) { eventCount.incrementAndGet(); }
+    }
 
     /**
      * The header of a recorded trace of this boot, known after the boot: the kernel's release,

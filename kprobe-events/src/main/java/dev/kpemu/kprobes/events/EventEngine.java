@@ -167,6 +167,19 @@ public final class EventEngine implements AutoCloseable {
             return headText;
         }
 
+        /** {@link #head}'s bytes (kept while the head is the same string). */
+        byte[] headBytes(boolean isReturn, long ip, long retIp) {
+            String h = head(isReturn, ip, retIp);
+            if (h != headBytesOf) {
+                headBytes = GuestText.encode(h);
+                headBytesOf = h;
+            }
+            return headBytes;
+        }
+
+        private String headBytesOf;
+        private byte[] headBytes;
+
         long misses() {
             return engineProbe == null ? 0 : engineProbe.missed();
         }
@@ -284,6 +297,22 @@ public final class EventEngine implements AutoCloseable {
      * machine's native code may record register-only events' hits ({@link RecordedHit}).
      */
     public interface PassiveListener extends Consumer<TraceRecord> { }
+
+    /**
+     * A passive listener that takes the text of the trace: while every listener is one, an event
+     * with no trigger and no filter is formatted once, straight into bytes, and handed over as its
+     * line ({@link #acceptLine}) with no {@link TraceRecord} made; other events still come as
+     * records ({@link #accept}).
+     */
+    public interface LineListener extends PassiveListener {
+        /** The event's {@code trace} line (no newline): valid during the call only. */
+        void acceptLine(LineBytes line);
+    }
+
+    /** Every listener is a {@link LineListener}: events without triggers or filter are handed over as lines. */
+    private volatile boolean linesOnly;
+    /** The line of an event handed over as one (the emulating thread's). */
+    private final LineBytes line = new LineBytes(256);
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
     private RecordedProbeHits.Word[] recordedWords;
@@ -405,6 +434,9 @@ public final class EventEngine implements AutoCloseable {
     @SuppressWarnings("unchecked")
     private void listenersChanged() {
         listenerArray = listeners.toArray(new Consumer[0]);
+        boolean lines = true;
+        for (Consumer<TraceRecord> l : listenerArray) lines &= l instanceof LineListener;
+        linesOnly = lines;
         kprobes.recordedHitsChanged();
     }
 
@@ -1085,11 +1117,11 @@ public final class EventEngine implements AutoCloseable {
      */
     private record ArgsText(TraceFormatter formatter, String head, CompiledProbe cp, byte[] data) implements TraceRecord.BodyText {
         @Override public String get() {
-            return appendTo(new StringBuilder(head.length() + 64)).toString();
+            return appendTo(new LineBytes(head.length() + 64)).toText();
         }
 
-        @Override public StringBuilder appendTo(StringBuilder sb) {
-            return formatter.appendArgs(sb.append(head), cp, data);
+        @Override public LineBytes appendTo(LineBytes b) {
+            return formatter.appendArgs(b.text(head), cp, data);
         }
     }
 
@@ -1116,8 +1148,23 @@ public final class EventEngine implements AutoCloseable {
         else comm = commString(ctx.comm());
         String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
         if (lat == null) lat = ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
-        TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, nanos != Long.MIN_VALUE ? nanos : clock.getAsLong());
+        long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
         CompiledProbe cp = p.compiled;
+        Event e = p.event;
+        if (linesOnly && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
+            recorded++;
+            LineBytes b = line.clear();
+            TraceFormatter.appendContextPrefix(b, comm, pid, null, machine.cpu(), lat, at);
+            formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, data);
+            PrintStream o = out;
+            if (o != null) {
+                o.write(b.array(), 0, b.length());
+                o.write('\n');
+            }
+            for (Consumer<TraceRecord> l : listenerArray) ((LineListener) l).acceptLine(b);
+            return;
+        }
+        TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, at);
         String head = p.head(isReturn, ip, retIp);
         java.util.function.Supplier<String> body = new ArgsText(formatter, head, cp, data);
         if (cp.printsSymbols()) body = new FixedText(body.get());   // symbol-typed values: resolved now, as the head

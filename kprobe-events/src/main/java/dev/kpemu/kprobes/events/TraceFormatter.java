@@ -33,57 +33,50 @@ public final class TraceFormatter {
 
     /** {@code trace_print_context}: {@code "%16s-%-7d [%03d] LLLLL %5lu.%06lu: "}. */
     public static String contextPrefix(TraceContext c) {
-        return appendContextPrefix(new StringBuilder(64), c).toString();
+        return appendContextPrefix(new LineBytes(64), c).toText();
     }
 
-    /** {@link #contextPrefix} appended to {@code sb} (a writer of many lines builds no string per line). */
+    /** {@link #contextPrefix} appended to {@code sb}. */
     public static StringBuilder appendContextPrefix(StringBuilder sb, TraceContext c) {
-        long t = c.timestampNanos() / 1000;
-        if (c.pid() < 0 || c.cpu() < 0 || (c.tgid() != null && c.tgid() < 0) || t < 0) {
+        return sb.append(contextPrefix(c));
+    }
+
+    /** {@link #contextPrefix} appended to {@code b} as the guest's bytes. */
+    public static LineBytes appendContextPrefix(LineBytes b, TraceContext c) {
+        return appendContextPrefix(b, c.comm(), c.pid(), c.tgid(), c.cpu(), c.latency(), c.timestampNanos());
+    }
+
+    /**
+     * {@link #contextPrefix} of the columns given one by one (a writer of many lines makes no
+     * {@link TraceContext} per line): {@code comm} as {@link GuestText} carries it, padded by its
+     * characters.
+     */
+    public static LineBytes appendContextPrefix(LineBytes b, String comm, int pid, Integer tgid, int cpu, String latency, long nanos) {
+        long t = nanos / 1000;
+        if (pid < 0 || cpu < 0 || (tgid != null && tgid < 0) || t < 0) {
             // what the padding below does not cover: negative numbers, as %d prints them
-            sb.append(String.format("%16s-%-7d ", c.comm(), c.pid()));
-            if (c.tgid() != null) sb.append(c.tgid() == 0 ? "(-------) " : String.format("(%7d) ", c.tgid()));
-            sb.append(String.format("[%03d] ", c.cpu()));
-            sb.append(c.latency());
-            sb.append(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
-            return sb;
+            b.text(String.format("%16s-%-7d ", comm, pid));
+            if (tgid != null) b.text(tgid == 0 ? "(-------) " : String.format("(%7d) ", tgid));
+            b.text(String.format("[%03d] ", cpu));
+            b.text(latency);
+            return b.text(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
         }
         // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter
-        // parses the pattern each time), the numbers appended in place: no string per number
-        String comm = String.valueOf(c.comm());
-        fill(sb, ' ', 16 - comm.length()).append(comm);
-        sb.append('-').append(c.pid());
-        fill(sb, ' ', 7 - digits(c.pid()));
-        sb.append(' ');
-        if (c.tgid() != null) {
-            if (c.tgid() == 0) sb.append("(-------) ");
-            else fill(sb.append('('), ' ', 7 - digits(c.tgid())).append((int) c.tgid()).append(") ");
+        // parses the pattern each time), the numbers written in place: no string per number
+        String name = String.valueOf(comm);
+        b.fill(' ', 16 - name.length()).text(name);
+        b.ascii('-').decimal(pid).fill(' ', 7 - LineBytes.digits(pid)).ascii(' ');
+        if (tgid != null) {
+            if (tgid == 0) b.text("(-------) ");
+            else b.ascii('(').fill(' ', 7 - LineBytes.digits(tgid)).decimal(tgid).ascii(')').ascii(' ');
         }
-        fill(sb.append('['), '0', 3 - digits(c.cpu())).append(c.cpu()).append("] ");
-        sb.append(c.latency());
-        long seconds = t / 1_000_000, micros = t % 1_000_000;
-        fill(sb.append(' '), ' ', 5 - digits(seconds)).append(seconds).append('.');
-        fill(sb, '0', 6 - digits(micros)).append(micros).append(": ");
-        return sb;
+        b.ascii('[').fill('0', 3 - LineBytes.digits(cpu)).decimal(cpu).ascii(']').ascii(' ');
+        b.text(latency);
+        long seconds = t / 1_000_000;
+        int micros = (int) (t - seconds * 1_000_000);
+        b.ascii(' ').fill(' ', 5 - LineBytes.digits(seconds)).decimal(seconds).ascii('.');
+        return b.fill('0', 6 - LineBytes.digits(micros)).decimal(micros).ascii(':').ascii(' ');
     }
-
-    /** The decimal digits of {@code v}, which is not negative. */
-    private static int digits(long v) {
-        int n = 1;
-        for (long x = v; x >= 10; x /= 10) n++;
-        return n;
-    }
-
-    /** {@code n} copies of {@code fill} (none when {@code n} is not positive). */
-    private static StringBuilder fill(StringBuilder sb, char fill, int n) {
-        if (n <= 0) return sb;
-        String run = fill == ' ' ? SPACES : fill == '0' ? ZEROS : null;
-        if (run != null && n <= run.length()) return sb.append(run, 0, n);      // one copy, not a call per character
-        for (int i = 0; i < n; i++) sb.append(fill);
-        return sb;
-    }
-
-    private static final String SPACES = " ".repeat(16), ZEROS = "0".repeat(16);
 
     /** A full {@code trace} line for a kprobe hit at {@code ip} (no trailing newline). */
     public String kprobeLine(TraceContext c, CompiledProbe p, long ip, byte[] data) {
@@ -122,22 +115,27 @@ public final class TraceFormatter {
 
     /** {@link #formatArgs} appended to {@code sb}. */
     public StringBuilder appendArgs(StringBuilder sb, CompiledProbe p, byte[] data) {
+        return sb.append(appendArgs(new LineBytes(64), p, data).toText());
+    }
+
+    /** {@link #formatArgs} appended to {@code b} as the guest's bytes. */
+    public LineBytes appendArgs(LineBytes b, CompiledProbe p, byte[] data) {
         List<FetchArg> args = p.definition().args();
         for (int i = 0; i < args.size(); i++) {
             FetchArg a = args.get(i);
-            sb.append(' ').append(a.name()).append('=');
+            b.ascii(' ').text(a.name()).ascii('=');
             int off = p.argOffset(i);
             if (a.arrayLength() == 0) {
-                formatValue(sb, a.type(), data, off);
+                formatValue(b, a.type(), data, off);
             } else {
-                sb.append('{');
+                b.ascii('{');
                 for (int j = 0; j < a.arrayLength(); j++) {
-                    formatValue(sb, a.type(), data, off + j * a.type().size());
-                    sb.append(j == a.arrayLength() - 1 ? '}' : ',');
+                    formatValue(b, a.type(), data, off + j * a.type().size());
+                    b.ascii(j == a.arrayLength() - 1 ? '}' : ',');
                 }
             }
         }
-        return sb;
+        return b;
     }
 
     /** The arguments of {@code data} typed ({@link EventArg}): what {@link #formatArgs} prints, as values. */
@@ -180,38 +178,35 @@ public final class TraceFormatter {
 
     /** Formats one stored value of {@code type} at {@code off} of an argument area. */
     public void formatValue(StringBuilder sb, FetchType type, byte[] data, int off) {
+        LineBytes b = new LineBytes(32);
+        formatValue(b, type, data, off);
+        sb.append(b.toText());
+    }
+
+    /** {@link #formatValue(StringBuilder, FetchType, byte[], int)} as the guest's bytes: a string value is its bytes as fetched. */
+    public void formatValue(LineBytes b, FetchType type, byte[] data, int off) {
         switch (type) {
-            case U8, U16, U32 -> sb.append(CompiledProbe.readField(data, off, type.size()));
-            case U64 -> sb.append(Long.toUnsignedString(CompiledProbe.readField(data, off, 8)));
-            case S8 -> sb.append((byte) CompiledProbe.readField(data, off, 1));
-            case S16 -> sb.append((short) CompiledProbe.readField(data, off, 2));
-            case S32 -> sb.append((int) CompiledProbe.readField(data, off, 4));
-            case S64 -> sb.append(CompiledProbe.readField(data, off, 8));
-            case X8, X16, X32, X64 -> appendHex(sb.append("0x"), CompiledProbe.readField(data, off, type.size()));
-            case CHAR -> sb.append('\'').append(GuestText.ofByte((int) CompiledProbe.readField(data, off, 1))).append('\'');
-            case SYMBOL -> sb.append(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
+            case U8, U16, U32 -> b.decimal(CompiledProbe.readField(data, off, type.size()));
+            case U64 -> b.unsigned(CompiledProbe.readField(data, off, 8));
+            case S8 -> b.decimal((byte) CompiledProbe.readField(data, off, 1));
+            case S16 -> b.decimal((short) CompiledProbe.readField(data, off, 2));
+            case S32 -> b.decimal((int) CompiledProbe.readField(data, off, 4));
+            case S64 -> b.decimal(CompiledProbe.readField(data, off, 8));
+            case X8, X16, X32, X64 -> b.ascii('0').ascii('x').hex(CompiledProbe.readField(data, off, type.size()));
+            case CHAR -> b.ascii('\'').bytes(new byte[] {(byte) CompiledProbe.readField(data, off, 1)}).ascii('\'');
+            case SYMBOL -> b.text(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
             case STRING, USTRING, SYMSTR -> {
                 int loc = (int) CompiledProbe.readField(data, off, 4);
                 int len = loc >>> 16, at = loc & 0xffff;
                 if (len == 0) {
-                    sb.append("(fault)");
+                    b.text("(fault)");
                 } else {
                     int end = at;
                     while (end < data.length && end < at + len && data[end] != 0) end++;
-                    sb.append('"').append(GuestText.decode(data, at, Math.max(0, end - at))).append('"');
+                    b.ascii('"').bytes(data, at, Math.max(0, end - at)).ascii('"');
                 }
             }
         }
-    }
-
-    private static final char[] HEX = "0123456789abcdef".toCharArray();
-
-    /** {@code v} as {@link Long#toHexString} writes it (lower case, unsigned, no leading zeros), with no string made. */
-    static StringBuilder appendHex(StringBuilder sb, long v) {
-        int shift = 60;
-        while (shift > 0 && (v >>> shift) == 0) shift -= 4;
-        for (; shift >= 0; shift -= 4) sb.append(HEX[(int) (v >>> shift) & 0xf]);
-        return sb;
     }
 
     // ---- kprobe_events / kprobe_profile ----------------------------------------------------

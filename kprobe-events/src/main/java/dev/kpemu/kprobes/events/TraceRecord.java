@@ -120,20 +120,20 @@ public final class TraceRecord {
     public byte[] lineBytes() { return GuestText.encode(line()); }
 
     /**
-     * {@link #line()} appended to {@code sb}: a body not formatted yet is formatted into {@code sb}
-     * in place ({@link BodyText}), not kept (a writer of many lines builds no string per line).
+     * {@link #lineBytes()} appended to {@code b}: a body not formatted yet is formatted into
+     * {@code b} in place ({@link BodyText}), not kept (a writer of many lines builds no string per line).
      */
-    public StringBuilder appendLine(StringBuilder sb) {
-        TraceFormatter.appendContextPrefix(sb, context);
-        String b = body;
-        if (b == null && bodySource instanceof BodyText t) return t.appendTo(sb);
-        return sb.append(body());
+    public LineBytes appendLine(LineBytes b) {
+        TraceFormatter.appendContextPrefix(b, context);
+        String text = body;
+        if (text == null && bodySource instanceof BodyText t) return t.appendTo(b);
+        return b.text(body());
     }
 
-    /** A body source that can also format straight into a builder. */
+    /** A body source that can also format straight into a line's bytes. */
     interface BodyText extends Supplier<String> {
-        /** The body appended to {@code sb}: the characters {@link #get()} returns. */
-        StringBuilder appendTo(StringBuilder sb);
+        /** The body appended to {@code b}: the bytes of what {@link #get()} returns. */
+        LineBytes appendTo(LineBytes b);
     }
 
     @Override

@@ -51,11 +51,52 @@ class EventEngineTest {
             k.call("kprobe_target", k.data, 7, -5, 0xabcd);
             assertEquals(2, k.records.size());
             for (TraceRecord r : k.records) {
-                String inPlace = r.appendLine(new StringBuilder("> ")).toString();
+                String inPlace = r.appendLine(new LineBytes(2).text("> ")).toText();
                 assertEquals("> " + r.line(), inPlace);
             }
             assertTrue(k.records.getFirst().line().endsWith(" b=7 c=-5 d=0xabcd s=\"caf\u00e9\""), k.records.getFirst().line());
         }
+    }
+
+    /** "café", a byte that is not UTF-8, NUL. */
+    private static final byte[] GUEST_BYTES = {'c', 'a', 'f', (byte) 0xc3, (byte) 0xa9, (byte) 0xff, 0};
+
+    /**
+     * While every listener takes lines ({@link EventEngine.LineListener}), events without trigger
+     * or filter come as their lines, byte for byte the lines of the records the same hits make
+     * otherwise; a filtered event still comes as a record.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void linesHandedOverAreTheRecordsLines(Arch a) throws Exception {
+        String[] defs = {"p:e kprobe_target a=R0 b=R1:u32 c=R2:s64 d=R3:x16 s=+0(R0):string u=R1:u64 x=R1:x8",
+                "r:r kprobe_target rv=$retval:x64", "p:f kprobe_target n=R1:s32"};
+        List<String> want = new ArrayList<>();
+        try (GuestKernel k = new GuestKernel(a)) {
+            k.machine.writeVirtual(k.data, GUEST_BYTES);
+            for (String d : defs) k.write(d);
+            k.engine.enableAll();
+            k.call("kprobe_target", k.data, -7, -5, 0xabcd);
+            for (TraceRecord r : k.records) want.add(GuestText.decode(r.lineBytes()));
+        }
+        List<String> lines = new ArrayList<>(), recordLines = new ArrayList<>();
+        try (GuestKernel k = new GuestKernel(a)) {
+            k.engine.removeListener(k.recordsListener);
+            k.engine.addListener(new EventEngine.LineListener() {
+                @Override public void accept(TraceRecord r) { recordLines.add(r.line()); lines.add(r.line()); }
+                @Override public void acceptLine(LineBytes line) { lines.add(line.toText()); }
+            });
+            k.machine.writeVirtual(k.data, GUEST_BYTES);
+            for (String d : defs) k.write(d);
+            k.engine.enableAll();
+            k.engine.setFilter("kprobes/f", "n < 0");
+            k.call("kprobe_target", k.data, -7, -5, 0xabcd);
+        }
+        assertEquals(3, want.size());
+        assertEquals(want, lines);
+        assertEquals(want.stream().filter(l -> l.contains(" f: (")).toList(), recordLines, "the filtered event's record");
+        String e = want.stream().filter(l -> l.contains(" e: (")).findFirst().orElseThrow();
+        assertTrue(e.endsWith(" s=\"caf\u00e9\udcff\" u=18446744073709551609 x=0xf9"), e);
     }
 
     @ParameterizedTest

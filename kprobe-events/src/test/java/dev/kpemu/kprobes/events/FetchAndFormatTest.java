@@ -172,14 +172,34 @@ class FetchAndFormatTest {
     }
 
     @Test
-    void hexValuesAreLongToHexStringsDigits() {
+    void numbersAreWrittenAsLongsOwnStrings() {
         java.util.SplittableRandom r = new java.util.SplittableRandom(30);
-        long[] edges = {0, 1, 0xf, 0x10, 0xff, 0x100, 0xffff_ffffL, 0x1_0000_0000L, Long.MAX_VALUE, Long.MIN_VALUE, -1, 0xffff_8880_0123_4567L};
-        for (long v : edges) assertEquals(Long.toHexString(v), TraceFormatter.appendHex(new StringBuilder(), v).toString());
-        for (int i = 0; i < 1000; i++) {
-            long v = r.nextLong() >>> r.nextInt(64);
-            assertEquals("x" + Long.toHexString(v), TraceFormatter.appendHex(new StringBuilder("x"), v).toString());
-        }
+        long[] edges = {0, 1, 9, 10, 0xf, 0x10, 0xff, 0x100, 99_999, 100_000, 0xffff_ffffL, 0x1_0000_0000L, Long.MAX_VALUE,
+                Long.MIN_VALUE, Long.MIN_VALUE + 1, -1, -10, 0xffff_8880_0123_4567L};
+        for (long v : edges) assertNumbers(v);
+        for (int i = 0; i < 2000; i++) assertNumbers(r.nextLong() >> r.nextInt(64));
+    }
+
+    private static void assertNumbers(long v) {
+        assertEquals("x" + Long.toHexString(v), new LineBytes(4).ascii('x').hex(v).toText());
+        assertEquals("x" + v, new LineBytes(4).ascii('x').decimal(v).toText());
+        assertEquals("x" + Long.toUnsignedString(v), new LineBytes(4).ascii('x').unsigned(v).toText());
+    }
+
+    /** A line's bytes: ASCII a byte each, text from the guest back to the guest's bytes. */
+    @Test
+    void lineBytesAreTheGuestsBytes() {
+        byte[] raw = {'a', (byte) 0xff, 'b', (byte) 0xc3, (byte) 0xa9, '-', (byte) 0xe6, (byte) 0x96};
+        String text = GuestText.decode(raw);
+        LineBytes b = new LineBytes(2).text("ab").text(text).fill(' ', 3).fill('0', -1).bytes(raw, 1, 2);
+        java.io.ByteArrayOutputStream want = new java.io.ByteArrayOutputStream();
+        want.writeBytes("ab".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        want.writeBytes(raw);
+        want.writeBytes("   ".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        want.write(0xff);
+        want.write('b');
+        assertArrayEquals(want.toByteArray(), b.toByteArray());
+        assertEquals("ab" + text + "   " + GuestText.decode(new byte[] {(byte) 0xff, 'b'}), b.toText());
     }
 
     @Test

@@ -76,8 +76,11 @@ final class GuestKernel implements AutoCloseable {
         mapUser();
         this.engine = EventEngine.attach(kprobes, symbols, layout, new PrintStream(output, true, StandardCharsets.UTF_8))
                 .dialect(dialect)
-                .addListener(records::add);
+                .addListener(recordsListener);
     }
+
+    /** The listener that fills {@link #records}. */
+    final java.util.function.Consumer<TraceRecord> recordsListener = records::add;
 
     private void mapUser() {
         if (arch == Arch.X86_64) return; // the low 16 MiB are identity-mapped (no U bit: x86 does not check it)
