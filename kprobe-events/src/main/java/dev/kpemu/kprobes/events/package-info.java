@@ -15,7 +15,10 @@
  * user memory through the guest page tables, the current task as
  * {@link dev.kpemu.kprobes.events.TaskLayout} says) and prints one trace line
  * ({@link dev.kpemu.kprobes.events.TraceRecord}, with its arguments typed:
- * {@link dev.kpemu.kprobes.events.EventArg}).
+ * {@link dev.kpemu.kprobes.events.EventArg}). Lines are formatted as the guest's bytes
+ * ({@link dev.kpemu.kprobes.events.LineBytes}); while every listener takes lines
+ * ({@link dev.kpemu.kprobes.events.EventEngine.LineListener}, the CLI's text trace), an event with
+ * no trigger and no filter is handed over as its line and makes no record.
  *
  * <p>What users do with the events, as ftrace: event filters ({@code filter} subpackage), hist
  * triggers ({@code hist} subpackage), over the fields {@link dev.kpemu.kprobes.events.EventFields}
