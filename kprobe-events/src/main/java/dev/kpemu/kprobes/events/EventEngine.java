@@ -313,6 +313,10 @@ public final class EventEngine implements AutoCloseable {
     private volatile boolean linesOnly;
     /** The line of an event handed over as one (the emulating thread's). */
     private final LineBytes line = new LineBytes(256);
+    /** The context columns of the last line handed over, and what made them (most hits come from the task, CPU and state of the hit before). */
+    private byte[] lineColumns;
+    private String lineComm, lineLatency;
+    private int linePid = -1, lineCpu = -1;
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
     private RecordedProbeHits.Word[] recordedWords;
@@ -1154,7 +1158,15 @@ public final class EventEngine implements AutoCloseable {
         if (linesOnly && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
             recorded++;
             LineBytes b = line.clear();
-            TraceFormatter.appendContextPrefix(b, comm, pid, null, machine.cpu(), lat, at);
+            int cpu = machine.cpu();
+            if (comm != lineComm || pid != linePid || cpu != lineCpu || lat != lineLatency) {
+                lineColumns = TraceFormatter.appendContextColumns(new LineBytes(48), comm, pid, null, cpu, lat).toByteArray();
+                lineComm = comm;
+                linePid = pid;
+                lineCpu = cpu;
+                lineLatency = lat;
+            }
+            TraceFormatter.appendTimestamp(b.bytes(lineColumns), at);
             formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, data);
             PrintStream o = out;
             if (o != null) {

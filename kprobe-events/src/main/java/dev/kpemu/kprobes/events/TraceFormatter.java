@@ -52,17 +52,20 @@ public final class TraceFormatter {
      * characters.
      */
     public static LineBytes appendContextPrefix(LineBytes b, String comm, int pid, Integer tgid, int cpu, String latency, long nanos) {
-        long t = nanos / 1000;
-        if (pid < 0 || cpu < 0 || (tgid != null && tgid < 0) || t < 0) {
+        return appendTimestamp(appendContextColumns(b, comm, pid, tgid, cpu, latency), nanos);
+    }
+
+    /** The prefix's columns before the timestamp: {@code "%16s-%-7d [%03d] LLLLL"} (the same for a task's hits in a row). */
+    public static LineBytes appendContextColumns(LineBytes b, String comm, int pid, Integer tgid, int cpu, String latency) {
+        if (pid < 0 || cpu < 0 || (tgid != null && tgid < 0)) {
             // what the padding below does not cover: negative numbers, as %d prints them
             b.text(String.format("%16s-%-7d ", comm, pid));
             if (tgid != null) b.text(tgid == 0 ? "(-------) " : String.format("(%7d) ", tgid));
             b.text(String.format("[%03d] ", cpu));
-            b.text(latency);
-            return b.text(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
+            return b.text(latency);
         }
-        // "%16s-%-7d [%03d] LAT %5d.%06d: " written out (a trace line is formatted per event; Formatter
-        // parses the pattern each time), the numbers written in place: no string per number
+        // "%16s-%-7d [%03d] LAT" written out (a trace line is formatted per event; Formatter parses the
+        // pattern each time), the numbers written in place: no string per number
         String name = String.valueOf(comm);
         b.fill(' ', 16 - name.length()).text(name);
         b.ascii('-').decimal(pid).fill(' ', 7 - LineBytes.digits(pid)).ascii(' ');
@@ -71,7 +74,13 @@ public final class TraceFormatter {
             else b.ascii('(').fill(' ', 7 - LineBytes.digits(tgid)).decimal(tgid).ascii(')').ascii(' ');
         }
         b.ascii('[').fill('0', 3 - LineBytes.digits(cpu)).decimal(cpu).ascii(']').ascii(' ');
-        b.text(latency);
+        return b.text(latency);
+    }
+
+    /** The prefix's timestamp after the columns: {@code " %5lu.%06lu: "} of guest time {@code nanos}. */
+    public static LineBytes appendTimestamp(LineBytes b, long nanos) {
+        long t = nanos / 1000;
+        if (t < 0) return b.text(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
         long seconds = t / 1_000_000;
         int micros = (int) (t - seconds * 1_000_000);
         b.ascii(' ').fill(' ', 5 - LineBytes.digits(seconds)).decimal(seconds).ascii('.');
