@@ -67,6 +67,7 @@ public final class CompiledProbe {
         this.offsets = offsets;
         this.fixedSize = fixedSize;
         this.printsSymbols = definition.args().stream().anyMatch(a -> a.type() == FetchType.SYMBOL);
+        this.args = definition.args().toArray(new FetchArg[0]);
         boolean reads = false;
         for (FetchProgram p : programs) for (FetchProgram.Insn i : p.code) reads |= FetchProgram.readsMemory(i.op);
         this.readsMemory = reads;
@@ -96,6 +97,15 @@ public final class CompiledProbe {
     }
 
     public TraceProbe definition() { return definition; }
+
+    /** The definition's arguments as an array (a hit's formatting iterates them: no list call per argument). */
+    private final FetchArg[] args;
+
+    /** Argument {@code i} of the definition. */
+    public FetchArg arg(int i) { return args[i]; }
+
+    /** How many arguments the definition has. */
+    public int argCount() { return args.length; }
 
     /** Whether an argument prints as a symbol ({@code :symbol}), which needs the symbol table when it is formatted. */
     public boolean printsSymbols() { return printsSymbols; }

@@ -311,6 +311,8 @@ public final class EventEngine implements AutoCloseable {
 
     /** Every listener is a {@link LineListener}: events without triggers or filter are handed over as lines. */
     private volatile boolean linesOnly;
+    /** {@link #listenerArray} as line listeners while {@link #linesOnly} (no cast per hit: an interface cast is a slow subtype check under the client compiler). */
+    private volatile LineListener[] lineListeners = new LineListener[0];
     /** The line of an event handed over as one (the emulating thread's). */
     private final LineBytes line = new LineBytes(256);
     /** The context columns of the last line handed over, and what made them (most hits come from the task, CPU and state of the hit before). */
@@ -440,6 +442,7 @@ public final class EventEngine implements AutoCloseable {
         listenerArray = listeners.toArray(new Consumer[0]);
         boolean lines = true;
         for (Consumer<TraceRecord> l : listenerArray) lines &= l instanceof LineListener;
+        lineListeners = lines ? java.util.Arrays.copyOf(listenerArray, listenerArray.length, LineListener[].class) : new LineListener[0];
         linesOnly = lines;
         kprobes.recordedHitsChanged();
     }
@@ -1173,7 +1176,7 @@ public final class EventEngine implements AutoCloseable {
                 o.write(b.array(), 0, b.length());
                 o.write('\n');
             }
-            for (Consumer<TraceRecord> l : listenerArray) ((LineListener) l).acceptLine(b);
+            for (LineListener l : lineListeners) l.acceptLine(b);
             return;
         }
         TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, at);

@@ -129,9 +129,8 @@ public final class TraceFormatter {
 
     /** {@link #formatArgs} appended to {@code b} as the guest's bytes. */
     public LineBytes appendArgs(LineBytes b, CompiledProbe p, byte[] data) {
-        List<FetchArg> args = p.definition().args();
-        for (int i = 0; i < args.size(); i++) {
-            FetchArg a = args.get(i);
+        for (int i = 0, n = p.argCount(); i < n; i++) {
+            FetchArg a = p.arg(i);
             b.ascii(' ').text(a.name()).ascii('=');
             int off = p.argOffset(i);
             if (a.arrayLength() == 0) {
