@@ -23,7 +23,9 @@ import dev.kpemu.kprobes.events.TraceRecord;
  * <p>No lock: the emulating thread alone writes into the batch and publishes how far its lines
  * go with one volatile store per line; the writer writes out a batch's published lines that have
  * waited long enough while the emulating thread goes on filling it, and a full batch once it is
- * handed over. Batches never grow (a line longer than a batch goes out as a batch of its own), so
+ * handed over. A full batch is queued before the next batch becomes the current one, and the
+ * writer writes a current batch's lines only when it finds no batch queued after reading them,
+ * so no line overtakes an earlier one. Batches never grow (a line longer than a batch goes out as a batch of its own), so
  * the published bytes never move. Formatting here rather than on the writer's thread costs the
  * emulating thread less than the record it no longer makes for each event (issue 30: a record,
  * its context, its body and a queue node per event, then a string builder's chars narrowed to
@@ -56,8 +58,10 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
 
     private final PrintStream out;
     private final Thread thread;
+    /** Bytes of a batch ({@link #BATCH_BYTES}; tests make them small). */
+    private final int batchBytes;
     /** The batch being filled: the emulating thread's; the writer reads its published lines. */
-    private volatile Batch current = new Batch(BATCH_BYTES);
+    private volatile Batch current;
     /** Full batches for the writer, in order. */
     private final Queue<Batch> full = new ConcurrentLinkedQueue<>();
     /** Batches written out, for reuse. */
@@ -72,14 +76,19 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
     private volatile Throwable failure;
     private boolean closed;
 
-    private TraceLineWriter(PrintStream out) {
+    private TraceLineWriter(PrintStream out, int batchBytes) {
         this.out = out;
+        this.batchBytes = batchBytes;
+        this.current = new Batch(batchBytes);
         this.thread = Thread.ofPlatform().daemon().name("kpemu-trace-writer").unstarted(this::write);
     }
 
     /** A writer of trace lines to {@code out}, started. */
-    static TraceLineWriter start(PrintStream out) {
-        TraceLineWriter w = new TraceLineWriter(out);
+    static TraceLineWriter start(PrintStream out) { return start(out, BATCH_BYTES); }
+
+    /** As above, with batches of {@code batchBytes}. */
+    static TraceLineWriter start(PrintStream out, int batchBytes) {
+        TraceLineWriter w = new TraceLineWriter(out, batchBytes);
         w.thread.start();
         return w;
     }
@@ -123,17 +132,16 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
             wake();
             LockSupport.parkNanos(POLL_NANOS / 10);
         }
-        if (b == current && b.n > 0) {
+        if (b.n == 0) return;
+        full.offer(b);                 // queued before a new current batch is seen: the writer writes this first
+        handedOver++;
+        if (b == current) {
             Batch next = spare.poll();
-            if (next == null) next = new Batch(BATCH_BYTES);
+            if (next == null) next = new Batch(batchBytes);
             next.n = 0;
             next.written = 0;
             next.published = 0;
             current = next;
-        }
-        if (b.n > 0) {
-            full.offer(b);
-            handedOver++;
         }
         if (parked) wake();
     }
@@ -152,13 +160,14 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
                 if (b == END) return;
                 if (b != null) {
                     if (b.n > b.written) out.write(b.a, b.written, b.n - b.written);
-                    if (b.a.length == BATCH_BYTES) spare.offer(b);
+                    if (b.a.length == batchBytes) spare.offer(b);
                     writtenBatches++;
                     idle = 0;
                     continue;
                 }
                 Batch c = current;
                 int published = c.published;
+                if (!full.isEmpty()) continue;     // batches handed over before c's lines: those first
                 if (published > c.written) {
                     long now = System.nanoTime();
                     if (waitingSince == 0) waitingSince = now;

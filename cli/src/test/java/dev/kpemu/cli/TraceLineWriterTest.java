@@ -89,6 +89,33 @@ class TraceLineWriterTest {
         }
     }
 
+    /**
+     * Lines stay in order while the writer writes the lines of the batch being filled (a line
+     * waited its 10 ms) and batches are handed over around it: small batches and pauses make both
+     * happen many times. (The race once found by a job's trace, a current batch's lines written
+     * before the full batch queued just before it, needs a handover inside a window of a few
+     * instructions: this test did not catch it; the queue-before-switch order and the writer's
+     * second look at the queue are what rule it out.)
+     */
+    @Test
+    void linesStayInOrderWhileWaitingLinesAreWritten() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, false, StandardCharsets.UTF_8);
+        java.util.SplittableRandom random = new java.util.SplittableRandom(30);
+        int n = 20_000;
+        try (TraceLineWriter w = TraceLineWriter.start(out, 200)) {
+            dev.kpemu.kprobes.events.LineBytes line = new dev.kpemu.kprobes.events.LineBytes(64);
+            for (int i = 0; i < n; i++) {
+                w.acceptLine(line.clear().text("line ").decimal(i).fill('.', random.nextInt(40)));
+                if (random.nextInt(400) == 0) java.util.concurrent.locks.LockSupport.parkNanos(TraceLineWriter.WRITE_NANOS + random.nextLong(4_000_000));
+                else if (random.nextInt(8) == 0) java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+            }
+        }
+        List<String> got = bytes.toString(StandardCharsets.UTF_8).lines().toList();
+        assertEquals(n, got.size());
+        for (int i = 0; i < n; i++) assertEquals("line " + i, got.get(i).replaceAll("\\.+$", ""), "line " + i + " of " + n);
+    }
+
     private static int countOf(byte[] hay, byte[] needle) {
         int n = 0;
         for (int i = 0; i + needle.length <= hay.length; i++) {

@@ -193,7 +193,7 @@ public final class EventEngine implements AutoCloseable {
                 return 0;
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
-            emit(this, false, ip, 0, buffer.bytes(), entryPath(this, regs));
+            emit(this, false, ip, 0, buffer, entryPath(this, regs));
             return 0;
         }
 
@@ -219,7 +219,7 @@ public final class EventEngine implements AutoCloseable {
                 return;
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
-            emit(this, false, ip, 0, buffer.bytes(), entryPath(this, hit.regs()), hit.guestNanos());
+            emit(this, false, ip, 0, buffer, entryPath(this, hit.regs()), hit.guestNanos());
         }
 
         /**
@@ -237,7 +237,7 @@ public final class EventEngine implements AutoCloseable {
                 dropped++;
                 return;
             }
-            emit(this, false, reportedWatchIp(hit.pc()), 0, buffer.bytes(), LatencyPaths.Path.WATCHPOINT);
+            emit(this, false, reportedWatchIp(hit.pc()), 0, buffer, LatencyPaths.Path.WATCHPOINT);
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
@@ -252,7 +252,7 @@ public final class EventEngine implements AutoCloseable {
             }
             long func = engineProbe.entryProbe().address();
             long ret = ri.returnAddress();
-            emit(this, true, func, ret, buffer.bytes(), def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
+            emit(this, true, func, ret, buffer, def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
             return 0;
         }
     }
@@ -1142,12 +1142,12 @@ public final class EventEngine implements AutoCloseable {
      * print it, {@link LatencyFlags}) and the fetched argument area {@code data} (the kernel's trace
      * entry); its text is formatted when a reader asks for it, not here.
      */
-    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data, LatencyPaths.Path path) {
-        emit(p, isReturn, ip, retIp, data, path, Long.MIN_VALUE);
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, CompiledProbe.FetchBuffer fetched, LatencyPaths.Path path) {
+        emit(p, isReturn, ip, retIp, fetched, path, Long.MIN_VALUE);
     }
 
     /** As above, at guest time {@code nanos} (a recorded hit's; {@code Long.MIN_VALUE}: now, by the engine's clock). */
-    private void emit(Probe p, boolean isReturn, long ip, long retIp, byte[] data, LatencyPaths.Path path, long nanos) {
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, CompiledProbe.FetchBuffer fetched, LatencyPaths.Path path, long nanos) {
         int pid = ctx.pid();
         String comm;
         if (ctx.currentTask() == 0) comm = "<...>";
@@ -1170,7 +1170,7 @@ public final class EventEngine implements AutoCloseable {
                 lineLatency = lat;
             }
             TraceFormatter.appendTimestamp(b.bytes(lineColumns), at);
-            formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, data);
+            formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, fetched.data, fetched.end);   // formatted now: no copy of the values
             PrintStream o = out;
             if (o != null) {
                 o.write(b.array(), 0, b.length());
@@ -1179,6 +1179,7 @@ public final class EventEngine implements AutoCloseable {
             for (LineListener l : lineListeners) l.acceptLine(b);
             return;
         }
+        byte[] data = fetched.bytes();
         TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, at);
         String head = p.head(isReturn, ip, retIp);
         java.util.function.Supplier<String> body = new ArgsText(formatter, head, cp, data);

@@ -129,16 +129,21 @@ public final class TraceFormatter {
 
     /** {@link #formatArgs} appended to {@code b} as the guest's bytes. */
     public LineBytes appendArgs(LineBytes b, CompiledProbe p, byte[] data) {
+        return appendArgs(b, p, data, data.length);
+    }
+
+    /** As above, of an argument area that is {@code data}'s first {@code length} bytes. */
+    public LineBytes appendArgs(LineBytes b, CompiledProbe p, byte[] data, int length) {
         for (int i = 0, n = p.argCount(); i < n; i++) {
             FetchArg a = p.arg(i);
             b.ascii(' ').text(a.name()).ascii('=');
             int off = p.argOffset(i);
             if (a.arrayLength() == 0) {
-                formatValue(b, a.type(), data, off);
+                formatValue(b, a.type(), data, off, length);
             } else {
                 b.ascii('{');
                 for (int j = 0; j < a.arrayLength(); j++) {
-                    formatValue(b, a.type(), data, off + j * a.type().size());
+                    formatValue(b, a.type(), data, off + j * a.type().size(), length);
                     b.ascii(j == a.arrayLength() - 1 ? '}' : ',');
                 }
             }
@@ -193,6 +198,11 @@ public final class TraceFormatter {
 
     /** {@link #formatValue(StringBuilder, FetchType, byte[], int)} as the guest's bytes: a string value is its bytes as fetched. */
     public void formatValue(LineBytes b, FetchType type, byte[] data, int off) {
+        formatValue(b, type, data, off, data.length);
+    }
+
+    /** As above, of an argument area that is {@code data}'s first {@code length} bytes (a string ends there at the latest). */
+    public void formatValue(LineBytes b, FetchType type, byte[] data, int off, int length) {
         switch (type) {
             case U8, U16, U32 -> b.decimal(CompiledProbe.readField(data, off, type.size()));
             case U64 -> b.unsigned(CompiledProbe.readField(data, off, 8));
@@ -210,7 +220,8 @@ public final class TraceFormatter {
                     b.text("(fault)");
                 } else {
                     int end = at;
-                    while (end < data.length && end < at + len && data[end] != 0) end++;
+                    while (end < length && end < at + len && data[end] != 0) end++;
+                    if (at > length) throw new StringIndexOutOfBoundsException("offset " + at + ", length " + length);
                     b.ascii('"').bytes(data, at, Math.max(0, end - at)).ascii('"');
                 }
             }
