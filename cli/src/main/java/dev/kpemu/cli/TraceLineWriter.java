@@ -104,13 +104,13 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         int len = line.length() + 1;
         Batch b = current;
         if (b.n + len > b.a.length) {
-            handOver(b, len);
+            handOver(b);
             b = current;
         }
         if (len > b.a.length) {                 // longer than a batch: a batch of its own
             Batch own = new Batch(len);
             append(own, line);
-            handOver(own, 0);
+            handOver(own);
             return;
         }
         append(b, line);
@@ -125,8 +125,8 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         b.published = b.n;
     }
 
-    /** {@code b} to the writer (held back while {@link #MAX_BATCHES} wait); {@code room} bytes or more: a fresh current batch. */
-    private void handOver(Batch b, int room) {
+    /** {@code b} to the writer (held back while {@link #MAX_BATCHES} wait); the current batch is followed by a fresh one. */
+    private void handOver(Batch b) {
         while (handedOver - writtenBatches >= MAX_BATCHES) {     // the output is slower than the guest: wait for it
             if (failure != null || !thread.isAlive()) return;
             wake();
@@ -202,7 +202,7 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         if (closed) return;
         closed = true;
         if (failure == null) {
-            handOver(current, 0);
+            handOver(current);
             full.offer(END);
         }
         wake();

@@ -309,9 +309,11 @@ public final class EventEngine implements AutoCloseable {
         void acceptLine(LineBytes line);
     }
 
-    /** Every listener is a {@link LineListener}: events without triggers or filter are handed over as lines. */
-    private volatile boolean linesOnly;
-    /** {@link #listenerArray} as line listeners while {@link #linesOnly} (no cast per hit: an interface cast is a slow subtype check under the client compiler). */
+    /**
+     * {@link #listenerArray} as line listeners while every listener is one (events without
+     * triggers or filter are then handed over as lines), else null. An array of that type: no cast
+     * per hit (an interface cast is a slow subtype check under the client compiler).
+     */
     private volatile LineListener[] lineListeners = new LineListener[0];
     /** The line of an event handed over as one (the emulating thread's). */
     private final LineBytes line = new LineBytes(256);
@@ -442,8 +444,7 @@ public final class EventEngine implements AutoCloseable {
         listenerArray = listeners.toArray(new Consumer[0]);
         boolean lines = true;
         for (Consumer<TraceRecord> l : listenerArray) lines &= l instanceof LineListener;
-        lineListeners = lines ? java.util.Arrays.copyOf(listenerArray, listenerArray.length, LineListener[].class) : new LineListener[0];
-        linesOnly = lines;
+        lineListeners = lines ? java.util.Arrays.copyOf(listenerArray, listenerArray.length, LineListener[].class) : null;
         kprobes.recordedHitsChanged();
     }
 
@@ -1158,7 +1159,8 @@ public final class EventEngine implements AutoCloseable {
         long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
         CompiledProbe cp = p.compiled;
         Event e = p.event;
-        if (linesOnly && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
+        LineListener[] lineTakers = lineListeners;
+        if (lineTakers != null && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
             recorded++;
             LineBytes b = line.clear();
             int cpu = machine.cpu();
@@ -1176,7 +1178,7 @@ public final class EventEngine implements AutoCloseable {
                 o.write(b.array(), 0, b.length());
                 o.write('\n');
             }
-            for (LineListener l : lineListeners) l.acceptLine(b);
+            for (LineListener l : lineTakers) l.acceptLine(b);
             return;
         }
         byte[] data = fetched.bytes();

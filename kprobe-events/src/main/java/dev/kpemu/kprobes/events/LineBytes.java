@@ -1,6 +1,5 @@
 package dev.kpemu.kprobes.events;
 
-import java.io.OutputStream;
 import java.util.Arrays;
 
 /**
@@ -21,8 +20,6 @@ public final class LineBytes {
 
     public int length() { return n; }
 
-    public boolean isEmpty() { return n == 0; }
-
     /** Empties the line (the array is kept). */
     public LineBytes clear() {
         n = 0;
@@ -34,9 +31,12 @@ public final class LineBytes {
     }
 
     /** One ASCII character ({@code c < 0x80}). */
-    public LineBytes ascii(char c) {
+    public LineBytes ascii(char c) { return raw(c); }
+
+    /** One byte as it is (a {@code char} value from the guest). */
+    public LineBytes raw(int b) {
         if (n == a.length) room(1);
-        a[n++] = (byte) c;
+        a[n++] = (byte) b;
         return this;
     }
 
@@ -63,9 +63,6 @@ public final class LineBytes {
         n += len;
         return this;
     }
-
-    /** The lines of {@code other} appended. */
-    public LineBytes bytes(LineBytes other) { return bytes(other.a, 0, other.n); }
 
     /** {@code count} copies of the ASCII character {@code c} (none when {@code count} is not positive). */
     public LineBytes fill(char c, int count) {
@@ -132,9 +129,6 @@ public final class LineBytes {
         for (; shift >= 0; shift -= 4) a[n++] = HEX[(int) (v >>> shift) & 0xf];
         return this;
     }
-
-    /** The bytes written to {@code out}. */
-    public void writeTo(OutputStream out) throws java.io.IOException { out.write(a, 0, n); }
 
     /** A copy of the bytes. */
     public byte[] toByteArray() { return Arrays.copyOf(a, n); }

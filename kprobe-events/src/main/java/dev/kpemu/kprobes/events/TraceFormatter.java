@@ -36,11 +36,6 @@ public final class TraceFormatter {
         return appendContextPrefix(new LineBytes(64), c).toText();
     }
 
-    /** {@link #contextPrefix} appended to {@code sb}. */
-    public static StringBuilder appendContextPrefix(StringBuilder sb, TraceContext c) {
-        return sb.append(contextPrefix(c));
-    }
-
     /** {@link #contextPrefix} appended to {@code b} as the guest's bytes. */
     public static LineBytes appendContextPrefix(LineBytes b, TraceContext c) {
         return appendContextPrefix(b, c.comm(), c.pid(), c.tgid(), c.cpu(), c.latency(), c.timestampNanos());
@@ -119,12 +114,7 @@ public final class TraceFormatter {
 
     /** {@code trace_probe_print_args}: {@code " name=value"} for every argument. */
     public String formatArgs(CompiledProbe p, byte[] data) {
-        return appendArgs(new StringBuilder(), p, data).toString();
-    }
-
-    /** {@link #formatArgs} appended to {@code sb}. */
-    public StringBuilder appendArgs(StringBuilder sb, CompiledProbe p, byte[] data) {
-        return sb.append(appendArgs(new LineBytes(64), p, data).toText());
+        return appendArgs(new LineBytes(64), p, data).toText();
     }
 
     /** {@link #formatArgs} appended to {@code b} as the guest's bytes. */
@@ -189,19 +179,11 @@ public final class TraceFormatter {
         };
     }
 
-    /** Formats one stored value of {@code type} at {@code off} of an argument area. */
-    public void formatValue(StringBuilder sb, FetchType type, byte[] data, int off) {
-        LineBytes b = new LineBytes(32);
-        formatValue(b, type, data, off);
-        sb.append(b.toText());
-    }
-
-    /** {@link #formatValue(StringBuilder, FetchType, byte[], int)} as the guest's bytes: a string value is its bytes as fetched. */
-    public void formatValue(LineBytes b, FetchType type, byte[] data, int off) {
-        formatValue(b, type, data, off, data.length);
-    }
-
-    /** As above, of an argument area that is {@code data}'s first {@code length} bytes (a string ends there at the latest). */
+    /**
+     * Formats one stored value of {@code type} at {@code off} of an argument area that is
+     * {@code data}'s first {@code length} bytes (a string ends there at the latest), as the guest's
+     * bytes: a string value is its bytes as fetched.
+     */
     public void formatValue(LineBytes b, FetchType type, byte[] data, int off, int length) {
         switch (type) {
             case U8, U16, U32 -> b.decimal(CompiledProbe.readField(data, off, type.size()));
@@ -211,7 +193,7 @@ public final class TraceFormatter {
             case S32 -> b.decimal((int) CompiledProbe.readField(data, off, 4));
             case S64 -> b.decimal(CompiledProbe.readField(data, off, 8));
             case X8, X16, X32, X64 -> b.ascii('0').ascii('x').hex(CompiledProbe.readField(data, off, type.size()));
-            case CHAR -> b.ascii('\'').bytes(new byte[] {(byte) CompiledProbe.readField(data, off, 1)}).ascii('\'');
+            case CHAR -> b.ascii('\'').raw((int) CompiledProbe.readField(data, off, 1)).ascii('\'');
             case SYMBOL -> b.text(symbols.sprintSymbol(CompiledProbe.readField(data, off, 8)));
             case STRING, USTRING, SYMSTR -> {
                 int loc = (int) CompiledProbe.readField(data, off, 4);

@@ -271,7 +271,7 @@ public final class UprobeEvents {
         CompiledProbe cp = c.program();
         TraceRecord r = new TraceRecord(c.def().group(), c.def().event(), tc, isReturn, ip, retIp, c.id(),
                 new DecodedArgs(formatter, cp, data),
-                () -> formatter.appendArgs(new StringBuilder(head.length() + 64).append(head), cp, data).toString(), true);
+                () -> formatter.appendArgs(new LineBytes(head.length() + 64).text(head), cp, data).toText(), true);
         sink.accept(r);
     }
 }
