@@ -196,6 +196,24 @@ public final class NativeProbeHits implements RecordedProbeHits {
             int size = wordSize[k];
             for (int i = 0; i < size; i++) dst[offset + i] = (byte) ((i < 8 ? lo : hi) >>> (8 * (i & 7)));
         }
+
+        @Override
+        public boolean wordsEqual(long[] key) {
+            int n = 2 * nwords;
+            if (key.length != n + 1 || key[n] != copied[at] >>> 32) return false;
+            long[] c = copied;
+            for (int i = 0, w = at + 2 + nregs; i < n; i++) if (c[w + i] != key[i]) return false;   // a loop: few words, no call
+            return true;
+        }
+
+        @Override
+        public long[] copyWords(long[] key) {
+            int n = 2 * nwords;
+            long[] k = key != null && key.length == n + 1 ? key : new long[n + 1];
+            System.arraycopy(copied, at + 2 + nregs, k, 0, n);
+            k[n] = copied[at] >>> 32;
+            return k;
+        }
     }
 
     /** Closed with the machine: what is asked afterwards (the engine's count, a change) touches no freed memory. */

@@ -69,6 +69,15 @@ public interface RecordedProbeHits {
 
         /** Word {@code k}'s bytes into {@code dst} at {@code offset} (its size of them). */
         void word(int k, byte[] dst, int offset);
+
+        /**
+         * Whether every word and its read flag is as in {@code key} ({@link #copyWords}: the
+         * same guest state where the hit read its words; a key of another length never is).
+         */
+        boolean wordsEqual(long[] key);
+
+        /** The words and their read flags as a key for {@link #wordsEqual} (a new array when {@code key} is not its length). */
+        long[] copyWords(long[] key);
     }
 
     /** Hands each waiting record to {@code consumer}, oldest first, and forgets them. */

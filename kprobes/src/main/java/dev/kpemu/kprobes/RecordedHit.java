@@ -46,4 +46,14 @@ public final class RecordedHit {
 
     /** Captured word {@code k}'s bytes into {@code dst} at {@code offset} (its size of them). */
     public void word(int k, byte[] dst, int offset) { record.word(k, dst, offset); }
+
+    /**
+     * Whether every captured word and whether it was read are as in {@code key}, made by
+     * {@link #copyWords} at an earlier hit: then whatever was computed from the words alone then
+     * holds for this hit too.
+     */
+    public boolean wordsEqual(long[] key) { return record.wordsEqual(key); }
+
+    /** The captured words and their read flags as a key for {@link #wordsEqual} ({@code key} reused when it fits, else a new array). */
+    public long[] copyWords(long[] key) { return record.copyWords(key); }
 }

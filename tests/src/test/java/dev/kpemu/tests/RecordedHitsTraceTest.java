@@ -3,6 +3,10 @@ package dev.kpemu.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import org.junit.jupiter.api.Tag;
@@ -66,6 +70,20 @@ class RecordedHitsTraceTest {
         assertEquals(java.traced().events().profile(), recorded.traced().events().profile(), "kprobe_profile");
         assertEquals(java.console(), recorded.console(), "console");
         assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
+
+        // streamed, as the CLI's text trace is: no record is kept, each recorded hit is formatted straight
+        // into its line and reuses the last line's context columns when its captured words are the same
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        dev.kpemu.session.TracedBoot streaming = new dev.kpemu.session.TracedBoot(definitions(arch),
+                new PrintStream(text, false, StandardCharsets.ISO_8859_1)).keepRecords(false);
+        var s = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60,
+                OutputStream.nullOutputStream(), null), streaming);
+        assertEquals(BootOutcome.POWERED_OFF, s.outcome(), s.status());
+        assertTrue(streaming.kprobes().recordedHits() > 100, "hits recorded natively when streamed: " + streaming.kprobes().recordedHits());
+        List<String> streamed = List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n"));
+        assertTrue(streamed.stream().map(l -> l.substring(0, l.indexOf(']') + 8)).distinct().count() > 5,
+                "lines of several contexts (task, pid, latency column)");
+        assertEquals(a, streamed, "streamed lines, in order, timestamps included");
     }
 
     /**

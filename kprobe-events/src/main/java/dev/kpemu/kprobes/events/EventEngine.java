@@ -219,7 +219,7 @@ public final class EventEngine implements AutoCloseable {
                 return;
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
-            emit(this, false, ip, 0, buffer, entryPath(this, hit.regs()), hit.guestNanos());
+            emit(this, false, ip, 0, buffer, entryPath(this, hit.regs()), hit.guestNanos(), hit);
         }
 
         /**
@@ -321,6 +321,11 @@ public final class EventEngine implements AutoCloseable {
     private byte[] lineColumns;
     private String lineComm, lineLatency;
     private int linePid = -1, lineCpu = -1;
+    /** Whether {@link #lineColumns} came from a recorded hit's words ({@link #lineWords}), and the rest of what they came from. */
+    private boolean lineFromWords, lineIrqsOff;
+    private long[] lineWords;
+    private LatencyPaths.Path linePath;
+    private int lineOps;
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
     private RecordedProbeHits.Word[] recordedWords;
@@ -1149,28 +1154,21 @@ public final class EventEngine implements AutoCloseable {
 
     /** As above, at guest time {@code nanos} (a recorded hit's; {@code Long.MIN_VALUE}: now, by the engine's clock). */
     private void emit(Probe p, boolean isReturn, long ip, long retIp, CompiledProbe.FetchBuffer fetched, LatencyPaths.Path path, long nanos) {
-        int pid = ctx.pid();
-        String comm;
-        if (ctx.currentTask() == 0) comm = "<...>";
-        else if (pid == 0) comm = "<idle>";
-        else comm = commString(ctx.comm());
-        String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps(p, path));
-        if (lat == null) lat = ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
-        long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
+        emit(p, isReturn, ip, retIp, fetched, path, nanos, null);
+    }
+
+    /** As above; {@code hit} the recorded hit this is (null: a live one), whose words may give the last line's context columns again. */
+    private void emit(Probe p, boolean isReturn, long ip, long retIp, CompiledProbe.FetchBuffer fetched, LatencyPaths.Path path, long nanos,
+            RecordedHit hit) {
         CompiledProbe cp = p.compiled;
         Event e = p.event;
         LineListener[] lineTakers = lineListeners;
         if (lineTakers != null && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
             recorded++;
+            int cpu = machine.cpu(), ops = ftraceOps(p, path);
+            if (hit == null || !sameRecordedContext(hit, cpu, path, ops)) lineContext(cpu, path, ops, hit);
+            long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
             LineBytes b = line.clear();
-            int cpu = machine.cpu();
-            if (comm != lineComm || pid != linePid || cpu != lineCpu || lat != lineLatency) {
-                lineColumns = TraceFormatter.appendContextColumns(new LineBytes(48), comm, pid, null, cpu, lat).toByteArray();
-                lineComm = comm;
-                linePid = pid;
-                lineCpu = cpu;
-                lineLatency = lat;
-            }
             TraceFormatter.appendTimestamp(b.bytes(lineColumns), at);
             formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, fetched.data, fetched.end);   // formatted now: no copy of the values
             PrintStream o = out;
@@ -1181,6 +1179,9 @@ public final class EventEngine implements AutoCloseable {
             for (LineListener l : lineTakers) l.acceptLine(b);
             return;
         }
+        int pid = ctx.pid();
+        String comm = commColumn(pid), lat = latencyColumn(path, ftraceOps(p, path));
+        long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
         byte[] data = fetched.bytes();
         TraceContext c = new TraceContext(comm, pid, machine.cpu(), lat, at);
         String head = p.head(isReturn, ip, retIp);
@@ -1204,6 +1205,54 @@ public final class EventEngine implements AutoCloseable {
             o.write('\n');
         }
         for (Consumer<TraceRecord> l : listenerArray) l.accept(r);
+    }
+
+    /** The comm column of the current task whose pid is {@code pid}: {@code <...>} when the task is unknown, {@code <idle>} for pid 0. */
+    private String commColumn(int pid) {
+        if (ctx.currentTask() == 0) return "<...>";
+        if (pid == 0) return "<idle>";
+        return commString(ctx.comm());
+    }
+
+    /** The latency column of an event fired by {@code path} from the hit's state ({@link LatencyLayout#column}; the interrupt state alone when that is unknown). */
+    private String latencyColumn(LatencyPaths.Path path, int ftraceOps) {
+        String lat = latency == null ? null : latency.column(ctx, machine, path, ftraceOps);
+        if (lat != null) return lat;
+        return ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
+    }
+
+    /**
+     * Makes {@link #lineColumns} the context columns of this hit (the last line's array again
+     * when they are the same). After a recorded hit, what they were made from is kept with them:
+     * its words, its interrupt state, the CPU, the path and the ftrace_ops count.
+     */
+    private void lineContext(int cpu, LatencyPaths.Path path, int ops, RecordedHit hit) {
+        int pid = ctx.pid();
+        String comm = commColumn(pid), lat = latencyColumn(path, ops);
+        if (comm != lineComm || pid != linePid || cpu != lineCpu || lat != lineLatency) {
+            lineColumns = TraceFormatter.appendContextColumns(new LineBytes(48), comm, pid, null, cpu, lat).toByteArray();
+            lineComm = comm;
+            linePid = pid;
+            lineCpu = cpu;
+            lineLatency = lat;
+        }
+        lineFromWords = hit != null;
+        if (hit == null) return;
+        lineWords = hit.copyWords(lineWords);
+        lineIrqsOff = ctx.irqsDisabled();
+        linePath = path;
+        lineOps = ops;
+    }
+
+    /**
+     * Whether {@link #lineColumns} are a recorded hit's context columns without reading them: they
+     * were made from a recorded hit with the same words (the current task, its pid, comm, TIF
+     * flags and migration_disabled, the preempt count), interrupt state, CPU, path and ftrace_ops
+     * count, everything the columns are a function of.
+     */
+    private boolean sameRecordedContext(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
+        return lineFromWords && cpu == lineCpu && path == linePath && ops == lineOps && hit.wordsEqual(lineWords)
+                && ctx.irqsDisabled() == lineIrqsOff;
     }
 
     /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */
