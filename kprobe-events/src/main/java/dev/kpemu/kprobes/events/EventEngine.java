@@ -321,11 +321,13 @@ public final class EventEngine implements AutoCloseable {
     private byte[] lineColumns;
     private String lineComm, lineLatency;
     private int linePid = -1, lineCpu = -1;
-    /** Whether {@link #lineColumns} came from a recorded hit's words ({@link #lineWords}), and the rest of what they came from. */
-    private boolean lineFromWords, lineIrqsOff;
-    private long[] lineWords;
-    private LatencyPaths.Path linePath;
-    private int lineOps;
+    /** The context columns of the last recorded hit handed over as a line (null: none yet), and what they were made from. */
+    private byte[] recordedColumns;
+    private long[] recordedKey;
+    private boolean recordedIrqsOff;
+    private int recordedCpu;
+    private LatencyPaths.Path recordedPath;
+    private int recordedOps;
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
     private RecordedProbeHits.Word[] recordedWords;
@@ -1166,10 +1168,13 @@ public final class EventEngine implements AutoCloseable {
         if (lineTakers != null && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
             recorded++;
             int cpu = machine.cpu(), ops = ftraceOps(p, path);
-            if (hit == null || !sameRecordedContext(hit, cpu, path, ops)) lineContext(cpu, path, ops, hit);
+            byte[] columns;
+            if (hit == null) columns = lineColumns(cpu, path, ops);
+            else if (sameRecordedContext(hit, cpu, path, ops)) columns = recordedColumns;
+            else columns = recordedContext(hit, cpu, path, ops);
             long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
             LineBytes b = line.clear();
-            TraceFormatter.appendTimestamp(b.bytes(lineColumns), at);
+            TraceFormatter.appendTimestamp(b.bytes(columns), at);
             formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, fetched.data, fetched.end);   // formatted now: no copy of the values
             PrintStream o = out;
             if (o != null) {
@@ -1221,12 +1226,8 @@ public final class EventEngine implements AutoCloseable {
         return ctx.irqsDisabled() ? IRQS_OFF : IRQS_ON;
     }
 
-    /**
-     * Makes {@link #lineColumns} the context columns of this hit (the last line's array again
-     * when they are the same). After a recorded hit, what they were made from is kept with them:
-     * its words, its interrupt state, the CPU, the path and the ftrace_ops count.
-     */
-    private void lineContext(int cpu, LatencyPaths.Path path, int ops, RecordedHit hit) {
+    /** The context columns of this hit: the last line's array again when they are the same. */
+    private byte[] lineColumns(int cpu, LatencyPaths.Path path, int ops) {
         int pid = ctx.pid();
         String comm = commColumn(pid), lat = latencyColumn(path, ops);
         if (comm != lineComm || pid != linePid || cpu != lineCpu || lat != lineLatency) {
@@ -1236,23 +1237,29 @@ public final class EventEngine implements AutoCloseable {
             lineCpu = cpu;
             lineLatency = lat;
         }
-        lineFromWords = hit != null;
-        if (hit == null) return;
-        lineWords = hit.copyWords(lineWords);
-        lineIrqsOff = ctx.irqsDisabled();
-        linePath = path;
-        lineOps = ops;
+        return lineColumns;
+    }
+
+    /** A recorded hit's context columns read from its words, kept with what they were made from ({@link #sameRecordedContext}). */
+    private byte[] recordedContext(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
+        recordedColumns = lineColumns(cpu, path, ops);
+        recordedKey = hit.copyWords(recordedKey);
+        recordedIrqsOff = ctx.irqsDisabled();
+        recordedCpu = cpu;
+        recordedPath = path;
+        recordedOps = ops;
+        return recordedColumns;
     }
 
     /**
-     * Whether {@link #lineColumns} are a recorded hit's context columns without reading them: they
-     * were made from a recorded hit with the same words (the current task, its pid, comm, TIF
-     * flags and migration_disabled, the preempt count), interrupt state, CPU, path and ftrace_ops
-     * count, everything the columns are a function of.
+     * Whether {@link #recordedColumns} are this recorded hit's context columns: they were made
+     * from a recorded hit with the same words (the current task, its pid, comm, TIF flags and
+     * migration_disabled, the preempt count), interrupt state, CPU, path and ftrace_ops count,
+     * everything the columns are a function of. Live hits between them do not change this.
      */
     private boolean sameRecordedContext(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
-        return lineFromWords && cpu == lineCpu && path == linePath && ops == lineOps && hit.wordsEqual(lineWords)
-                && ctx.irqsDisabled() == lineIrqsOff;
+        return recordedColumns != null && cpu == recordedCpu && path == recordedPath && ops == recordedOps
+                && hit.wordsEqual(recordedKey) && ctx.irqsDisabled() == recordedIrqsOff;
     }
 
     /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */
