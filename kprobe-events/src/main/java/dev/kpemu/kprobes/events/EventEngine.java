@@ -321,13 +321,19 @@ public final class EventEngine implements AutoCloseable {
     private byte[] lineColumns;
     private String lineComm, lineLatency;
     private int linePid = -1, lineCpu = -1;
-    /** The context columns of the last recorded hit handed over as a line (null: none yet), and what they were made from. */
-    private byte[] recordedColumns;
-    private long[] recordedKey;
-    private boolean recordedIrqsOff;
-    private int recordedCpu;
-    private LatencyPaths.Path recordedPath;
-    private int recordedOps;
+    /**
+     * The context columns of recent recorded hits handed over as lines (null: none), and what
+     * each was made from: the hit's captured words ({@link RecordedHit#copyWords}), its interrupt
+     * state, CPU, path and ftrace_ops count. A few entries: a job's hits alternate between a few
+     * tasks and states (interrupts, softirqs, preemption levels).
+     */
+    private static final int CONTEXTS = 8;
+    private final byte[][] contextColumns = new byte[CONTEXTS][];
+    private final long[][] contextKeys = new long[CONTEXTS][];
+    private final boolean[] contextIrqsOff = new boolean[CONTEXTS];
+    private final int[] contextCpu = new int[CONTEXTS], contextOps = new int[CONTEXTS];
+    private final LatencyPaths.Path[] contextPath = new LatencyPaths.Path[CONTEXTS];
+    private int lastContext, nextContext;
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
     private RecordedProbeHits.Word[] recordedWords;
@@ -359,6 +365,7 @@ public final class EventEngine implements AutoCloseable {
             if (latency != null) l.addAll(latency.recordedWords());
             w = l.toArray(new RecordedProbeHits.Word[0]);
         }
+        java.util.Arrays.fill(contextColumns, null);
         recordedWords = w;
         kprobes.recordHitsWith(w);
     }
@@ -1170,8 +1177,7 @@ public final class EventEngine implements AutoCloseable {
             int cpu = machine.cpu(), ops = ftraceOps(p, path);
             byte[] columns;
             if (hit == null) columns = lineColumns(cpu, path, ops);
-            else if (sameRecordedContext(hit, cpu, path, ops)) columns = recordedColumns;
-            else columns = recordedContext(hit, cpu, path, ops);
+            else columns = recordedColumns(hit, cpu, path, ops);
             long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
             LineBytes b = line.clear();
             TraceFormatter.appendTimestamp(b.bytes(columns), at);
@@ -1240,26 +1246,35 @@ public final class EventEngine implements AutoCloseable {
         return lineColumns;
     }
 
-    /** A recorded hit's context columns read from its words, kept with what they were made from ({@link #sameRecordedContext}). */
-    private byte[] recordedContext(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
-        recordedColumns = lineColumns(cpu, path, ops);
-        recordedKey = hit.copyWords(recordedKey);
-        recordedIrqsOff = ctx.irqsDisabled();
-        recordedCpu = cpu;
-        recordedPath = path;
-        recordedOps = ops;
-        return recordedColumns;
+    /**
+     * A recorded hit's context columns: those of a recent recorded hit made from the same words,
+     * interrupt state, CPU, path and ftrace_ops count — everything the columns are a function of
+     * ({@link #contextColumns}) — or else read from its words and kept in place of the oldest.
+     */
+    private byte[] recordedColumns(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
+        boolean irqsOff = ctx.irqsDisabled();
+        int last = lastContext;
+        if (sameContext(last, hit, irqsOff, cpu, path, ops)) return contextColumns[last];
+        for (int i = 0; i < CONTEXTS; i++) {
+            if (i != last && sameContext(i, hit, irqsOff, cpu, path, ops)) {
+                lastContext = i;
+                return contextColumns[i];
+            }
+        }
+        int i = nextContext;
+        nextContext = (i + 1) % CONTEXTS;
+        lastContext = i;
+        contextKeys[i] = hit.copyWords(contextKeys[i]);
+        contextIrqsOff[i] = irqsOff;
+        contextCpu[i] = cpu;
+        contextPath[i] = path;
+        contextOps[i] = ops;
+        return contextColumns[i] = lineColumns(cpu, path, ops);
     }
 
-    /**
-     * Whether {@link #recordedColumns} are this recorded hit's context columns: they were made
-     * from a recorded hit with the same words (the current task, its pid, comm, TIF flags and
-     * migration_disabled, the preempt count), interrupt state, CPU, path and ftrace_ops count,
-     * everything the columns are a function of. Live hits between them do not change this.
-     */
-    private boolean sameRecordedContext(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
-        return recordedColumns != null && cpu == recordedCpu && path == recordedPath && ops == recordedOps
-                && hit.wordsEqual(recordedKey) && ctx.irqsDisabled() == recordedIrqsOff;
+    private boolean sameContext(int i, RecordedHit hit, boolean irqsOff, int cpu, LatencyPaths.Path path, int ops) {
+        return contextColumns[i] != null && contextCpu[i] == cpu && contextIrqsOff[i] == irqsOff && contextPath[i] == path
+                && contextOps[i] == ops && hit.wordsEqual(contextKeys[i]);
     }
 
     /** {@code wprobe_trigger}: points the wprobe at the record's address (or clears it), at the next safe point. */
