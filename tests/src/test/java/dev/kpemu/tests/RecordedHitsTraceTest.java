@@ -32,14 +32,19 @@ class RecordedHitsTraceTest {
             "p:kprobes/openat do_sys_openat2 dfd=%di:s32 how=%dx:x64",
             "p:sec/ security_file_*",
             "p:kprobes/openname do_filp_open name=+0(+0(%si)):string",
-            "r:kprobes/openret do_sys_openat2 ret=$retval:s32");
+            "r:kprobes/openret do_sys_openat2 ret=$retval:s32",
+            // __queue_work runs under queue_work_on's local_irq_save: the same task and preempt count, interrupts off
+            "p:kprobes/queue queue_work_on cpu=%di:s32",
+            "p:kprobes/queueoff __queue_work cpu=%di:s32");
 
     private static final List<String> ARM64_DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
             "p:kprobes/openat do_sys_openat2 dfd=%x0:s32 how=%x2:x64",
             "p:sec/ security_file_*",
             "p:kprobes/openname do_filp_open name=+0(+0(%x1)):string",
-            "r:kprobes/openret do_sys_openat2 ret=$retval:s32");
+            "r:kprobes/openret do_sys_openat2 ret=$retval:s32",
+            "p:kprobes/queue queue_work_on cpu=%x0:s32",
+            "p:kprobes/queueoff __queue_work cpu=%x0:s32");
 
     private static List<String> definitions(Arch arch) { return arch == Arch.X86_64 ? DEFINITIONS : ARM64_DEFINITIONS; }
 
@@ -83,6 +88,7 @@ class RecordedHitsTraceTest {
         List<String> streamed = List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n"));
         assertTrue(streamed.stream().map(l -> l.substring(0, l.indexOf(']') + 8)).distinct().count() > 5,
                 "lines of several contexts (task, pid, latency column)");
+        assertTrue(streamed.stream().anyMatch(l -> l.contains("queueoff:")), "hits with interrupts off beside hits with them on");
         assertEquals(a, streamed, "streamed lines, in order, timestamps included");
     }
 
