@@ -34,12 +34,15 @@ import dev.kpemu.kprobes.events.TraceRecord;
 final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
     /** Full batches waiting at most. */
     static final int MAX_BATCHES = 16;
-    /** How often the writer looks for lines that wait while events flow. */
-    static final long POLL_NANOS = 4_000_000;
-    /** The most a formatted line waits to be written while events flow (lines are written in batches). */
-    static final long WRITE_NANOS = 10_000_000;
+    /**
+     * How often the writer looks for lines that wait while events flow: each look is a wake-up of
+     * its thread (a job of a million events a minute fills a batch about every 20 ms).
+     */
+    static final long POLL_NANOS = 20_000_000;
+    /** The most a formatted line waits to be written while events flow (lines are written in batches): below what a reader notices. */
+    static final long WRITE_NANOS = 50_000_000;
     /** Empty looks before the writer parks until a line wakes it. */
-    static final int IDLE_POLLS = 12;
+    static final int IDLE_POLLS = 3;
     /** Bytes of lines in a batch. */
     static final int BATCH_BYTES = 1 << 16;
 

@@ -32,6 +32,15 @@ public final class RecordedHit {
     /** The hit's registers (writes are refused: a recordable handler writes nothing). */
     public Regs regs() { return regs; }
 
+    /**
+     * Where register {@code name} is among each record's registers (the same for every record of
+     * this object), for {@link #register(int)}; IllegalStateException when records do not hold it.
+     */
+    public int registerIndex(String name) { return regs.indexOf(name); }
+
+    /** The register at {@code index} ({@link #registerIndex}) of this hit. */
+    public long register(int index) { return record.register(index); }
+
     /** The guest time of the hit ({@link dev.kpemu.machine.VirtualClock#liveNanos} there). */
     public long guestNanos() { return machine.liveNanosAtExecuted(record.executed()); }
 

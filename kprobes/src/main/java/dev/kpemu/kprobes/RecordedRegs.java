@@ -53,6 +53,9 @@ final class RecordedRegs implements Regs {
     private final int[] seenIndex = new int[32];
     private int nseen;
 
+    /** Where register {@code name} is in each record; IllegalStateException when it is not recorded. */
+    int indexOf(String name) { return index(name); }
+
     private int index(String name) {
         for (int i = 0; i < names.length; i++) if (names[i] == name) return i;   // the callers' constant names: one compare each
         for (int i = 0; i < nseen; i++) if (seen[i] == name) return seenIndex[i];

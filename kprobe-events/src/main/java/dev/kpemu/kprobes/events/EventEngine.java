@@ -1180,7 +1180,7 @@ public final class EventEngine implements AutoCloseable {
             else columns = recordedColumns(hit, cpu, path, ops);
             long at = nanos != Long.MIN_VALUE ? nanos : clock.getAsLong();
             LineBytes b = line.clear();
-            TraceFormatter.appendTimestamp(b.bytes(columns), at);
+            appendTimestamp(b.bytes(columns), at);
             formatter.appendArgs(b.bytes(p.headBytes(isReturn, ip, retIp)), cp, fetched.data, fetched.end);   // formatted now: no copy of the values
             PrintStream o = out;
             if (o != null) {
@@ -1216,6 +1216,27 @@ public final class EventEngine implements AutoCloseable {
             o.write('\n');
         }
         for (Consumer<TraceRecord> l : listenerArray) l.accept(r);
+    }
+
+    /** The guest second of the last line's timestamp, and its first nanosecond (Long.MIN_VALUE: none yet). */
+    private long stampSecond, stampStart = Long.MIN_VALUE;
+
+    /**
+     * {@link TraceFormatter#appendTimestamp} of a line: within the second of the line before, the
+     * microseconds come from an int division (the client compiler divides a long in a runtime call).
+     */
+    private void appendTimestamp(LineBytes b, long nanos) {
+        if (nanos < 0) {
+            TraceFormatter.appendTimestamp(b, nanos);
+            return;
+        }
+        long into = nanos - stampStart;
+        if (stampStart == Long.MIN_VALUE || into < 0 || into >= 1_000_000_000L) {
+            stampSecond = nanos / 1_000_000_000L;
+            stampStart = stampSecond * 1_000_000_000L;
+            into = nanos - stampStart;
+        }
+        TraceFormatter.appendTimestamp(b, stampSecond, (int) into / 1000);
     }
 
     /** The comm column of the current task whose pid is {@code pid}: {@code <...>} when the task is unknown, {@code <idle>} for pid 0. */

@@ -94,11 +94,25 @@ public final class MachineFetchContext implements FetchContext {
     private long slotValue(int slot) {
         long bit = 1L << slot;
         if ((slotsRead & bit) == 0) {
-            slotValues[slot] = current.get(slots[slot]);
+            slotValues[slot] = recorded != null ? recordedRegister(slot) : current.get(slots[slot]);
             slotsRead |= bit;
         }
         return slotValues[slot];
     }
+
+    /**
+     * A recorded hit's register of {@code slot}, by its index in the record ({@link #recordedSlot},
+     * looked up once per slot: the records of one capture hold the same registers).
+     */
+    private long recordedRegister(int slot) {
+        int i = recordedSlot[slot];
+        if (i < 0) recordedSlot[slot] = i = recorded.registerIndex(slots[slot]);   // throws for a register not captured
+        return recorded.register(i);
+    }
+
+    /** Each slot's index among the registers of {@link #indexedRegs}' records (-1: not looked up yet). */
+    private int[] recordedSlot = new int[0];
+    private Regs indexedRegs;
 
     private long watchAddress;
 
@@ -158,6 +172,11 @@ public final class MachineFetchContext implements FetchContext {
      */
     public void beginRecorded(RecordedHit hit) {
         begin(hit.regs());
+        if (hit.regs() != indexedRegs) {
+            indexedRegs = hit.regs();
+            recordedSlot = new int[slots.length];
+            Arrays.fill(recordedSlot, -1);
+        }
         RecordedProbeHits.Word[] words = hit.words();
         recorded = hit;
         recordedWords = words;

@@ -77,7 +77,11 @@ public final class TraceFormatter {
         long t = nanos / 1000;
         if (t < 0) return b.text(String.format(" %5d.%06d: ", t / 1_000_000, t % 1_000_000));
         long seconds = t / 1_000_000;
-        int micros = (int) (t - seconds * 1_000_000);
+        return appendTimestamp(b, seconds, (int) (t - seconds * 1_000_000));
+    }
+
+    /** The timestamp column of {@code seconds} and {@code micros} (0 to 999,999) of guest time, both not negative. */
+    public static LineBytes appendTimestamp(LineBytes b, long seconds, int micros) {
         b.ascii(' ').fill(' ', 5 - LineBytes.digits(seconds)).decimal(seconds).ascii('.');
         return b.fill('0', 6 - LineBytes.digits(micros)).decimal(micros).ascii(':').ascii(' ');
     }
