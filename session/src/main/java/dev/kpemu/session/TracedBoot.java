@@ -124,7 +124,7 @@ public final class TracedBoot implements BootHooks {
     private SymbolResolver failsResolver;
     private boolean returnedFromArmPoint;
     private Kprobes kprobes;
-    private EventEngine events;
+    private volatile EventEngine events;
     /** The guest's files as uprobe definitions see them (kpemu's initramfs), null until given. */
     private dev.kpemu.kprobes.events.GuestFiles guestFiles;
     /** The uprobe definitions ({@code PATH:OFFSET} places), parsed at {@link #ready}. */
@@ -143,6 +143,7 @@ public final class TracedBoot implements BootHooks {
     private Consumer<String> kernelMessages = System.err::println;
     private List<dev.kpemu.kprobes.fail.FailSpec> fails = List.of();
     private Consumer<dev.kpemu.kprobes.fail.FunctionFailure.Injection> onInjection = i -> { };
+    /** Events that do not come from the event engine: injections and uprobe events. */
     private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
     private volatile Machine machine;
     private String release, cmdline;
@@ -515,11 +516,9 @@ public final class TracedBoot implements BootHooks {
         } catch (KernelImageException e) {
             throw new IllegalStateException("cannot read the kernel's BTF: " + e.getMessage(), e);
         }
-        // kept and counted only: a passive listener (hits may be recorded natively, EventEngine.PassiveListener)
-        events.rules(rules, kernelMessages).addListener(keepRecords ? (EventEngine.PassiveListener) r -> {
-            records.add(r);
-            eventCount.incrementAndGet();
-        } : new EventCounter());
+        // kept only: a passive listener (hits may be recorded natively, EventEngine.PassiveListener); the engine counts them
+        if (keepRecords) events.rules(rules, kernelMessages).addListener((EventEngine.PassiveListener) records::add);
+        else events.rules(rules, kernelMessages);
         for (Consumer<TraceRecord> sink : sinks) events.addListener(sink);
         flushTasksWhenFreed(guest, m);
         long t0 = System.nanoTime(), c0 = THREADS.getCurrentThreadCpuTime();
@@ -679,14 +678,14 @@ public final class TracedBoot implements BootHooks {
         return m == null ? -1 : m.clock().nanos();
     }
 
-    /** Events so far (any thread). */
-    public long eventCount() { return eventCount.get(); }
-
-    /** Counts the events when they are not kept: it takes their lines, so they need no record ({@link EventEngine.LineListener}). */
-    private final class EventCounter implements EventEngine.LineListener {
-        @Override public void accept(TraceRecord r) { eventCount.incrementAndGet(); }
-
-        @Override public void acceptLine(dev.kpemu.kprobes.events.LineBytes line) { eventCount.incrementAndGet(); }
+    /**
+     * Events so far: the event engine's ({@link EventEngine#recorded}), the injections' and the
+     * uprobes'. From another thread than the boot's, a progress figure (the engine's count is read
+     * without synchronization); after the boot, exact.
+     */
+    public long eventCount() {
+        EventEngine e = events;
+        return eventCount.get() + (e == null ? 0 : e.recorded());
     }
 
     /**

@@ -90,6 +90,8 @@ class RecordedHitsTraceTest {
                 "lines of several contexts (task, pid, latency column)");
         assertTrue(streamed.stream().anyMatch(l -> l.contains("queueoff:")), "hits with interrupts off beside hits with them on");
         assertEquals(a, streamed, "streamed lines, in order, timestamps included");
+        assertEquals(streamed.size(), streaming.eventCount(), "events counted, none kept");
+        assertEquals(b.size(), recorded.traced().eventCount(), "events counted, all kept");
     }
 
     /**

@@ -1174,6 +1174,7 @@ public final class EventEngine implements AutoCloseable {
         LineListener[] lineTakers = lineListeners;
         if (lineTakers != null && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
             recorded++;
+            if (lineTakers.length == 0 && out == null) return;      // counted only: no line to make
             int cpu = machine.cpu(), ops = ftraceOps(p, path);
             byte[] columns;
             if (hit == null) columns = lineColumns(cpu, path, ops);
