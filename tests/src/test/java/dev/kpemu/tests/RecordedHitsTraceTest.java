@@ -77,7 +77,7 @@ class RecordedHitsTraceTest {
         assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
 
         // streamed, as the CLI's text trace is: no record is kept, each recorded hit is formatted straight
-        // into its line and reuses the last line's context columns when its captured words are the same
+        // into its line and reuses the context columns of a recent recorded hit with the same captured words
         ByteArrayOutputStream text = new ByteArrayOutputStream();
         dev.kpemu.session.TracedBoot streaming = new dev.kpemu.session.TracedBoot(definitions(arch),
                 new PrintStream(text, false, StandardCharsets.ISO_8859_1)).keepRecords(false);

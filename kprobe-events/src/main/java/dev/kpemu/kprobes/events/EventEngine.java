@@ -1166,7 +1166,7 @@ public final class EventEngine implements AutoCloseable {
         emit(p, isReturn, ip, retIp, fetched, path, nanos, null);
     }
 
-    /** As above; {@code hit} the recorded hit this is (null: a live one), whose words may give the last line's context columns again. */
+    /** As above; {@code hit} the recorded hit this is (null: a live one), whose words may give a recent recorded hit's context columns again ({@link #recordedColumns}). */
     private void emit(Probe p, boolean isReturn, long ip, long retIp, CompiledProbe.FetchBuffer fetched, LatencyPaths.Path path, long nanos,
             RecordedHit hit) {
         CompiledProbe cp = p.compiled;
