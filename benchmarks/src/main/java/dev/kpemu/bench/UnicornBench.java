@@ -61,8 +61,7 @@ public final class UnicornBench {
             uc = dev.kpemu.machine.x86.X86Machine.openEngine();
             code = new byte[] {(byte) 0xcc, (byte) 0xeb, (byte) 0xfd};
         } else {
-            uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM);
-            uc.setCpuModel(Unicorn.CPU_ARM64_A57);
+            uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM, Unicorn.CPU_ARM64_A57);
             code = new byte[] {0x00, 0x00, 0x20, (byte) 0xd4, (byte) 0xff, (byte) 0xff, (byte) 0xff, 0x17};
         }
         uc.memMap(0, 0x10000, Unicorn.PROT_ALL);

@@ -76,7 +76,7 @@ public final class Unicorn implements AutoCloseable {
     private static final int CTL_IO_WRITE = 1, CTL_IO_READ = 2;
     private static final int CTL_EXITS = 6;
     private static final int CTL_USE_EXITS = 4, CTL_CPU_MODEL = 7, CTL_TB_REQUEST_CACHE = 8, CTL_TB_REMOVE_CACHE = 9,
-            CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11;
+            CTL_TB_FLUSH = 10, CTL_TLB_FLUSH = 11, CTL_TCG_BUFFER_SIZE = 13;
 
     private static int ctl(int type, int nr, int rw) {
         return type | (nr << 26) | (rw << 30);
@@ -126,6 +126,7 @@ public final class Unicorn implements AutoCloseable {
     private static final MethodHandle UC_CONTEXT_RESTORE = fn("uc_context_restore", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle UC_CONTEXT_FREE = fn("uc_context_free", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     private static final MethodHandle UC_CTL_0 = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UC_CTL_PTR = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_INT = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_LONG_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle UC_CTL_PTR_LONG = fn("uc_ctl", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG), Linker.Option.firstVariadicArg(2));
@@ -187,6 +188,8 @@ public final class Unicorn implements AutoCloseable {
     private final List<Arena> mmioArenas = new ArrayList<>();
     private Throwable hookFailure;
     private boolean closed;
+    private int codeRange = -1;        // the CodePlacement range holding the translation buffer, -1: none
+    private boolean codePlaced;
 
     private Unicorn(int arch, MemorySegment uc) {
         this.arch = arch;
@@ -196,17 +199,68 @@ public final class Unicorn implements AutoCloseable {
         this.ioBuffer = arena.allocate(1 << 16, 16);
     }
 
-    /** Opens an engine: {@code open(ARCH_X86, MODE_64)} or {@code open(ARCH_ARM64, MODE_ARM)}. */
+    /** Opens an engine of Unicorn's default CPU model: {@code open(ARCH_X86, MODE_64)} or {@code open(ARCH_ARM64, MODE_ARM)}. */
     public static Unicorn open(int arch, int mode) {
+        return open(arch, mode, -1);
+    }
+
+    /**
+     * Opens an engine of CPU model {@code cpuModel} (-1: Unicorn's default) and initializes it, its
+     * translation buffer of {@link CodePlacement#BUFFER_BYTES} mapped within a direct call of the
+     * native code it calls ({@link CodePlacement}).
+     */
+    public static Unicorn open(int arch, int mode, int cpuModel) {
+        Unicorn u;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
             check((int) UC_OPEN.invokeExact(arch, mode, out), "uc_open");
-            return new Unicorn(arch, out.get(ADDRESS, 0));
+            u = new Unicorn(arch, out.get(ADDRESS, 0));
         } catch (UnicornException e) {
             throw e;
         } catch (Throwable t) {
             throw new UnicornException(-1, "uc_open: " + t);
         }
+        try {
+            u.ctlInt(ctl(CTL_TCG_BUFFER_SIZE, 1, CTL_IO_WRITE), (int) CodePlacement.BUFFER_BYTES, "uc_ctl(TCG_BUFFER_SIZE)");
+            if (cpuModel >= 0) u.setCpuModel(cpuModel);
+            u.codeRange = CodePlacement.release();
+            u.initialize();
+            u.codePlaced = CodePlacement.settle(u.codeRange);
+            if (!u.codePlaced) u.codeRange = -1;
+            if (TRACE_PLACEMENT) System.err.println("kpemu: engine opened, translation buffer " + (u.codePlaced ? "placed" : "not placed") + "; " + codePlacement());
+            return u;
+        } catch (RuntimeException e) {
+            u.close();
+            throw e;
+        }
+    }
+
+    private static final boolean TRACE_PLACEMENT = Boolean.getBoolean("kpemu.trace.codePlacement");
+
+    /** Makes Unicorn initialize the engine now (its first control read does): the translation buffer is mapped here. */
+    private void initialize() {
+        try {
+            check((int) UC_CTL_PTR.invokeExact(uc, ctl(CTL_TCG_BUFFER_SIZE, 1, CTL_IO_READ), scratch), "uc_ctl(TCG_BUFFER_SIZE)");
+        } catch (UnicornException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UnicornException(-1, t.toString());
+        }
+    }
+
+    /** Whether this engine's translation buffer lies in a range {@link CodePlacement} reserved near the native code. */
+    public boolean codePlaced() { return codePlaced; }
+
+    /** The {@link CodePlacement} range holding the translation buffer, -1 when none does. */
+    int codeRange() { return codeRange; }
+
+    /**
+     * How engines' translation buffers were placed in this process: ranges reserved, engines whose
+     * buffer is in one, engines whose buffer the kernel put elsewhere.
+     */
+    public static String codePlacement() {
+        return CodePlacement.reservedRanges() + " ranges reserved for " + (CodePlacement.BUFFER_BYTES >> 20)
+                + " MiB buffers; " + CodePlacement.placed() + " engines placed in them, " + CodePlacement.elsewhere() + " elsewhere";
     }
 
     /** The library's version as "major.minor.patch" (2.x packs it as major<<24 | minor<<16 | patch<<8). */
@@ -242,8 +296,8 @@ public final class Unicorn implements AutoCloseable {
 
     // ------------------------------------------------------------------ control
 
-    /** Sets the CPU model; must come right after {@link #open}, before any map or register access. */
-    public void setCpuModel(int model) {
+    /** Sets the CPU model (before Unicorn initializes the engine: {@link #open(int, int, int)} does it). */
+    private void setCpuModel(int model) {
         ctlInt(ctl(CTL_CPU_MODEL, 1, CTL_IO_WRITE), model, "uc_ctl(CPU_MODEL)");
     }
 
@@ -919,7 +973,8 @@ public final class Unicorn implements AutoCloseable {
      * with its own {@code userData}: no Java upcall per block. The caller keeps both alive.
      */
     public Hook hookBlockNative(MemorySegment callback, MemorySegment userData, long begin, long end) {
-        return addNative(HOOK_BLOCK, callback, userData, begin, end, -1, Arena.ofShared(), callback);
+        // Unicorn calls the only block hook straight from translated code: through an entry within a direct call of it.
+        return addNative(HOOK_BLOCK, CodePlacement.entry(codeRange, callback), userData, begin, end, -1, Arena.ofShared(), callback);
     }
 
     /**
@@ -1170,6 +1225,7 @@ public final class Unicorn implements AutoCloseable {
         closed = true;
         try {
             int ignored = (int) UC_CLOSE.invokeExact(uc);
+            CodePlacement.giveBack(codeRange);
         } catch (Throwable t) {
             throw new UnicornException(-1, t.toString());
         } finally {

@@ -25,9 +25,7 @@ import dev.kpemu.unicorn.X86Reg;
 enum SmpGuest {
     X86 {
         @Override Unicorn open() {
-            Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64);
-            uc.setCpuModel(Unicorn.CPU_X86_QEMU64);
-            return uc;
+            return Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64, Unicorn.CPU_X86_QEMU64);
         }
         @Override byte[] asm(String src, long at) { return Asm.x86(src, at); }
         @Override int pc() { return X86Reg.RIP; }
@@ -42,9 +40,7 @@ enum SmpGuest {
     },
     ARM64 {
         @Override Unicorn open() {
-            Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM);
-            uc.setCpuModel(Unicorn.CPU_ARM64_A57);
-            return uc;
+            return Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM, Unicorn.CPU_ARM64_A57);
         }
         @Override byte[] asm(String src, long at) { return Asm.arm64(src, at); }
         @Override int pc() { return Arm64Reg.PC; }

@@ -153,8 +153,7 @@ class UnicornBindingTest {
 
     @Test
     void arm64SysRegHookAndCpRegs() {
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM)) {
-            uc.setCpuModel(Unicorn.CPU_ARM64_A57);
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM, Unicorn.CPU_ARM64_A57)) {
             uc.sysRegWrite(3, 6, 1, 1, 0, 0x501);
             assertEquals(0x531, uc.sysRegRead(3, 6, 1, 1, 0) & 0xfff);
             byte[] code = Asm.arm64("mrs x1, cntvct_el0\n msr cntv_cval_el0, x2\n brk #4", (int) BASE);

@@ -30,8 +30,7 @@ class X86Cx16EngineModelProbeTest {
                   hlt
                 """, CODE);
         long cx16At = CODE + code.length - 1 - 5; // lock + REX.W + 0f c7 0e, then hlt
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
-            uc.setCpuModel(Unicorn.CPU_X86_OPTERON_G1);
+        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64, Unicorn.CPU_X86_OPTERON_G1)) {
             uc.memMap(0, 0x10000, Unicorn.PROT_ALL);
             uc.memWrite(CODE, code);
             long[] seen = {-1, -1, 0};
