@@ -21,7 +21,9 @@
  * chunk is reserved again and the engine runs with whatever calls the translator could make.
  * This library itself may be loaded anywhere (the loader puts a small library in the highest
  * small hole): kpemu_code_entry gives the block hook an entry in the chunk, below the buffer, that
- * jumps to it. Nothing the guest can see depends on where the buffer is.
+ * jumps to it. Under an address-space limit (RLIMIT_AS) nothing is reserved: the reservations
+ * would count against the buffers themselves. Nothing the guest can see depends on where the
+ * buffer is.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unicorn/unicorn.h>
 
 #define KPEMU_CODE_CHUNKS 16
@@ -154,7 +157,10 @@ static void reserve_free_ranges(uint32_t count) {
 /* Reserves up to `count` chunks of `bytes` (a multiple of 2 MiB) in reach of the libraries' code; returns how many. Once. */
 uint32_t kpemu_code_reserve(uint64_t bytes, uint32_t count) {
     pthread_mutex_lock(&lock);
-    if (chunk_bytes == 0 && bytes % KPEMU_CODE_ALIGN == 0 && bytes > 0) {
+    struct rlimit as;
+    /* Under an address-space limit the reservations would count against the buffers themselves. */
+    int limited = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    if (chunk_bytes == 0 && bytes % KPEMU_CODE_ALIGN == 0 && bytes > 0 && !limited) {
         struct text_search s = { (uintptr_t)&uc_open, UINT64_MAX, 0, 0 };
         dl_iterate_phdr(text_of, &s);
         if (s.found == 1 && s.hi > s.lo) {

@@ -223,10 +223,12 @@ public final class Unicorn implements AutoCloseable {
         try {
             u.ctlInt(ctl(CTL_TCG_BUFFER_SIZE, 1, CTL_IO_WRITE), (int) CodePlacement.BUFFER_BYTES, "uc_ctl(TCG_BUFFER_SIZE)");
             if (cpuModel >= 0) u.setCpuModel(cpuModel);
-            u.codeRange = CodePlacement.release();
-            u.initialize();
-            u.codePlaced = CodePlacement.settle(u.codeRange);
-            if (!u.codePlaced) u.codeRange = -1;
+            synchronized (CodePlacement.class) {   // engines opened at once would map their buffers into each other's ranges
+                u.codeRange = CodePlacement.release();
+                u.initialize();
+                u.codePlaced = CodePlacement.settle(u.codeRange);
+                if (!u.codePlaced) u.codeRange = -1;
+            }
             if (TRACE_PLACEMENT) System.err.println("kpemu: engine opened, translation buffer " + (u.codePlaced ? "placed" : "not placed") + "; " + codePlacement());
             return u;
         } catch (RuntimeException e) {
