@@ -95,6 +95,19 @@ static int reserve_at(uint64_t base) {
     return 1;
 }
 
+/* Reserves chunks in the free range [g0, g1), from its top down, until `count` chunks are held. */
+static void reserve_down(uint64_t g0, uint64_t g1, uint32_t count) {
+    while (chunks < count && g1 > g0 && g1 - g0 >= chunk_bytes) {
+        uint64_t base = (g1 - chunk_bytes) & ~(KPEMU_CODE_ALIGN - 1);
+        if (base < g0) break;
+        if (in_reach(base, chunk_bytes) && reserve_at(base)) {
+            chunk_base[chunks] = base;
+            chunk_state[chunks++] = CHUNK_RESERVED;
+        }
+        g1 = base;
+    }
+}
+
 #define KPEMU_CODE_MAPS 8192
 
 /*
@@ -124,34 +137,10 @@ static void reserve_free_ranges(uint32_t count) {
     uint64_t window_lo = text_hi > KPEMU_CODE_REACH ? text_hi - KPEMU_CODE_REACH : 0;
     uint64_t window_hi = text_lo + KPEMU_CODE_REACH;
     if (window_hi > top) window_hi = top;
-    /* free ranges between mappings, from the highest down */
-    for (int64_t i = (int64_t)n - 1; i >= 1 && chunks < count; i--) {
-        uint64_t g0 = end[i - 1], g1 = start[i];
-        if (g1 > window_hi) g1 = window_hi;
-        if (g0 < window_lo) g0 = window_lo;
-        while (chunks < count && g1 > g0 && g1 - g0 >= chunk_bytes) {
-            uint64_t base = (g1 - chunk_bytes) & ~(KPEMU_CODE_ALIGN - 1);
-            if (base < g0) break;
-            if (in_reach(base, chunk_bytes) && reserve_at(base)) {
-                chunk_base[chunks] = base;
-                chunk_state[chunks++] = CHUNK_RESERVED;
-            }
-            g1 = base;
-        }
-    }
-    /* below the lowest mapping */
-    if (n > 0 && start[0] > window_lo) {
-        uint64_t g1 = start[0] < window_hi ? start[0] : window_hi;
-        while (chunks < count && g1 > window_lo && g1 - window_lo >= chunk_bytes) {
-            uint64_t base = (g1 - chunk_bytes) & ~(KPEMU_CODE_ALIGN - 1);
-            if (base < window_lo) break;
-            if (in_reach(base, chunk_bytes) && reserve_at(base)) {
-                chunk_base[chunks] = base;
-                chunk_state[chunks++] = CHUNK_RESERVED;
-            }
-            g1 = base;
-        }
-    }
+    /* free ranges between mappings, from the highest down, then below the lowest mapping */
+    for (int64_t i = (int64_t)n - 1; i >= 1 && chunks < count; i--)
+        reserve_down(end[i - 1] > window_lo ? end[i - 1] : window_lo, start[i] < window_hi ? start[i] : window_hi, count);
+    if (n > 0 && start[0] > window_lo) reserve_down(window_lo, start[0] < window_hi ? start[0] : window_hi, count);
 }
 
 /* Reserves up to `count` chunks of `bytes` (a multiple of 2 MiB) in reach of the libraries' code; returns how many. Once. */
