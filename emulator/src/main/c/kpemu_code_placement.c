@@ -84,10 +84,6 @@ static int in_reach(uint64_t start, uint64_t len) {
     return far1 < KPEMU_CODE_REACH && far2 < KPEMU_CODE_REACH;
 }
 
-int32_t kpemu_code_in_reach(uint64_t start, uint64_t len) {
-    return text_hi != 0 && in_reach(start, len);
-}
-
 static int reserve_at(uint64_t base) {
     void *p = mmap((void *)base, chunk_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) return 0;
@@ -181,7 +177,7 @@ int32_t kpemu_code_release(void) {
 
 /* Whether an executable mapping (the engine's buffer) starts inside [base, base + bytes). It may end
    a little past it: the kernel puts a mapping at the top of the free range, 2 MiB-aligned, and the
-   range may have free neighbours (the pieces reserve_one trimmed). */
+   range may have free neighbours (the ends of a free range below a chunk's 2 MiB alignment). */
 static int buffer_inside(uint64_t base, uint64_t bytes) {
     FILE *f = fopen("/proc/self/maps", "r");
     if (f == NULL) return 0;
@@ -214,26 +210,18 @@ int32_t kpemu_code_settle(int32_t index) {
     return placed;
 }
 
-/* After the engine that held chunk `index` closed (its buffer unmapped): the chunk is reserved again if still free. */
+/* After the engine that held chunk `index` closed (its buffer unmapped), or failed to open after
+   the chunk was released: the chunk is reserved again if still free. */
 void kpemu_code_return(int32_t index) {
     if (index < 0 || (uint32_t)index >= chunks) return;
     pthread_mutex_lock(&lock);
-    if (chunk_state[index] == CHUNK_ENGINE) {
+    if (chunk_state[index] == CHUNK_ENGINE || chunk_state[index] == CHUNK_RELEASED) {
         if (entry_page[index] != 0) munmap((void *)entry_page[index], 4096);
         entry_page[index] = 0;
         entry_used[index] = 0;
         chunk_state[index] = reserve_at(chunk_base[index]) ? CHUNK_RESERVED : CHUNK_NONE;
     }
     pthread_mutex_unlock(&lock);
-}
-
-/* Chunks now reserved (free for the next engines). */
-uint32_t kpemu_code_reserved(void) {
-    pthread_mutex_lock(&lock);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < chunks; i++) n += chunk_state[i] == CHUNK_RESERVED;
-    pthread_mutex_unlock(&lock);
-    return n;
 }
 
 /*

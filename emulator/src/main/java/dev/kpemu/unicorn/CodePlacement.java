@@ -16,9 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Keeps every engine's translation buffer within a direct call of libunicorn's helpers and of
  * kpemu's block hook ({@code kpemu_code_placement.c} says why: translated code calls them once a block or
  * more, and a call through memory made the same run up to 40 % slower). Address space for
- * {@link #CHUNKS} buffers is reserved once, when the first engine opens, right below the two
- * libraries; each engine's buffer is mapped into one of those ranges and the range is reserved
- * again when the engine closes. Placement changes only the host's speed, never what the guest
+ * {@link #CHUNKS} buffers is reserved once, when the first engine opens, in the free ranges within
+ * a direct call of libunicorn's code; each engine's buffer is mapped into one of those ranges (the
+ * hook reached through a jump placed there) and the range is reserved again when the engine
+ * closes, or when its opening failed. Placement changes only the host's speed, never what the guest
  * runs. Without the native functions (an older {@code libkpemu_clock.so}) engines map their
  * buffers where the kernel puts them.
  */
@@ -34,12 +35,12 @@ final class CodePlacement {
     /** Reserved ranges: one per vCPU of an 8-CPU machine, and as many again for engines of machines not yet closed. */
     static final int CHUNKS = 16;
 
-    private static final MethodHandle RESERVE, RELEASE, SETTLE, RETURN, IN_REACH, ENTRY;
+    private static final MethodHandle RESERVE, RELEASE, SETTLE, RETURN, ENTRY;
     private static final AtomicLong PLACED = new AtomicLong(), ELSEWHERE = new AtomicLong();
     private static volatile int reserved = -1;
 
     static {
-        MethodHandle reserve = null, release = null, settle = null, ret = null, inReach = null, entry = null;
+        MethodHandle reserve = null, release = null, settle = null, ret = null, entry = null;
         try {
             SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
             Linker linker = Linker.nativeLinker();
@@ -49,7 +50,6 @@ final class CodePlacement {
                 release = linker.downcallHandle(lib.find("kpemu_code_release").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
                 settle = linker.downcallHandle(lib.find("kpemu_code_settle").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
                 ret = linker.downcallHandle(lib.find("kpemu_code_return").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_INT));
-                inReach = linker.downcallHandle(lib.find("kpemu_code_in_reach").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
                 entry = linker.downcallHandle(lib.find("kpemu_code_entry").orElseThrow(), FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG));
             }
         } catch (RuntimeException e) {
@@ -59,7 +59,6 @@ final class CodePlacement {
         RELEASE = release;
         SETTLE = settle;
         RETURN = ret;
-        IN_REACH = inReach;
         ENTRY = entry;
     }
 
@@ -99,7 +98,7 @@ final class CodePlacement {
         return placed;
     }
 
-    /** After the engine holding range {@code index} closed. */
+    /** After the engine holding range {@code index} closed, or failed to open after {@link #release}. */
     static void giveBack(int index) {
         if (index < 0 || RETURN == null) return;
         try {
@@ -121,17 +120,6 @@ final class CodePlacement {
             return e == target.address() ? target : MemorySegment.ofAddress(e);
         } catch (Throwable t) {
             return target;
-        }
-    }
-
-    /** Whether all of {@code [start, start + length)} can call libunicorn's code directly. */
-    static boolean inReach(long start, long length) {
-        reserveOnce();
-        if (IN_REACH == null) return false;
-        try {
-            return (int) IN_REACH.invokeExact(start, length) == 1;
-        } catch (Throwable t) {
-            return false;
         }
     }
 

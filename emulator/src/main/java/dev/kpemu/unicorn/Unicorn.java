@@ -189,7 +189,6 @@ public final class Unicorn implements AutoCloseable {
     private Throwable hookFailure;
     private boolean closed;
     private int codeRange = -1;        // the CodePlacement range holding the translation buffer, -1: none
-    private boolean codePlaced;
 
     private Unicorn(int arch, MemorySegment uc) {
         this.arch = arch;
@@ -226,10 +225,9 @@ public final class Unicorn implements AutoCloseable {
             synchronized (CodePlacement.class) {   // engines opened at once would map their buffers into each other's ranges
                 u.codeRange = CodePlacement.release();
                 u.initialize();
-                u.codePlaced = CodePlacement.settle(u.codeRange);
-                if (!u.codePlaced) u.codeRange = -1;
+                if (!CodePlacement.settle(u.codeRange)) u.codeRange = -1;
             }
-            if (TRACE_PLACEMENT) System.err.println("kpemu: engine opened, translation buffer " + (u.codePlaced ? "placed" : "not placed") + "; " + codePlacement());
+            if (TRACE_PLACEMENT) System.err.println("kpemu: engine opened, translation buffer " + (u.codePlaced() ? "placed" : "not placed") + "; " + codePlacement());
             return u;
         } catch (RuntimeException e) {
             u.close();
@@ -251,7 +249,7 @@ public final class Unicorn implements AutoCloseable {
     }
 
     /** Whether this engine's translation buffer lies in a range {@link CodePlacement} reserved near the native code. */
-    public boolean codePlaced() { return codePlaced; }
+    public boolean codePlaced() { return codeRange >= 0; }
 
     /** The {@link CodePlacement} range holding the translation buffer, -1 when none does. */
     int codeRange() { return codeRange; }
