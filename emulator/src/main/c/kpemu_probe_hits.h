@@ -10,6 +10,18 @@
  * Word i is `word_size[i]` bytes at `word_offset[i]` from: 0 nothing (absolute), 1 the register at
  * `base_index` of `regs` (x86-64: GS_BASE), 2 the task (word 0, which must then be read); or
  * 3 no memory at all: the value of register `word_offset[i]` of `regs` (arm64: SP_EL0, the task).
+ *
+ * Lines (kpemu_hits_format): a site the host gives a line format gets its record's trace line
+ * written here too, into `line_buf`, when the record's context (its words, their read flags, its
+ * interrupt state and the format's class) is one the host has formatted before and handed over
+ * (`contexts`: the context columns are a function of those alone). The line is the host's bytes:
+ * the columns, the timestamp of the live guest time at the hit (`live`: the instruction clock's
+ * instr_offset, idle_nanos and nanos_per_instr, VirtualClock.liveNanos's arithmetic), the head and
+ * the arguments, each a captured register printed as hex, unsigned or signed decimal of its size.
+ * A record whose context is not a known one gets its line without the columns (bit 63 of its
+ * meta word): the host puts its own columns in front. `line_meta` holds per record the line's
+ * offset and length (0: no line) and the nanoseconds used: the host uses a line only when its own
+ * time for the record is the same, else formats it itself.
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -23,6 +35,19 @@
 #define WORD_FROM_BASE_REGISTER 1
 #define WORD_FROM_TASK 2
 #define WORD_REGISTER 3
+#define LINE_CONTEXTS 32
+#define LINE_COLUMNS_MAX 64
+#define LINE_HEX 0
+#define LINE_UNSIGNED 1
+#define LINE_SIGNED 2
+
+struct kpemu_line_context {
+    uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
+    uint32_t irqs_off, ok;     /* the interrupt state; the words' read flags */
+    uint64_t words[2 * HIT_WORDS];
+    uint32_t len, pad;         /* bytes of columns */
+    uint8_t columns[LINE_COLUMNS_MAX];
+};
 
 struct kpemu_probe_hits {
     uint32_t enabled;          /* 0: every breakpoint goes to the host */
@@ -44,6 +69,20 @@ struct kpemu_probe_hits {
     uint64_t recorded;         /* hits recorded here */
     uc_context *pc_ctx;        /* a context of the CPU state's prefix that holds the PC (the host's setPc's) */
     int64_t pc_offset;         /* the PC's offset in it */
+    /* lines (see the top of this file) */
+    uint32_t lines_on;         /* 0: no line is formatted here */
+    uint32_t line_capacity;    /* bytes of line_buf */
+    uint8_t *line_buf;
+    uint32_t line_used;        /* bytes of line_buf the waiting records' lines take */
+    uint32_t pad_lines;
+    uint64_t *line_meta;       /* two words per ring record: offset | length << 32 (0: no line) | 1 << 63 (no columns), the nanoseconds */
+    const int32_t *site_format; /* per site slot: its format's offset in `formats`, -1: none */
+    const uint8_t *formats;
+    const int64_t *live;       /* the clock's instr_offset, idle_nanos, nanos_per_instr (a double) */
+    uint32_t last_context;     /* the context the last line used: looked at first */
+    uint32_t pad_context;
+    struct kpemu_line_context contexts[LINE_CONTEXTS];
+    uint64_t lines_formatted;  /* lines written here */
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -96,6 +135,121 @@ static inline uint64_t *kpemu_hits_read_registers(uc_engine *uc, struct kpemu_pr
     return regs;
 }
 
+static inline uint32_t kpemu_line_digits(uint64_t v) {
+    uint32_t d = 1;
+    while (v >= 10) { v /= 10; d++; }
+    return d;
+}
+
+static inline uint8_t *kpemu_line_unsigned(uint8_t *o, uint64_t v) {
+    uint32_t d = kpemu_line_digits(v);
+    for (uint32_t i = d; i > 0; i--) { o[i - 1] = (uint8_t)('0' + v % 10); v /= 10; }
+    return o + d;
+}
+
+static inline uint8_t *kpemu_line_fill(uint8_t *o, uint8_t c, int32_t n) {
+    for (int32_t i = 0; i < n; i++) *o++ = c;
+    return o;
+}
+
+/*
+ * The trace line of the record at ring index `index` whose registers are `regs` (site slot
+ * `slot`), when the site has a format and the record's context is a known one; else none. A
+ * format: u16 class, u8 index of the interrupt flags' register, u8 1 when the flag set means
+ * interrupts off, u32 the flag's mask; u16 head length, the head; u8 arguments, each: u8 prefix
+ * length, the prefix (" name="), u8 register index, u8 kind (LINE_HEX, LINE_UNSIGNED,
+ * LINE_SIGNED), u8 size in bytes (1, 2, 4, 8).
+ */
+static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t slot, uint32_t index) {
+    uint64_t *meta = h->line_meta + 2 * (size_t)index;
+    meta[0] = 0;
+    int32_t at = h->site_format[slot];
+    if (at < 0) return;
+    const uint8_t *f = h->formats + at;
+    uint32_t cls = (uint32_t)f[0] | (uint32_t)f[1] << 8, irq_index = f[2], off_if_set = f[3];
+    uint32_t irq_mask;
+    memcpy(&irq_mask, f + 4, 4);
+    uint32_t irqs_off = ((regs[irq_index] & irq_mask) != 0) == (off_if_set != 0);
+    const uint8_t *rec = (const uint8_t *)regs - 16;
+    uint32_t ok;
+    memcpy(&ok, rec + 4, 4);
+    const uint8_t *words = (const uint8_t *)(regs + h->nregs);
+    const struct kpemu_line_context *c = NULL;
+    for (uint32_t k = 0; k < LINE_CONTEXTS; k++) {
+        uint32_t i = (h->last_context + k) % LINE_CONTEXTS;
+        const struct kpemu_line_context *e = &h->contexts[i];
+        if (e->valid && e->cls == cls && e->irqs_off == irqs_off && e->ok == ok
+                && memcmp(e->words, words, 16 * (size_t)h->nwords) == 0) {
+            c = e;
+            h->last_context = i;
+            break;
+        }
+    }
+    uint64_t executed;
+    memcpy(&executed, rec + 8, 8);
+    double npi;
+    memcpy(&npi, &h->live[2], 8);
+    int64_t nanos = (int64_t)((double)(int64_t)(executed + (uint64_t)h->live[0]) * npi) + h->live[1];
+    if (nanos < 0) return;
+    uint32_t head_len = (uint32_t)f[8] | (uint32_t)f[9] << 8;
+    const uint8_t *head = f + 10, *a = head + head_len;
+    uint32_t nargs = *a++;
+    uint32_t columns_len = c != NULL ? c->len : 0;
+    size_t need = columns_len + 48 + head_len;
+    const uint8_t *scan = a;
+    for (uint32_t i = 0; i < nargs; i++) {
+        need += scan[0] + 24;
+        scan += 1 + scan[0] + 3;
+    }
+    if (h->line_used + need > h->line_capacity) return;
+    uint8_t *start = h->line_buf + h->line_used, *o = start;
+    if (c != NULL) memcpy(o, c->columns, columns_len);
+    o += columns_len;
+    uint64_t t = (uint64_t)nanos / 1000, seconds = t / 1000000, micros = t - seconds * 1000000;
+    *o++ = ' ';
+    o = kpemu_line_fill(o, ' ', 5 - (int32_t)kpemu_line_digits(seconds));
+    o = kpemu_line_unsigned(o, seconds);
+    *o++ = '.';
+    o = kpemu_line_fill(o, '0', 6 - (int32_t)kpemu_line_digits(micros));
+    o = kpemu_line_unsigned(o, micros);
+    *o++ = ':';
+    *o++ = ' ';
+    memcpy(o, head, head_len);
+    o += head_len;
+    for (uint32_t i = 0; i < nargs; i++) {
+        uint32_t plen = *a++;
+        memcpy(o, a, plen);
+        o += plen;
+        a += plen;
+        uint32_t reg = a[0], kind = a[1], size = a[2];
+        a += 3;
+        uint64_t v = regs[reg];
+        if (size < 8) v &= (1ull << (8 * size)) - 1;
+        if (kind == LINE_HEX) {
+            *o++ = '0';
+            *o++ = 'x';
+            int shift = 60;
+            while (shift > 0 && (v >> shift) == 0) shift -= 4;
+            for (; shift >= 0; shift -= 4) *o++ = (uint8_t)"0123456789abcdef"[(v >> shift) & 0xf];
+        } else if (kind == LINE_SIGNED) {
+            int64_t sv = size == 8 ? (int64_t)v : (int64_t)(v << (64 - 8 * size)) >> (64 - 8 * size);
+            if (sv < 0) {
+                *o++ = '-';
+                v = (uint64_t)0 - (uint64_t)sv;
+            } else {
+                v = (uint64_t)sv;
+            }
+            o = kpemu_line_unsigned(o, v);
+        } else {
+            o = kpemu_line_unsigned(o, v);
+        }
+    }
+    meta[0] = (uint64_t)h->line_used | (uint64_t)(o - start) << 32 | (c == NULL ? 1ull << 63 : 0);
+    meta[1] = (uint64_t)nanos;
+    h->line_used += (uint32_t)(o - start);
+    h->lines_formatted++;
+}
+
 /* Reads the words into the record whose registers are `regs` and completes it; the host's pc for
    the guest is then the slot's resume address, which the caller writes. */
 static inline void kpemu_hits_complete(struct kpemu_probe_hits *h, uint64_t *regs, uint32_t site,
@@ -130,6 +284,10 @@ static inline void kpemu_hits_complete(struct kpemu_probe_hits *h, uint64_t *reg
     memcpy(rec, &site, 4);
     memcpy(rec + 4, &ok, 4);
     memcpy(rec + 8, h->executed, 8);
+    if (h->line_meta != NULL) {
+        h->line_meta[2 * (size_t)h->count] = 0;
+        if (h->lines_on) kpemu_hits_format(h, regs, site, h->count);
+    }
 }
 
 /* The guest goes on at `pc`, set through the context as the host's setPc does inside an exception

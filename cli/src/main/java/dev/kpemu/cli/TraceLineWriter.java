@@ -120,6 +120,58 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         if (parked) wake();
     }
 
+    /** A line that is {@code line[offset, offset + length)} (the native code's, {@link EventEngine.LineListener}). */
+    @Override
+    public void acceptLine(byte[] line, int offset, int length) {
+        if (failure != null || closed) return;
+        int len = length + 1;
+        Batch b = current;
+        if (b.n + len > b.a.length) {
+            handOver(b);
+            b = current;
+        }
+        if (len > b.a.length) {                 // longer than a batch: a batch of its own
+            Batch own = new Batch(len);
+            append(own, line, offset, length);
+            handOver(own);
+            return;
+        }
+        append(b, line, offset, length);
+        if (parked) wake();
+    }
+
+    /** A line that is {@code head} followed by {@code line[offset, offset + length)}. */
+    @Override
+    public void acceptLine(byte[] head, byte[] line, int offset, int length) {
+        if (failure != null || closed) return;
+        int len = head.length + length + 1;
+        Batch b = current;
+        if (b.n + len > b.a.length) {
+            handOver(b);
+            b = current;
+        }
+        if (len > b.a.length) {                 // longer than a batch: a batch of its own
+            Batch own = new Batch(len);
+            System.arraycopy(head, 0, own.a, 0, head.length);
+            own.n = head.length;
+            append(own, line, offset, length);
+            handOver(own);
+            return;
+        }
+        System.arraycopy(head, 0, b.a, b.n, head.length);
+        b.n += head.length;          // not published before the rest is there
+        append(b, line, offset, length);
+        if (parked) wake();
+    }
+
+    private static void append(Batch b, byte[] line, int offset, int length) {
+        int at = b.n;
+        System.arraycopy(line, offset, b.a, at, length);
+        b.a[at + length] = '\n';
+        b.n = at + length + 1;
+        b.published = b.n;
+    }
+
     private static void append(Batch b, LineBytes line) {
         int at = b.n, len = line.length();
         System.arraycopy(line.array(), 0, b.a, at, len);

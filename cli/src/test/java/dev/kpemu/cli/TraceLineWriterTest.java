@@ -46,6 +46,33 @@ class TraceLineWriterTest {
     }
 
     /**
+     * Lines handed over as slices of an array (the native code's, {@code EventEngine.LineListener}),
+     * with and without columns put in front, across batch boundaries and longer than a batch: the
+     * same bytes in the same order as lines handed over whole.
+     */
+    @Test
+    void writesLinesHandedOverAsSlicesAndWithColumnsInFront() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        List<String> want = new ArrayList<>();
+        int batch = 256;
+        try (TraceLineWriter w = TraceLineWriter.start(new PrintStream(bytes, false, StandardCharsets.ISO_8859_1), batch)) {
+            for (int i = 0; i < 400; i++) {
+                String columns = "       cat-" + i + "     [000] .....";
+                String rest = "     1." + String.format("%06d", i) + ": e: (vfs_read+0x0/0x10) n=" + "x".repeat(i % 7 == 0 ? 300 : i % 40);
+                byte[] buffer = ("junk" + rest + "tail").getBytes(StandardCharsets.ISO_8859_1);
+                if (i % 2 == 0) {
+                    byte[] whole = ("ab" + columns + rest + "cd").getBytes(StandardCharsets.ISO_8859_1);
+                    w.acceptLine(whole, 2, whole.length - 4);
+                } else {
+                    w.acceptLine(columns.getBytes(StandardCharsets.ISO_8859_1), buffer, 4, buffer.length - 8);
+                }
+                want.add(columns + rest);
+            }
+        }
+        assertEquals(want, bytes.toString(StandardCharsets.ISO_8859_1).lines().toList());
+    }
+
+    /**
      * The guest's bytes whatever the batch holds: ASCII only, a '?' (which Java's UTF-8 also
      * writes for a lone surrogate), UTF-8 text and bytes that are not UTF-8 (surrogate escapes).
      */

@@ -571,6 +571,12 @@ final class InstructionClock implements AutoCloseable {
         state.set(JAVA_LONG, LIVE_TIME + 8, idleNanos);
     }
 
+    /** The live-time fields (instr_offset, idle_nanos, nanos_per_instr) of the native state, else null. */
+    MemorySegment liveTimeFields(double nanosPerInstruction) {
+        MemorySegment s = liveTimeState(nanosPerInstruction);
+        return s == null ? null : s.asSlice(LIVE_TIME, 24);
+    }
+
     /** The clock's native state when the library computes the live guest time, else null. */
     MemorySegment liveTimeState(double nanosPerInstruction) {
         if (LIVE_TIME < 0) return null;

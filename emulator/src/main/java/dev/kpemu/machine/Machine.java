@@ -413,6 +413,7 @@ public abstract class Machine implements AutoCloseable {
     /** The arch's ring of vCPU {@code cpu}'s recorded hits, filled by that vCPU's native hook (vCPU 0's first, then in order). */
     protected final void recordProbeHits(int cpu, NativeProbeHits ring) {
         if (probeHits == null) probeHits = new PerCpuProbeHits(this::cpu);
+        ring.liveTime(vcpus[cpu].clock.liveTimeFields(clock.nanosPerInstruction()));
         probeHits.add(cpu, ring);
     }
 
@@ -1272,7 +1273,7 @@ public abstract class Machine implements AutoCloseable {
         if (closed) return;
         closed = true;
         if (probeHits != null && Boolean.getBoolean("kpemu.trace.exceptions.native")) {
-            System.err.printf("[probe hits recorded natively: %d]%n", probeHits.recorded());
+            System.err.printf("[probe hits recorded natively: %d, their lines formatted natively: %d]%n", probeHits.recorded(), probeHits.linesFormatted());
         }
         for (Vcpu v : vcpus) v.engine.close();
         if (probeHits != null) probeHits.close();

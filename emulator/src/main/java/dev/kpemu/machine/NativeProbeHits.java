@@ -15,11 +15,19 @@ import java.util.function.Consumer;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 384;
+    private static final long SIZE = 7368;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
-            WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376;
+            WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376,
+            LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
+            LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360;
+    // struct kpemu_line_context's fields
+    private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_COLUMNS = 152;
+    /** Contexts the C code keeps, and the most bytes of columns each holds. */
+    static final int LINE_CONTEXTS = 32, LINE_COLUMNS_MAX = 64;
+    /** Bytes of lines the ring's records may take (a record whose line does not fit gets none). */
+    static final int LINE_BYTES = 1 << 19;
     /** Records the ring holds: the host drains it at every upcall and slice end, so it rarely fills (a full ring sends hits to Java). */
     static final int CAPACITY_RECORDS = 4096;
 
@@ -30,6 +38,19 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private int recordSize, nregs, nwords;
     private int[] wordSize = new int[0];
     private final RecordView view = new RecordView();
+    /** The formats of the sites' lines (null: none), the site index of each slot's, the line buffer and its records' places. */
+    private MemorySegment formats, siteFormat, lineBuf, lineMeta;
+    private byte[] formatBlob;
+    private int[] formatOfSite = new int[0];
+    /** Bumped whenever a ring's known contexts are forgotten ({@link #lineFormats}), over every ring. */
+    private static long generations;
+    private long generation;
+    /** A drain's lines and their places, copied in two bulk copies. */
+    private byte[] lines = new byte[0];
+    private MemorySegment linesSegment = MemorySegment.ofArray(lines);
+    private long[] lineMetaCopy = new long[0];
+    private MemorySegment lineMetaSegment = MemorySegment.ofArray(lineMetaCopy);
+    private boolean linesCopied;
 
     /** The engine registers a vCPU's records need: one that tells kernel from user mode, and the base register's (-1: none). */
     private final int modeRegister, baseRegister;
@@ -131,7 +152,83 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(ADDRESS, SITE_KEYS, keys);
         state.set(ADDRESS, SITE_RESUME, resume);
         state.set(JAVA_INT, SITE_MASK, mask);
+        siteAddresses = addresses.clone();
+        lineFormats(null, null);
     }
+
+    private long[] siteAddresses = new long[0];
+
+    /**
+     * The line formats of the sites ({@code kpemu_probe_hits.h} kpemu_hits_format): {@code blob}
+     * holds them, {@code formatOfSite[i]} is site i's offset in it (-1: no line); null: no line
+     * at all. The known contexts are forgotten. Replaced by the next {@link #sites}.
+     */
+    @Override
+    public void lineFormats(byte[] blob, int[] formatOfSite) {
+        if (closed) return;
+        state.set(JAVA_INT, LINES_ON, 0);
+        for (int i = 0; i < LINE_CONTEXTS; i++) state.set(JAVA_INT, CONTEXTS + CONTEXT_SIZE * i + CTX_VALID, 0);
+        generation = ++generations;
+        if (blob == null || formatOfSite == null || liveTime == null || nregs == 0) return;
+        if (formatOfSite.length != siteAddresses.length) throw new IllegalArgumentException("one format offset a site");
+        int slots = siteOfSlot.length;
+        if (siteFormat == null || siteFormat.byteSize() < 4L * slots) siteFormat = arena.allocate(4L * Math.max(16, slots), 4);
+        boolean any = false;
+        for (int i = 0; i < slots; i++) {
+            long key = keys.get(JAVA_LONG, 8L * i);
+            int f = key == 0 ? -1 : formatOfSite[siteOfSlot[i]];
+            if (f >= blob.length) throw new IllegalArgumentException("a format past the blob");
+            siteFormat.set(JAVA_INT, 4L * i, f);
+            any |= f >= 0;
+        }
+        if (!any) return;
+        if (formats == null || formats.byteSize() < blob.length) formats = arena.allocate(Math.max(256, blob.length), 8);
+        MemorySegment.copy(MemorySegment.ofArray(blob), 0, formats, 0, blob.length);
+        if (lineBuf == null) {
+            lineBuf = arena.allocate(LINE_BYTES, 8);
+            lineMeta = arena.allocate(16L * CAPACITY_RECORDS, 8);
+        }
+        state.set(ADDRESS, FORMATS, formats);
+        state.set(ADDRESS, SITE_FORMAT, siteFormat);
+        state.set(ADDRESS, LINE_BUF, lineBuf);
+        state.set(JAVA_INT, LINE_CAPACITY, LINE_BYTES);
+        state.set(ADDRESS, LINE_META, lineMeta);
+        state.set(ADDRESS, LIVE, liveTime);
+        state.set(JAVA_INT, LINES_ON, 1);
+    }
+
+    /**
+     * A context whose columns the host has formatted, kept in the C code's {@code slot}: a record
+     * whose words and read flags are {@code key} ({@link Record#copyWords}), with interrupts
+     * {@code irqsOff}, of a format of class {@code cls} gets {@code columns} (longer than the C
+     * code keeps: the slot is emptied).
+     */
+    @Override
+    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+        if (closed || state.get(JAVA_INT, LINES_ON) == 0 || slot < 0 || slot >= LINE_CONTEXTS) return;
+        long e = CONTEXTS + CONTEXT_SIZE * (long) slot;
+        state.set(JAVA_INT, e + CTX_VALID, 0);
+        if (columns.length > LINE_COLUMNS_MAX || key.length != 2 * nwords + 1) return;
+        state.set(JAVA_INT, e + CTX_CLS, cls);
+        state.set(JAVA_INT, e + CTX_IRQS_OFF, irqsOff ? 1 : 0);
+        state.set(JAVA_INT, e + CTX_OK, (int) key[2 * nwords]);
+        for (int i = 0; i < 2 * nwords; i++) state.set(JAVA_LONG, e + CTX_WORDS + 8L * i, key[i]);
+        state.set(JAVA_INT, e + CTX_LEN, columns.length);
+        MemorySegment.copy(MemorySegment.ofArray(columns), 0, state, e + CTX_COLUMNS, columns.length);
+        state.set(JAVA_INT, e + CTX_VALID, 1);
+    }
+
+    @Override public long lineGeneration() { return generation; }
+
+    /** Lines the C code has formatted so far. */
+    @Override
+    public long linesFormatted() { return closed ? linesAtClose : state.get(JAVA_LONG, LINES_FORMATTED); }
+
+    /** The vCPU clock's live-time fields (instr_offset, idle_nanos, nanos_per_instr), or null: no line is formatted natively. */
+    private MemorySegment liveTime;
+
+    /** Where the C code reads the live guest time ({@link InstructionClock}'s fields); null: lines are never formatted here. */
+    void liveTime(MemorySegment fields) { this.liveTime = fields; }
 
     /** The C code's home slot (kpemu_probe_hits.h kpemu_hits_slot_of). */
     private static int slot(long address, int mask) {
@@ -166,18 +263,39 @@ public final class NativeProbeHits implements RecordedProbeHits {
             }
             // segment to segment: the array form finds the array's type and length by reflection at every call
             MemorySegment.copy(ring, 0, copiedSegment, 0, 8L * longs);
+            linesCopied = lineBuf != null;
+            if (linesCopied) {
+                int used = state.get(JAVA_INT, LINE_USED);
+                if (lines.length < used) {
+                    lines = new byte[Math.max(used, Math.min(LINE_BYTES, 2 * lines.length + 4096))];
+                    linesSegment = MemorySegment.ofArray(lines);
+                }
+                MemorySegment.copy(lineBuf, 0, linesSegment, 0, used);
+                if (lineMetaCopy.length < 2 * n) {
+                    lineMetaCopy = new long[2 * CAPACITY_RECORDS];
+                    lineMetaSegment = MemorySegment.ofArray(lineMetaCopy);
+                }
+                MemorySegment.copy(lineMeta, 0, lineMetaSegment, 0, 16L * n);
+            }
             for (int i = 0; i < n; i++) {
                 view.at = i * (recordSize / 8);
+                view.index = i;
                 consumer.accept(view);
             }
         } finally {
             state.set(JAVA_INT, COUNT, 0);
+            if (lineBuf != null) state.set(JAVA_INT, LINE_USED, 0);
         }
     }
 
     /** A record of {@link #copied}: the slot and the word flags, the clock, the registers, the words (two longs each). */
     private final class RecordView implements Record {
-        int at;
+        int at, index;
+        @Override public int lineLength() { return linesCopied ? (int) (lineMetaCopy[2 * index] >>> 32) & 0x7fff_ffff : 0; }
+        @Override public boolean lineWithoutColumns() { return lineMetaCopy[2 * index] < 0; }
+        @Override public int lineOffset() { return (int) lineMetaCopy[2 * index]; }
+        @Override public long lineNanos() { return lineMetaCopy[2 * index + 1]; }
+        @Override public byte[] lineBytes() { return lines; }
 
         @Override public int site() { return siteOfSlot[(int) copied[at]]; }
 
@@ -218,11 +336,12 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     /** Closed with the machine: what is asked afterwards (the engine's count, a change) touches no freed memory. */
     private boolean closed;
-    private long recordedAtClose;
+    private long recordedAtClose, linesAtClose;
 
     public void close() {
         if (closed) return;
         recordedAtClose = recorded();
+        linesAtClose = linesFormatted();
         closed = true;
         if (arena.scope().isAlive()) arena.close();
     }

@@ -31,6 +31,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         rings.add(ring);
         if (ids != null) ring.capture(ids, words);
         ring.sites(addresses, resume);
+        ring.lineFormats(formatBlob, formatOfSite);
         ring.setEnabled(enabled);
     }
 
@@ -51,6 +52,35 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         for (NativeProbeHits r : rings) r.sites(addresses, resume);
         this.addresses = addresses.clone();
         this.resume = resume.clone();
+    }
+
+    private byte[] formatBlob;
+    private int[] formatOfSite;
+
+    @Override
+    public void lineFormats(byte[] blob, int[] formatOfSite) {
+        for (NativeProbeHits r : rings) r.lineFormats(blob, formatOfSite);
+        this.formatBlob = blob == null ? null : blob.clone();
+        this.formatOfSite = formatOfSite == null ? null : formatOfSite.clone();
+    }
+
+    @Override
+    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+        NativeProbeHits r = mine();
+        if (r != null) r.lineContext(slot, key, irqsOff, cls, columns);
+    }
+
+    @Override
+    public long linesFormatted() {
+        long n = 0;
+        for (NativeProbeHits r : rings) n += r.linesFormatted();
+        return n;
+    }
+
+    @Override
+    public long lineGeneration() {
+        NativeProbeHits r = mine();
+        return r == null ? 0 : r.lineGeneration();
     }
 
     @Override

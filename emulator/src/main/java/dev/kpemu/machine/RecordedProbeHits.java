@@ -78,7 +78,42 @@ public interface RecordedProbeHits {
 
         /** The words and their read flags as a key for {@link #wordsEqual} (a new array when {@code key} is not its length). */
         long[] copyWords(long[] key);
+
+        /** Bytes of the trace line the native code formatted for this hit ({@link #lineFormats}); 0: none. */
+        default int lineLength() { return 0; }
+
+        /** Whether the line lacks its context columns (the native code did not know them): the host puts them in front. */
+        default boolean lineWithoutColumns() { return false; }
+
+        /** Where the line starts in {@link #lineBytes()}. */
+        default int lineOffset() { return 0; }
+
+        /** The array that holds the line (valid while the record is). */
+        default byte[] lineBytes() { return null; }
+
+        /** The guest nanoseconds the line's timestamp shows. */
+        default long lineNanos() { return 0; }
     }
+
+    /**
+     * The sites' trace line formats ({@code kpemu_probe_hits.h} kpemu_hits_format): site i's at
+     * {@code formatOfSite[i]} of {@code blob} (-1: none); null: no line. After {@link #sites}.
+     */
+    default void lineFormats(byte[] blob, int[] formatOfSite) {}
+
+    /**
+     * The context columns {@code columns} of hits whose words are {@code key} ({@link Record#copyWords}),
+     * interrupt state {@code irqsOff} and format class {@code cls}, kept in the native code's
+     * {@code slot} (0 to 31, replacing what it held): the native code may format their lines (the
+     * current vCPU's).
+     */
+    default void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {}
+
+    /** Lines the native code has formatted so far ({@link #lineFormats}). */
+    default long linesFormatted() { return 0; }
+
+    /** Changes whenever the native code forgets the contexts it was given ({@link #lineContext}): they must be given again. */
+    default long lineGeneration() { return 0; }
 
     /** Hands each waiting record to {@code consumer}, oldest first, and forgets them. */
     void drainTo(java.util.function.Consumer<Record> consumer);

@@ -315,6 +315,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Hits the machine's native code recorded so far. */
     public long recordedHits() { return recorded.recorded(); }
 
+    /** Trace lines of recorded hits that the machine's native code formatted ({@link RecordedHitHandler#lineFormat}). */
+    public long recordedLines() { return recorded.linesFormatted(); }
+
     /**
      * Runs {@code action} at the run loop's next safe point (between slices, the running slice
      * ended at its next block boundary): where a handler's change of the machine's memory map

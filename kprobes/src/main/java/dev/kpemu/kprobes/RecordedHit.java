@@ -65,4 +65,41 @@ public final class RecordedHit {
 
     /** The captured words and their read flags as a key for {@link #wordsEqual} ({@code key} reused when it fits, else a new array). */
     public long[] copyWords(long[] key) { return record.copyWords(key); }
+
+    /**
+     * Bytes of this hit's trace line as the native code formatted it ({@link RecordedHitHandler#lineFormat});
+     * 0: none. Its timestamp is that of {@link #lineNanos()}.
+     */
+    public int lineLength() { return record.lineLength(); }
+
+    /** The array that holds the line, from {@link #lineOffset()} (valid during the call only). */
+    public byte[] lineBytes() { return record.lineBytes(); }
+
+    /** Whether the line starts after its context columns (the native code did not know them: the handler puts them in front). */
+    public boolean lineWithoutColumns() { return record.lineWithoutColumns(); }
+
+    /** Where the line starts in {@link #lineBytes()}. */
+    public int lineOffset() { return record.lineOffset(); }
+
+    /** The guest time the line's timestamp shows (the handler takes the line only when it is {@link #guestNanos()}). */
+    public long lineNanos() { return record.lineNanos(); }
+
+    /**
+     * Tells the native code, in its context {@code slot} (0 to 31), the context columns of hits like
+     * this one: those whose words are {@code key} ({@link #copyWords}), with interrupts
+     * {@code irqsOff}, of a line format of class {@code cls} ({@link RecordedHitHandler#lineFormat}),
+     * get {@code columns}. Returns {@link #lineGeneration()}.
+     */
+    public long keepColumns(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        if (h == null) return 0;
+        h.lineContext(slot, key, irqsOff, cls, columns);
+        return h.lineGeneration();
+    }
+
+    /** Changes whenever the native code forgets the contexts it was told ({@link #keepColumns}). */
+    public long lineGeneration() {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        return h == null ? 0 : h.lineGeneration();
+    }
 }

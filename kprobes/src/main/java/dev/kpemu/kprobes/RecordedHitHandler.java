@@ -18,4 +18,18 @@ public interface RecordedHitHandler {
 
     /** The hit, read back in order before the machine's other code sees the guest again. */
     void onRecordedHit(Kprobe k, RecordedHit hit);
+
+    /**
+     * The format of the trace line the machine's native code may write for this handler's hits
+     * of {@code k} ({@link RecordedHit#lineLength()}), whose records are laid out as {@code layout}'s
+     * ({@link RecordedHit#registerIndex}); null (the default): none. Asked at each safe point that
+     * builds the site table, for a point whose only enabled probe is {@code k}.
+     */
+    default byte[] lineFormat(Kprobe k, RecordedHit layout) { return null; }
+
+    /**
+     * A hit whose record may carry its line ({@link RecordedHit#lineLength()} above 0), which this
+     * handler may take instead of making its own; by default it is read as any other.
+     */
+    default void onRecordedLine(Kprobe k, RecordedHit hit) { onRecordedHit(k, hit); }
 }

@@ -66,6 +66,12 @@ final class RecordedHits {
         return h == null ? 0 : h.recorded();
     }
 
+    /** Lines of recorded hits formatted natively so far. */
+    long linesFormatted() {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        return h == null ? 0 : h.linesFormatted();
+    }
+
     /** Between slices: the table built anew when something changed. */
     void onSafePoint() {
         if (!dirty) return;
@@ -96,7 +102,47 @@ final class RecordedHits {
         }
         h.sites(addresses, resume);
         sites = eligible.toArray(new ProbePoint[0]);
+        lineFormats(h);
         h.setEnabled(addresses.length > 0);
+    }
+
+    /** Each site's line format, where its only enabled probe's handler gives one ({@link RecordedHitHandler#lineFormat}). */
+    private void lineFormats(RecordedProbeHits h) {
+        lineProbes = new Kprobe[sites.length];
+        if (!NATIVE_LINES) return;
+        java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
+        int[] at = new int[sites.length];
+        boolean any = false;
+        for (int i = 0; i < sites.length; i++) {
+            at[i] = -1;
+            Kprobe only = onlyEnabled(sites[i]);
+            byte[] f = only == null ? null : only.recordedHitHandler().lineFormat(only, hit);
+            if (f == null) continue;
+            lineProbes[i] = only;
+            at[i] = blob.size();
+            blob.writeBytes(f);
+            any = true;
+        }
+        if (any) h.lineFormats(blob.toByteArray(), at);
+    }
+
+    /** Native line formatting ({@code -Dkpemu.recordedLines=false}: every recorded hit formatted by its handler, for comparisons). */
+    static final boolean NATIVE_LINES = !"false".equals(System.getProperty("kpemu.recordedLines"));
+
+    /** Per site, the probe whose line the native code formats (null: none). */
+    private Kprobe[] lineProbes = new Kprobe[0];
+
+    /** The point's only enabled probe, or null. */
+    private static Kprobe onlyEnabled(ProbePoint p) {
+        Kprobe only = null;
+        List<Kprobe> children = p.children;
+        for (int i = 0; i < children.size(); i++) {
+            Kprobe k = children.get(i);
+            if (k.isDisabled()) continue;
+            if (only != null) return null;
+            only = k;
+        }
+        return only;
     }
 
     private boolean recordable(ProbePoint p) {
@@ -117,6 +163,17 @@ final class RecordedHits {
         ProbePoint p = sites[r.site()];
         RecordedHit x = hit.at(r);
         List<Kprobe> children = p.children;
+        if (r.lineLength() > 0) {
+            Kprobe only = lineProbes[r.site()];
+            if (only != null && !only.isDisabled()) {
+                try {
+                    only.recordedHitHandler().onRecordedLine(only, x);
+                } catch (Throwable t) {
+                    failures.handlerFailed(only, "pre", t);
+                }
+                return;
+            }
+        }
         for (int i = 0; i < children.size(); i++) {
             Kprobe k = children.get(i);
             if (k.isDisabled()) continue;

@@ -29,6 +29,8 @@ import dev.kpemu.machine.Arch;
 class RecordedHitsTraceTest {
     private static final List<String> DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%di:x64 flags=%si:x32",
+            // a pointer's low bits as narrow types: hex, signed (negative too) and unsigned of 8, 16 and 32 bits
+            "p:kprobes/narrow kfree x=%di:x16 s=%di:s8 u=%di:u32 w=%di:s64",
             "p:kprobes/openat do_sys_openat2 dfd=%di:s32 how=%dx:x64",
             "p:sec/ security_file_*",
             "p:kprobes/openname do_filp_open name=+0(+0(%si)):string",
@@ -39,6 +41,7 @@ class RecordedHitsTraceTest {
 
     private static final List<String> ARM64_DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
+            "p:kprobes/narrow kfree x=%x0:x16 s=%x0:s8 u=%x0:u32 w=%x0:s64",
             "p:kprobes/openat do_sys_openat2 dfd=%x0:s32 how=%x2:x64",
             "p:sec/ security_file_*",
             "p:kprobes/openname do_filp_open name=+0(+0(%x1)):string",
@@ -85,6 +88,11 @@ class RecordedHitsTraceTest {
                 OutputStream.nullOutputStream(), null), streaming);
         assertEquals(BootOutcome.POWERED_OFF, s.outcome(), s.status());
         assertTrue(streaming.kprobes().recordedHits() > 100, "hits recorded natively when streamed: " + streaming.kprobes().recordedHits());
+        // streamed, most recorded hits' lines are written by the native code (the columns of a context it
+        // was told, or the engine's put in front), which the comparison below checks byte for byte
+        assertTrue(streaming.kprobes().recordedLines() > streaming.kprobes().recordedHits() / 2,
+                "lines formatted natively: " + streaming.kprobes().recordedLines() + " of " + streaming.kprobes().recordedHits());
+        assertEquals(0, recorded.traced().kprobes().recordedLines(), "no line formatted natively while records are kept");
         List<String> streamed = List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n"));
         assertTrue(streamed.stream().map(l -> l.substring(0, l.indexOf(']') + 8)).distinct().count() > 5,
                 "lines of several contexts (task, pid, latency column)");
@@ -122,6 +130,17 @@ class RecordedHitsTraceTest {
         assertTrue(b.stream().anyMatch(l -> l.contains("[000]")) && b.stream().anyMatch(l -> l.contains("[001]")), "both CPUs trace");
         assertEquals(a, b, "trace lines, in order, timestamps and CPU columns included");
         assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
+
+        // streamed: each vCPU's native code writes its hits' lines with the columns it was told on that vCPU
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        dev.kpemu.session.TracedBoot streaming = new dev.kpemu.session.TracedBoot(definitions(arch),
+                new PrintStream(text, false, StandardCharsets.ISO_8859_1)).keepRecords(false);
+        var s = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60,
+                OutputStream.nullOutputStream(), null).withCpus(2, dev.kpemu.machine.Schedule.DEFAULT_SEED), streaming);
+        assertEquals(BootOutcome.POWERED_OFF, s.outcome(), s.status());
+        assertTrue(streaming.kprobes().recordedLines() > 100, "lines formatted natively: " + streaming.kprobes().recordedLines());
+        assertEquals(a, List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n")),
+                "streamed lines of both vCPUs, in order");
     }
 
     private record Run(dev.kpemu.boot.BootRunner.Result result, dev.kpemu.session.TracedBoot traced) { }

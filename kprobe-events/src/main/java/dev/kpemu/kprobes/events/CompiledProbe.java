@@ -117,6 +117,32 @@ public final class CompiledProbe {
      */
     public boolean readsMemory() { return readsMemory; }
 
+    /**
+     * For a line the machine's native code formats: per argument its register slot, how it prints
+     * (0 hex, 1 unsigned, 2 signed decimal) and its size, when every argument is a register read
+     * stored raw ({@code REG}, {@code ST_RAW}) and printed as a number; else null.
+     */
+    public int[] registerArgs() {
+        int[] out = new int[3 * args.length];
+        for (int i = 0; i < args.length; i++) {
+            FetchArg a = args[i];
+            if (a.arrayLength() != 0 || a.bitfield() != null) return null;
+            FetchProgram.Insn[] c = programs[i].code;
+            if (c.length != 3 || c[0].op != FetchProgram.REG || c[1].op != FetchProgram.ST_RAW || c[2].op != FetchProgram.END) return null;
+            int kind = switch (a.type()) {
+                case X8, X16, X32, X64 -> 0;
+                case U8, U16, U32, U64 -> 1;
+                case S8, S16, S32, S64 -> 2;
+                default -> -1;
+            };
+            if (kind < 0 || c[1].size != a.type().size()) return null;
+            out[3 * i] = c[0].param;
+            out[3 * i + 1] = kind;
+            out[3 * i + 2] = a.type().size();
+        }
+        return out;
+    }
+
     /** Bytes of the fixed header after the common fields: 8 ({@code __probe_ip}) or 16 (func, ret_ip). */
     public int probeHeaderSize() { return definition.isReturn() ? 16 : 8; }
 

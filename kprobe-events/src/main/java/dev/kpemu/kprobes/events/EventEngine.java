@@ -23,6 +23,7 @@ import dev.kpemu.machine.WatchHit;
 import java.io.PrintStream;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -213,6 +214,10 @@ public final class EventEngine implements AutoCloseable {
         public void onRecordedHit(Kprobe k, RecordedHit hit) {
             nhit++;
             if (!event.armed) return;
+            recordedEntry(k, hit);
+        }
+
+        private void recordedEntry(Kprobe k, RecordedHit hit) {
             ctx.beginRecorded(hit);
             if (!compiled.fetch(ctx, buffer.entryData(null))) {
                 dropped++;
@@ -220,6 +225,17 @@ public final class EventEngine implements AutoCloseable {
             }
             long ip = reportedIp != 0 ? reportedIp : k.address();
             emit(this, false, ip, 0, buffer, entryPath(this, hit.regs()), hit.guestNanos(), hit);
+        }
+
+        @Override
+        public byte[] lineFormat(Kprobe k, RecordedHit layout) { return EventEngine.this.lineFormat(this, k, layout); }
+
+        /** A recorded hit whose line the native code may have formatted: that line when it is the one {@link #onRecordedHit} would make. */
+        @Override
+        public void onRecordedLine(Kprobe k, RecordedHit hit) {
+            nhit++;
+            if (!event.armed) return;
+            if (!emitLine(this, hit)) recordedEntry(k, hit);
         }
 
         /**
@@ -307,6 +323,16 @@ public final class EventEngine implements AutoCloseable {
     public interface LineListener extends PassiveListener {
         /** The event's {@code trace} line (no newline): valid during the call only. */
         void acceptLine(LineBytes line);
+
+        /** As {@link #acceptLine(LineBytes)}, of a line that is {@code line[offset, offset + length)}. */
+        default void acceptLine(byte[] line, int offset, int length) {
+            acceptLine(new LineBytes(length).bytes(line, offset, length));
+        }
+
+        /** As {@link #acceptLine(LineBytes)}, of a line that is {@code head} followed by {@code line[offset, offset + length)}. */
+        default void acceptLine(byte[] head, byte[] line, int offset, int length) {
+            acceptLine(new LineBytes(head.length + length).bytes(head, 0, head.length).bytes(line, offset, length));
+        }
     }
 
     /**
@@ -327,12 +353,16 @@ public final class EventEngine implements AutoCloseable {
      * state, CPU, path and ftrace_ops count. A few entries: a job's hits alternate between a few
      * tasks and states (interrupts, softirqs, preemption levels).
      */
-    private static final int CONTEXTS = 8;
+    private static final int CONTEXTS = 32;
     private final byte[][] contextColumns = new byte[CONTEXTS][];
     private final long[][] contextKeys = new long[CONTEXTS][];
     private final boolean[] contextIrqsOff = new boolean[CONTEXTS];
     private final int[] contextCpu = new int[CONTEXTS], contextOps = new int[CONTEXTS];
     private final LatencyPaths.Path[] contextPath = new LatencyPaths.Path[CONTEXTS];
+    /** The native code's line generation each context was last told in ({@link #toldColumns}; -1: not told). */
+    private final long[] contextTold = new long[CONTEXTS];
+    /** Each context's line class ({@link #lineClass} of its path and ftrace_ops count). */
+    private final int[] contextClass = new int[CONTEXTS];
     private int lastContext, nextContext;
 
     /** The guest words a recorded hit captures (word 0 the current task), or null: none recorded. */
@@ -1269,6 +1299,94 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /**
+     * A recorded hit's line as the native code formatted it ({@link #lineFormat}), handed over as
+     * {@link #emit} would hand over the line it makes: only while the event still takes that path
+     * (enabled, no filter, no trigger, line listeners only) and the line's time is the hit's.
+     * False: not taken, the caller makes the line.
+     */
+    private boolean emitLine(Probe p, RecordedHit hit) {
+        LineListener[] takers = lineListeners;
+        Event e = p.event;
+        if (takers == null || !e.enabled || e.filter != null || !e.triggers.isEmpty() || !e.wprobeTriggers.isEmpty()) return false;
+        if (hit.lineNanos() != hit.guestNanos()) return false;
+        recorded++;
+        if (takers.length == 0 && out == null) return true;
+        byte[] columns = null;
+        if (hit.lineWithoutColumns()) {       // a context the native code was not told yet: the columns as emit makes them
+            ctx.beginRecorded(hit);
+            LatencyPaths.Path path = entryPath(p, hit.regs());
+            columns = recordedColumns(hit, machine.cpu(), path, ftraceOps(p, path));
+        }
+        byte[] a = hit.lineBytes();
+        int off = hit.lineOffset(), len = hit.lineLength();
+        PrintStream o = out;
+        if (o != null) {
+            if (columns != null) o.write(columns, 0, columns.length);
+            o.write(a, off, len);
+            o.write('\n');
+        }
+        for (LineListener l : takers) {
+            if (columns == null) l.acceptLine(a, off, len);
+            else l.acceptLine(columns, a, off, len);
+        }
+        return true;
+    }
+
+    /** The (path, ftrace_ops) pairs of line formats, numbered: the native code keys known contexts by them. */
+    private final Map<Long, Integer> lineClasses = new HashMap<>();
+
+    private int lineClass(LatencyPaths.Path path, int ops) {
+        Long key = ((long) path.ordinal() << 32) | (ops & 0xffff_ffffL);
+        Integer c = lineClasses.get(key);
+        if (c == null) lineClasses.put(key, c = lineClasses.size());
+        return c;
+    }
+
+    /**
+     * The format of the line the machine's native code may write for {@code p}'s recorded hits of
+     * {@code k} ({@link RecordedHitHandler#lineFormat}; {@code kpemu_probe_hits.h}): only for an
+     * entry event that {@link #emit} hands over as a line and whose arguments are registers
+     * printed as numbers. The native code writes what {@link #emit} writes: the context columns of
+     * a context this engine has formatted before ({@link #recordedColumns} tells it each), the
+     * timestamp, the head and the arguments.
+     */
+    private byte[] lineFormat(Probe p, Kprobe k, RecordedHit layout) {
+        LineListener[] takers = lineListeners;
+        Event e = p.event;
+        if (takers == null || (takers.length == 0 && out == null)) return null;
+        if (!e.enabled || !e.armed || e.filter != null || !e.triggers.isEmpty() || !e.wprobeTriggers.isEmpty()) return null;
+        if (p.def.isReturn() || p.def instanceof FprobeDef || !p.recordable()) return null;
+        int[] args = p.compiled.registerArgs();
+        int[] irq = ctx.recordedIrqFlag(layout);
+        if (args == null || irq == null || args.length / 3 > 255) return null;
+        LatencyPaths.Path path = entryPath(p, layout.regs());
+        int cls = lineClass(path, ftraceOps(p, path));
+        byte[] head = p.headBytes(false, p.reportedIp != 0 ? p.reportedIp : k.address(), 0);
+        if (cls > 0xffff || head.length > 0xffff) return null;
+        java.io.ByteArrayOutputStream f = new java.io.ByteArrayOutputStream();
+        f.write(cls);
+        f.write(cls >>> 8);
+        f.write(irq[0]);
+        f.write(irq[2]);
+        for (int i = 0; i < 4; i++) f.write(irq[1] >>> (8 * i));
+        f.write(head.length);
+        f.write(head.length >>> 8);
+        f.writeBytes(head);
+        f.write(args.length / 3);
+        for (int i = 0; i < args.length / 3; i++) {
+            byte[] prefix = GuestText.encode(" " + p.compiled.arg(i).name() + "=");
+            int index = ctx.recordedIndexOfSlot(layout, args[3 * i]);
+            if (prefix.length > 255 || index < 0 || index > 255) return null;
+            f.write(prefix.length);
+            f.writeBytes(prefix);
+            f.write(index);
+            f.write(args[3 * i + 1]);
+            f.write(args[3 * i + 2]);
+        }
+        return f.toByteArray();
+    }
+
+    /**
      * A recorded hit's context columns: those of a recent recorded hit made from the same words,
      * interrupt state, CPU, path and ftrace_ops count — everything the columns are a function of
      * ({@link #contextColumns}) — or else read from its words and kept in place of the oldest.
@@ -1276,11 +1394,11 @@ public final class EventEngine implements AutoCloseable {
     private byte[] recordedColumns(RecordedHit hit, int cpu, LatencyPaths.Path path, int ops) {
         boolean irqsOff = ctx.irqsDisabled();
         int last = lastContext;
-        if (sameContext(last, hit, irqsOff, cpu, path, ops)) return contextColumns[last];
+        if (sameContext(last, hit, irqsOff, cpu, path, ops)) return toldColumns(last, hit);
         for (int i = 0; i < CONTEXTS; i++) {
             if (i != last && sameContext(i, hit, irqsOff, cpu, path, ops)) {
                 lastContext = i;
-                return contextColumns[i];
+                return toldColumns(i, hit);
             }
         }
         int i = nextContext;
@@ -1291,7 +1409,22 @@ public final class EventEngine implements AutoCloseable {
         contextCpu[i] = cpu;
         contextPath[i] = path;
         contextOps[i] = ops;
-        return contextColumns[i] = lineColumns(cpu, path, ops);
+        contextColumns[i] = lineColumns(cpu, path, ops);
+        contextClass[i] = lineClass(path, ops);
+        contextTold[i] = -1;   // not told yet (generations count from 1)
+        return toldColumns(i, hit);
+    }
+
+    /**
+     * Context {@code i}'s columns, told first to the native code (its context {@code i}) unless it
+     * was told since it last forgot: it then writes the lines of recorded hits in that context
+     * itself ({@link #lineFormat}).
+     */
+    private byte[] toldColumns(int i, RecordedHit hit) {
+        if ((hit.lineLength() == 0 || hit.lineWithoutColumns()) && contextTold[i] != hit.lineGeneration()) {
+            contextTold[i] = hit.keepColumns(i, contextKeys[i], contextIrqsOff[i], contextClass[i], contextColumns[i]);
+        }
+        return contextColumns[i];
     }
 
     private boolean sameContext(int i, RecordedHit hit, boolean irqsOff, int cpu, LatencyPaths.Path path, int ops) {

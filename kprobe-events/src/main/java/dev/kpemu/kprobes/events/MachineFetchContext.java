@@ -246,6 +246,31 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public long stackPointer() { return current.sp(); }
 
+    /**
+     * Where register slot {@code slot} lies among the registers of records like {@code hit}'s
+     * ({@link RecordedHit#registerIndex}), when {@link #register} reads it there unchanged; else -1.
+     */
+    public int recordedIndexOfSlot(RecordedHit hit, int slot) {
+        if (slot < 0 || slot >= slots.length || slots[slot] == null) return -1;
+        if (arch == Arch.X86_64 && slot == X86_ORIG_AX) return -1;
+        try {
+            return hit.registerIndex(slots[slot]);
+        } catch (IllegalStateException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * {@link #irqsDisabled} of a record like {@code hit}'s: the index of the flags' register among
+     * its registers, the flag's mask, and 1 when the flag set means interrupts off; null when records
+     * do not hold it.
+     */
+    public int[] recordedIrqFlag(RecordedHit hit) {
+        int i = recordedIndexOfSlot(hit, arch == Arch.X86_64 ? X86_FLAGS : ARM64_FLAGS);
+        if (i < 0) return null;
+        return arch == Arch.X86_64 ? new int[] {i, 0x200, 0} : new int[] {i, 0x80, 1};
+    }
+
     /** Interrupts masked in the trapped context: x86 RFLAGS.IF clear, arm64 PSTATE.I set. */
     public boolean irqsDisabled() {
         if (arch == Arch.X86_64) return (slotValue(X86_FLAGS) & 0x200) == 0;
