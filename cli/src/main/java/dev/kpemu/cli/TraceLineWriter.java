@@ -103,65 +103,46 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
 
     @Override
     public void acceptLine(LineBytes line) {
-        if (failure != null || closed) return;
-        int len = line.length() + 1;
-        Batch b = current;
-        if (b.n + len > b.a.length) {
-            handOver(b);
-            b = current;
-        }
-        if (len > b.a.length) {                 // longer than a batch: a batch of its own
-            Batch own = new Batch(len);
-            append(own, line);
-            handOver(own);
-            return;
-        }
-        append(b, line);
-        if (parked) wake();
+        acceptLine(line.array(), 0, line.length());
     }
 
     /** A line that is {@code line[offset, offset + length)} (the native code's, {@link EventEngine.LineListener}). */
     @Override
     public void acceptLine(byte[] line, int offset, int length) {
         if (failure != null || closed) return;
-        int len = length + 1;
-        Batch b = current;
-        if (b.n + len > b.a.length) {
-            handOver(b);
-            b = current;
-        }
-        if (len > b.a.length) {                 // longer than a batch: a batch of its own
-            Batch own = new Batch(len);
-            append(own, line, offset, length);
-            handOver(own);
-            return;
-        }
+        Batch b = batchFor(length + 1);
         append(b, line, offset, length);
-        if (parked) wake();
+        written(b);
     }
 
     /** A line that is {@code head} followed by {@code line[offset, offset + length)}. */
     @Override
     public void acceptLine(byte[] head, byte[] line, int offset, int length) {
         if (failure != null || closed) return;
-        int len = head.length + length + 1;
+        Batch b = batchFor(head.length + length + 1);
+        System.arraycopy(head, 0, b.a, b.n, head.length);
+        b.n += head.length;          // published with the rest
+        append(b, line, offset, length);
+        written(b);
+    }
+
+    /**
+     * The batch a line of {@code len} bytes (its newline included) goes into: the current one,
+     * handed over first when the line does not fit; a batch of its own for a line longer than a batch.
+     */
+    private Batch batchFor(int len) {
         Batch b = current;
         if (b.n + len > b.a.length) {
             handOver(b);
             b = current;
         }
-        if (len > b.a.length) {                 // longer than a batch: a batch of its own
-            Batch own = new Batch(len);
-            System.arraycopy(head, 0, own.a, 0, head.length);
-            own.n = head.length;
-            append(own, line, offset, length);
-            handOver(own);
-            return;
-        }
-        System.arraycopy(head, 0, b.a, b.n, head.length);
-        b.n += head.length;          // not published before the rest is there
-        append(b, line, offset, length);
-        if (parked) wake();
+        return len > b.a.length ? new Batch(len) : b;
+    }
+
+    /** After a line went into {@code b}: a batch of its own goes to the writer at once; the writer is woken if it sleeps. */
+    private void written(Batch b) {
+        if (b != current) handOver(b);
+        else if (parked) wake();
     }
 
     private static void append(Batch b, byte[] line, int offset, int length) {
@@ -169,14 +150,6 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         System.arraycopy(line, offset, b.a, at, length);
         b.a[at + length] = '\n';
         b.n = at + length + 1;
-        b.published = b.n;
-    }
-
-    private static void append(Batch b, LineBytes line) {
-        int at = b.n, len = line.length();
-        System.arraycopy(line.array(), 0, b.a, at, len);
-        b.a[at + len] = '\n';
-        b.n = at + len + 1;
         b.published = b.n;
     }
 

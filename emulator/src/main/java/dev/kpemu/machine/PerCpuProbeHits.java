@@ -70,12 +70,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         if (r != null) r.lineContext(slot, key, irqsOff, cls, columns);
     }
 
-    @Override
-    public long linesFormatted() {
-        long n = 0;
-        for (NativeProbeHits r : rings) n += r.linesFormatted();
-        return n;
-    }
+    @Override public long linesFormatted() { return sum(NativeProbeHits::linesFormatted); }
 
     @Override
     public long lineGeneration() {
@@ -95,10 +90,12 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         if (r != null) r.setBusy(busy);
     }
 
-    @Override
-    public long recorded() {
+    @Override public long recorded() { return sum(NativeProbeHits::recorded); }
+
+    /** {@code count} over every vCPU's ring. */
+    private long sum(java.util.function.ToLongFunction<NativeProbeHits> count) {
         long n = 0;
-        for (NativeProbeHits r : rings) n += r.recorded();
+        for (NativeProbeHits r : rings) n += count.applyAsLong(r);
         return n;
     }
 
