@@ -161,8 +161,7 @@ static inline uint8_t *kpemu_line_fill(uint8_t *o, uint8_t c, int32_t n) {
  * LINE_SIGNED), u8 size in bytes (1, 2, 4, 8).
  */
 static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t slot, uint32_t index) {
-    uint64_t *meta = h->line_meta + 2 * (size_t)index;
-    meta[0] = 0;
+    uint64_t *meta = h->line_meta + 2 * (size_t)index;   /* meta[0] is 0 (kpemu_hits_complete) until the line is written */
     int32_t at = h->site_format[slot];
     if (at < 0) return;
     const uint8_t *f = h->formats + at;

@@ -40,10 +40,8 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private final RecordView view = new RecordView();
     /** The formats of the sites' lines (null: none), the site index of each slot's, the line buffer and its records' places. */
     private MemorySegment formats, siteFormat, lineBuf, lineMeta;
-    private byte[] formatBlob;
-    private int[] formatOfSite = new int[0];
     /** Bumped whenever a ring's known contexts are forgotten ({@link #lineFormats}), over every ring. */
-    private static long generations;
+    private static final java.util.concurrent.atomic.AtomicLong GENERATIONS = new java.util.concurrent.atomic.AtomicLong();
     private long generation;
     /** A drain's lines and their places, copied in two bulk copies. */
     private byte[] lines = new byte[0];
@@ -168,7 +166,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
         if (closed) return;
         state.set(JAVA_INT, LINES_ON, 0);
         for (int i = 0; i < LINE_CONTEXTS; i++) state.set(JAVA_INT, CONTEXTS + CONTEXT_SIZE * i + CTX_VALID, 0);
-        generation = ++generations;
+        generation = GENERATIONS.incrementAndGet();
         if (blob == null || formatOfSite == null || liveTime == null || nregs == 0) return;
         if (formatOfSite.length != siteAddresses.length) throw new IllegalArgumentException("one format offset a site");
         int slots = siteOfSlot.length;
@@ -292,7 +290,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private final class RecordView implements Record {
         int at, index;
         @Override public int lineLength() { return linesCopied ? (int) (lineMetaCopy[2 * index] >>> 32) & 0x7fff_ffff : 0; }
-        @Override public boolean lineWithoutColumns() { return lineMetaCopy[2 * index] < 0; }
+        @Override public boolean lineWithoutColumns() { return linesCopied && lineMetaCopy[2 * index] < 0; }
         @Override public int lineOffset() { return (int) lineMetaCopy[2 * index]; }
         @Override public long lineNanos() { return lineMetaCopy[2 * index + 1]; }
         @Override public byte[] lineBytes() { return lines; }

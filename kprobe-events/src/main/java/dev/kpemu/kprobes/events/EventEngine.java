@@ -1202,7 +1202,7 @@ public final class EventEngine implements AutoCloseable {
         CompiledProbe cp = p.compiled;
         Event e = p.event;
         LineListener[] lineTakers = lineListeners;
-        if (lineTakers != null && e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty()) {
+        if (lineTakers != null && takesLine(e)) {
             recorded++;
             if (lineTakers.length == 0 && out == null) return;      // counted only: no line to make
             int cpu = machine.cpu(), ops = ftraceOps(p, path);
@@ -1307,7 +1307,7 @@ public final class EventEngine implements AutoCloseable {
     private boolean emitLine(Probe p, RecordedHit hit) {
         LineListener[] takers = lineListeners;
         Event e = p.event;
-        if (takers == null || !e.enabled || e.filter != null || !e.triggers.isEmpty() || !e.wprobeTriggers.isEmpty()) return false;
+        if (takers == null || !takesLine(e)) return false;
         if (hit.lineNanos() != hit.guestNanos()) return false;
         recorded++;
         if (takers.length == 0 && out == null) return true;
@@ -1332,6 +1332,11 @@ public final class EventEngine implements AutoCloseable {
         return true;
     }
 
+    /** Whether {@code e}'s records go out as lines while every listener takes lines: enabled, no filter, no trigger. */
+    private static boolean takesLine(Event e) {
+        return e.enabled && e.filter == null && e.triggers.isEmpty() && e.wprobeTriggers.isEmpty();
+    }
+
     /** The (path, ftrace_ops) pairs of line formats, numbered: the native code keys known contexts by them. */
     private final Map<Long, Integer> lineClasses = new HashMap<>();
 
@@ -1354,7 +1359,7 @@ public final class EventEngine implements AutoCloseable {
         LineListener[] takers = lineListeners;
         Event e = p.event;
         if (takers == null || (takers.length == 0 && out == null)) return null;
-        if (!e.enabled || !e.armed || e.filter != null || !e.triggers.isEmpty() || !e.wprobeTriggers.isEmpty()) return null;
+        if (!e.armed || !takesLine(e)) return null;
         if (p.def.isReturn() || p.def instanceof FprobeDef || !p.recordable()) return null;
         int[] args = p.compiled.registerArgs();
         int[] irq = ctx.recordedIrqFlag(layout);
@@ -1416,12 +1421,12 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /**
-     * Context {@code i}'s columns, told first to the native code (its context {@code i}) unless it
-     * was told since it last forgot: it then writes the lines of recorded hits in that context
-     * itself ({@link #lineFormat}).
+     * Context {@code i}'s columns; when the native code wrote {@code hit}'s line without them, told
+     * to it first (its context {@code i}) unless told since it last forgot: it then writes the
+     * columns of later hits in that context itself ({@link #lineFormat}).
      */
     private byte[] toldColumns(int i, RecordedHit hit) {
-        if ((hit.lineLength() == 0 || hit.lineWithoutColumns()) && contextTold[i] != hit.lineGeneration()) {
+        if (hit.lineWithoutColumns() && contextTold[i] != hit.lineGeneration()) {
             contextTold[i] = hit.keepColumns(i, contextKeys[i], contextIrqsOff[i], contextClass[i], contextColumns[i]);
         }
         return contextColumns[i];
