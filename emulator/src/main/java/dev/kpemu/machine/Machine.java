@@ -126,6 +126,23 @@ public abstract class Machine implements AutoCloseable {
      */
     public abstract Unicorn openEngineOfSameKind();
 
+    /** {@code -Dkpemu.exitAfterAccess=true}: machine engines keep Unicorn's exit check after every guest load and store. */
+    private static final boolean EXIT_AFTER_ACCESS = Boolean.getBoolean("kpemu.exitAfterAccess");
+
+    /**
+     * Sets a newly opened machine engine up as every machine runs its engines: without Unicorn's
+     * exit check after each guest load and store ({@link Unicorn#setExitAfterAccess}). The machine
+     * stops an engine only at block starts (the instruction clock's block hook, translation-time
+     * breaks) or from interrupt and instruction hooks, which end their blocks anyway; devices'
+     * MMIO callbacks never stop it ({@link #requestStopAtSliceEnd}). The one memory callback that
+     * does, a watched store stopped before it is made, holds the checks while it is hooked
+     * ({@link Watchpoints}). Returns {@code uc}.
+     */
+    protected static Unicorn machineEngine(Unicorn uc) {
+        uc.setExitAfterAccess(EXIT_AFTER_ACCESS);
+        return uc;
+    }
+
     /** The current vCPU's engine, for backends and the kprobes engine; prefer the typed methods. */
     public Unicorn engine() { return uc; }
 

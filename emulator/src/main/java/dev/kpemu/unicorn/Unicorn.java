@@ -354,6 +354,51 @@ public final class Unicorn implements AutoCloseable {
     /** The exits of {@link #setExits}. */
     private long[] extraExits = {};
 
+    /** The offset of the engine flag that leaves guest loads and stores without an exit check ({@link AccessExitFlag}); -1: unknown. */
+    private static final long ACCESS_EXIT_FLAG = AccessExitFlag.find(LIB);
+    /** Hook types whose callbacks run inside a block and may stop the engine there (an unmapped fetch ends its block by itself). */
+    private static final int HOOKS_STOPPING_INSIDE = HOOK_CODE | (HOOK_MEM_INVALID & ~HOOK_MEM_FETCH_UNMAPPED)
+            | HOOK_MEM_READ | HOOK_MEM_WRITE | HOOK_MEM_FETCH | HOOK_MEM_READ_AFTER;
+    private boolean exitAfterAccess = true, exitAfterAccessApplied = true, flushAfterRun, running;
+    /** Hooks of {@link #HOOKS_STOPPING_INSIDE}: while there are any, blocks keep the check. */
+    private int hooksStoppingInside;
+
+    /** Whether this libunicorn lets an engine leave out its exit check after guest loads and stores ({@link AccessExitFlag}). */
+    public static boolean exitAfterAccessControllable() { return ACCESS_EXIT_FLAG >= 0; }
+
+    /**
+     * Whether a stop asked for during a guest load or store (a memory hook's {@link #stop}, a
+     * failed store) ends the translated block right after that access, Unicorn's default at the
+     * price of a helper call after every load and store, or only at the next block start, as QEMU
+     * does ({@link AccessExitFlag}). Stops from block, interrupt and instruction hooks are where
+     * they were either way. While the engine has a code or memory-access hook (whose callback may
+     * stop it inside a block) its blocks keep the checks whatever this says. When the effective
+     * choice changes, the engine's translated code is dropped (after the run, when it changes
+     * inside one). Returns whether the engine does as asked: false when the flag's place is
+     * unknown, and the engine keeps its checks.
+     */
+    public boolean setExitAfterAccess(boolean on) {
+        exitAfterAccess = on;
+        return applyExitAfterAccess() == (on || hooksStoppingInside > 0);
+    }
+
+    /** Whether blocks translated now check for a stop after each guest load and store. */
+    public boolean exitsAfterAccess() { return exitAfterAccessApplied; }
+
+    private boolean applyExitAfterAccess() {
+        ensureOpen();
+        boolean want = exitAfterAccess || hooksStoppingInside > 0;
+        if (want == exitAfterAccessApplied || ACCESS_EXIT_FLAG < 0) return exitAfterAccessApplied;
+        MemorySegment state = uc.reinterpret(ACCESS_EXIT_FLAG + 1);
+        byte now = state.get(JAVA_BYTE, ACCESS_EXIT_FLAG);
+        if (now != (exitAfterAccessApplied ? 0 : 1)) return exitAfterAccessApplied;   // not the flag as found: leave it alone
+        state.set(JAVA_BYTE, ACCESS_EXIT_FLAG, (byte) (want ? 0 : 1));
+        exitAfterAccessApplied = want;
+        if (running) flushAfterRun = true;
+        else flushTranslationCache();
+        return want;
+    }
+
     /** Drops every translated block. */
     public void flushTranslationCache() {
         ctl0(ctl(CTL_TB_FLUSH, 0, CTL_IO_WRITE), "uc_ctl(TB_FLUSH)");
@@ -760,12 +805,18 @@ public final class Unicorn implements AutoCloseable {
         hookFailure = null;
         int err;
         stateChanges++;
+        running = true;
         try {
             err = (int) UC_EMU_START.invokeExact(uc, begin, until, timeoutMicros, count);
         } catch (Throwable t) {
             throw new UnicornException(-1, "uc_emu_start: " + t);
         } finally {
+            running = false;
             stateChanges++;
+            if (flushAfterRun) {
+                flushAfterRun = false;
+                flushTranslationCache();
+            }
         }
         Throwable failure = hookFailure;
         if (failure != null) {
@@ -912,11 +963,13 @@ public final class Unicorn implements AutoCloseable {
         private final long handle;
         private final Arena arena;
         private final Object callback; // strongly referenced for the hook's lifetime
+        private final boolean stopsInside;
 
-        private Hook(long handle, Arena arena, Object callback) {
+        private Hook(long handle, Arena arena, Object callback, boolean stopsInside) {
             this.handle = handle;
             this.arena = arena;
             this.callback = callback;
+            this.stopsInside = stopsInside;
         }
 
         public Object callback() { return callback; }
@@ -1097,8 +1150,12 @@ public final class Unicorn implements AutoCloseable {
             MemorySegment hh = scratch;
             check(insn < 0 ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, callback, userData, begin, end)
                     : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, callback, userData, begin, end, insn), "uc_hook_add(native, type " + type + ")");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), owned, keepAlive);
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), owned, keepAlive, (type & HOOKS_STOPPING_INSIDE) != 0);
             hooks.put(h.handle, h);
+            if (h.stopsInside) {
+                hooksStoppingInside++;
+                applyExitAfterAccess();
+            }
             return h;
         } catch (UnicornException e) {
             throw e;
@@ -1117,8 +1174,12 @@ public final class Unicorn implements AutoCloseable {
                     ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end)
                     : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end, insn);
             check(err, "uc_hook_add(type " + type + ")");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), a, cb);
+            Hook h = new Hook(hh.get(JAVA_LONG, 0), a, cb, (type & HOOKS_STOPPING_INSIDE) != 0);
             hooks.put(h.handle, h);
+            if (h.stopsInside) {
+                hooksStoppingInside++;
+                applyExitAfterAccess();
+            }
             return h;
         } catch (UnicornException e) {
             a.close();
@@ -1141,6 +1202,10 @@ public final class Unicorn implements AutoCloseable {
             throw new UnicornException(-1, t.toString());
         } finally {
             h.arena.close();
+            if (h.stopsInside) {
+                hooksStoppingInside--;
+                applyExitAfterAccess();
+            }
         }
     }
 

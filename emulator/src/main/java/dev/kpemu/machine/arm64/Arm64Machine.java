@@ -258,6 +258,7 @@ public final class Arm64Machine extends Machine {
     static Unicorn openEngine() {
         Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM, Unicorn.CPU_ARM64_A57);
         try {
+            machineEngine(uc);
             // Unicorn resets SCR_EL3.RW = 0, which makes EL1 walks use the AArch32 LPAE format.
             uc.sysRegWrite(3, 6, 1, 1, 0, 0x501);            // SCR_EL3 = RW | HCE | NS
             uc.sysRegWrite(3, 4, 1, 1, 0, 1L << 31);         // HCR_EL2.RW: EL1 is AArch64

@@ -277,7 +277,7 @@ public final class X86Machine extends Machine {
     public static boolean nativeCmpxchg16b() { return NativeCmpxchg16b.available(); }
 
     private static Unicorn open(int model) {
-        return Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64, model);
+        return machineEngine(Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64, model));
     }
 
     /** A machine with {@code ramBytes} of RAM at physical 0 (named "ram"). */
