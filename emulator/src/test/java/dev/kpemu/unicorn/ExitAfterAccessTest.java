@@ -87,29 +87,24 @@ class ExitAfterAccessTest {
 
     /** RCX after a run of {@code src} whose first store goes to MMIO, whose callback stops the engine. */
     private static long x86CountAfterStop(String src, boolean check) {
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
-            assertTrue(uc.setExitAfterAccess(check));
-            byte[] code = Asm.x86(src, BASE);
-            uc.memMap(BASE, 0x1000, Unicorn.PROT_ALL);
-            uc.memWrite(BASE, code);
-            uc.mmioMap(MMIO, 0x1000, (off, size) -> 0, (off, size, value) -> uc.stop());
-            uc.regWrite(X86Reg.RBX, MMIO);
-            uc.start(BASE, BASE + code.length, 0, 0);
-            return uc.regRead(X86Reg.RCX);
-        }
+        return countAfterStop(Unicorn.ARCH_X86, Unicorn.MODE_64, Asm.x86(src, BASE), X86Reg.RBX, X86Reg.RCX, check);
     }
 
     /** X2 after the same on arm64. */
     private static long arm64CountAfterStop(String src, boolean check) {
-        try (Unicorn uc = Unicorn.open(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM)) {
+        return countAfterStop(Unicorn.ARCH_ARM64, Unicorn.MODE_ARM, Asm.arm64(src, BASE), Arm64Reg.X1, Arm64Reg.X2, check);
+    }
+
+    /** Runs {@code code} with {@code pointer} at an MMIO page whose store callback stops the engine; returns register {@code counter}. */
+    private static long countAfterStop(int arch, int mode, byte[] code, int pointer, int counter, boolean check) {
+        try (Unicorn uc = Unicorn.open(arch, mode)) {
             assertTrue(uc.setExitAfterAccess(check));
-            byte[] code = Asm.arm64(src, BASE);
             uc.memMap(BASE, 0x1000, Unicorn.PROT_ALL);
             uc.memWrite(BASE, code);
             uc.mmioMap(MMIO, 0x1000, (off, size) -> 0, (off, size, value) -> uc.stop());
-            uc.regWrite(Arm64Reg.X1, MMIO);
+            uc.regWrite(pointer, MMIO);
             uc.start(BASE, BASE + code.length, 0, 0);
-            return uc.regRead(Arm64Reg.X2);
+            return uc.regRead(counter);
         }
     }
 }
