@@ -132,10 +132,12 @@ public abstract class Machine implements AutoCloseable {
     /**
      * Sets a newly opened machine engine up as every machine runs its engines: without Unicorn's
      * exit check after each guest load and store ({@link Unicorn#setExitAfterAccess}). The machine
-     * stops an engine only at block starts (the instruction clock's block hook, translation-time
-     * breaks) or from interrupt and instruction hooks, which end their blocks anyway; devices'
-     * MMIO callbacks never stop it ({@link #requestStopAtSliceEnd}). The one memory callback that
-     * does, a watched store stopped before it is made, holds the checks while it is hooked
+     * stops an engine at block starts (the instruction clock's block hook, translation-time
+     * breaks), from interrupt hooks (between blocks), and from instruction hooks only to end the
+     * run or, at arm64's {@code IC IALLU}, the slice, whose block ends at the {@code ISB} after it:
+     * the rest of the block may run first; devices' MMIO callbacks never
+     * stop it ({@link #requestStopAtSliceEnd}). The one memory callback that does, a watched store
+     * stopped before it is made, is a hook and so keeps the checks while it exists
      * ({@link Watchpoints}). Returns {@code uc}.
      */
     protected static Unicorn machineEngine(Unicorn uc) {

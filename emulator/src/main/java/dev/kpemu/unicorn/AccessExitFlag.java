@@ -1,5 +1,7 @@
 package dev.kpemu.unicorn;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.util.Optional;
@@ -43,7 +45,7 @@ final class AccessExitFlag {
     private static long offsetIn(SymbolLookup lib, String symbol) {
         Optional<MemorySegment> f = lib.find(symbol);
         if (f.isEmpty()) return -1;
-        byte[] code = f.get().reinterpret(SCAN + 16).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        byte[] code = f.get().reinterpret(SCAN + 16).toArray(JAVA_BYTE);
         return offsetIn(code);
     }
 

@@ -1150,13 +1150,7 @@ public final class Unicorn implements AutoCloseable {
             MemorySegment hh = scratch;
             check(insn < 0 ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, callback, userData, begin, end)
                     : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, callback, userData, begin, end, insn), "uc_hook_add(native, type " + type + ")");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), owned, keepAlive, (type & HOOKS_STOPPING_INSIDE) != 0);
-            hooks.put(h.handle, h);
-            if (h.stopsInside) {
-                hooksStoppingInside++;
-                applyExitAfterAccess();
-            }
-            return h;
+            return registered(new Hook(hh.get(JAVA_LONG, 0), owned, keepAlive, (type & HOOKS_STOPPING_INSIDE) != 0));
         } catch (UnicornException e) {
             throw e;
         } catch (Throwable t) {
@@ -1174,13 +1168,7 @@ public final class Unicorn implements AutoCloseable {
                     ? (int) UC_HOOK_ADD.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end)
                     : (int) UC_HOOK_ADD_INSN.invokeExact(uc, hh, type, stub, MemorySegment.NULL, begin, end, insn);
             check(err, "uc_hook_add(type " + type + ")");
-            Hook h = new Hook(hh.get(JAVA_LONG, 0), a, cb, (type & HOOKS_STOPPING_INSIDE) != 0);
-            hooks.put(h.handle, h);
-            if (h.stopsInside) {
-                hooksStoppingInside++;
-                applyExitAfterAccess();
-            }
-            return h;
+            return registered(new Hook(hh.get(JAVA_LONG, 0), a, cb, (type & HOOKS_STOPPING_INSIDE) != 0));
         } catch (UnicornException e) {
             a.close();
             throw e;
@@ -1188,6 +1176,16 @@ public final class Unicorn implements AutoCloseable {
             a.close();
             throw new UnicornException(-1, "uc_hook_add: " + t);
         }
+    }
+
+    /** Keeps {@code h} among the engine's hooks; one that may stop the engine inside a block brings back the exit check after accesses. */
+    private Hook registered(Hook h) {
+        hooks.put(h.handle, h);
+        if (h.stopsInside) {
+            hooksStoppingInside++;
+            applyExitAfterAccess();
+        }
+        return h;
     }
 
     /** Removes a hook and frees its upcall stub. */
