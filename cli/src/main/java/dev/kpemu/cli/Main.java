@@ -1,6 +1,7 @@
 package dev.kpemu.cli;
 
 import java.io.PrintWriter;
+import java.util.List;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -11,7 +12,6 @@ import picocli.CommandLine.Command;
         versionProvider = VersionProvider.class,
         description = {"Full-system emulator on Unicorn that boots unmodified Linux kernels (x86-64, arm64)",
                 "and probes them from outside the guest with a kprobes engine."},
-        subcommands = {BootCommand.class, CompareCommand.class, ConvertCommand.class, DemoCommand.class, ImagesCommand.class, InitramfsCommand.class, CheckEventsCommand.class, FuncsCommand.class, FaultsCommand.class, VarsCommand.class, BenchCommand.class, CorpusCommand.class, FuzzCommand.class, CommandLine.HelpCommand.class},
         footer = {"", "Also: ./kpemu test   runs the whole test suite (the launcher runs Maven verify).",
                 "", "Exit codes: 0 ok / guest powered off, 1 error, 2 usage or probe-definition error,",
                 "3 guest panic or unhandled guest fault, 4 timeout, 5 the trace differs from the golden (compare, boot --expect)."})
@@ -39,8 +39,41 @@ public final class Main implements Runnable {
 
     /** Runs the command line and returns the exit code (never throws). */
     public static int execute(String... args) {
-        CommandLine cl = commandLine();
+        CommandLine cl = commandLine(subcommandNamed(args));
         return cl.execute(args);
+    }
+
+    /**
+     * kpemu's subcommands, in the order {@code kpemu --help} lists them. They are registered by
+     * {@link #commandLine(Class)}, not in {@code @Command}: picocli reads a subcommand's
+     * annotations when it is registered, and reading all of them took every run ~130 ms of CPU
+     * (`-Dkpemu.phases`, "command line parsed").
+     */
+    static final List<Class<?>> SUBCOMMANDS = List.of(BootCommand.class, CompareCommand.class, ConvertCommand.class, DemoCommand.class,
+            ImagesCommand.class, InitramfsCommand.class, CheckEventsCommand.class, FuncsCommand.class, FaultsCommand.class, VarsCommand.class,
+            BenchCommand.class, CorpusCommand.class, FuzzCommand.class, CommandLine.HelpCommand.class);
+
+    /**
+     * The subcommand {@code args} run, when they name one before any other option than {@code
+     * --cache}; null otherwise (no subcommand, a top-level option, {@code help}, a name kpemu does
+     * not have: every subcommand is then registered, for the listing and picocli's suggestions).
+     */
+    static Class<?> subcommandNamed(String... args) {
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--cache")) {
+                i++;
+                continue;
+            }
+            if (a.startsWith("--cache=")) continue;
+            if (a.startsWith("-")) return null;
+            for (Class<?> c : SUBCOMMANDS) {
+                Command command = c.getAnnotation(Command.class);
+                if (c != CommandLine.HelpCommand.class && command != null && command.name().equals(a)) return c;
+            }
+            return null;
+        }
+        return null;
     }
 
     /**
@@ -54,7 +87,13 @@ public final class Main implements Runnable {
 
     /** The command line with kpemu's error handlers (one line on stderr, the documented exit codes); for tests and embedding. */
     public static CommandLine commandLine() {
+        return commandLine(null);
+    }
+
+    /** As {@link #commandLine()}, with only {@code only} of the subcommands; null: all of them. */
+    static CommandLine commandLine(Class<?> only) {
         CommandLine cl = new CommandLine(new Main());
+        for (Class<?> c : SUBCOMMANDS) if (only == null || c == only) cl.addSubcommand(c);
         cl.setOut(textOutput(System.out));
         cl.setErr(textOutput(System.err));      // diffs (compare, --expect) quote trace lines too
         cl.setParameterExceptionHandler((ex, args) -> {

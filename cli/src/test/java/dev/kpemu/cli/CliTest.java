@@ -50,6 +50,46 @@ class CliTest {
         assertTrue(!warnings.contains("WARN"), warnings);
     }
 
+    /** As {@link Main#execute} runs a command line: only the subcommand it names is registered. */
+    static Run runAsMain(String... args) {
+        CommandLine cl = Main.commandLine(Main.subcommandNamed(args));
+        StringWriter out = new StringWriter(), err = new StringWriter();
+        cl.setOut(new PrintWriter(out));
+        cl.setErr(new PrintWriter(err));
+        int code = cl.execute(args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void theNamedSubcommandAloneIsRegistered() {
+        assertEquals(BootCommand.class, Main.subcommandNamed("boot", "--arch", "arm64"));
+        assertEquals(BootCommand.class, Main.subcommandNamed("--cache", "/tmp/c", "boot"));
+        assertEquals(BootCommand.class, Main.subcommandNamed("--cache=/tmp/c", "boot"));
+        assertEquals(CheckEventsCommand.class, Main.subcommandNamed("check-events", "x"));
+        assertEquals(null, Main.subcommandNamed());
+        assertEquals(null, Main.subcommandNamed("--help"));
+        assertEquals(null, Main.subcommandNamed("help", "boot"));
+        assertEquals(null, Main.subcommandNamed("frobnicate"));
+        assertEquals(List.of("boot"), List.copyOf(Main.commandLine(BootCommand.class).getSubcommands().keySet()));
+        assertEquals(Main.SUBCOMMANDS.size(), Main.commandLine().getSubcommands().size());
+
+        Run boot = runAsMain("boot", "--help");
+        assertEquals(0, boot.code());
+        assertTrue(boot.out().startsWith("Usage: kpemu boot"), boot.out());
+        Run all = runAsMain("--help");
+        assertEquals(0, all.code());
+        for (String sub : new String[] {"demo", "boot", "images", "check-events", "bench", "fuzz", "help"}) assertTrue(all.out().contains("  " + sub + " "), all.out());
+        Run help = runAsMain("help", "funcs");
+        assertEquals(0, help.code());
+        assertTrue(help.out().startsWith("Usage: kpemu funcs"), help.out());
+        Run unknown = runAsMain("boots");
+        assertEquals(ExitCodes.USAGE, unknown.code());
+        assertTrue(unknown.err().contains("boot"), "picocli's suggestion names the subcommands: " + unknown.err());
+        Run badOption = runAsMain("boot", "--no-such-option");
+        assertEquals(ExitCodes.USAGE, badOption.code());
+        assertTrue(badOption.err().startsWith("kpemu: "), badOption.err());
+    }
+
     @Test
     void unknownSubcommandIsUsageError() {
         Run r = run("frobnicate");
