@@ -47,10 +47,10 @@ final class Arm64DebugRegisterWrites {
         return sites;
     }
 
-    /** Sets the host breakpoints that resynchronise {@code m}'s guest watchpoints; returns their number. */
-    static int watch(Arm64Machine m, long textVa, long textPa, long length) {
+    /** Sets the host breakpoints that resynchronise {@code m}'s guest watchpoints at {@code sites} ({@link #sitesAfter}'s, perhaps kept from an earlier run); returns their number. */
+    static int watch(Arm64Machine m, List<Long> sites) {
         int n = 0;
-        for (long at : sitesAfter(m, textVa, textPa, length)) {
+        for (long at : sites) {
             if (m.hasBreakpoint(at)) continue;
             m.addBreakpoint(at, (mm, pc) -> {
                 m.debugRegisters().sync();

@@ -2,6 +2,7 @@ package dev.kpemu.boot;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
@@ -117,8 +118,11 @@ final class Arm64LinuxGuest implements LinuxGuest {
         if (start.isEmpty() || end.isEmpty()) return -1;
         var offset = syms.fileOffset(start.get().address());      // in the Image, loaded at kernelBase
         if (offset.isEmpty()) return -1;
-        return Arm64DebugRegisterWrites.watch(board.machine(), start.get().address(), loaded.kernelBase() + offset.getAsLong(),
-                end.get().address() - start.get().address());
+        long textVa = start.get().address(), textPa = loaded.kernelBase() + offset.getAsLong(), length = end.get().address() - textVa;
+        // the text as loaded is the Image's (nothing rewrites it before the guest runs): kept by the Image's digest
+        List<Long> sites = BootRunner.keptSites(String.format("arm64 watch-register writes, text %#x at %#x, %#x bytes", textVa, textPa, length),
+                kernelPath, () -> Arm64DebugRegisterWrites.sitesAfter(board.machine(), textVa, textPa, length));
+        return Arm64DebugRegisterWrites.watch(board.machine(), sites);
     }
 
     /** The host breakpoints at the kernel's {@code wfe}s and {@code yield}s that end a spinning vCPU's quantum ({@link SpinWaitYields}; several CPUs). */

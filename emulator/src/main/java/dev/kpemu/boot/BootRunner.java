@@ -454,6 +454,15 @@ public final class BootRunner {
         return dev.kpemu.image.KernelSymbolsInMemory.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
     }
 
+    /**
+     * Sites {@code scan} finds in the kernel's text ({@code kind} names what and where), kept
+     * between runs beside the text tables ({@link dev.kpemu.image.KernelSitesCache}), keyed as they are.
+     */
+    static <E extends Exception> List<Long> keptSites(String kind, Path kernelPath, dev.kpemu.image.KernelSitesCache.Scan<E> scan) throws E {
+        Path k = kernelCacheDir();
+        return dev.kpemu.image.KernelSitesCache.read(kind, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"), scan);
+    }
+
     /** The kernel file's SHA-256 (what its derived tables are kept by), or null without a cache or when it cannot be had. */
     private static String kernelDigest(Path kernelPath) {
         if (kernelCacheDir() == null) return null;

@@ -64,7 +64,7 @@ final class X86DebugRegisterWrites {
         synchronized (X86DebugRegisterWrites.class) {
             if (file != null && last != null && last.file().equals(file)) return last.sites();
         }
-        List<Long> sites = List.copyOf(sitesAfter(vmlinux));
+        List<Long> sites = BootRunner.keptSites("x86-64 debug-register writes in .text", kernelFile, () -> sitesAfter(vmlinux));
         if (file != null) {
             synchronized (X86DebugRegisterWrites.class) {
                 last = new Found(file, sites);
