@@ -16,7 +16,10 @@ class CliTest {
     record Run(int code, String out, String err) {}
 
     static Run run(String... args) {
-        CommandLine cl = Main.commandLine();
+        return run(Main.commandLine(), args);
+    }
+
+    private static Run run(CommandLine cl, String... args) {
         StringWriter out = new StringWriter(), err = new StringWriter();
         cl.setOut(new PrintWriter(out));
         cl.setErr(new PrintWriter(err));
@@ -52,12 +55,7 @@ class CliTest {
 
     /** As {@link Main#execute} runs a command line: only the subcommand it names is registered. */
     static Run runAsMain(String... args) {
-        CommandLine cl = Main.commandLine(Main.subcommandNamed(args));
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
+        return run(Main.commandLine(Main.subcommandNamed(args)), args);
     }
 
     @Test
