@@ -47,7 +47,7 @@ public final class Main implements Runnable {
      * kpemu's subcommands, in the order {@code kpemu --help} lists them. They are registered by
      * {@link #commandLine(Class)}, not in {@code @Command}: picocli reads a subcommand's
      * annotations when it is registered, and reading all of them took every run ~130 ms of CPU
-     * (`-Dkpemu.phases`, "command line parsed").
+     * ({@code -Dkpemu.phases}, "command line parsed").
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(BootCommand.class, CompareCommand.class, ConvertCommand.class, DemoCommand.class,
             ImagesCommand.class, InitramfsCommand.class, CheckEventsCommand.class, FuncsCommand.class, FaultsCommand.class, VarsCommand.class,
