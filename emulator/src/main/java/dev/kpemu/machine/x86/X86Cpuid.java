@@ -33,8 +33,27 @@ public final class X86Cpuid {
         this.maxExtended = maxExtended;
     }
 
-    /** Reads the guest-visible engine model's (qemu64's) CPUID (leaves 0..max and 0x80000000..max, sub-leaves 0..7). */
+    /** The model's answers as read from an engine, kept for the JVM's life (the same libunicorn answers the same). */
+    private record Probed(Map<Long, Leaf> raw, int maxBasic, int maxExtended) {}
+
+    private static Probed probed;
+
+    /**
+     * The guest-visible engine model's (qemu64's) CPUID (leaves 0..max and 0x80000000..max,
+     * sub-leaves 0..7), a table of the caller's own. The engine is asked once per JVM: a machine
+     * built after the first (a fault exploration's rows, a test suite's boots) copies that
+     * answer instead of opening an engine and running some hundred {@code cpuid}s (~20 ms).
+     */
     public static X86Cpuid probe() {
+        Probed p;
+        synchronized (X86Cpuid.class) {
+            if (probed == null) probed = probeEngine();
+            p = probed;
+        }
+        return new X86Cpuid(p.raw(), p.maxBasic(), p.maxExtended());
+    }
+
+    private static Probed probeEngine() {
         Map<Long, Leaf> raw = new HashMap<>();
         try (Unicorn uc = X86Machine.openCpuidModelEngine()) {
             uc.memMap(0x1000, 0x1000, Unicorn.PROT_ALL);
@@ -43,7 +62,7 @@ public final class X86Cpuid {
             int maxExt = query(uc, 0x8000_0000, 0).eax();
             for (int leaf = 0; leaf <= maxBasic; leaf++) probeLeaf(uc, raw, leaf);
             for (int leaf = 0x8000_0000; Integer.compareUnsigned(leaf, maxExt) <= 0; leaf++) probeLeaf(uc, raw, leaf);
-            return new X86Cpuid(raw, maxBasic, maxExt);
+            return new Probed(Map.copyOf(raw), maxBasic, maxExt);
         }
     }
 

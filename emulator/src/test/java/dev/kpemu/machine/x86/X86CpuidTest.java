@@ -28,6 +28,20 @@ class X86CpuidTest {
         assertEquals(0, c.get(0x8000_0001, 0).edx() & X86Cpuid.EXT1_EDX_RDTSCP, "no RDTSCP");
     }
 
+    /** The engine is asked once per JVM; each machine still gets a table of its own, which its policy changes alone. */
+    @Test
+    void eachProbeIsATableOfItsOwn() {
+        X86Cpuid a = X86Cpuid.probe(), b = X86Cpuid.probe();
+        X86Cpuid.Leaf l1 = a.get(1, 0);
+        assertEquals(l1, b.get(1, 0));
+        assertEquals(a.get(0x8000_0001, 0), b.get(0x8000_0001, 0));
+        a.clear(1, 0, 3, X86Cpuid.L1_EDX_TSC).put(0xb, 0, new X86Cpuid.Leaf(1, 2, 3, 4));
+        assertEquals(l1, b.get(1, 0), "another probe's table is unchanged");
+        assertEquals(l1, X86Cpuid.probe().get(1, 0), "the kept answer is unchanged");
+        assertEquals(new X86Cpuid.Leaf(1, 2, 3, 4), a.get(0xb, 0));
+        assertEquals(b.get(0xb, 0), X86Cpuid.probe().get(0xb, 0));
+    }
+
     /**
      * CPU 2 of four, as QEMU 7.2 answers for {@code -smp 4} (one socket of four cores, one thread
      * each: APIC IDs 0-3, two APIC ID bits for the core): initial APIC ID 2 and four logical
