@@ -456,8 +456,7 @@ public final class BootRunner {
      * cache folder or the key cannot be had.
      */
     static dev.kpemu.image.KernelTextTables textTables(Arch arch, dev.kpemu.image.SymbolTable syms, dev.kpemu.image.OnDemandFileBytes file, Path kernelPath) {
-        Path k = kernelCacheDir();
-        return dev.kpemu.image.KernelTextTablesInMemory.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"));
+        return dev.kpemu.image.KernelTextTablesInMemory.read(arch, syms, file, kernelDigest(kernelPath), buildOrNull(), besideKernelCache("text-tables"));
     }
 
     /**
@@ -467,8 +466,7 @@ public final class BootRunner {
      */
     static dev.kpemu.image.SymbolTable symbols(Path kernelPath, java.util.function.LongFunction<java.util.function.LongFunction<java.util.OptionalLong>> fileOffsets,
                                                dev.kpemu.image.SymbolTableCache.Decoder decoder) throws KernelImageException {
-        Path k = kernelCacheDir();
-        return dev.kpemu.image.KernelSymbolsInMemory.read(kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("symbols"), fileOffsets, decoder);
+        return dev.kpemu.image.KernelSymbolsInMemory.read(kernelDigest(kernelPath), buildOrNull(), besideKernelCache("symbols"), fileOffsets, decoder);
     }
 
     /**
@@ -476,8 +474,7 @@ public final class BootRunner {
      * between runs beside the text tables ({@link dev.kpemu.image.KernelSitesCache}), keyed as they are.
      */
     static <E extends Exception> List<Long> keptSites(String kind, Path kernelPath, dev.kpemu.image.KernelSitesCache.Scan<E> scan) throws E {
-        Path k = kernelCacheDir();
-        return dev.kpemu.image.KernelSitesCache.read(kind, kernelDigest(kernelPath), buildOrNull(), k == null ? null : k.resolveSibling("text-tables"), scan);
+        return dev.kpemu.image.KernelSitesCache.read(kind, kernelDigest(kernelPath), buildOrNull(), besideKernelCache("text-tables"), scan);
     }
 
     /** The kernel file's SHA-256 (what its derived tables are kept by), or null without a cache or when it cannot be had. */
@@ -501,8 +498,13 @@ public final class BootRunner {
 
     /** Where file digests are kept between runs ({@link dev.kpemu.image.FileDigests}): beside the kernel cache, or null. */
     static Path digestCacheDir() {
+        return besideKernelCache("digests");
+    }
+
+    /** The folder {@code name} beside the kernel cache (what kpemu keeps between runs), or null without a cache. */
+    private static Path besideKernelCache(String name) {
         Path k = kernelCacheDir();
-        return k == null ? null : k.resolveSibling("digests");
+        return k == null ? null : k.resolveSibling(name);
     }
 
     /** -Dkpemu.kernelCache, else {@code <kpemu cache>/kernels} when a cache is configured (-Dkpemu.cache or $KPEMU_CACHE), else null. */
