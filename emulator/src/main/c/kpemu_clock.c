@@ -70,6 +70,19 @@
  * the sum is the guest time in instruction periods (idle jumps included). Inside a block the
  * value is that of the block's start plus its instructions (blocks are charged when they start):
  * monotonic and the same in every run.
+ *
+ * The kernel stack page out of Unicorn's store slow path (x86): Unicorn 2.1.4 has no dirty-memory
+ * tracking, so every TLB entry of writable RAM starts "not dirty" and a store through it takes the
+ * slow path (notdirty_write: the region lookup, the translated-code check of the page), which then
+ * marks the entry dirty (tlb_set_dirty) unless the page is also executable through that entry: a
+ * writable and executable mapping keeps every store on the slow path. Linux on x86-64 maps its
+ * whole image writable and executable until mark_rodata_ro, at the end of the boot, and start_kernel
+ * runs on init_task's stack in .data: ~15 M of a cold boot's ~36 M slow stores went to its top page
+ * (docs/reference.md). When the host gives a range (`dirty_lo`..`dirty_hi`: the kernel's .data, which
+ * holds no code) and Unicorn's own `tlb_set_dirty`, the first block of every slice whose stack pointer
+ * lies in that range marks the stack page's entry dirty, as Unicorn does for a page not executable.
+ * Code Unicorn later translates from a page marks its entry not dirty again (tb_gen_code's
+ * tlb_reset_dirty_by_vaddr), so a store there still finds the code. No guest-visible change.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -156,6 +169,11 @@ struct kpemu_clock {
        returned or fell into it), as Unicorn reports it: start and size; 0: not known. */
     uint64_t hit_prev_pc;
     uint64_t hit_prev_size;
+    /* x86: the kernel stack page out of the store slow path (see the top of this file) */
+    void (*set_dirty)(void *cpu, uint64_t vaddr); /* Unicorn's tlb_set_dirty_x86_64; NULL: off */
+    int64_t engine_cpu;  /* offset of the CPU pointer in Unicorn's engine state */
+    uint64_t dirty_lo, dirty_hi; /* guest-virtual [lo, hi): a stack pointer here gets its page marked */
+    uint64_t dirty_marks; /* pages marked */
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -172,6 +190,7 @@ size_t kpemu_clock_mids_offset(void) { return offsetof(struct kpemu_clock, mids)
 uint32_t kpemu_clock_mid_capacity(void) { return KPEMU_MIDS; }
 uint32_t kpemu_clock_mid_bitmap_bits(void) { return KPEMU_MID_BITS; }
 size_t kpemu_clock_hit_prev_offset(void) { return offsetof(struct kpemu_clock, hit_prev_pc); }
+size_t kpemu_clock_stack_dirty_offset(void) { return offsetof(struct kpemu_clock, set_dirty); }
 uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
@@ -189,8 +208,9 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    kpemu_clock_resumed_break_offset). 64, 128 and 256 (a per-block break filter, arm64 breaks in
    the granule bitmap, its page summary) are gone. 4096 = the break filter (break_filter,
    break_bits). 8192 = instruction stops (mid_bits, nmids, mid_hit, mids) and the block before a
-   break's stop (hit_prev_pc, hit_prev_size). */
-uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192; }
+   break's stop (hit_prev_pc, hit_prev_size). 16384 = the x86 kernel stack page kept out of the
+   store slow path (set_dirty, engine_cpu, dirty_lo, dirty_hi, dirty_marks; kpemu_clock_stack_dirty_offset). */
+uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192 | 16384; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -378,8 +398,20 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
     }
 }
 
+/* A slice's first block: the stack pointer's page, when it lies in the host's range, marked dirty
+   in the engine's TLB (see the top of this file). */
+static __attribute__((noinline)) void stack_page_dirty(uc_engine *uc, struct kpemu_clock *c) {
+    uint64_t sp = 0;
+    if (uc_reg_read(uc, UC_X86_REG_RSP, &sp) != UC_ERR_OK || sp - c->dirty_lo >= c->dirty_hi - c->dirty_lo) return;
+    void *cpu = *(void **)((char *)uc + c->engine_cpu);
+    if (cpu == NULL) return;
+    c->set_dirty(cpu, sp & ~(uint64_t)0xfff);
+    c->dirty_marks++;
+}
+
 /* The block's checks after its count: the deadline, the interrupt-enable watch. */
 static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_clock *c, uint32_t n) {
+    if (c->blocks == 0 && c->set_dirty != NULL) stack_page_dirty(uc, c);
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;
         uc_emu_stop(uc);

@@ -59,6 +59,7 @@ final class X86LinuxGuest implements LinuxGuest {
             X86LinuxLoader.Loaded l = X86LinuxLoader.load(pc.machine(), kf, initrd, append, guestRam, pc.rsdp(), !fromSnapshot);
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
             g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kernelPath, kf.vmlinux());
+            keepInitStackWritable(pc.machine(), kf.vmlinux());
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
@@ -70,6 +71,20 @@ final class X86LinuxGuest implements LinuxGuest {
             pc.close();
             throw e;
         }
+    }
+
+    /**
+     * Keeps init_task's stack out of Unicorn's store slow path ({@link Machine#keepStackPageWritable}
+     * on the kernel's {@code .data}, where the stack is and no code is). Linux maps its image
+     * writable and executable until {@code mark_rodata_ro}, near the end of the boot, and Unicorn
+     * sends every store through such a mapping down its slow path: start_kernel's pushes and
+     * stores on that stack (~15 M in a cold boot of Debian's 6.1) cost a tenth of the boot's CPU
+     * (docs/reference.md). Nothing when the image has no {@code .data} or the natives cannot.
+     */
+    static boolean keepInitStackWritable(Machine m, ElfImage vmlinux) {
+        var data = vmlinux.section(".data");
+        if (data.isEmpty() || data.get().size() == 0 || data.get().addr() >= 0) return false;   // kernel (upper-half) addresses only
+        return m.keepStackPageWritable(data.get().addr(), data.get().addr() + data.get().size());
     }
 
     /**
@@ -308,6 +323,7 @@ final class X86LinuxGuest implements LinuxGuest {
         long debugTraps = pc.machine().debugRegisters().exceptionsDelivered();
         return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
                 + (debugTraps == 0 ? "" : " guestDebugTraps=" + debugTraps)
+                + " initStackPagesMarked=" + pc.machine().stackPagesMarked()
                 + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " spinYields=" + pc.machine().quantumYields() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
                         + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }

@@ -65,6 +65,10 @@ final class InstructionClock implements AutoCloseable {
     private static final long MID_BITS, NMIDS, MID_HIT, MIDS, HIT_PREV;
     /** Capacity of the native mid list (KPEMU_MIDS), 0 without mids; bits of its granule bitmap. */
     static final int MAX_MIDS, MID_BITMAP_BITS;
+    /** Feature bit of {@code kpemu_clock_features}: the x86 kernel stack page kept out of Unicorn's store slow path. */
+    private static final int FEATURE_STACK_DIRTY = 16384;
+    /** Offset of {@code set_dirty} (then {@code engine_cpu}, {@code dirty_lo}, {@code dirty_hi}, {@code dirty_marks}), or -1. */
+    private static final long STACK_DIRTY;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -158,6 +162,15 @@ final class InstructionClock implements AutoCloseable {
         HIT_PREV = hitPrev;
         MAX_MIDS = midCapacity;
         MID_BITMAP_BITS = midBitmapBits;
+        long stackDirty = -1;
+        if ((f & FEATURE_STACK_DIRTY) != 0) {
+            try {
+                stackDirty = (long) linker.downcallHandle(lib.find("kpemu_clock_stack_dirty_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException("kpemu_clock_stack_dirty_offset: " + t, t);
+            }
+        }
+        STACK_DIRTY = stackDirty;
     }
 
     /** The filter's bit for a break address (kpemu_clock.c's break_may_be: a multiplicative hash). */
@@ -209,6 +222,27 @@ final class InstructionClock implements AutoCloseable {
         // replace its entry before it runs.
         generatedHook = uc.hookBlockGeneratedNative(GENERATED_HOOK, state);
     }
+
+    /**
+     * x86: at the first block of every slice whose stack pointer lies in [{@code low}, {@code high})
+     * (guest-virtual; a range that holds no code, e.g. the kernel's .data with init_task's stack),
+     * marks the stack page's TLB entries dirty with Unicorn's own {@code tlb_set_dirty}, so that
+     * stores to it leave Unicorn's store slow path even while the page is also mapped executable
+     * (kpemu_clock.c, "The kernel stack page out of Unicorn's store slow path"). False, and
+     * nothing done, on arm64 or when the clock library or libunicorn lacks what it needs.
+     */
+    boolean keepStackPageWritable(long low, long high) {
+        var call = Unicorn.tlbSetDirtyX86();
+        if (STACK_DIRTY < 0 || state.get(JAVA_INT, ARM64) != 0 || call.isEmpty() || Long.compareUnsigned(low, high) >= 0) return false;
+        state.set(JAVA_LONG, STACK_DIRTY + 16, low);
+        state.set(JAVA_LONG, STACK_DIRTY + 24, high);
+        state.set(JAVA_LONG, STACK_DIRTY + 8, call.get().engineCpuOffset());
+        state.set(ADDRESS, STACK_DIRTY, call.get().function());
+        return true;
+    }
+
+    /** Stack pages {@link #keepStackPageWritable} has marked so far. */
+    long stackPagesMarked() { return STACK_DIRTY < 0 ? 0 : state.get(JAVA_LONG, STACK_DIRTY + 32); }
 
     /** Instructions charged so far. */
     long executed() { return state.get(JAVA_LONG, EXECUTED); }

@@ -190,6 +190,30 @@ public abstract class Machine implements AutoCloseable {
     private long switches;
     private long yields;
 
+    /** {@link #keepStackPageWritable}'s range, or null. */
+    private long[] stackPageRange;
+
+    /**
+     * x86: keeps the page of a stack pointer in [{@code low}, {@code high}) (guest-virtual; a range
+     * that holds no code, as Linux's .data with init_task's stack) out of Unicorn's store slow path
+     * on every vCPU, those added later too ({@link InstructionClock#keepStackPageWritable}). Guest
+     * state and every count stay as they are; only the host's cost of those stores changes. False,
+     * and nothing done, when the clock library or libunicorn cannot (arm64, other builds).
+     */
+    public boolean keepStackPageWritable(long low, long high) {
+        boolean all = true;
+        for (Vcpu v : vcpus) all &= v.clock.keepStackPageWritable(low, high);
+        if (all) stackPageRange = new long[] {low, high};
+        return all;
+    }
+
+    /** Stack pages {@link #keepStackPageWritable} has marked, over every vCPU. */
+    public long stackPagesMarked() {
+        long n = 0;
+        for (Vcpu v : vcpus) n += v.clock.stackPagesMarked();
+        return n;
+    }
+
     /** The current vCPU's index: the one whose hook runs, else the one that ran last (0 with one vCPU). */
     public int cpu() { return current; }
 
@@ -240,6 +264,7 @@ public abstract class Machine implements AutoCloseable {
                 if (timeStampCounterHooked) c.hookTimeStampCounter();
                 for (long va : breakpoints.keySet()) c.addBreak(va);
                 if (textGuard != null) c.shareGuard(primaryClock, textGuard.nativeState());
+                if (stackPageRange != null) c.keepStackPageWritable(stackPageRange[0], stackPageRange[1]);
             } catch (RuntimeException ex) {
                 memory.leave(e);
                 throw ex;

@@ -366,6 +366,21 @@ public final class Unicorn implements AutoCloseable {
     /** Whether this libunicorn lets an engine leave out its exit check after guest loads and stores ({@link AccessExitFlag}). */
     public static boolean exitAfterAccessControllable() { return ACCESS_EXIT_FLAG >= 0; }
 
+    private static final MemorySegment TLB_SET_DIRTY_X86 = TlbSetDirty.function(LIB);
+    private static final long ENGINE_CPU = TlbSetDirty.engineCpuOffset(LIB);
+
+    /**
+     * Unicorn's {@code tlb_set_dirty} for x86-64 engines and the offset of the CPU pointer in the
+     * engine state it takes ({@link TlbSetDirty}), or empty when this libunicorn does not show them.
+     */
+    public static java.util.Optional<TlbSetDirtyCall> tlbSetDirtyX86() {
+        if (TLB_SET_DIRTY_X86.equals(MemorySegment.NULL) || ENGINE_CPU < 0) return java.util.Optional.empty();
+        return java.util.Optional.of(new TlbSetDirtyCall(TLB_SET_DIRTY_X86, ENGINE_CPU));
+    }
+
+    /** {@code tlb_set_dirty_<arch>(CPUState *, vaddr)} and where an engine's state keeps its CPU pointer. */
+    public record TlbSetDirtyCall(MemorySegment function, long engineCpuOffset) {}
+
     /**
      * Whether a stop asked for during a guest load or store (a memory hook's {@link #stop}, a
      * failed store) ends the translated block right after that access, Unicorn's default at the

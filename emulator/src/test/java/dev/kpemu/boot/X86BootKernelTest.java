@@ -58,6 +58,9 @@ class X86BootKernelTest {
         assertTrue(log.contains(Initramfs.MARK_DONE), "init marker");
         assertTrue(log.contains("reboot: Power down"), "ACPI S5 power-off");
         assertTrue(r.initDoneGuestNanos() > 0);
+        // init_task's stack page was taken out of Unicorn's store slow path (X86LinuxGuest.keepInitStackWritable)
+        Matcher marked = Pattern.compile("initStackPagesMarked=(\\d+)").matcher(r.stats());
+        assertTrue(marked.find() && Long.parseLong(marked.group(1)) > 0, r.stats());
 
         // timer interrupts arrive (the PIT on the 8259's IRQ 0), the serial console uses IRQ 4
         Matcher timer = Pattern.compile("\\n\\s*0:\\s+(\\d+)\\s+XT-PIC\\s+timer").matcher(log);
