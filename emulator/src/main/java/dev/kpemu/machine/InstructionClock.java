@@ -110,20 +110,8 @@ final class InstructionClock implements AutoCloseable {
         if ((f & FEATURE_CHECKS_AT_TRANSLATION) == 0 || GENERATED_HOOK.equals(MemorySegment.NULL)) {
             throw new IllegalStateException("libkpemu_clock.so predates breaks checked at translation; rebuild it with scripts/fetch-natives.sh");
         }
-        try {
-            RESUMED_BREAK = (long) linker.downcallHandle(lib.find("kpemu_clock_resumed_break_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-        } catch (Throwable t) {
-            throw new IllegalStateException("kpemu_clock_resumed_break_offset: " + t, t);
-        }
-        long liveAt = -1;
-        if ((f & FEATURE_LIVE_TIME) != 0) {
-            try {
-                liveAt = (long) linker.downcallHandle(lib.find("kpemu_clock_live_time_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                throw new IllegalStateException("kpemu_clock_live_time_offset: " + t, t);
-            }
-        }
-        LIVE_TIME = liveAt;
+        RESUMED_BREAK = offset(lib, linker, "kpemu_clock_resumed_break_offset");
+        LIVE_TIME = (f & FEATURE_LIVE_TIME) != 0 ? offset(lib, linker, "kpemu_clock_live_time_offset") : -1;
         long filterAt = -1, bitsOff = -1;
         int capacity = 64, log2 = -1;
         if ((f & FEATURE_BREAK_FILTER) != 0) {
@@ -162,15 +150,16 @@ final class InstructionClock implements AutoCloseable {
         HIT_PREV = hitPrev;
         MAX_MIDS = midCapacity;
         MID_BITMAP_BITS = midBitmapBits;
-        long stackDirty = -1;
-        if ((f & FEATURE_STACK_DIRTY) != 0) {
-            try {
-                stackDirty = (long) linker.downcallHandle(lib.find("kpemu_clock_stack_dirty_offset").orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
-            } catch (Throwable t) {
-                throw new IllegalStateException("kpemu_clock_stack_dirty_offset: " + t, t);
-            }
+        STACK_DIRTY = (f & FEATURE_STACK_DIRTY) != 0 ? offset(lib, linker, "kpemu_clock_stack_dirty_offset") : -1;
+    }
+
+    /** The value of the clock library's {@code size_t name(void)} (a field's offset). */
+    private static long offset(SymbolLookup lib, Linker linker, String name) {
+        try {
+            return (long) linker.downcallHandle(lib.find(name).orElseThrow(), FunctionDescriptor.of(JAVA_LONG)).invokeExact();
+        } catch (Throwable t) {
+            throw new IllegalStateException(name + ": " + t, t);
         }
-        STACK_DIRTY = stackDirty;
     }
 
     /** The filter's bit for a break address (kpemu_clock.c's break_may_be: a multiplicative hash). */
