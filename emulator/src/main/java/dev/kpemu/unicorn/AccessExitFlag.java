@@ -62,10 +62,15 @@ final class AccessExitFlag {
             int j = i + 7;
             // 80 /7 ib, mod 10, rm = reg: cmpb $imm8, disp32(reg)
             if ((code[j] & 0xff) != 0x80 || (code[j + 1] & 0xff) != (0xb8 | reg)) continue;
-            long disp = (code[j + 2] & 0xffL) | (code[j + 3] & 0xffL) << 8 | (code[j + 4] & 0xffL) << 16 | (long) code[j + 5] << 24;
+            long disp = disp32(code, j + 2);
             if (code[j + 6] != 0 || disp <= 0 || disp >= MAX_OFFSET) return -1;
             return disp;
         }
         return -1;
+    }
+
+    /** The signed 32-bit little-endian displacement at {@code code[at]} (an x86-64 instruction's disp32). */
+    static long disp32(byte[] code, int at) {
+        return (code[at] & 0xffL) | (code[at + 1] & 0xffL) << 8 | (code[at + 2] & 0xffL) << 16 | (long) code[at + 3] << 24;
     }
 }

@@ -48,7 +48,7 @@ final class TlbSetDirty {
         for (int i = 0; i + 10 <= code.length && i < SCAN; i++) {
             if ((code[i] & 0xff) != 0x48 || (code[i + 1] & 0xff) != 0x8b || (code[i + 2] & 0xff) != 0xbf) continue;
             if ((code[i + 7] & 0xff) != 0x48 || (code[i + 8] & 0xff) != 0x85 || (code[i + 9] & 0xff) != 0xff) continue;
-            long disp = (code[i + 3] & 0xffL) | (code[i + 4] & 0xffL) << 8 | (code[i + 5] & 0xffL) << 16 | (long) code[i + 6] << 24;
+            long disp = AccessExitFlag.disp32(code, i + 3);
             return disp > 0 && disp < MAX_OFFSET && disp % 8 == 0 ? disp : -1;
         }
         return -1;
