@@ -83,6 +83,17 @@
  * lies in that range marks the stack page's entry dirty, as Unicorn does for a page not executable.
  * Code Unicorn later translates from a page marks its entry not dirty again (tb_gen_code's
  * tlb_reset_dirty_by_vaddr), so a store there still finds the code. No guest-visible change.
+ *
+ * String stores into a code-free range (x86): clear_bss zeroes the kernel's .bss and .brk (17 MiB
+ * in Debian's 6.1) with one `rep stosb` through the same writable and executable mapping, one slow
+ * store per byte: ~18 M in a cold boot. QEMU runs a rep string instruction one iteration per block
+ * run (the block jumps to itself), so the block hook sees each iteration. A block of one
+ * instruction of 2 to 4 bytes (what a rep string instruction is) has its cache entry flagged
+ * (X86_STRING), which sends it off the common path; there, a block that runs again right after
+ * itself has its RDI read every 16th run, and when RDI stays in one page of the host's range
+ * (`string_lo`..`string_hi`) that page is marked dirty as above: a handful of slow stores per page
+ * instead of 4,096. A flagged block whose RDI lies outside the range loses its flag until its entry
+ * is filled again (memset on the direct map, already on the fast path).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -174,6 +185,13 @@ struct kpemu_clock {
     int64_t engine_cpu;  /* offset of the CPU pointer in Unicorn's engine state */
     uint64_t dirty_lo, dirty_hi; /* guest-virtual [lo, hi): a stack pointer here gets its page marked */
     uint64_t dirty_marks; /* pages marked */
+    /* x86: string stores into a code-free range out of the slow path (see the top of this file) */
+    uint64_t string_lo, string_hi; /* guest-virtual [lo, hi); string_hi == 0: off */
+    uint64_t string_marks;   /* pages marked */
+    uint64_t string_block;   /* the flagged block that ran last */
+    uint64_t string_repeats; /* its runs in a row */
+    uint64_t string_page;    /* RDI's page at the last check */
+    uint64_t string_marked;  /* the page marked last (0 after a slice starts) */
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -191,6 +209,7 @@ uint32_t kpemu_clock_mid_capacity(void) { return KPEMU_MIDS; }
 uint32_t kpemu_clock_mid_bitmap_bits(void) { return KPEMU_MID_BITS; }
 size_t kpemu_clock_hit_prev_offset(void) { return offsetof(struct kpemu_clock, hit_prev_pc); }
 size_t kpemu_clock_stack_dirty_offset(void) { return offsetof(struct kpemu_clock, set_dirty); }
+size_t kpemu_clock_string_dirty_offset(void) { return offsetof(struct kpemu_clock, string_lo); }
 uint32_t kpemu_clock_break_bits_log2(void) { return KPEMU_BREAK_BITS_LOG2; }
 uint32_t kpemu_guard_bitmap_bits(void) { return KPEMU_GUARD_BITS; }
 uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
@@ -209,8 +228,10 @@ uint32_t kpemu_guard_granule_shift(void) { return KPEMU_GUARD_GRANULE_SHIFT; }
    the granule bitmap, its page summary) are gone. 4096 = the break filter (break_filter,
    break_bits). 8192 = instruction stops (mid_bits, nmids, mid_hit, mids) and the block before a
    break's stop (hit_prev_pc, hit_prev_size). 16384 = the x86 kernel stack page kept out of the
-   store slow path (set_dirty, engine_cpu, dirty_lo, dirty_hi, dirty_marks; kpemu_clock_stack_dirty_offset). */
-uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192 | 16384; }
+   store slow path (set_dirty, engine_cpu, dirty_lo, dirty_hi, dirty_marks; kpemu_clock_stack_dirty_offset).
+   32768 = x86 string stores into a code-free range kept out of it (string_lo, string_hi,
+   string_marks; kpemu_clock_string_dirty_offset; needs set_dirty and engine_cpu). */
+uint32_t kpemu_clock_features(void) { return 1 | 2 | 4 | 8 | 16 | 32 | 512 | 1024 | 2048 | 4096 | 8192 | 16384 | 32768; }
 
 static __attribute__((noinline)) int interrupts_enabled(uc_engine *uc, const struct kpemu_clock *c) {
     uint64_t v = 0;
@@ -269,6 +290,7 @@ static inline int guard_may_touch(const uint64_t *bits, uint64_t address, uint64
 #define X86_COUNT_SHIFT 48
 #define X86_COUNT_MAX 0x3ffu      /* 10 bits */
 #define X86_VALID (1ull << 63)
+#define X86_STRING (1ull << 62)   /* a one-instruction block of 2-4 bytes: off the common path */
 
 static inline uint32_t x86_slot(uint64_t address) {
     return (uint32_t)(((address >> 2) ^ (address >> 15)) & (KPEMU_CLOCK_CACHE - 1));
@@ -279,12 +301,16 @@ static inline uint64_t x86_tag(uint64_t address, uint32_t size) {
     return X86_VALID | ((uint64_t)size << X86_SIZE_SHIFT) | (bits & ((1ull << X86_ADDR_BITS) - 1));
 }
 
-#define X86_TAG_MASK (X86_VALID | ((uint64_t)X86_SIZE_MAX << X86_SIZE_SHIFT) | ((1ull << X86_ADDR_BITS) - 1))
+/* The common path compares an entry under X86_TAG_MASK, which holds X86_STRING and x86_tag never
+   sets: a flagged entry never matches there. X86_KEY_MASK is the entry's identity alone. */
+#define X86_KEY_MASK (X86_VALID | ((uint64_t)X86_SIZE_MAX << X86_SIZE_SHIFT) | ((1ull << X86_ADDR_BITS) - 1))
+#define X86_TAG_MASK (X86_KEY_MASK | X86_STRING)
 
 /* Caches a block's count; 0 when the block does not fit an entry (it is then looked up each time). */
 static inline int x86_cache_store(struct kpemu_clock *c, uint64_t address, uint32_t size, uint32_t n) {
     if ((uint64_t)((int64_t)(address << 16) >> 16) != address || size > X86_SIZE_MAX || n > X86_COUNT_MAX) return 0;
-    c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT);
+    uint64_t flag = (c->string_hi != 0 && n == 1 && size >= 2 && size <= 4) ? X86_STRING : 0;
+    c->cache[x86_slot(address)] = x86_tag(address, size) | ((uint64_t)n << X86_COUNT_SHIFT) | flag;
     c->fills++;
     return 1;
 }
@@ -393,7 +419,7 @@ void kpemu_clock_tb_generated(uc_engine *uc, uc_tb *cur, uc_tb *prev, void *user
         return;
     }
     if (c->arm64 || n == 0) return;
-    if (!x86_cache_store(c, address, size, n) && (c->cache[x86_slot(address)] & X86_TAG_MASK) == x86_tag(address, size)) {
+    if (!x86_cache_store(c, address, size, n) && (c->cache[x86_slot(address)] & X86_KEY_MASK) == x86_tag(address, size)) {
         c->cache[x86_slot(address)] = 0;
     }
 }
@@ -409,8 +435,36 @@ static __attribute__((noinline)) void stack_page_dirty(uc_engine *uc, struct kpe
     c->dirty_marks++;
 }
 
+/* A flagged block (X86_STRING) about to run: when it runs again right after itself (a rep string
+   instruction's next iteration), RDI every 16th run; its page marked dirty once RDI stayed in it
+   and it lies in the host's range. RDI outside the range: the entry loses its flag. */
+static __attribute__((noinline)) void string_store_block(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
+    if (address != c->string_block) {
+        c->string_block = address;
+        c->string_repeats = 0;
+        return;
+    }
+    if ((++c->string_repeats & 15) != 1) return;
+    uint64_t rdi = 0;
+    if (uc_reg_read(uc, UC_X86_REG_RDI, &rdi) != UC_ERR_OK) return;
+    if (rdi - c->string_lo >= c->string_hi - c->string_lo) {
+        c->cache[x86_slot(address)] &= ~X86_STRING;
+        return;
+    }
+    uint64_t page = rdi & ~(uint64_t)0xfff;
+    if (page == c->string_page && page != c->string_marked) {
+        void *cpu = *(void **)((char *)uc + c->engine_cpu);
+        if (cpu == NULL) return;
+        c->set_dirty(cpu, page);
+        c->string_marked = page;
+        c->string_marks++;
+    }
+    c->string_page = page;
+}
+
 /* The block's checks after its count: the deadline, the interrupt-enable watch. */
 static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_clock *c, uint32_t n) {
+    if (c->blocks == 0) c->string_marked = 0;   /* a TLB flush between slices may have dropped it */
     if (c->blocks == 0 && c->set_dirty != NULL) stack_page_dirty(uc, c);
     if (c->blocks != 0 && c->executed + n > c->deadline) {
         c->stopped = 1;
@@ -427,9 +481,18 @@ static __attribute__((noinline)) void block_checked(uc_engine *uc, struct kpemu_
     c->executed += n;
 }
 
-/* An x86 block the cache does not hold: its count from Unicorn, then the common checks. */
+/* An x86 block the cache does not hold, or holds flagged: its count (from Unicorn when not
+   cached), the flagged block's string-store check, then the common checks. */
 static __attribute__((noinline)) void block_uncached(uc_engine *uc, struct kpemu_clock *c, uint64_t address, uint32_t size) {
-    uint32_t n = x86_block_fill(uc, c, address, size);
+    uint64_t e = c->cache[x86_slot(address)];
+    uint32_t n;
+    if ((e & X86_STRING) && (e & X86_KEY_MASK) == x86_tag(address, size)
+            && (uint64_t)((int64_t)(address << 16) >> 16) == address) {
+        n = (uint32_t)(e >> X86_COUNT_SHIFT) & X86_COUNT_MAX;
+        string_store_block(uc, c, address);
+    } else {
+        n = x86_block_fill(uc, c, address, size);
+    }
     if (__builtin_expect((c->blocks == 0) | (c->executed + n > c->deadline) | (c->watch_irq != 0), 0)) {
         block_checked(uc, c, n);
         return;

@@ -60,6 +60,7 @@ final class X86LinuxGuest implements LinuxGuest {
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
             g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kernelPath, kf.vmlinux());
             keepInitStackWritable(pc.machine(), kf.vmlinux());
+            keepBssClearWritable(pc.machine(), kf.vmlinux());
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
@@ -85,6 +86,22 @@ final class X86LinuxGuest implements LinuxGuest {
         var data = vmlinux.section(".data");
         if (data.isEmpty() || data.get().size() == 0 || data.get().addr() >= 0) return false;   // kernel (upper-half) addresses only
         return m.keepStackPageWritable(data.get().addr(), data.get().addr() + data.get().size());
+    }
+
+    /**
+     * Keeps clear_bss's stores out of Unicorn's store slow path ({@link Machine#keepStringStoresWritable}
+     * on the kernel's {@code .bss} up to the end of {@code .brk}, which hold no code). clear_bss
+     * zeroes them with one {@code rep stosb} through the same writable and executable mapping as
+     * {@link #keepInitStackWritable}'s stack: ~18 M slow stores, one per byte, in a cold boot of
+     * Debian's 6.1 (docs/reference.md). Nothing when the image has no {@code .bss} or the natives cannot.
+     */
+    static boolean keepBssClearWritable(Machine m, ElfImage vmlinux) {
+        var bss = vmlinux.section(".bss");
+        if (bss.isEmpty() || bss.get().size() == 0 || bss.get().addr() >= 0) return false;   // kernel (upper-half) addresses only
+        long end = bss.get().addr() + bss.get().size();
+        var brk = vmlinux.section(".brk");
+        if (brk.isPresent() && brk.get().addr() == end) end += brk.get().size();
+        return m.keepStringStoresWritable(bss.get().addr(), end);
     }
 
     /**
@@ -324,6 +341,7 @@ final class X86LinuxGuest implements LinuxGuest {
         return "exceptions=" + pc.machine().exceptionsDelivered() + " uartBytes=" + pc.uart().transmitted()
                 + (debugTraps == 0 ? "" : " guestDebugTraps=" + debugTraps)
                 + " initStackPagesMarked=" + pc.machine().stackPagesMarked()
+                + " bssPagesMarked=" + pc.machine().stringStorePagesMarked()
                 + (pc.cpus() == 1 ? "" : " cpuSwitches=" + pc.machine().cpuSwitches() + " spinYields=" + pc.machine().quantumYields() + " textPokeSyncs=" + textSyncs + " textRangesDropped=" + textRangesDropped
                         + " msrCalls=" + msrCalls + " apicBaseMsr=" + apicBaseAnswers);
     }

@@ -69,6 +69,10 @@ final class InstructionClock implements AutoCloseable {
     private static final int FEATURE_STACK_DIRTY = 16384;
     /** Offset of {@code set_dirty} (then {@code engine_cpu}, {@code dirty_lo}, {@code dirty_hi}, {@code dirty_marks}), or -1. */
     private static final long STACK_DIRTY;
+    /** Feature bit of {@code kpemu_clock_features}: x86 string stores into a code-free range kept out of that slow path. */
+    private static final int FEATURE_STRING_DIRTY = 32768;
+    /** Offset of {@code string_lo} (then {@code string_hi}, {@code string_marks}), or -1. */
+    private static final long STRING_DIRTY;
 
     static {
         SymbolLookup lib = NativeLibraries.load(NativeLibraries.CLOCK);
@@ -151,6 +155,7 @@ final class InstructionClock implements AutoCloseable {
         MAX_MIDS = midCapacity;
         MID_BITMAP_BITS = midBitmapBits;
         STACK_DIRTY = (f & FEATURE_STACK_DIRTY) != 0 ? offset(lib, linker, "kpemu_clock_stack_dirty_offset") : -1;
+        STRING_DIRTY = STACK_DIRTY >= 0 && (f & FEATURE_STRING_DIRTY) != 0 ? offset(lib, linker, "kpemu_clock_string_dirty_offset") : -1;
     }
 
     /** The value of the clock library's {@code size_t name(void)} (a field's offset). */
@@ -221,10 +226,31 @@ final class InstructionClock implements AutoCloseable {
      * nothing done, on arm64 or when the clock library or libunicorn lacks what it needs.
      */
     boolean keepStackPageWritable(long low, long high) {
-        var call = Unicorn.tlbSetDirtyX86();
-        if (STACK_DIRTY < 0 || state.get(JAVA_INT, ARM64) != 0 || call.isEmpty() || Long.compareUnsigned(low, high) >= 0) return false;
+        if (!setDirtyCall() || Long.compareUnsigned(low, high) >= 0) return false;
         state.set(JAVA_LONG, STACK_DIRTY + 16, low);
         state.set(JAVA_LONG, STACK_DIRTY + 24, high);
+        return true;
+    }
+
+    /**
+     * x86: a rep string instruction that stores into [{@code low}, {@code high}) (guest-virtual, a
+     * range that holds no code, e.g. the kernel's .bss and .brk, which clear_bss zeroes) has the
+     * page it stores to marked dirty as {@link #keepStackPageWritable} does, after a few of its
+     * iterations (kpemu_clock.c, "String stores into a code-free range"). False, and nothing done,
+     * on arm64 or when the clock library or libunicorn lacks what it needs.
+     */
+    boolean keepStringStoresWritable(long low, long high) {
+        if (STRING_DIRTY < 0 || !setDirtyCall() || high == 0 || Long.compareUnsigned(low, high) >= 0) return false;
+        state.set(JAVA_LONG, STRING_DIRTY, low);
+        state.set(JAVA_LONG, STRING_DIRTY + 8, high);
+        forgetBlocks();   // entries cached before carry no flag
+        return true;
+    }
+
+    /** Unicorn's tlb_set_dirty and the engine's CPU offset in the state; false when unavailable. */
+    private boolean setDirtyCall() {
+        var call = Unicorn.tlbSetDirtyX86();
+        if (STACK_DIRTY < 0 || state.get(JAVA_INT, ARM64) != 0 || call.isEmpty()) return false;
         state.set(JAVA_LONG, STACK_DIRTY + 8, call.get().engineCpuOffset());
         state.set(ADDRESS, STACK_DIRTY, call.get().function());
         return true;
@@ -232,6 +258,9 @@ final class InstructionClock implements AutoCloseable {
 
     /** Stack pages {@link #keepStackPageWritable} has marked so far. */
     long stackPagesMarked() { return STACK_DIRTY < 0 ? 0 : state.get(JAVA_LONG, STACK_DIRTY + 32); }
+
+    /** Pages {@link #keepStringStoresWritable} has marked so far. */
+    long stringStorePagesMarked() { return STRING_DIRTY < 0 ? 0 : state.get(JAVA_LONG, STRING_DIRTY + 16); }
 
     /** Instructions charged so far. */
     long executed() { return state.get(JAVA_LONG, EXECUTED); }
