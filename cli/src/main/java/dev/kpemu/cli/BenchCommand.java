@@ -158,7 +158,8 @@ final class BenchCommand implements Callable<Integer> {
             JobFigures.Machine k = r.machines().get(GuestBench.Machine.KPEMU), q = r.machines().get(GuestBench.Machine.QEMU);
             if (k.atZeroRounds() != null) jobRows(out, r.arch(), 0, k.atZeroRounds(), q.atZeroRounds());
             jobRows(out, r.arch(), r.rounds(), k, q);
-            out.printf("%-7s per event, us, median [least, greatest] of %d pair(s):%n", r.arch().linuxName(), k.pairs().size());
+            out.printf("%-7s per event, us, median [least, greatest] of %d pair(s)%s:%n", r.arch().linuxName(), k.pairs().size(),
+                    k.pairs().size() >= 6 ? " (95% confidence interval of the median)" : "");
             out.printf("%-7s   (probed - plain) / events:    CPU kpemu %s, QEMU %s; wall kpemu %s, QEMU %s%n", r.arch().linuxName(),
                     spread(k.cpuMicrosPerEvent()), spread(q.cpuMicrosPerEvent()), spread(k.wallMicrosPerEvent()), spread(q.wallMicrosPerEvent()));
             if (k.atZeroRounds() != null) {
@@ -175,7 +176,8 @@ final class BenchCommand implements Callable<Integer> {
         out.println(" per event: each pair's probed run minus its plain run over the probed run's events (fixed costs included: kpemu's");
         out.println(" symbol tables and registration, Linux's writes to kprobe_events); marginal: the same pair's rounds' addition over");
         out.println(" the pair at 0 rounds, ((probed - probed0) - (plain - plain0)) / (events - events0): the cost of an event itself;");
-        out.println(" a spread as wide as the median is noise, not a cost; issue 30's targets: probed <= 1.0, per event <= 2 us)");
+        out.println(" a spread as wide as the median is noise, not a cost; from 6 pairs on, the median's 95% interval (order statistics,");
+        out.println(" no assumption on the distribution) says what the pairs resolve; issue 30's targets: probed <= 1.0, per event <= 2 us)");
         out.flush();
         return ExitCodes.OK;
     }
@@ -190,7 +192,9 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private static String spread(JobFigures.Spread s) {
-        return Double.isNaN(s.median()) ? "-" : String.format("%.2f [%.2f, %.2f]", s.median(), s.min(), s.max());
+        if (Double.isNaN(s.median())) return "-";
+        String range = String.format("%.2f [%.2f, %.2f]", s.median(), s.min(), s.max());
+        return s.hasInterval() ? range + String.format(" (95%% CI %.2f..%.2f)", s.ciLow(), s.ciHigh()) : range;
     }
 
     private static String hitsPerSecond(long hits, long nanos) {

@@ -67,6 +67,26 @@ class JobBenchFiguresTest {
     }
 
     @Test
+    void medianIntervalIsTheOrderStatisticsOfTheBinomialTables() {
+        // the ranks of the distribution-free 95 % interval of a median, as statistics tables give them:
+        // n = 6 (x1, x6), 10 (x2, x9), 15 (x4, x12), 20 (x6, x15), 30 (x10, x21); below 6 none reaches 95 %
+        assertEquals(0, JobFigures.medianIntervalRank(5));
+        assertEquals(1, JobFigures.medianIntervalRank(6));
+        assertEquals(2, JobFigures.medianIntervalRank(10));
+        assertEquals(4, JobFigures.medianIntervalRank(15));
+        assertEquals(6, JobFigures.medianIntervalRank(20));
+        assertEquals(10, JobFigures.medianIntervalRank(30));
+        double[] v = new double[10];
+        for (int i = 0; i < v.length; i++) v[i] = 10 - i;       // 10, 9, ..., 1
+        JobFigures.Spread s = JobFigures.Spread.of(v);
+        assertTrue(s.hasInterval());
+        assertEquals(2, s.ciLow(), 1e-9);
+        assertEquals(9, s.ciHigh(), 1e-9);
+        assertEquals(5.5, s.median(), 1e-9);
+        assertTrue(!JobFigures.Spread.of(new double[] {1, 2, 3, 4, 5}).hasInterval());
+    }
+
+    @Test
     void ratioIsKpemuOverQemuAndUndefinedWithoutQemu() {
         assertEquals(1.5, JobFigures.ratio(3, 2), 1e-9);
         assertTrue(Double.isNaN(JobFigures.ratio(3, 0)));
