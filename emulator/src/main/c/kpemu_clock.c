@@ -93,7 +93,9 @@
  * itself has its RDI read every 16th run, and when RDI stays in one page of the host's range
  * (`string_lo`..`string_hi`) that page is marked dirty as above: a handful of slow stores per page
  * instead of 4,096. A flagged block whose RDI lies outside the range loses its flag until its entry
- * is filled again (memset on the direct map, already on the fast path).
+ * is filled again (memset on the direct map, already on the fast path). Once there have been as
+ * many marks as the range has pages, the range has been stored over and the feature turns itself
+ * off (string_hi = 0): later rep string blocks keep the common path.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -186,7 +188,7 @@ struct kpemu_clock {
     uint64_t dirty_lo, dirty_hi; /* guest-virtual [lo, hi): a stack pointer here gets its page marked */
     uint64_t dirty_marks; /* pages marked */
     /* x86: string stores into a code-free range out of the slow path (see the top of this file) */
-    uint64_t string_lo, string_hi; /* guest-virtual [lo, hi); string_hi == 0: off */
+    uint64_t string_lo, string_hi; /* guest-virtual [lo, hi); string_hi == 0: off (also once done) */
     uint64_t string_marks;   /* pages marked */
     uint64_t string_block;   /* the flagged block that ran last */
     uint64_t string_repeats; /* its runs in a row */
@@ -439,6 +441,10 @@ static __attribute__((noinline)) void stack_page_dirty(uc_engine *uc, struct kpe
    instruction's next iteration), RDI every 16th run; its page marked dirty once RDI stayed in it
    and it lies in the host's range. RDI outside the range: the entry loses its flag. */
 static __attribute__((noinline)) void string_store_block(uc_engine *uc, struct kpemu_clock *c, uint64_t address) {
+    if (c->string_hi == 0) {                      /* turned off since the entry was flagged */
+        c->cache[x86_slot(address)] &= ~X86_STRING;
+        return;
+    }
     if (address != c->string_block) {
         c->string_block = address;
         c->string_repeats = 0;
@@ -457,7 +463,10 @@ static __attribute__((noinline)) void string_store_block(uc_engine *uc, struct k
         if (cpu == NULL) return;
         c->set_dirty(cpu, page);
         c->string_marked = page;
-        c->string_marks++;
+        /* as many marks as the range has pages: it has been stored over (clear_bss is done), and
+           flagging every later rep string block (the direct map's memset and memcpy, user space's)
+           would cost them the side path for nothing */
+        if (++c->string_marks >= (c->string_hi - c->string_lo) >> 12) c->string_hi = 0;
     }
     c->string_page = page;
 }

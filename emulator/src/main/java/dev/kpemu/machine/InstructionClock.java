@@ -236,8 +236,9 @@ final class InstructionClock implements AutoCloseable {
      * x86: a rep string instruction that stores into [{@code low}, {@code high}) (guest-virtual, a
      * range that holds no code, e.g. the kernel's .bss and .brk, which clear_bss zeroes) has the
      * page it stores to marked dirty as {@link #keepStackPageWritable} does, after a few of its
-     * iterations (kpemu_clock.c, "String stores into a code-free range"). False, and nothing done,
-     * on arm64 or when the clock library or libunicorn lacks what it needs.
+     * iterations, until there have been as many marks as the range has pages (kpemu_clock.c,
+     * "String stores into a code-free range"). False, and nothing done, on arm64 or when the clock
+     * library or libunicorn lacks what it needs.
      */
     boolean keepStringStoresWritable(long low, long high) {
         if (STRING_DIRTY < 0 || !setDirtyCall() || high == 0 || Long.compareUnsigned(low, high) >= 0) return false;

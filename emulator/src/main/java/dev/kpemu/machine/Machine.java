@@ -192,8 +192,6 @@ public abstract class Machine implements AutoCloseable {
 
     /** {@link #keepStackPageWritable}'s range, or null. */
     private long[] stackPageRange;
-    /** {@link #keepStringStoresWritable}'s range, or null. */
-    private long[] stringStoreRange;
 
     /**
      * x86: keeps the page of a stack pointer in [{@code low}, {@code high}) (guest-virtual; a range
@@ -212,15 +210,13 @@ public abstract class Machine implements AutoCloseable {
     /**
      * x86: keeps the pages a rep string instruction stores to in [{@code low}, {@code high})
      * (guest-virtual, a range that holds no code, as Linux's .bss and .brk, which clear_bss zeroes
-     * byte by byte) out of Unicorn's store slow path, on every vCPU, those added later too
-     * ({@link InstructionClock#keepStringStoresWritable}). As {@link #keepStackPageWritable}: only
-     * the host's cost changes. False, and nothing done, when the clock library or libunicorn cannot.
+     * byte by byte) out of Unicorn's store slow path, on the boot vCPU (vCPU 0, the one that runs
+     * clear_bss), until the range has been stored over ({@link InstructionClock#keepStringStoresWritable}).
+     * As {@link #keepStackPageWritable}: only the host's cost changes. False, and nothing done,
+     * when the clock library or libunicorn cannot.
      */
     public boolean keepStringStoresWritable(long low, long high) {
-        boolean all = true;
-        for (Vcpu v : vcpus) all &= v.clock.keepStringStoresWritable(low, high);
-        if (all) stringStoreRange = new long[] {low, high};
-        return all;
+        return vcpus[0].clock.keepStringStoresWritable(low, high);
     }
 
     /** Pages {@link #keepStringStoresWritable} has marked, over every vCPU. */
@@ -288,7 +284,6 @@ public abstract class Machine implements AutoCloseable {
                 for (long va : breakpoints.keySet()) c.addBreak(va);
                 if (textGuard != null) c.shareGuard(primaryClock, textGuard.nativeState());
                 if (stackPageRange != null) c.keepStackPageWritable(stackPageRange[0], stackPageRange[1]);
-                if (stringStoreRange != null) c.keepStringStoresWritable(stringStoreRange[0], stringStoreRange[1]);
             } catch (RuntimeException ex) {
                 memory.leave(e);
                 throw ex;
