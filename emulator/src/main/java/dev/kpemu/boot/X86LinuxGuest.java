@@ -60,7 +60,7 @@ final class X86LinuxGuest implements LinuxGuest {
             X86LinuxGuest g = new X86LinuxGuest(pc, con, kf, l, new HostArea(guestRam, HOST_AREA_BYTES), o.memoryMiB(), kernelPath);
             g.debugRegisterWrites = X86DebugRegisterWrites.watch(pc.machine(), kernelPath, kf.vmlinux());
             keepInitStackWritable(pc.machine(), kf.vmlinux());
-            keepBssClearWritable(pc.machine(), kf.vmlinux());
+            if (!fromSnapshot) keepBssClearWritable(pc.machine(), kf.vmlinux());   // a snapshot's kernel has cleared it
             if (o.cpus() > 1) {
                 g.apicBaseMsrs = g.answerApicBaseMsr();
                 g.textPokeFunctions = g.keepPatchedTextCoherent();
