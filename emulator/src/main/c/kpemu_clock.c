@@ -189,11 +189,12 @@ struct kpemu_clock {
     uint64_t dirty_marks; /* pages marked */
     /* x86: string stores into a code-free range out of the slow path (see the top of this file) */
     uint64_t string_lo, string_hi; /* guest-virtual [lo, hi); string_hi == 0: off (also once done) */
-    uint64_t string_marks;   /* pages marked */
+    uint64_t string_marks;   /* pages marked (a page marked again right after, in a new slice: once) */
     uint64_t string_block;   /* the flagged block that ran last */
     uint64_t string_repeats; /* its runs in a row */
     uint64_t string_page;    /* RDI's page at the last check */
     uint64_t string_marked;  /* the page marked last (0 after a slice starts) */
+    uint64_t string_counted; /* the page counted last in string_marks (a slice's re-mark is not) */
 };
 
 size_t kpemu_clock_size(void) { return sizeof(struct kpemu_clock); }
@@ -466,7 +467,10 @@ static __attribute__((noinline)) void string_store_block(uc_engine *uc, struct k
         /* as many marks as the range has pages: it has been stored over (clear_bss is done), and
            flagging every later rep string block (the direct map's memset and memcpy, user space's)
            would cost them the side path for nothing */
-        if (++c->string_marks >= (c->string_hi - c->string_lo) >> 12) c->string_hi = 0;
+        if (page != c->string_counted) {
+            c->string_counted = page;
+            if (++c->string_marks >= (c->string_hi - c->string_lo) >> 12) c->string_hi = 0;
+        }
     }
     c->string_page = page;
 }
