@@ -219,11 +219,9 @@ public abstract class Machine implements AutoCloseable {
         return vcpus[0].clock.keepStringStoresWritable(low, high);
     }
 
-    /** Pages {@link #keepStringStoresWritable} has marked, over every vCPU. */
+    /** Pages {@link #keepStringStoresWritable} has marked (on the boot vCPU, the only one it marks on). */
     public long stringStorePagesMarked() {
-        long n = 0;
-        for (Vcpu v : vcpus) n += v.clock.stringStorePagesMarked();
-        return n;
+        return vcpus[0].clock.stringStorePagesMarked();
     }
 
     /** Stack pages {@link #keepStackPageWritable} has marked, over every vCPU. */
