@@ -37,12 +37,15 @@ import dev.kpemu.machine.Arch;
                 "           kprobes, kretprobes, string and memory fetches and a glob of 287 functions: kpemu against QEMU TCG",
                 "           with Linux's own kprobes in the guest, plain runs of both as baselines, pairs alternating: events,",
                 "           wall, CPU, peak memory, the ratios kpemu / QEMU and the cost of an event, (probed - plain) / events",
+                "  events   the cost of an event on the job's workload, kpemu alone: in one JVM, kpemu boot run from a snapshot",
+                "           at run_init_process, plain and probed alternating (--rounds and 0 rounds, --repeat pairs, default " + EventBench.PAIRS + "),",
+                "           the same guest instructions each time: CPU us per event, median and its 95% interval over pairs",
                 "  watch    data watchpoints on Debian's booted kernel: boots with 16 write watchpoints on read-only data, a",
                 "           write watchpoint on jiffies (x86-64) and a read watchpoint, each against a boot without (ratio, hits, us/hit)",
                 "  uprobes  user-space probes on Debian's booted kernel, a shell loop calling busybox's test_main: boots with",
                 "           " + UprobeBench.UNHIT + " uprobes never hit and with one three-fetcharg uprobe on test_main, each against a boot without"})
 final class BenchCommand implements Callable<Integer> {
-    enum What { unicorn, probes, boot, snapshot, guest, smp, watch, job, uprobes }
+    enum What { unicorn, probes, boot, snapshot, guest, smp, watch, job, events, uprobes }
 
     @Parameters(index = "0", paramLabel = "WHAT", description = "what to measure: ${COMPLETION-CANDIDATES}")
     What what;
@@ -62,7 +65,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--events", paramLabel = "N", description = "boot: getppid() calls of the per-event workload (default ${DEFAULT-VALUE})", defaultValue = "3000000")
     long events;
 
-    @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept; guest: rounds, medians kept; job: pairs of runs (default ${DEFAULT-VALUE})", defaultValue = "3")
+    @Option(names = "--repeat", paramLabel = "N", description = "boot, snapshot: runs of each boot, the least time kept; guest: rounds, medians kept; job: pairs of runs (default ${DEFAULT-VALUE}; events: " + EventBench.PAIRS + ")", defaultValue = "3")
     int repeat;
 
     @Option(names = "--benchmarks", split = ",", paramLabel = "NAME", description = "guest: only these benchmarks (default: all of syscall, fault, yield, forkexec, pipe, fs, busybox)")
@@ -75,7 +78,7 @@ final class BenchCommand implements Callable<Integer> {
     List<Integer> cpusList;
 
     @Option(names = "--rounds", paramLabel = "N", description = "smp: reads of /proc/version per pinned task in the probed rows (default " + SmpBench.ROUNDS
-            + "); job: rounds of the job (default " + JobBench.ROUNDS + ")")
+            + "); job: rounds of the job (default " + JobBench.ROUNDS + "; events: " + EventBench.ROUNDS + ")")
     Long roundsOption;
 
     @Option(names = "--zero-rounds", negatable = true, defaultValue = "true", fallbackValue = "true",
@@ -178,6 +181,40 @@ final class BenchCommand implements Callable<Integer> {
         out.println(" the pair at 0 rounds, ((probed - probed0) - (plain - plain0)) / (events - events0): the cost of an event itself;");
         out.println(" a spread as wide as the median is noise, not a cost; from 6 pairs on, the median's 95% interval (order statistics,");
         out.println(" no assumption on the distribution) says what the pairs resolve; issue 30's targets: probed <= 1.0, per event <= 2 us)");
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    /** {@code bench events}: every arch's pairs first (progress on stderr), then the table ({@link EventBench}). */
+    private int events(List<Arch> arches, PrintWriter out) {
+        long rounds = roundsOption == null ? EventBench.ROUNDS : roundsOption;
+        int pairs = spec.commandLine().getParseResult().hasMatchedOption("--repeat") ? repeat : EventBench.PAIRS;
+        if (repeat < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--repeat must be positive");
+        if (rounds < 1) throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be positive");
+        java.io.PrintStream progress = WriterOutputStream.printStream(spec.commandLine().getErr());
+        List<EventBench.Result> results = new java.util.ArrayList<>();
+        try {
+            for (Arch a : arches) results.add(EventBench.run(a, rounds, pairs, progress));
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            progress.flush();
+            spec.commandLine().getErr().println("kpemu: " + e.getMessage());
+            return ExitCodes.ERROR;
+        }
+        progress.flush();
+        out.printf("%-7s %6s %5s | %-40s | %-40s | %8s | %-44s | %-44s%n", "arch", "rounds", "pairs", "plain CPU s", "probed CPU s", "events",
+                "CPU us per event, (probed - plain) / events", "marginal CPU us per event, over 0 rounds");
+        for (EventBench.Result r : results) {
+            EventBench.Pair first = r.pairs().get(0);
+            out.printf("%-7s %6d %5d | %-40s | %-40s | %8d | %-44s | %-44s%n", r.arch().linuxName(), r.rounds(), r.pairs().size(),
+                    spread(r.plainCpu()), spread(r.probedCpu()), first.probed().events(), spread(r.perEvent()), spread(r.marginal()));
+            out.printf("%-7s kernel %s; guest instructions, plain / probed: %d / %d at %d rounds, %d / %d at 0 rounds; events at 0 rounds %d%n",
+                    r.arch().linuxName(), r.release(), first.plain().instructions(), first.probed().instructions(), r.rounds(),
+                    first.plain0().instructions(), first.probed0().instructions(), first.probed0().events());
+        }
+        out.println("(one JVM with kpemu boot's options runs kpemu boot in-process, every run from a snapshot at run_init_process;");
+        out.println(" plain and probed alternate within each pair; CPU: the process's, every thread, over each run; medians over pairs,");
+        out.println(" [least, greatest], from 6 pairs on the median's 95% interval (order statistics); marginal: ((probed - probed0) -");
+        out.println(" (plain - plain0)) / (events - events0), registration and the trace's header left out; issue 30's target: <= 2 us)");
         out.flush();
         return ExitCodes.OK;
     }
@@ -403,6 +440,7 @@ final class BenchCommand implements Callable<Integer> {
         if (what == What.guest) return guest(arches, out);
         if (what == What.smp) return smp(arches, out);
         if (what == What.job) return job(arches, out);
+        if (what == What.events) return events(arches, out);
         if (what == What.probes) {
             out.printf("per-hit cost over the unprobed loop, median of %d batches of %d calls%n"
                     + "(targets: kprobe <= 1.0, boosted <= 0.5, kretprobe <= 1.5, optimized <= 0.15 us)%n", batches, perBatch);

@@ -47,6 +47,39 @@ final class JobBench {
     private JobBench() {}
 
     static Result run(Arch arch, long rounds, int repeat, boolean zeroRounds, PrintStream progress) throws KernelImageException, IOException {
+        Setup setup = prepare(arch, progress);
+        Map<GuestBench.Machine, List<JobFigures.Pair>> pairs = new EnumMap<>(GuestBench.Machine.class), empty = new EnumMap<>(GuestBench.Machine.class);
+        for (GuestBench.Machine m : GuestBench.Machine.values()) {
+            pairs.put(m, new ArrayList<>());
+            empty.put(m, new ArrayList<>());
+        }
+        progress.printf("kpemu bench job: %s: kpemu runs as: %s%n", arch.linuxName(),
+                kpemu(setup, commandLine(arch, rounds), true, setup.dir().resolve("kpemu-probed.log"), setup.dir().resolve("kpemu-probed.trace"))
+                        .stream().map(JobBench::shellWord).collect(java.util.stream.Collectors.joining(" ")));
+        for (int round = 0; round < repeat; round++) {
+            List<GuestBench.Machine> order = round % 2 == 0 ? List.of(GuestBench.Machine.QEMU, GuestBench.Machine.KPEMU)
+                    : List.of(GuestBench.Machine.KPEMU, GuestBench.Machine.QEMU);
+            String pair = "pair " + (round + 1) + " of " + repeat;
+            if (zeroRounds) pairs(setup, order, 0, pair, progress).forEach((m, p) -> empty.get(m).add(p));
+            pairs(setup, order, rounds, pair, progress).forEach((m, p) -> pairs.get(m).add(p));
+        }
+        Map<GuestBench.Machine, JobFigures.Machine> machines = new EnumMap<>(GuestBench.Machine.class);
+        pairs.forEach((m, p) -> machines.put(m, new JobFigures.Machine(p, empty.get(m))));
+        return new Result(arch, setup.release(), rounds, setup.definitions(), machines);
+    }
+
+    /**
+     * What every run of one arch shares: the guest's kernel release, QEMU's kernel, the job's
+     * initramfs, kpemu's definitions file, the bench's cache directory and the number of
+     * definitions written out for Linux.
+     */
+    record Setup(Arch arch, String release, Path qemuKernel, Path initramfs, Path events, Path dir, int definitions) {}
+
+    /**
+     * The job's files for {@code arch}: the definitions checked as Linux takes them (every glob
+     * written out for QEMU's guest), the initramfs with the init and that listing.
+     */
+    static Setup prepare(Arch arch, PrintStream progress) throws KernelImageException, IOException {
         Path root = NativeLibraries.repositoryRoot();
         if (root == null) throw new KernelImageException("kpemu's repository (guest-images/reference/job.init) was not found; set -Dkpemu.root");
         ReferenceQemu.require(root, arch);
@@ -66,30 +99,8 @@ final class JobBench {
         archive.file("job.events", 0644, String.join("\n", linuxDefs) + "\n");
         Path initramfs = archive.write(dir.resolve("job.cpio"));
         Path qemuKernel = arch == Arch.X86_64 ? images.vmlinux(arch) : guest.kernel();
-
-        Map<GuestBench.Machine, List<JobFigures.Pair>> pairs = new EnumMap<>(GuestBench.Machine.class), empty = new EnumMap<>(GuestBench.Machine.class);
-        for (GuestBench.Machine m : GuestBench.Machine.values()) {
-            pairs.put(m, new ArrayList<>());
-            empty.put(m, new ArrayList<>());
-        }
-        Setup setup = new Setup(arch, qemuKernel, initramfs, events, dir, linuxDefs.size());
-        progress.printf("kpemu bench job: %s: kpemu runs as: %s%n", arch.linuxName(),
-                kpemu(setup, commandLine(arch, rounds), true, dir.resolve("kpemu-probed.log"), dir.resolve("kpemu-probed.trace"))
-                        .stream().map(JobBench::shellWord).collect(java.util.stream.Collectors.joining(" ")));
-        for (int round = 0; round < repeat; round++) {
-            List<GuestBench.Machine> order = round % 2 == 0 ? List.of(GuestBench.Machine.QEMU, GuestBench.Machine.KPEMU)
-                    : List.of(GuestBench.Machine.KPEMU, GuestBench.Machine.QEMU);
-            String pair = "pair " + (round + 1) + " of " + repeat;
-            if (zeroRounds) pairs(setup, order, 0, pair, progress).forEach((m, p) -> empty.get(m).add(p));
-            pairs(setup, order, rounds, pair, progress).forEach((m, p) -> pairs.get(m).add(p));
-        }
-        Map<GuestBench.Machine, JobFigures.Machine> machines = new EnumMap<>(GuestBench.Machine.class);
-        pairs.forEach((m, p) -> machines.put(m, new JobFigures.Machine(p, empty.get(m))));
-        return new Result(arch, guest.release(), rounds, linuxDefs.size(), machines);
+        return new Setup(arch, guest.release(), qemuKernel, initramfs, events, dir, linuxDefs.size());
     }
-
-    /** What every run of one arch shares. */
-    private record Setup(Arch arch, Path qemuKernel, Path initramfs, Path events, Path dir, int definitions) {}
 
     /** One pair of runs per machine, plain then probed, {@code rounds} rounds, the machines in {@code order}. */
     private static Map<GuestBench.Machine, JobFigures.Pair> pairs(Setup setup, List<GuestBench.Machine> order, long rounds, String pair,
@@ -128,7 +139,7 @@ final class JobBench {
     }
 
     /** The guest's command line for {@code rounds} rounds of the job. */
-    private static String commandLine(Arch arch, long rounds) {
+    static String commandLine(Arch arch, long rounds) {
         return (arch == Arch.X86_64 ? "console=ttyS0" : "console=ttyAMA0") + " nokaslr panic=-1 job_rounds=" + rounds;
     }
 

@@ -1,0 +1,237 @@
+package dev.kpemu.cli;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.io.Writer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import dev.kpemu.image.KernelImageException;
+import dev.kpemu.machine.Arch;
+
+/**
+ * {@code kpemu bench events} (issue 30): the cost of an event on the job of {@link JobBench} (same
+ * kernel, initramfs and definitions), resolved by pairs that differ in nothing but the probes. One
+ * child JVM, started with the options the launcher gives {@code kpemu boot}, runs kpemu's own
+ * {@code boot} command again and again in-process, every run from the snapshot the first one saved
+ * at {@code run_init_process} ({@code --snapshot-file}): the plain run, and the probed run with the
+ * definitions registered there and the trace written to a file, at {@code ROUNDS} rounds and at 0
+ * rounds, the order of plain and probed alternating by pair. Each run's CPU time is the process's
+ * (every thread: JIT and GC included, {@code clock_gettime}) over that run. So a pair carries neither the JVM's start nor
+ * the boot, and its runs follow each other within seconds: the machine's drift cancels in the
+ * subtraction far better than between the whole processes of {@code bench job}. The marginal cost
+ * of a pair, {@code ((probed - probed0) - (plain - plain0)) / (events - events0)}, leaves out what
+ * does not grow with the rounds (reading the kernel's symbols, registering 294 probes, the trace's
+ * header). The guest's instruction counts are checked the same across every plain run and across
+ * every probed run (the runs are deterministic); they are printed, plain against probed, which
+ * differ by a few hundredths of a percent: the stop at the registration point adds a slice
+ * boundary, which moves where a pending interrupt is taken (docs/reference.md).
+ */
+final class EventBench {
+    /** One run of the child: its rounds, whether it was probed, process CPU and wall nanoseconds, guest instructions, trace events. */
+    record Run(long rounds, boolean probed, long cpuNanos, long wallNanos, long instructions, long events) {}
+
+    /** One pair: the plain and probed runs at the job's rounds and at 0 rounds. */
+    record Pair(Run plain0, Run probed0, Run plain, Run probed) {
+        /** CPU microseconds per event, fixed costs included: {@code (probed - plain) / events}. */
+        double cpuMicrosPerEvent() { return probed.events() <= 0 ? Double.NaN : (probed.cpuNanos() - plain.cpuNanos()) / 1e3 / probed.events(); }
+
+        /** The marginal CPU microseconds per event over the pair at 0 rounds; NaN without added events. */
+        double marginalCpuMicrosPerEvent() {
+            long events = probed.events() - probed0.events();
+            if (events <= 0) return Double.NaN;
+            long added = (probed.cpuNanos() - probed0.cpuNanos()) - (plain.cpuNanos() - plain0.cpuNanos());
+            return added / 1e3 / events;
+        }
+    }
+
+    record Result(Arch arch, String release, long rounds, List<Pair> pairs) {
+        JobFigures.Spread perEvent() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::cpuMicrosPerEvent).toArray()); }
+        JobFigures.Spread marginal() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::marginalCpuMicrosPerEvent).toArray()); }
+        JobFigures.Spread plainCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.plain().cpuNanos() / 1e9).toArray()); }
+        JobFigures.Spread probedCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.probed().cpuNanos() / 1e9).toArray()); }
+    }
+
+    static final long ROUNDS = 500;
+    static final int PAIRS = 10;
+    private static final String RUN = "KPEMU-EVENT-RUN ";
+    private static final Pattern INSTRUCTIONS = Pattern.compile("guest powered off \\(exit 0\\); guest [0-9.]+ s, (\\d+) instructions");
+
+    private EventBench() {}
+
+    /** Prepares the job's files ({@link JobBench#prepare}), runs the child and gathers its pairs. */
+    static Result run(Arch arch, long rounds, int pairs, PrintStream progress) throws KernelImageException, IOException {
+        JobBench.Setup setup = JobBench.prepare(arch, progress);
+        List<String> cmd = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(LauncherBootOptions.forChildren());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), EventBench.class.getName(), arch.linuxName(),
+                setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(), Long.toString(rounds), Integer.toString(pairs)));
+        progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds in one JVM, every run from a snapshot at run_init_process%n",
+                arch.linuxName(), pairs, rounds);
+        progress.flush();
+        Process p = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                .redirectErrorStream(true).start();
+        List<Run> runs = new ArrayList<>();      // the child's runs; its other lines (progress, errors) are passed on
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String l = r.readLine(); l != null; l = r.readLine()) {
+                if (l.startsWith(RUN)) runs.add(parse(l.substring(RUN.length())));
+                else {
+                    progress.println(l);
+                    progress.flush();
+                }
+            }
+        }
+        int code;
+        try {
+            code = p.waitFor();
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted");
+        }
+        if (code != 0) throw new IOException("the event bench's JVM (" + arch.linuxName() + ") ended with exit " + code);
+        if (runs.size() != 4 * pairs) throw new IOException("the event bench's JVM reported " + runs.size() + " runs, not " + 4 * pairs);
+        return new Result(arch, setup.release(), rounds, pairs(runs));
+    }
+
+    /** The pairs of the child's runs, four to a pair in any order. */
+    static List<Pair> pairs(List<Run> runs) {
+        List<Pair> out = new ArrayList<>();
+        for (int i = 0; i + 4 <= runs.size(); i += 4) {
+            Run plain0 = null, probed0 = null, plain = null, probed = null;
+            for (Run r : runs.subList(i, i + 4)) {
+                if (r.rounds() == 0) {
+                    if (r.probed()) probed0 = r;
+                    else plain0 = r;
+                } else if (r.probed()) probed = r;
+                else plain = r;
+            }
+            if (plain0 == null || probed0 == null || plain == null || probed == null) throw new IllegalArgumentException("an incomplete pair: " + runs.subList(i, i + 4));
+            out.add(new Pair(plain0, probed0, plain, probed));
+        }
+        return out;
+    }
+
+    static String format(Run r) {
+        return r.rounds() + " " + (r.probed() ? "probed" : "plain") + " " + r.cpuNanos() + " " + r.wallNanos() + " " + r.instructions() + " " + r.events();
+    }
+
+    static Run parse(String line) {
+        String[] f = line.trim().split(" ");
+        if (f.length != 6) throw new IllegalArgumentException("not a run: " + line);
+        return new Run(Long.parseLong(f[0]), f[1].equals("probed"), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]), Long.parseLong(f[5]));
+    }
+
+    /**
+     * The child: {@code ARCH INITRAMFS EVENTS DIR ROUNDS PAIRS}. Saves a snapshot for each of 0 and
+     * ROUNDS rounds with a plain run, warms up with a probed run at ROUNDS, then runs the pairs and
+     * prints each run on standard output ({@value #RUN}...), progress on standard error.
+     */
+    public static void main(String[] args) {
+        try {
+            child(args);
+        } catch (IOException | RuntimeException e) {
+            System.err.println("kpemu: bench events: " + e.getMessage());
+            System.exit(ExitCodes.ERROR);
+        }
+        System.exit(ExitCodes.OK);
+    }
+
+    private static void child(String[] args) throws IOException {
+        Arch arch = Arch.parse(args[0]);
+        Path initramfs = Path.of(args[1]), events = Path.of(args[2]), dir = Path.of(args[3]);
+        long rounds = Long.parseLong(args[4]);
+        int pairs = Integer.parseInt(args[5]);
+        PrintStream err = System.err;
+        long[] roundsOf = {0, rounds};
+        for (long r : roundsOf) Files.deleteIfExists(snapshot(dir, r));
+        long[] instructions = new long[4];        // plain0, probed0, plain, probed: every such run must match the first
+        for (long r : roundsOf) {
+            Run saved = run(arch, initramfs, events, dir, r, false);
+            err.printf("kpemu bench events: %s: snapshot saved by a cold boot of %d rounds (%.2f CPU s, not counted)%n", arch.linuxName(), r, saved.cpuNanos() / 1e9);
+        }
+        Run warm = run(arch, initramfs, events, dir, rounds, true);
+        err.printf("kpemu bench events: %s: warm-up, probed, %d rounds: %.2f CPU s, %d events (not counted)%n", arch.linuxName(), rounds, warm.cpuNanos() / 1e9, warm.events());
+        for (int i = 0; i < pairs; i++) {
+            boolean probedFirst = i % 2 == 1;
+            for (long r : roundsOf) {
+                for (boolean probed : new boolean[] {probedFirst, !probedFirst}) {
+                    Run run = run(arch, initramfs, events, dir, r, probed);
+                    int slot = (r == 0 ? 0 : 2) + (probed ? 1 : 0);
+                    if (instructions[slot] == 0) instructions[slot] = run.instructions();
+                    else if (instructions[slot] != run.instructions())
+                        throw new IOException("the guest ran " + run.instructions() + " instructions, an earlier same run " + instructions[slot] + ": not deterministic");
+                    err.printf("kpemu bench events: %s pair %d of %d: %s, %d rounds: %.3f CPU s, %d instructions, %d events%n", arch.linuxName(), i + 1, pairs,
+                            probed ? "probed" : "plain", r, run.cpuNanos() / 1e9, run.instructions(), run.events());
+                    System.out.println(RUN + format(run));
+                    System.out.flush();
+                }
+            }
+        }
+    }
+
+    /** Linux's {@code CLOCK_PROCESS_CPUTIME_ID}. */
+    private static final int CLOCK_PROCESS_CPUTIME_ID = 2;
+    private static final MethodHandle CLOCK_GETTIME = Linker.nativeLinker().downcallHandle(
+            Linker.nativeLinker().defaultLookup().find("clock_gettime").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+
+    /**
+     * CPU nanoseconds of this process, every thread, from {@code clock_gettime}: the JMX bean's
+     * figure comes in clock ticks (10 ms here), as coarse as the difference of a pair at 0 rounds.
+     */
+    static long processCpuNanos() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment ts = arena.allocate(16, 8);
+            int rc = (int) CLOCK_GETTIME.invokeExact(CLOCK_PROCESS_CPUTIME_ID, ts);
+            if (rc != 0) throw new IllegalStateException("clock_gettime(CLOCK_PROCESS_CPUTIME_ID) failed");
+            return ts.get(ValueLayout.JAVA_LONG, 0) * 1_000_000_000L + ts.get(ValueLayout.JAVA_LONG, 8);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private static Path snapshot(Path dir, long rounds) {
+        return dir.resolve("event-bench-" + rounds + ".snapshot");
+    }
+
+    /** One {@code kpemu boot} in this JVM; its process CPU and wall time, instructions and events. */
+    private static Run run(Arch arch, Path initramfs, Path events, Path dir, long rounds, boolean probed) throws IOException {
+        Path trace = dir.resolve("event-bench.trace");
+        Files.deleteIfExists(trace);
+        List<String> args = new ArrayList<>(List.of("boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(),
+                "--append", JobBench.commandLine(arch, rounds), "--memory", Integer.toString(GuestBench.MEMORY_MIB), "--timeout", "3600",
+                "--console", dir.resolve("event-bench.console").toString(), "--snapshot-file", snapshot(dir, rounds).toString()));
+        if (probed) args.addAll(List.of("--events-file", events.toString(), "-o", trace.toString()));
+        picocli.CommandLine cl = Main.commandLine(BootCommand.class);
+        StringWriter messages = new StringWriter();
+        cl.setOut(new PrintWriter(Writer.nullWriter()));
+        cl.setErr(new PrintWriter(messages, true));
+        long cpu0 = processCpuNanos(), wall0 = System.nanoTime();
+        int code = cl.execute(args.toArray(String[]::new));
+        long cpu = processCpuNanos() - cpu0, wall = System.nanoTime() - wall0;
+        if (code != ExitCodes.OK) throw new IOException("kpemu boot ended with exit " + code + ": " + messages.toString().strip());
+        Matcher m = INSTRUCTIONS.matcher(messages.toString());
+        if (!m.find()) throw new IOException("kpemu boot did not report its instructions: " + messages.toString().strip());
+        long n = probed ? JobBench.traceLines(trace) : 0;
+        if (probed && n == 0 && rounds > 0) throw new IOException("the probed run traced no event");
+        return new Run(rounds, probed, cpu, wall, Long.parseLong(m.group(1)), n);
+    }
+}
