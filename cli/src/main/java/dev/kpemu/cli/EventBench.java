@@ -67,8 +67,8 @@ final class EventBench {
         JobFigures.Spread probedCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.probed().cpuNanos() / 1e9).toArray()); }
     }
 
-    static final long ROUNDS = 500;
-    static final int PAIRS = 10;
+    static final long ROUNDS = 100;
+    static final int PAIRS = 20;
     private static final String RUN = "KPEMU-EVENT-RUN ";
     private static final Pattern INSTRUCTIONS = Pattern.compile("guest powered off \\(exit 0\\); guest [0-9.]+ s, (\\d+) instructions");
 
