@@ -10,17 +10,19 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code kpemu bench job}: bad options are one-line usage errors; a short run on x86-64 (QEMU TCG
+ * {@code kpemu bench job}: bad options are one-line usage errors (and {@code bench events}' too); a short run on x86-64 (QEMU TCG
  * with Linux's own kprobes against kpemu, both live) reports both rows and both sides' events. Not
  * timed: the figures are whatever the machine gives; only the run's structure is checked.
  */
 class BenchJobTest {
     @Test
     void nonPositiveRoundsOrRepeatIsAUsageError() {
-        for (String[] bad : new String[][] {{"--rounds", "0"}, {"--repeat", "0"}}) {
-            CliTest.Run r = CliTest.run("bench", "job", "--arch", "x86_64", bad[0], bad[1]);
-            assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
-            assertTrue(r.err().startsWith("kpemu: " + bad[0] + " must be positive"), r.err());
+        for (String what : new String[] {"job", "events"}) {
+            for (String[] bad : new String[][] {{"--rounds", "0"}, {"--repeat", "0"}}) {
+                CliTest.Run r = CliTest.run("bench", what, "--arch", "x86_64", bad[0], bad[1]);
+                assertEquals(ExitCodes.USAGE, r.code(), what + ": " + r.out() + r.err());
+                assertTrue(r.err().startsWith("kpemu: " + bad[0] + " must be positive"), what + ": " + r.err());
+            }
         }
     }
 

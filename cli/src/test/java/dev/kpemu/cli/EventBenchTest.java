@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code kpemu bench events}: the pairs' arithmetic, the process CPU clock it reads, bad options as
- * one-line usage errors, and a short run on x86-64 (a real kernel, kpemu boot in one JVM from
+ * {@code kpemu bench events}: the pairs' arithmetic, the process CPU clock it reads (its bad options:
+ * {@link BenchJobTest}), and a short run on x86-64 (a real kernel, kpemu boot in one JVM from
  * snapshots). Not timed: only the structure and the guest's instruction counts are checked.
  */
 class EventBenchTest {
@@ -54,15 +54,6 @@ class EventBenchTest {
         long thread = threads.getCurrentThreadCpuTime() - t0, process = EventBench.processCpuNanos() - p0;
         assertTrue(x != 0);
         assertTrue(process >= thread - 1_000_000, "the process's CPU " + process + " ns holds this thread's " + thread + " ns");
-    }
-
-    @Test
-    void nonPositiveRoundsOrRepeatIsAUsageError() {
-        for (String[] bad : new String[][] {{"--rounds", "0"}, {"--repeat", "0"}}) {
-            CliTest.Run r = CliTest.run("bench", "events", "--arch", "x86_64", bad[0], bad[1]);
-            assertEquals(ExitCodes.USAGE, r.code(), r.out() + r.err());
-            assertTrue(r.err().startsWith("kpemu: " + bad[0] + " must be positive"), r.err());
-        }
     }
 
     @Test
