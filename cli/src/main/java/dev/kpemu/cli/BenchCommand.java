@@ -39,7 +39,7 @@ import dev.kpemu.machine.Arch;
                 "           wall, CPU, peak memory, the ratios kpemu / QEMU and the cost of an event, (probed - plain) / events",
                 "  events   the cost of an event on the job's workload, kpemu alone: in one JVM, kpemu boot run from a snapshot",
                 "           at run_init_process, plain and probed alternating (--rounds and 0 rounds, --repeat pairs, default " + EventBench.PAIRS + "),",
-                "           the same guest instructions each time: CPU us per event, median and its 95% interval over pairs",
+                "           the same guest instructions each time: CPU us per event, median and its 95%% interval over pairs",
                 "  watch    data watchpoints on Debian's booted kernel: boots with 16 write watchpoints on read-only data, a",
                 "           write watchpoint on jiffies (x86-64) and a read watchpoint, each against a boot without (ratio, hits, us/hit)",
                 "  uprobes  user-space probes on Debian's booted kernel, a shell loop calling busybox's test_main: boots with",
