@@ -63,6 +63,24 @@ final class EventBench {
     record Result(Arch arch, String release, long rounds, List<Pair> pairs) {
         JobFigures.Spread perEvent() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::cpuMicrosPerEvent).toArray()); }
         JobFigures.Spread marginal() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::marginalCpuMicrosPerEvent).toArray()); }
+        /**
+         * The marginal cost from each kind of run's median over the pairs rather than each pair's:
+         * {@code ((med probed - med probed0) - (med plain - med plain0)) / (events - events0)}
+         * (CPU µs; NaN without added events). A slow spell that hits one run of a pair moves
+         * that pair's figure by all of it and a median of runs by little.
+         */
+        double marginalOfMedians() {
+            if (pairs.isEmpty()) return Double.NaN;
+            long events = pairs.get(0).probed().events() - pairs.get(0).probed0().events();
+            if (events <= 0) return Double.NaN;
+            double added = (median(Pair::probed) - median(Pair::probed0)) - (median(Pair::plain) - median(Pair::plain0));
+            return added / 1e3 / events;
+        }
+
+        private double median(java.util.function.Function<Pair, Run> run) {
+            return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> run.apply(p).cpuNanos()).toArray()).median();
+        }
+
         JobFigures.Spread plainCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.plain().cpuNanos() / 1e9).toArray()); }
         JobFigures.Spread probedCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.probed().cpuNanos() / 1e9).toArray()); }
     }

@@ -36,6 +36,10 @@ class EventBenchTest {
         // the second pair came probed first: ((1440 - 310) - (1240 - 240)) ms over 50,000 events
         assertEquals(130e3 / 50000, pairs.get(1).marginalCpuMicrosPerEvent(), 1e-9);
         assertThrows(IllegalArgumentException.class, () -> EventBench.pairs(List.of(runs.get(0), runs.get(0), runs.get(2), runs.get(3))));
+        // each kind's median over the two pairs: plain0 245, probed0 305, plain 1245, probed 1470 ms;
+        // ((1470 - 305) - (1245 - 245)) ms over 50,000 events
+        EventBench.Result result = new EventBench.Result(dev.kpemu.machine.Arch.X86_64, "6.1", 100, pairs);
+        assertEquals(165e3 / 50000, result.marginalOfMedians(), 1e-9);
     }
 
     @Test
@@ -65,6 +69,7 @@ class EventBenchTest {
         Matcher row = Pattern.compile("x86_64\\s+3\\s+1 \\| .* \\|\\s+(\\d+) \\| ").matcher(r.out());
         assertTrue(row.find(), r.out());
         assertTrue(Long.parseLong(row.group(1)) > 0, "the probed run traced the job: " + r.out());
+        assertTrue(r.out().contains("x86_64  marginal CPU us per event from each kind of run's median over the pairs: "), r.out());
         Matcher counts = Pattern.compile("guest instructions, plain / probed: (\\d+) / (\\d+) at 3 rounds, (\\d+) / (\\d+) at 0 rounds").matcher(r.out());
         assertTrue(counts.find(), r.out());
         assertTrue(Long.parseLong(counts.group(1)) > Long.parseLong(counts.group(3)), "3 rounds run more than 0: " + r.out());
