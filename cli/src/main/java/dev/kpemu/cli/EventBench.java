@@ -48,21 +48,27 @@ final class EventBench {
 
     /** One pair: the plain and probed runs at the job's rounds and at 0 rounds. */
     record Pair(Run plain0, Run probed0, Run plain, Run probed) {
-        /** CPU microseconds per event, fixed costs included: {@code (probed - plain) / events}. */
-        double cpuMicrosPerEvent() { return probed.events() <= 0 ? Double.NaN : (probed.cpuNanos() - plain.cpuNanos()) / 1e3 / probed.events(); }
+        /** CPU microseconds per event, fixed costs included: {@code (probed - plain) / events} ({@link JobFigures.Pair}). */
+        double cpuMicrosPerEvent() { return job().cpuMicrosPerEvent(); }
 
-        /** The marginal CPU microseconds per event over the pair at 0 rounds; NaN without added events. */
-        double marginalCpuMicrosPerEvent() {
-            long events = probed.events() - probed0.events();
-            if (events <= 0) return Double.NaN;
-            long added = (probed.cpuNanos() - probed0.cpuNanos()) - (plain.cpuNanos() - plain0.cpuNanos());
-            return added / 1e3 / events;
-        }
+        /** The marginal CPU microseconds per event over the pair at 0 rounds ({@link JobFigures#marginalCpuMicrosPerEvent}). */
+        double marginalCpuMicrosPerEvent() { return JobFigures.marginalCpuMicrosPerEvent(job(), empty()); }
+
+        /** The pair at the job's rounds in {@code bench job}'s terms (no peak memory: one JVM ran every run). */
+        JobFigures.Pair job() { return new JobFigures.Pair(sample(plain), sample(probed), probed.events()); }
+
+        /** The pair at 0 rounds, likewise. */
+        JobFigures.Pair empty() { return new JobFigures.Pair(sample(plain0), sample(probed0), probed0.events()); }
+
+        private static GuestBench.Sample sample(Run r) { return new GuestBench.Sample(r.wallNanos(), r.cpuNanos(), 0); }
     }
 
     record Result(Arch arch, String release, long rounds, List<Pair> pairs) {
-        JobFigures.Spread perEvent() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::cpuMicrosPerEvent).toArray()); }
-        JobFigures.Spread marginal() { return JobFigures.Spread.of(pairs.stream().mapToDouble(Pair::marginalCpuMicrosPerEvent).toArray()); }
+        JobFigures.Spread perEvent() { return spread(Pair::cpuMicrosPerEvent); }
+        JobFigures.Spread marginal() { return spread(Pair::marginalCpuMicrosPerEvent); }
+        JobFigures.Spread plainCpu() { return spread(p -> p.plain().cpuNanos() / 1e9); }
+        JobFigures.Spread probedCpu() { return spread(p -> p.probed().cpuNanos() / 1e9); }
+
         /**
          * The marginal cost from each kind of run's median over the pairs rather than each pair's:
          * {@code ((med probed - med probed0) - (med plain - med plain0)) / (events - events0)}
@@ -73,16 +79,17 @@ final class EventBench {
             if (pairs.isEmpty()) return Double.NaN;
             long events = pairs.get(0).probed().events() - pairs.get(0).probed0().events();
             if (events <= 0) return Double.NaN;
-            double added = (median(Pair::probed) - median(Pair::probed0)) - (median(Pair::plain) - median(Pair::plain0));
+            double added = (medianCpu(Pair::probed) - medianCpu(Pair::probed0)) - (medianCpu(Pair::plain) - medianCpu(Pair::plain0));
             return added / 1e3 / events;
         }
 
-        private double median(java.util.function.Function<Pair, Run> run) {
-            return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> run.apply(p).cpuNanos()).toArray()).median();
+        private double medianCpu(java.util.function.Function<Pair, Run> run) {
+            return spread(p -> run.apply(p).cpuNanos()).median();
         }
 
-        JobFigures.Spread plainCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.plain().cpuNanos() / 1e9).toArray()); }
-        JobFigures.Spread probedCpu() { return JobFigures.Spread.of(pairs.stream().mapToDouble(p -> p.probed().cpuNanos() / 1e9).toArray()); }
+        private JobFigures.Spread spread(java.util.function.ToDoubleFunction<Pair> figure) {
+            return JobFigures.Spread.of(pairs.stream().mapToDouble(figure).toArray());
+        }
     }
 
     static final long ROUNDS = 100;
@@ -95,10 +102,9 @@ final class EventBench {
     /** Prepares the job's files ({@link JobBench#prepare}), runs the child and gathers its pairs. */
     static Result run(Arch arch, long rounds, int pairs, PrintStream progress) throws KernelImageException, IOException {
         JobBench.Setup setup = JobBench.prepare(arch, progress);
-        List<String> cmd = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        cmd.addAll(LauncherBootOptions.forChildren());
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), EventBench.class.getName(), arch.linuxName(),
-                setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(), Long.toString(rounds), Integer.toString(pairs)));
+        List<String> cmd = GuestBench.java(LauncherBootOptions.forChildren(), EventBench.class);
+        cmd.addAll(List.of(arch.linuxName(), setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(),
+                Long.toString(rounds), Integer.toString(pairs)));
         progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds in one JVM, every run from a snapshot at run_init_process%n",
                 arch.linuxName(), pairs, rounds);
         progress.flush();

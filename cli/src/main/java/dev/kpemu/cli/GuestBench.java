@@ -102,9 +102,14 @@ final class GuestBench {
 
     /** {@code java OPTIONS -cp CLASSPATH dev.kpemu.cli.Main}: this JVM's java and class path with {@code options}. */
     static List<String> java(List<String> options) {
+        return java(options, Main.class);
+    }
+
+    /** {@code java OPTIONS -cp CLASSPATH MAIN}: this JVM's java and class path with {@code options}, {@code main} the main class. */
+    static List<String> java(List<String> options, Class<?> main) {
         List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         c.addAll(options);
-        c.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        c.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         return c;
     }
 
