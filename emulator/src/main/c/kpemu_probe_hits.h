@@ -22,6 +22,14 @@
  * meta word): the host puts its own columns in front. `line_meta` holds per record the line's
  * offset and length (0: no line) and the nanoseconds used: the host uses a line only when its own
  * time for the record is the same, else formats it itself.
+ *
+ * Site reads (kpemu_hits_site_reads): a site the host gives a read plan gets the guest memory its
+ * probe's handler reads (a kprobe event's `+8(%di):u32`, `+0(+16(%si)):x64`) read here too, into
+ * the record's `nreads` read slots after the words: each slot the address read (u64) and the value
+ * (u64, zero-extended). A plan: u8 reads, each 12 bytes: u8 base (BASE_READ_REGISTER: the register
+ * at index `base_index` of `regs`; BASE_READ_VALUE: the value of read `base_index`, an earlier one),
+ * u8 base_index, u8 size (1, 2, 4, 8), u8 pad, i64 offset. A read that fails (not kernel memory, not
+ * mapped, not RAM) leaves the whole hit to the host, whose handler then meets the fault as Linux does.
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -40,6 +48,10 @@
 #define LINE_HEX 0
 #define LINE_UNSIGNED 1
 #define LINE_SIGNED 2
+#define SITE_READS_MAX 8
+#define LINE_READ 128 /* a line argument's index at or past this: the value of site read (index - LINE_READ) */
+#define BASE_READ_REGISTER 0
+#define BASE_READ_VALUE 1
 
 struct kpemu_line_context {
     uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
@@ -83,6 +95,11 @@ struct kpemu_probe_hits {
     uint32_t pad_context;
     struct kpemu_line_context contexts[LINE_CONTEXTS];
     uint64_t lines_formatted;  /* lines written here */
+    /* site reads (see the top of this file) */
+    uint32_t nreads;           /* read slots per record (0: no site reads anywhere) */
+    uint32_t pad_reads;
+    const int32_t *site_reads; /* per site slot: its plan's offset in `read_plans`, -1: none */
+    const uint8_t *read_plans;
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -157,8 +174,8 @@ static inline uint8_t *kpemu_line_fill(uint8_t *o, uint8_t c, int32_t n) {
  * `slot`), when the site has a format and the record's context is a known one; else none. A
  * format: u16 class, u8 index of the interrupt flags' register, u8 1 when the flag set means
  * interrupts off, u32 the flag's mask; u16 head length, the head; u8 arguments, each: u8 prefix
- * length, the prefix (" name="), u8 register index, u8 kind (LINE_HEX, LINE_UNSIGNED,
- * LINE_SIGNED), u8 size in bytes (1, 2, 4, 8).
+ * length, the prefix (" name="), u8 register index (or LINE_READ + a site read's index: its value),
+ * u8 kind (LINE_HEX, LINE_UNSIGNED, LINE_SIGNED), u8 size in bytes (1, 2, 4, 8).
  */
 static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t slot, uint32_t index) {
     uint64_t *meta = h->line_meta + 2 * (size_t)index;   /* meta[0] is 0 (kpemu_hits_complete) until the line is written */
@@ -222,7 +239,10 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
         a += plen;
         uint32_t reg = a[0], kind = a[1], size = a[2];
         a += 3;
-        uint64_t v = regs[reg];
+        uint64_t v;
+        if (reg < LINE_READ) v = regs[reg];
+        else if (reg - LINE_READ >= h->nreads) return;
+        else memcpy(&v, (const uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords + 16 * (size_t)(reg - LINE_READ) + 8, 8);
         if (size < 8) v &= (1ull << (8 * size)) - 1;
         if (kind == LINE_HEX) {
             *o++ = '0';
@@ -247,6 +267,40 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     meta[1] = (uint64_t)nanos;
     h->line_used += (uint32_t)(o - start);
     h->lines_formatted++;
+}
+
+/* Whether the site at slot `site` has planned reads. */
+static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, uint32_t site) {
+    return h->nreads != 0 && h->site_reads != NULL && h->site_reads[site] >= 0;
+}
+
+/* The site's planned reads into the read slots of the record whose registers are `regs`; 0 when
+   one fails (the hit is then the host's: nothing of the record counts until kpemu_hits_resume). */
+static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t site,
+        kpemu_hit_reader read, const void *walker) {
+    if (h->nreads == 0 || h->site_reads == NULL) return 1;
+    uint8_t *slots = (uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords;
+    int32_t at = h->site_reads[site];
+    if (at < 0) return 1;
+    const uint8_t *plan = h->read_plans + at;
+    uint32_t n = plan[0];
+    if (n > h->nreads) return 0;
+    const uint8_t *r = plan + 1;
+    for (uint32_t j = 0; j < n; j++, r += 12) {
+        uint32_t base_kind = r[0], base_index = r[1], size = r[2];
+        int64_t offset;
+        memcpy(&offset, r + 4, 8);
+        uint64_t base;
+        if (base_kind == BASE_READ_REGISTER && base_index < h->nregs) base = regs[base_index];
+        else if (base_kind == BASE_READ_VALUE && base_index < j) memcpy(&base, slots + 16 * (size_t)base_index + 8, 8);
+        else return 0;
+        if (size == 0 || size > 8) return 0;
+        uint64_t address = base + (uint64_t)offset, value = 0;
+        if (!read(walker, address, (uint8_t *)&value, size)) return 0;
+        memcpy(slots + 16 * (size_t)j, &address, 8);
+        memcpy(slots + 16 * (size_t)j + 8, &value, 8);
+    }
+    return 1;
 }
 
 /* Reads the words into the record whose registers are `regs` and completes it; the host's pc for

@@ -1,6 +1,7 @@
 /*
  * x86-64 probe hits recorded natively. A kprobe event on an ftrace site whose handlers only read
- * registers and the context columns (the current task, its pid and comm, the latency column's
+ * registers, kernel memory the host planned (site reads, with the ftrace call's return address
+ * pushed first as the host's path pushes it) and the context columns (the current task, its pid and comm, the latency column's
  * words) needs nothing from the host at the hit but those values: this code reads them at the
  * int3, as the host's Java path would read them there (the same registers, the same page walk of
  * the hit's tables, RAM only, kernel addresses only), appends them to a ring of records, and
@@ -38,6 +39,25 @@ static int read_kernel(const void *walker, uint64_t va, uint8_t *out, uint32_t l
     return kpemu_hits_read_pages(walker, va, out, len, translate, phys_read);
 }
 
+/*
+ * Linux's ftrace call at the site pushes its return address (the site + 5) just below the stack
+ * pointer, where a handler that reads memory can see it; the host writes it there before such a
+ * handler runs (HitPath.ftraceCall), and so does this code before a site's reads. No stack page
+ * below: nothing written, as the host. 0 when the host must write it (a slot across pages, guarded
+ * memory, not RAM): the hit is then the host's.
+ */
+static int ftrace_call_pushed(uc_engine *uc, struct kpemu_x86_exception *s, const struct walker *w, uint64_t site) {
+    uint64_t rsp = 0, pa, size, value = site + 5;
+    if (uc_reg_read(uc, UC_X86_REG_RSP, &rsp) != UC_ERR_OK) return 0;
+    uint64_t va = rsp - 8;
+    if (!kpemu_x86_translate(w, va, &pa, &size)) return 1;
+    if ((va & (size - 1)) > size - 8) return 0;
+    if (pa + 8 > s->frame_low && pa < s->frame_high) return 0;
+    uint8_t probe[8];
+    if (!kpemu_x86_phys_read(w, pa, probe, 8, 1)) return 0;
+    return uc_mem_write(uc, pa, &value, 8) == UC_ERR_OK;
+}
+
 int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     struct kpemu_probe_hits *h = s->hits;
     if (h->enabled == 0 || h->busy != 0 || h->count >= h->capacity) return 0;
@@ -49,6 +69,8 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     if (regs == NULL || (regs[h->mode_index] & 3) != 0) return 0;   /* user mode: the host's */
     struct walker w;
     kpemu_x86_walker_now(uc, s, &w);
+    if (kpemu_hits_site_has_reads(h, (uint32_t)site) && !ftrace_call_pushed(uc, s, &w, rip - 1)) return 0;
+    if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, &w)) return 0;
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
     kpemu_hits_resume(uc, h, h->site_resume[site]);
     return 1;

@@ -15,13 +15,14 @@ import java.util.function.Consumer;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7368;
+    private static final long SIZE = 7392;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
             WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376,
             LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
-            LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360;
+            LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
+            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -35,7 +36,9 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private final MemorySegment state;
     private MemorySegment ring = MemorySegment.NULL, keys, resume;
     private int[] siteOfSlot = new int[0];
-    private int recordSize, nregs, nwords;
+    private int recordSize, nregs, nwords, nreads;
+    /** The sites' read plans ({@link #siteReads}) and each slot's plan offset. */
+    private MemorySegment readPlans, siteReadsOfSlot;
     private int[] wordSize = new int[0];
     private final RecordView view = new RecordView();
     /** The formats of the sites' lines (null: none), the site index of each slot's, the line buffer and its records' places. */
@@ -106,16 +109,74 @@ public final class NativeProbeHits implements RecordedProbeHits {
         nwords = words.length;
         wordSize = new int[words.length];
         for (int k = 0; k < words.length; k++) wordSize[k] = words[k].size();
-        recordSize = 16 + 8 * nregs + 16 * nwords;
         state.set(JAVA_INT, NREGS, nregs);
         state.set(JAVA_INT, NWORDS, nwords);
         state.set(JAVA_INT, BASE_INDEX, base);
         state.set(JAVA_INT, MODE_INDEX, mode);
+        layRing();
+    }
+
+    /** The ring for records of the registers, words and read slots set now. */
+    private void layRing() {
+        recordSize = 16 + 8 * nregs + 16 * nwords + 16 * nreads;
+        state.set(JAVA_INT, NREADS, nreads);
         state.set(JAVA_INT, RECORD_SIZE, recordSize);
         ring = arena.allocate((long) recordSize * CAPACITY_RECORDS, 8);
         state.set(ADDRESS, RING, ring);
         state.set(JAVA_INT, CAPACITY, CAPACITY_RECORDS);
         state.set(JAVA_INT, COUNT, 0);
+    }
+
+    /**
+     * The sites' read plans ({@code kpemu_probe_hits.h} kpemu_hits_site_reads): {@code readsOfSite[i]}
+     * the reads of site i (null or empty: none), as {@link #sites} numbered them. Replaced by the
+     * next {@link #sites}. The ring is laid out again when the most reads a site makes changes.
+     */
+    @Override
+    public void siteReads(Read[][] readsOfSite) {
+        if (closed) return;
+        if (pending()) throw new IllegalStateException("records wait");
+        state.set(ADDRESS, SITE_READS, MemorySegment.NULL);
+        int most = 0;
+        if (readsOfSite != null) {
+            if (readsOfSite.length != siteAddresses.length) throw new IllegalArgumentException("one plan a site");
+            for (Read[] r : readsOfSite) if (r != null) most = Math.max(most, r.length);
+        }
+        if (most > MAX_READS) throw new IllegalArgumentException("more than " + MAX_READS + " reads at a site");
+        if (most != nreads && nregs > 0) {
+            nreads = most;
+            layRing();
+        }
+        if (most == 0) return;
+        java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
+        int[] at = new int[readsOfSite.length];
+        for (int i = 0; i < readsOfSite.length; i++) {
+            Read[] r = readsOfSite[i];
+            at[i] = -1;
+            if (r == null || r.length == 0) continue;
+            at[i] = blob.size();
+            blob.write(r.length);
+            for (int j = 0; j < r.length; j++) {
+                Read x = r[j];
+                if (x.fromRead() ? x.base() >= j : x.base() >= nregs) throw new IllegalArgumentException("a read's base is no register or earlier read");
+                blob.write(x.fromRead() ? 1 : 0);
+                blob.write(x.base());
+                blob.write(x.size());
+                blob.write(0);
+                for (int b = 0; b < 8; b++) blob.write((int) (x.offset() >>> (8 * b)));
+            }
+        }
+        byte[] bytes = blob.toByteArray();
+        readPlans = arena.allocate(Math.max(16, bytes.length), 8);
+        MemorySegment.copy(MemorySegment.ofArray(bytes), 0, readPlans, 0, bytes.length);
+        int slots = siteOfSlot.length;
+        siteReadsOfSlot = arena.allocate(4L * Math.max(16, slots), 4);
+        for (int i = 0; i < slots; i++) {
+            long key = keys.get(JAVA_LONG, 8L * i);
+            siteReadsOfSlot.set(JAVA_INT, 4L * i, key == 0 ? -1 : at[siteOfSlot[i]]);
+        }
+        state.set(ADDRESS, READ_PLANS, readPlans);
+        state.set(ADDRESS, SITE_READS, siteReadsOfSlot);
     }
 
     private static int indexOf(int[] a, int v) {
@@ -151,6 +212,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(ADDRESS, SITE_RESUME, resume);
         state.set(JAVA_INT, SITE_MASK, mask);
         siteAddresses = addresses.clone();
+        state.set(ADDRESS, SITE_READS, MemorySegment.NULL);
         lineFormats(null, null);
     }
 
@@ -312,6 +374,10 @@ public final class NativeProbeHits implements RecordedProbeHits {
             int size = wordSize[k];
             for (int i = 0; i < size; i++) dst[offset + i] = (byte) ((i < 8 ? lo : hi) >>> (8 * (i & 7)));
         }
+
+        @Override public long readAddress(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j]; }
+
+        @Override public long readValue(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j + 1]; }
 
         @Override
         public boolean wordsEqual(long[] key) {

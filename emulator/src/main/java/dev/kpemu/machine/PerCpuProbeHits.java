@@ -31,6 +31,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         rings.add(ring);
         if (ids != null) ring.capture(ids, words);
         ring.sites(addresses, resume);
+        ring.siteReads(readsOfSite);
         ring.lineFormats(formatBlob, formatOfSite);
         ring.setEnabled(enabled);
     }
@@ -52,6 +53,15 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         for (NativeProbeHits r : rings) r.sites(addresses, resume);
         this.addresses = addresses.clone();
         this.resume = resume.clone();
+        this.readsOfSite = null;
+    }
+
+    private Read[][] readsOfSite;
+
+    @Override
+    public void siteReads(Read[][] readsOfSite) {
+        for (NativeProbeHits r : rings) r.siteReads(readsOfSite);
+        this.readsOfSite = readsOfSite == null ? null : readsOfSite.clone();
     }
 
     private byte[] formatBlob;

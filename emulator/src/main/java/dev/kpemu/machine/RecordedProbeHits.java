@@ -28,8 +28,22 @@ public interface RecordedProbeHits {
         }
     }
 
-    /** Most registers and words a record holds. */
-    int MAX_REGISTERS = 40, MAX_WORDS = 8;
+    /**
+     * A read of guest memory a site's hits make besides the words ({@link #siteReads}): {@code size}
+     * (1, 2, 4 or 8) bytes at {@code offset} from a captured register (the one numbered {@code base}
+     * among the record's registers) or, {@code fromRead}, from the value of the site's read numbered
+     * {@code base}, an earlier one (a dereference). Kernel memory only: a read that fails leaves the
+     * hit to the host's Java path.
+     */
+    record Read(boolean fromRead, int base, long offset, int size) {
+        public Read {
+            if (size != 1 && size != 2 && size != 4 && size != 8) throw new IllegalArgumentException("a read of " + size + " bytes");
+            if (base < 0 || base > 255) throw new IllegalArgumentException("a read's base " + base);
+        }
+    }
+
+    /** Most registers, words and reads of a site a record holds. */
+    int MAX_REGISTERS = 40, MAX_WORDS = 8, MAX_READS = 8;
 
     /**
      * What each hit reads: the engine's registers {@code ids} (the vCPU's mode register among them:
@@ -79,6 +93,12 @@ public interface RecordedProbeHits {
         /** The words and their read flags as a key for {@link #wordsEqual} (a new array when {@code key} is not its length). */
         long[] copyWords(long[] key);
 
+        /** The address read {@code j} of the hit's site read ({@link #siteReads}). */
+        default long readAddress(int j) { throw new IndexOutOfBoundsException(j); }
+
+        /** The value read {@code j} read, zero-extended. */
+        default long readValue(int j) { throw new IndexOutOfBoundsException(j); }
+
         /** Bytes of the trace line the native code formatted for this hit ({@link #lineFormats}); 0: none. */
         default int lineLength() { return 0; }
 
@@ -93,6 +113,16 @@ public interface RecordedProbeHits {
 
         /** The guest nanoseconds the line's timestamp shows. */
         default long lineNanos() { return 0; }
+    }
+
+    /**
+     * The reads of guest memory each site's hits make besides the words, {@code readsOfSite[i]}
+     * site i's (null or empty: none; at most {@link #MAX_READS}), read at the hit into the record
+     * ({@link Record#readAddress}, {@link Record#readValue}); null: none at all. After {@link #sites},
+     * only while no record waits. Without it, a site whose handler needs reads must not be a site.
+     */
+    default void siteReads(Read[][] readsOfSite) {
+        if (readsOfSite != null) for (Read[] r : readsOfSite) if (r != null && r.length > 0) throw new UnsupportedOperationException("no site reads");
     }
 
     /**

@@ -16,6 +16,9 @@ public final class RecordedHit {
     private final RecordedRegs regs;
     private final RecordedProbeHits.Word[] words;
     private RecordedProbeHits.Record record;
+    /** The reads of the hit's site ({@link RecordedHitHandler#memoryReads}), empty: none. */
+    private RecordedProbeHits.Read[] reads = NO_READS;
+    private static final RecordedProbeHits.Read[] NO_READS = new RecordedProbeHits.Read[0];
 
     RecordedHit(Machine machine, LiveRegs live, String[] names, int[] ids, Regs.Entry entry, RecordedProbeHits.Word[] words) {
         this.machine = machine;
@@ -23,10 +26,28 @@ public final class RecordedHit {
         this.words = words;
     }
 
-    RecordedHit at(RecordedProbeHits.Record r) {
+    RecordedHit at(RecordedProbeHits.Record r, RecordedProbeHits.Read[] siteReads) {
         this.record = r;
+        this.reads = siteReads == null ? NO_READS : siteReads;
         regs.at(r);
         return this;
+    }
+
+    /**
+     * The read of guest memory the hit's site made of {@code size} bytes at {@code address}
+     * ({@link RecordedHitHandler#memoryReads}), or -1: none. Every read a site plans was made (a hit
+     * whose read failed is not recorded).
+     */
+    public int readAt(long address, int size) {
+        RecordedProbeHits.Read[] r = reads;
+        for (int j = 0; j < r.length; j++) if (r[j].size() == size && record.readAddress(j) == address) return j;
+        return -1;
+    }
+
+    /** Read {@code j}'s bytes ({@link #readAt}) into {@code dst} at {@code offset}, little-endian, its size of them. */
+    public void read(int j, byte[] dst, int offset) {
+        long v = record.readValue(j);
+        for (int i = 0, n = reads[j].size(); i < n; i++) dst[offset + i] = (byte) (v >>> (8 * i));
     }
 
     /** The hit's registers (writes are refused: a recordable handler writes nothing). */

@@ -16,6 +16,19 @@ public interface RecordedHitHandler {
      */
     boolean recordable();
 
+    /**
+     * The guest memory this handler reads at each hit of {@code k}, besides the words, for the
+     * machine's native code to read at the hit into the record ({@link RecordedHit#readAt}), with
+     * registers numbered as {@code layout}'s ({@link RecordedHit#registerIndex}): empty (the
+     * default) when it reads none; null when it reads memory that cannot be planned so (then its
+     * hits take the ordinary path). A point whose enabled probes read memory is recorded only when
+     * it has one enabled probe. Asked at each safe point that builds the site table.
+     */
+    default dev.kpemu.machine.RecordedProbeHits.Read[] memoryReads(Kprobe k, RecordedHit layout) { return NO_READS; }
+
+    /** No read of guest memory. */
+    dev.kpemu.machine.RecordedProbeHits.Read[] NO_READS = new dev.kpemu.machine.RecordedProbeHits.Read[0];
+
     /** The hit, read back in order before the machine's other code sees the guest again. */
     void onRecordedHit(Kprobe k, RecordedHit hit);
 

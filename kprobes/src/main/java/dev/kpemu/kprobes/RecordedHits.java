@@ -94,7 +94,16 @@ final class RecordedHits {
             captureSet = true;
         }
         List<ProbePoint> eligible = new ArrayList<>();
-        for (ProbePoint p : table.points.values()) if (recordable(p)) eligible.add(p);
+        List<RecordedProbeHits.Read[]> plans = new ArrayList<>();
+        boolean anyReads = false;
+        for (ProbePoint p : table.points.values()) {
+            if (!recordable(p)) continue;
+            RecordedProbeHits.Read[] r = memoryReads(p);
+            if (r == null) continue;
+            eligible.add(p);
+            plans.add(r);
+            anyReads |= r.length > 0;
+        }
         long[] addresses = new long[eligible.size()], resume = new long[eligible.size()];
         for (int i = 0; i < addresses.length; i++) {
             addresses[i] = eligible.get(i).address;
@@ -102,8 +111,31 @@ final class RecordedHits {
         }
         h.sites(addresses, resume);
         sites = eligible.toArray(new ProbePoint[0]);
+        siteReads = plans.toArray(new RecordedProbeHits.Read[0][]);
+        h.siteReads(anyReads ? siteReads : null);
         lineFormats(h);
         h.setEnabled(addresses.length > 0);
+    }
+
+    /** Per site, the reads of guest memory its hits make ({@link RecordedHitHandler#memoryReads}; empty: none). */
+    private RecordedProbeHits.Read[][] siteReads = new RecordedProbeHits.Read[0][];
+
+    /**
+     * The reads of guest memory a point's hits make: its only enabled probe's plan; empty when none
+     * of its probes reads memory; null when the point cannot be recorded (a plan refused, or several
+     * enabled probes of which one reads memory, or more reads than a record holds).
+     */
+    private RecordedProbeHits.Read[] memoryReads(ProbePoint p) {
+        RecordedProbeHits.Read[] plan = RecordedHitHandler.NO_READS;
+        int enabled = 0;
+        for (Kprobe k : p.children) {
+            if (k.isDisabled()) continue;
+            enabled++;
+            RecordedProbeHits.Read[] r = k.recordedHitHandler().memoryReads(k, hit);
+            if (r == null || r.length > RecordedProbeHits.MAX_READS) return null;
+            if (r.length > 0) plan = r;
+        }
+        return plan.length > 0 && enabled > 1 ? null : plan;
     }
 
     /** Each site's line format, where its only enabled probe's handler gives one ({@link RecordedHitHandler#lineFormat}). */
@@ -161,7 +193,7 @@ final class RecordedHits {
     /** A record read back: the point's enabled probes' handlers, in the order {@link HitPath} runs them. */
     private void replay(RecordedProbeHits.Record r) {
         ProbePoint p = sites[r.site()];
-        RecordedHit x = hit.at(r);
+        RecordedHit x = hit.at(r, siteReads[r.site()]);
         List<Kprobe> children = p.children;
         if (r.lineLength() > 0) {
             Kprobe only = lineProbes[r.site()];

@@ -23,7 +23,9 @@ import dev.kpemu.machine.Arch;
  * path gives, on both arches: the same
  * trace lines (context columns, latency column and timestamps included), the same profile counts,
  * console and instruction count, with events that read memory and kretprobes hitting beside them
- * on the Java path, interleaved in order.
+ * on the Java path, interleaved in order. Events that read kernel memory (fields, dereferences, a
+ * bitfield) are recorded too, their reads made at the hit; one whose read faults goes to the Java
+ * path, which prints the fault as Linux does.
  */
 @Tag("kernel")
 class RecordedHitsTraceTest {
@@ -37,7 +39,11 @@ class RecordedHitsTraceTest {
             "r:kprobes/openret do_sys_openat2 ret=$retval:s32",
             // __queue_work runs under queue_work_on's local_irq_save: the same task and preempt count, interrupts off
             "p:kprobes/queue queue_work_on cpu=%di:s32",
-            "p:kprobes/queueoff __queue_work cpu=%di:s32");
+            "p:kprobes/queueoff __queue_work cpu=%di:s32",
+            // kernel memory the native code reads at the hit: fields, a dereference, a bitfield, $comm
+            "p:kprobes/readfile vfs_read head=+0(%di):x64 flags=+68(%di):x32 ino=+64(+32(%di)):u64 bits=+68(%di):b4@1/32 c=$comm",
+            // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
+            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32");
 
     private static final List<String> ARM64_DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
@@ -47,7 +53,9 @@ class RecordedHitsTraceTest {
             "p:kprobes/openname do_filp_open name=+0(+0(%x1)):string",
             "r:kprobes/openret do_sys_openat2 ret=$retval:s32",
             "p:kprobes/queue queue_work_on cpu=%x0:s32",
-            "p:kprobes/queueoff __queue_work cpu=%x0:s32");
+            "p:kprobes/queueoff __queue_work cpu=%x0:s32",
+            "p:kprobes/readfile vfs_read head=+0(%x0):x64 flags=+68(%x0):x32 ino=+64(+32(%x0)):u64 bits=+68(%x0):b4@1/32 c=$comm",
+            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32");
 
     private static List<String> definitions(Arch arch) { return arch == Arch.X86_64 ? DEFINITIONS : ARM64_DEFINITIONS; }
 
@@ -74,6 +82,11 @@ class RecordedHitsTraceTest {
         assertTrue(n > 100 && n < b.size(), "most register-only hits recorded natively, the others on the Java path: " + n + " of " + b.size());
         assertTrue(b.stream().anyMatch(l -> l.contains("openname:")) && b.stream().anyMatch(l -> l.contains("openret:")),
                 "events that read memory and kretprobes trace beside them");
+        long registerOnly = b.stream().filter(l -> l.matches(".* (alloc|narrow|queue|queueoff|p_security_\\w+): .*")).count();
+        long readFile = b.stream().filter(l -> l.contains(" readfile: ")).count();
+        assertTrue(readFile > 0 && b.stream().anyMatch(l -> l.contains(" freecpu: ")), "both memory-reading events hit");
+        assertTrue(n > registerOnly, "hits of the event that reads kernel memory recorded natively too: " + n + " recorded, "
+                + registerOnly + " register-only lines, " + readFile + " readfile lines");
         assertEquals(a, b, "trace lines, in order, timestamps included");
         assertEquals(java.traced().events().profile(), recorded.traced().events().profile(), "kprobe_profile");
         assertEquals(java.console(), recorded.console(), "console");

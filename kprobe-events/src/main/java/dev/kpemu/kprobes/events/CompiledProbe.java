@@ -1,6 +1,7 @@
 package dev.kpemu.kprobes.events;
 
 import dev.kpemu.kprobes.Errno;
+import dev.kpemu.machine.RecordedProbeHits;
 import dev.kpemu.machine.Arch;
 
 import java.lang.invoke.MethodHandles;
@@ -8,6 +9,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.function.IntUnaryOperator;
 
 import static dev.kpemu.kprobes.events.FetchProgram.*;
 
@@ -118,29 +120,109 @@ public final class CompiledProbe {
     public boolean readsMemory() { return readsMemory; }
 
     /**
-     * For a line the machine's native code formats: per argument its register slot, how it prints
-     * (0 hex, 1 unsigned, 2 signed decimal) and its size, when every argument is a register read
-     * stored raw ({@code REG}, {@code ST_RAW}) and printed as a number; else null.
+     * The reads of guest memory {@link #fetch} makes at a hit, for the machine's native code to
+     * make there instead ({@link RecordedProbeHits.Read}): when every argument that reads memory is
+     * a register ({@code %REG}, or {@code $argN} in a register) followed by dereferences and a store
+     * of a number ({@code +8(%di):u32}, {@code +0(+16(%si)):x64}, a bitfield of one), no array, no
+     * string, no user memory; else null. {@code indexOfSlot} gives a pt_regs slot's index among the
+     * record's registers (negative: not recorded, then null). Empty when nothing is read. The reads
+     * are the ones {@link #run} makes, in order, with their sizes: a replay reads each back by its
+     * address and size.
      */
-    public int[] registerArgs() {
-        int[] out = new int[3 * args.length];
-        for (int i = 0; i < args.length; i++) {
+    public RecordedProbeHits.Read[] recordedReads(IntUnaryOperator indexOfSlot) {
+        NativePlan p = nativePlan(indexOfSlot);
+        return p == null ? null : p.reads;
+    }
+
+    /** Whether {@link #recordedReads} can plan this probe's reads when its registers are recorded. */
+    public boolean plansReads() {
+        if (plansReads == 0) plansReads = nativePlan(slot -> slot) != null ? 1 : -1;
+        return plansReads > 0;
+    }
+
+    private int plansReads;
+
+    /**
+     * For a line the machine's native code formats ({@code kpemu_probe_hits.h}): per argument where
+     * its value is in a record ({@code indexOfSlot}'s register index, or {@link #LINE_READ} + the
+     * read's index among {@link #recordedReads}), how it prints (0 hex, 1 unsigned, 2 signed
+     * decimal) and its size, when every argument is a number stored raw from a register or a
+     * planned read ({@code ST_RAW} after dereferences, or {@code ST_MEM}), no bitfield, no array;
+     * else null.
+     */
+    public int[] lineArgs(IntUnaryOperator indexOfSlot) {
+        NativePlan p = nativePlan(indexOfSlot);
+        return p == null ? null : p.lineArgs;
+    }
+
+    /** A {@link #lineArgs} value at or past this is a planned read's. */
+    public static final int LINE_READ = 128;
+
+    /** {@link #recordedReads} and {@link #lineArgs} (null: an argument the native code cannot print). */
+    private record NativePlan(RecordedProbeHits.Read[] reads, int[] lineArgs) {}
+
+    private NativePlan nativePlan(IntUnaryOperator indexOfSlot) {
+        java.util.ArrayList<RecordedProbeHits.Read> reads = new java.util.ArrayList<>();
+        int[] line = new int[3 * args.length];
+        boolean printable = true;
+        for (int i = 0; i < programs.length; i++) {
+            Insn[] c = programs[i].code;
             FetchArg a = args[i];
-            if (a.arrayLength() != 0 || a.bitfield() != null) return null;
-            FetchProgram.Insn[] c = programs[i].code;
-            if (c.length != 3 || c[0].op != FetchProgram.REG || c[1].op != FetchProgram.ST_RAW || c[2].op != FetchProgram.END) return null;
+            boolean any = false;
+            // $comm and an immediate string store what the record holds (the comm word) or nothing read
+            if (c[0].op != COMM && c[0].op != DATA) for (Insn x : c) any |= FetchProgram.readsMemory(x.op);
             int kind = switch (a.type()) {
                 case X8, X16, X32, X64 -> 0;
                 case U8, U16, U32, U64 -> 1;
                 case S8, S16, S32, S64 -> 2;
                 default -> -1;
             };
-            if (kind < 0 || c[1].size != a.type().size()) return null;
-            out[3 * i] = c[0].param;
-            out[3 * i + 1] = kind;
-            out[3 * i + 2] = a.type().size();
+            if (!any) {
+                // a register's value as a number, or something only the Java side prints
+                boolean raw = c.length == 3 && c[0].op == REG && c[1].op == ST_RAW && c[2].op == END
+                        && kind >= 0 && a.arrayLength() == 0 && a.bitfield() == null && c[1].size == a.type().size();
+                int index = raw ? indexOfSlot.applyAsInt(c[0].param) : -1;
+                if (index < 0 || index >= LINE_READ) printable = false;
+                else set(line, i, index, kind, a.type().size());
+                continue;
+            }
+            if (a.arrayLength() != 0) return null;
+            int slot = switch (c[0].op) {
+                case REG -> c[0].param;
+                case ARG -> c[0].param < regs.registerArguments() ? regs.argumentSlot(c[0].param) : -1;
+                default -> -1;
+            };
+            int index = slot < 0 ? -1 : indexOfSlot.applyAsInt(slot);
+            if (index < 0 || index > 255) return null;
+            int base = index, pc = 1;
+            boolean fromRead = false;
+            for (; c[pc].op == DEREF; pc++) {
+                if (reads.size() >= RecordedProbeHits.MAX_READS) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8));
+                fromRead = true;
+                base = reads.size() - 1;
+            }
+            Insn st = c[pc++];
+            if (st.op == ST_MEM) {
+                if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8) return null;
+                if (reads.size() >= RecordedProbeHits.MAX_READS) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size));
+            } else if (st.op != ST_RAW) {
+                return null;
+            }
+            boolean bitfield = c[pc].op == MOD_BF;
+            if (bitfield) pc++;
+            if (c[pc].op != END) return null;
+            if (bitfield || kind < 0 || a.bitfield() != null || st.size != a.type().size()) printable = false;
+            else set(line, i, LINE_READ + reads.size() - 1, kind, st.size);
         }
-        return out;
+        return new NativePlan(reads.toArray(new RecordedProbeHits.Read[0]), printable ? line : null);
+    }
+
+    private static void set(int[] line, int i, int source, int kind, int size) {
+        line[3 * i] = source;
+        line[3 * i + 1] = kind;
+        line[3 * i + 2] = size;
     }
 
     /** Bytes of the fixed header after the common fields: 8 ({@code __probe_ip}) or 16 (func, ret_ip). */

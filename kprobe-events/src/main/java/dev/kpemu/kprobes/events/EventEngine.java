@@ -200,13 +200,22 @@ public final class EventEngine implements AutoCloseable {
 
         /**
          * Whether the machine's native code may record this probe's hits ({@link RecordedHit}):
-         * an enabled event without triggers whose fetches read registers only (not a tracepoint's
-         * probe), while the engine allows it ({@link #recordingAllowed}).
+         * an enabled event without triggers whose fetches read registers, or kernel memory the
+         * native code can read for it ({@link #memoryReads}), not a tracepoint's probe, while the
+         * engine allows it ({@link #recordingAllowed}).
          */
         @Override
         public boolean recordable() {
-            return recordingAllowed() && event.enabled && event.armed && !event.hasTriggers() && !compiled.readsMemory()
+            return recordingAllowed() && event.enabled && event.armed && !event.hasTriggers()
+                    && (!compiled.readsMemory() || compiled.plansReads())
                     && !(def instanceof FprobeDef f && f.tracepoint());
+        }
+
+        /** The kernel memory its fetches read, for the native code to read at the hit ({@link CompiledProbe#recordedReads}). */
+        @Override
+        public RecordedProbeHits.Read[] memoryReads(Kprobe k, RecordedHit layout) {
+            if (!compiled.readsMemory()) return NO_READS;
+            return compiled.recordedReads(slot -> ctx.recordedIndexOfSlot(layout, slot));
         }
 
         /** {@link #onEntry} from a recorded hit: the same record, its context read from what the hit captured. */
@@ -1361,7 +1370,7 @@ public final class EventEngine implements AutoCloseable {
         if (takers == null || (takers.length == 0 && out == null)) return null;
         if (!e.armed || !takesLine(e)) return null;
         if (p.def.isReturn() || p.def instanceof FprobeDef || !p.recordable()) return null;
-        int[] args = p.compiled.registerArgs();
+        int[] args = p.compiled.lineArgs(slot -> ctx.recordedIndexOfSlot(layout, slot));
         int[] irq = ctx.recordedIrqFlag(layout);
         if (args == null || irq == null || args.length / 3 > 255) return null;
         LatencyPaths.Path path = entryPath(p, layout.regs());
@@ -1380,7 +1389,7 @@ public final class EventEngine implements AutoCloseable {
         f.write(args.length / 3);
         for (int i = 0; i < args.length / 3; i++) {
             byte[] prefix = GuestText.encode(" " + p.compiled.arg(i).name() + "=");
-            int index = ctx.recordedIndexOfSlot(layout, args[3 * i]);
+            int index = args[3 * i];    // a register's index in the record, or CompiledProbe.LINE_READ + a read's
             if (prefix.length > 255 || index < 0 || index > 255) return null;
             f.write(prefix.length);
             f.writeBytes(prefix);

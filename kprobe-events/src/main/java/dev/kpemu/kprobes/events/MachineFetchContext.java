@@ -166,9 +166,10 @@ public final class MachineFetchContext implements FetchContext {
      * Starts a hit the machine's native code recorded ({@link RecordedHit}): registers from the
      * record, and guest memory only as the record captured it ({@link RecordedHit#words()}, word 0
      * the current task): the reads of the current task, its pid and comm and the latency column's words that
-     * {@link #currentTask}, {@link #pid}, {@link #comm} and {@link LatencyLayout#state} make. Any
-     * other read of guest memory fails loudly (IllegalStateException): a handler that reads memory
-     * is never recorded.
+     * {@link #currentTask}, {@link #pid}, {@link #comm} and {@link LatencyLayout#state} make, and
+     * the kernel memory the probe's site planned ({@link RecordedHit#readAt}). Any other read of
+     * guest memory fails loudly (IllegalStateException): a handler that reads other memory is never
+     * recorded.
      */
     public void beginRecorded(RecordedHit hit) {
         begin(hit.regs());
@@ -317,6 +318,11 @@ public final class MachineFetchContext implements FetchContext {
         if (!kernelAddress(address)) return false;
         if (recorded != null) {
             if (len <= 0) return true;
+            int j = recorded.readAt(address, len);
+            if (j >= 0) {       // a read the site planned: made at the hit, never failed
+                recorded.read(j, dst, offset);
+                return true;
+            }
             int k = recordedWord(address, len);
             if (!recorded.wordRead(k)) return false;
             recorded.word(k, dst, offset);
