@@ -28,8 +28,11 @@
  * the record's `nreads` read slots after the words: each slot the address read (u64) and the value
  * (u64, zero-extended). A plan: u8 reads, each 12 bytes: u8 base (BASE_READ_REGISTER: the register
  * at index `base_index` of `regs`; BASE_READ_VALUE: the value of read `base_index`, an earlier one),
- * u8 base_index, u8 size (1, 2, 4, 8), u8 pad, i64 offset. A read that fails (not kernel memory, not
- * mapped, not RAM) leaves the whole hit to the host, whose handler then meets the fault as Linux does.
+ * u8 base_index, u8 size (1, 2, 4, 8), u8 kind (READ_VALUE, or READ_STRING: a NUL-terminated
+ * string, its bytes and NUL into the record's `string_bytes` of string area after the read slots,
+ * the slot's value then its offset there | its length with the NUL << 32; no NUL within what is left
+ * of the area: the host's), i64 offset. A read that fails (not kernel memory, not mapped, not RAM)
+ * leaves the whole hit to the host, whose handler then meets the fault as Linux does.
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -52,6 +55,8 @@
 #define LINE_READ 128 /* a line argument's index at or past this: the value of site read (index - LINE_READ) */
 #define BASE_READ_REGISTER 0
 #define BASE_READ_VALUE 1
+#define READ_VALUE 0
+#define READ_STRING 1
 
 struct kpemu_line_context {
     uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
@@ -100,6 +105,8 @@ struct kpemu_probe_hits {
     uint32_t pad_reads;
     const int32_t *site_reads; /* per site slot: its plan's offset in `read_plans`, -1: none */
     const uint8_t *read_plans;
+    uint32_t string_bytes;     /* bytes of string area per record (0: no string reads anywhere) */
+    uint32_t pad_strings;
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -269,6 +276,22 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     h->lines_formatted++;
 }
 
+/* The NUL-terminated string at `va` into `out` (at most `room` bytes, its NUL included), read up to
+   each page's end as the host reads it; its length with the NUL, 0 when a page fails first or no
+   NUL comes within `room` (the hit is then the host's). */
+static inline uint32_t kpemu_hits_read_string(const void *walker, uint64_t va, uint8_t *out, uint32_t room, kpemu_hit_reader read) {
+    uint32_t n = 0;
+    while (n < room) {
+        uint64_t a = va + n;
+        uint32_t chunk = (uint32_t)(0x1000 - (a & 0xfff));
+        if (chunk > room - n) chunk = room - n;
+        if (!read(walker, a, out + n, chunk)) return 0;
+        for (uint32_t i = 0; i < chunk; i++) if (out[n + i] == 0) return n + i + 1;
+        n += chunk;
+    }
+    return 0;
+}
+
 /* Whether the site at slot `site` has planned reads. */
 static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, uint32_t site) {
     return h->nreads != 0 && h->site_reads != NULL && h->site_reads[site] >= 0;
@@ -286,16 +309,27 @@ static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64
     uint32_t n = plan[0];
     if (n > h->nreads) return 0;
     const uint8_t *r = plan + 1;
+    uint8_t *area = slots + 16 * (size_t)h->nreads;
+    uint32_t used = 0;
     for (uint32_t j = 0; j < n; j++, r += 12) {
-        uint32_t base_kind = r[0], base_index = r[1], size = r[2];
+        uint32_t base_kind = r[0], base_index = r[1], size = r[2], kind = r[3];
         int64_t offset;
         memcpy(&offset, r + 4, 8);
         uint64_t base;
         if (base_kind == BASE_READ_REGISTER && base_index < h->nregs) base = regs[base_index];
         else if (base_kind == BASE_READ_VALUE && base_index < j) memcpy(&base, slots + 16 * (size_t)base_index + 8, 8);
         else return 0;
-        if (size == 0 || size > 8) return 0;
         uint64_t address = base + (uint64_t)offset, value = 0;
+        if (kind == READ_STRING) {
+            uint32_t len = kpemu_hits_read_string(walker, address, area + used, h->string_bytes - used, read);
+            if (len == 0) return 0;
+            value = (uint64_t)used | (uint64_t)len << 32;
+            used += len;
+            memcpy(slots + 16 * (size_t)j, &address, 8);
+            memcpy(slots + 16 * (size_t)j + 8, &value, 8);
+            continue;
+        }
+        if (kind != READ_VALUE || size == 0 || size > 8) return 0;
         if (!read(walker, address, (uint8_t *)&value, size)) return 0;
         memcpy(slots + 16 * (size_t)j, &address, 8);
         memcpy(slots + 16 * (size_t)j + 8, &value, 8);

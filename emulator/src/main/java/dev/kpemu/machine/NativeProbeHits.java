@@ -15,14 +15,14 @@ import java.util.function.Consumer;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7392;
+    private static final long SIZE = 7400;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
             WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376,
             LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
             LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
-            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384;
+            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -36,7 +36,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private final MemorySegment state;
     private MemorySegment ring = MemorySegment.NULL, keys, resume;
     private int[] siteOfSlot = new int[0];
-    private int recordSize, nregs, nwords, nreads;
+    private int recordSize, nregs, nwords, nreads, stringBytes;
     /** The sites' read plans ({@link #siteReads}) and each slot's plan offset. */
     private MemorySegment readPlans, siteReadsOfSlot;
     private int[] wordSize = new int[0];
@@ -118,8 +118,9 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     /** The ring for records of the registers, words and read slots set now. */
     private void layRing() {
-        recordSize = 16 + 8 * nregs + 16 * nwords + 16 * nreads;
+        recordSize = 16 + 8 * nregs + 16 * nwords + 16 * nreads + stringBytes;
         state.set(JAVA_INT, NREADS, nreads);
+        state.set(JAVA_INT, STRING_AREA, stringBytes);
         state.set(JAVA_INT, RECORD_SIZE, recordSize);
         ring = arena.allocate((long) recordSize * CAPACITY_RECORDS, 8);
         state.set(ADDRESS, RING, ring);
@@ -138,13 +139,20 @@ public final class NativeProbeHits implements RecordedProbeHits {
         if (pending()) throw new IllegalStateException("records wait");
         state.set(ADDRESS, SITE_READS, MemorySegment.NULL);
         int most = 0;
+        boolean strings = false;
         if (readsOfSite != null) {
             if (readsOfSite.length != siteAddresses.length) throw new IllegalArgumentException("one plan a site");
-            for (Read[] r : readsOfSite) if (r != null) most = Math.max(most, r.length);
+            for (Read[] r : readsOfSite) {
+                if (r == null) continue;
+                most = Math.max(most, r.length);
+                for (Read x : r) strings |= x.string();
+            }
         }
         if (most > MAX_READS) throw new IllegalArgumentException("more than " + MAX_READS + " reads at a site");
-        if (most != nreads && nregs > 0) {
+        int area = strings ? STRING_BYTES : 0;
+        if ((most != nreads || area != stringBytes) && nregs > 0) {
             nreads = most;
+            stringBytes = area;
             layRing();
         }
         if (most == 0) return;
@@ -162,7 +170,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
                 blob.write(x.fromRead() ? 1 : 0);
                 blob.write(x.base());
                 blob.write(x.size());
-                blob.write(0);
+                blob.write(x.string() ? 1 : 0);
                 for (int b = 0; b < 8; b++) blob.write((int) (x.offset() >>> (8 * b)));
             }
         }
@@ -378,6 +386,17 @@ public final class NativeProbeHits implements RecordedProbeHits {
         @Override public long readAddress(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j]; }
 
         @Override public long readValue(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j + 1]; }
+
+        @Override public int stringLength(int j) { return (int) (readValue(j) >>> 32); }
+
+        @Override
+        public void stringBytes(int j, byte[] dst, int offset, int n) {
+            int first = (int) readValue(j), area = at + 2 + nregs + 2 * nwords + 2 * nreads;
+            for (int i = 0; i < n; i++) {
+                int b = first + i;
+                dst[offset + i] = (byte) (copied[area + (b >>> 3)] >>> (8 * (b & 7)));
+            }
+        }
 
         @Override
         public boolean wordsEqual(long[] key) {

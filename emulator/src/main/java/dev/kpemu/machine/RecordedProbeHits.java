@@ -32,15 +32,25 @@ public interface RecordedProbeHits {
      * A read of guest memory a site's hits make besides the words ({@link #siteReads}): {@code size}
      * (1, 2, 4 or 8) bytes at {@code offset} from a captured register (the one numbered {@code base}
      * among the record's registers) or, {@code fromRead}, from the value of the site's read numbered
-     * {@code base}, an earlier one (a dereference). Kernel memory only: a read that fails leaves the
-     * hit to the host's Java path.
+     * {@code base}, an earlier one (a dereference); or, {@code string}, the NUL-terminated string
+     * there (size 0), at most {@link #STRING_BYTES} with its NUL. Kernel memory only: a read that
+     * fails, or a string longer than that, leaves the hit to the host's Java path.
      */
-    record Read(boolean fromRead, int base, long offset, int size) {
+    record Read(boolean fromRead, int base, long offset, int size, boolean string) {
         public Read {
-            if (size != 1 && size != 2 && size != 4 && size != 8) throw new IllegalArgumentException("a read of " + size + " bytes");
+            if (string ? size != 0 : size != 1 && size != 2 && size != 4 && size != 8) throw new IllegalArgumentException("a read of " + size + " bytes");
             if (base < 0 || base > 255) throw new IllegalArgumentException("a read's base " + base);
         }
+
+        /** A read of a value of {@code size} bytes. */
+        public Read(boolean fromRead, int base, long offset, int size) { this(fromRead, base, offset, size, false); }
+
+        /** A read of the string at {@code offset} from the base. */
+        public static Read string(boolean fromRead, int base, long offset) { return new Read(fromRead, base, offset, 0, true); }
     }
+
+    /** Bytes of strings a record holds (each with its NUL). */
+    int STRING_BYTES = 256;
 
     /** Most registers, words and reads of a site a record holds. */
     int MAX_REGISTERS = 40, MAX_WORDS = 8, MAX_READS = 8;
@@ -98,6 +108,12 @@ public interface RecordedProbeHits {
 
         /** The value read {@code j} read, zero-extended. */
         default long readValue(int j) { throw new IndexOutOfBoundsException(j); }
+
+        /** Length with its NUL of the string read {@code j} read (a {@link Read#string} read). */
+        default int stringLength(int j) { throw new IndexOutOfBoundsException(j); }
+
+        /** The first {@code n} bytes of the string read {@code j} read into {@code dst} at {@code offset}. */
+        default void stringBytes(int j, byte[] dst, int offset, int n) { throw new IndexOutOfBoundsException(j); }
 
         /** Bytes of the trace line the native code formatted for this hit ({@link #lineFormats}); 0: none. */
         default int lineLength() { return 0; }

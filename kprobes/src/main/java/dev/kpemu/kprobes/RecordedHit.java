@@ -40,8 +40,32 @@ public final class RecordedHit {
      */
     public int readAt(long address, int size) {
         RecordedProbeHits.Read[] r = reads;
-        for (int j = 0; j < r.length; j++) if (r[j].size() == size && record.readAddress(j) == address) return j;
+        for (int j = 0; j < r.length; j++) if (!r[j].string() && r[j].size() == size && record.readAddress(j) == address) return j;
         return -1;
+    }
+
+    /** The string read the hit's site made at {@code address} ({@link RecordedProbeHits.Read#string}), or -1: none. */
+    public int stringAt(long address) {
+        RecordedProbeHits.Read[] r = reads;
+        for (int j = 0; j < r.length; j++) if (r[j].string() && record.readAddress(j) == address) return j;
+        return -1;
+    }
+
+    /**
+     * String read {@code j} ({@link #stringAt}) as {@code strncpy_from_kernel_nofault} copies it into
+     * {@code dst} at {@code offset}, at most {@code max} bytes with the NUL (a longer one truncated and
+     * terminated): the bytes stored.
+     */
+    public int string(int j, byte[] dst, int offset, int max) {
+        if (max <= 0) return 0;
+        int len = record.stringLength(j);
+        if (len <= max) {
+            record.stringBytes(j, dst, offset, len);
+            return len;
+        }
+        record.stringBytes(j, dst, offset, max - 1);
+        dst[offset + max - 1] = 0;
+        return max;
     }
 
     /** Read {@code j}'s bytes ({@link #readAt}) into {@code dst} at {@code offset}, little-endian, its size of them. */

@@ -123,8 +123,8 @@ public final class CompiledProbe {
      * The reads of guest memory {@link #fetch} makes at a hit, for the machine's native code to
      * make there instead ({@link RecordedProbeHits.Read}): when every argument that reads memory is
      * a register ({@code %REG}, or {@code $argN} in a register) followed by dereferences and a store
-     * of a number ({@code +8(%di):u32}, {@code +0(+16(%si)):x64}, a bitfield of one), no array, no
-     * string, no user memory; else null. {@code indexOfSlot} gives a pt_regs slot's index among the
+     * of a number ({@code +8(%di):u32}, {@code +0(+16(%si)):x64}, a bitfield of one) or of a kernel
+     * string ({@code +0(+0(%dx)):string}), no array, no user memory; else null. {@code indexOfSlot} gives a pt_regs slot's index among the
      * record's registers (negative: not recorded, then null). Empty when nothing is read. The reads
      * are the ones {@link #run} makes, in order, with their sizes: a replay reads each back by its
      * address and size.
@@ -207,6 +207,11 @@ public final class CompiledProbe {
                 if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8) return null;
                 if (reads.size() >= RecordedProbeHits.MAX_READS) return null;
                 reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size));
+            } else if (st.op == ST_STRING) {
+                if (reads.size() >= RecordedProbeHits.MAX_READS || c[pc].op != END) return null;
+                reads.add(RecordedProbeHits.Read.string(fromRead, base, st.offset));
+                printable = false;
+                continue;
             } else if (st.op != ST_RAW) {
                 return null;
             }

@@ -424,6 +424,11 @@ public final class MachineFetchContext implements FetchContext {
             dst[offset] = 0;
             return -1;
         }
+        if (recorded != null) {     // a string the site planned: read at the hit, its NUL within the record
+            int j = recorded.stringAt(address);
+            if (j < 0) throw notRecorded("read a string at 0x" + Long.toHexString(address));
+            return recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
+        }
         return readString(address, dst, offset, max, false);
     }
 
