@@ -105,7 +105,7 @@ int kpemu_arm64_record_hit(uc_engine *uc, struct kpemu_arm64_svc *s) {
     w.sctlr = read_cp(uc, 3, 0, 1, 0, 0);
     w.tcr = read_cp(uc, 3, 0, 2, 0, 2);
     uc_reg_read(uc, UC_ARM64_REG_TTBR1_EL1, &w.ttbr1);
-    if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, &w)) return 0;
+    if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, NULL, &w)) return 0;
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
     kpemu_hits_resume(uc, h, h->site_resume[site]);
     return 1;

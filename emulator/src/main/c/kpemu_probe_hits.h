@@ -31,7 +31,8 @@
  * u8 base_index, u8 size (1, 2, 4, 8), u8 kind (READ_VALUE, or READ_STRING: a NUL-terminated
  * string, its bytes and NUL into the record's `string_bytes` of string area after the read slots,
  * the slot's value then its offset there | its length with the NUL << 32; no NUL within what is left
- * of the area: the host's), i64 offset. A read that fails (not kernel memory, not mapped, not RAM)
+ * of the area: the host's; plus READ_USER: user memory, through the arch's user reader, none: the
+ * host's), i64 offset. A read that fails (not kernel memory, not mapped, not RAM)
  * leaves the whole hit to the host, whose handler then meets the fault as Linux does.
  */
 #ifndef KPEMU_PROBE_HITS_H
@@ -57,6 +58,7 @@
 #define BASE_READ_VALUE 1
 #define READ_VALUE 0
 #define READ_STRING 1
+#define READ_USER 2
 
 struct kpemu_line_context {
     uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
@@ -300,7 +302,7 @@ static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, ui
 /* The site's planned reads into the read slots of the record whose registers are `regs`; 0 when
    one fails (the hit is then the host's: nothing of the record counts until kpemu_hits_resume). */
 static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t site,
-        kpemu_hit_reader read, const void *walker) {
+        kpemu_hit_reader kernel, kpemu_hit_reader user, const void *walker) {
     if (h->nreads == 0 || h->site_reads == NULL) return 1;
     uint8_t *slots = (uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords;
     int32_t at = h->site_reads[site];
@@ -320,6 +322,9 @@ static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64
         else if (base_kind == BASE_READ_VALUE && base_index < j) memcpy(&base, slots + 16 * (size_t)base_index + 8, 8);
         else return 0;
         uint64_t address = base + (uint64_t)offset, value = 0;
+        kpemu_hit_reader read = (kind & READ_USER) ? user : kernel;
+        if (read == NULL) return 0;
+        kind &= ~(uint32_t)READ_USER;
         if (kind == READ_STRING) {
             uint32_t len = kpemu_hits_read_string(walker, address, area + used, h->string_bytes - used, read);
             if (len == 0) return 0;

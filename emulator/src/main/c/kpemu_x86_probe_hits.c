@@ -23,6 +23,9 @@
 
 #define KERNEL_MIN 0xffff800000000000ull
 
+/* TASK_SIZE_MAX: user addresses lie below it (MachineFetchContext.userRange) */
+#define USER_MAX 0x00007ffffffff000ull
+
 size_t kpemu_x86_record_hit_size(void) { return sizeof(struct kpemu_probe_hits); }
 
 static int translate(const void *walker, uint64_t va, uint64_t *pa, uint64_t *page_size) {
@@ -36,6 +39,13 @@ static int phys_read(const void *walker, uint64_t pa, uint8_t *out, uint32_t len
 /* Reads `len` bytes of guest-virtual `va` (kernel addresses, RAM only); 0 when the host's read would fail. */
 static int read_kernel(const void *walker, uint64_t va, uint8_t *out, uint32_t len) {
     if (va < KERNEL_MIN) return 0;
+    return kpemu_hits_read_pages(walker, va, out, len, translate, phys_read);
+}
+
+/* Reads `len` bytes of user-virtual `va` through the hit's tables (RAM only) as the host's user read
+   does (copy_from_user_nofault: the whole range below TASK_SIZE_MAX); 0 when it would fail. */
+static int read_user(const void *walker, uint64_t va, uint8_t *out, uint32_t len) {
+    if (va > USER_MAX || len > USER_MAX - va) return 0;
     return kpemu_hits_read_pages(walker, va, out, len, translate, phys_read);
 }
 
@@ -70,7 +80,7 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     struct walker w;
     kpemu_x86_walker_now(uc, s, &w);
     if (kpemu_hits_site_has_reads(h, (uint32_t)site) && !ftrace_call_pushed(uc, s, &w, rip - 1)) return 0;
-    if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, &w)) return 0;
+    if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, read_user, &w)) return 0;
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
     kpemu_hits_resume(uc, h, h->site_resume[site]);
     return 1;

@@ -170,7 +170,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
                 blob.write(x.fromRead() ? 1 : 0);
                 blob.write(x.base());
                 blob.write(x.size());
-                blob.write(x.string() ? 1 : 0);
+                blob.write((x.string() ? 1 : 0) | (x.user() ? 2 : 0));
                 for (int b = 0; b < 8; b++) blob.write((int) (x.offset() >>> (8 * b)));
             }
         }

@@ -33,20 +33,21 @@ public interface RecordedProbeHits {
      * (1, 2, 4 or 8) bytes at {@code offset} from a captured register (the one numbered {@code base}
      * among the record's registers) or, {@code fromRead}, from the value of the site's read numbered
      * {@code base}, an earlier one (a dereference); or, {@code string}, the NUL-terminated string
-     * there (size 0), at most {@link #STRING_BYTES} with its NUL. Kernel memory only: a read that
-     * fails, or a string longer than that, leaves the hit to the host's Java path.
+     * there (size 0), at most {@link #STRING_BYTES} with its NUL. Kernel memory, or {@code user}
+     * memory (below the user address limit, through the hit's page tables: x86-64 only); a read
+     * that fails, or a string longer than that, leaves the hit to the host's Java path.
      */
-    record Read(boolean fromRead, int base, long offset, int size, boolean string) {
+    record Read(boolean fromRead, int base, long offset, int size, boolean string, boolean user) {
         public Read {
             if (string ? size != 0 : size != 1 && size != 2 && size != 4 && size != 8) throw new IllegalArgumentException("a read of " + size + " bytes");
             if (base < 0 || base > 255) throw new IllegalArgumentException("a read's base " + base);
         }
 
-        /** A read of a value of {@code size} bytes. */
-        public Read(boolean fromRead, int base, long offset, int size) { this(fromRead, base, offset, size, false); }
+        /** A read of a kernel value of {@code size} bytes. */
+        public Read(boolean fromRead, int base, long offset, int size) { this(fromRead, base, offset, size, false, false); }
 
-        /** A read of the string at {@code offset} from the base. */
-        public static Read string(boolean fromRead, int base, long offset) { return new Read(fromRead, base, offset, 0, true); }
+        /** A read of the kernel string at {@code offset} from the base. */
+        public static Read string(boolean fromRead, int base, long offset) { return new Read(fromRead, base, offset, 0, true, false); }
     }
 
     /** Bytes of strings a record holds (each with its NUL). */

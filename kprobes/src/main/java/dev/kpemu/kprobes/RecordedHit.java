@@ -34,20 +34,22 @@ public final class RecordedHit {
     }
 
     /**
-     * The read of guest memory the hit's site made of {@code size} bytes at {@code address}
+     * The read of guest memory (kernel, or {@code user}) the hit's site made of {@code size} bytes at {@code address}
      * ({@link RecordedHitHandler#memoryReads}), or -1: none. Every read a site plans was made (a hit
      * whose read failed is not recorded).
      */
-    public int readAt(long address, int size) {
+    public int readAt(long address, int size, boolean user) {
         RecordedProbeHits.Read[] r = reads;
-        for (int j = 0; j < r.length; j++) if (!r[j].string() && r[j].size() == size && record.readAddress(j) == address) return j;
+        for (int j = 0; j < r.length; j++) {
+            if (!r[j].string() && r[j].user() == user && r[j].size() == size && record.readAddress(j) == address) return j;
+        }
         return -1;
     }
 
-    /** The string read the hit's site made at {@code address} ({@link RecordedProbeHits.Read#string}), or -1: none. */
-    public int stringAt(long address) {
+    /** The string read (of kernel, or {@code user} memory) the hit's site made at {@code address} ({@link RecordedProbeHits.Read#string}), or -1: none. */
+    public int stringAt(long address, boolean user) {
         RecordedProbeHits.Read[] r = reads;
-        for (int j = 0; j < r.length; j++) if (r[j].string() && record.readAddress(j) == address) return j;
+        for (int j = 0; j < r.length; j++) if (r[j].string() && r[j].user() == user && record.readAddress(j) == address) return j;
         return -1;
     }
 

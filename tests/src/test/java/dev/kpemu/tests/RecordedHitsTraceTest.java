@@ -24,8 +24,8 @@ import dev.kpemu.machine.Arch;
  * trace lines (context columns, latency column and timestamps included), the same profile counts,
  * console and instruction count, with events that read memory and kretprobes hitting beside them
  * on the Java path, interleaved in order. Events that read kernel memory (fields, dereferences, a
- * bitfield) are recorded too, their reads made at the hit; one whose read faults goes to the Java
- * path, which prints the fault as Linux does.
+ * bitfield, a string; user memory on x86-64) are recorded too, their reads made at the hit; one whose
+ * read faults goes to the Java path, which prints the fault as Linux does.
  */
 @Tag("kernel")
 class RecordedHitsTraceTest {
@@ -43,7 +43,9 @@ class RecordedHitsTraceTest {
             // kernel memory the native code reads at the hit: fields, a dereference, a bitfield, $comm
             "p:kprobes/readfile vfs_read head=+0(%di):x64 flags=+68(%di):x32 ino=+64(+32(%di)):u64 bits=+68(%di):b4@1/32 c=$comm",
             // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
-            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32");
+            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
+            // user memory: a path name's first byte and the name
+            "p:kprobes/getname getname_flags first=+u0(%di):u8 name=+0(%di):ustring");
 
     private static final List<String> ARM64_DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
@@ -55,7 +57,8 @@ class RecordedHitsTraceTest {
             "p:kprobes/queue queue_work_on cpu=%x0:s32",
             "p:kprobes/queueoff __queue_work cpu=%x0:s32",
             "p:kprobes/readfile vfs_read head=+0(%x0):x64 flags=+68(%x0):x32 ino=+64(+32(%x0)):u64 bits=+68(%x0):b4@1/32 c=$comm",
-            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32");
+            "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32",
+            "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring");
 
     private static List<String> definitions(Arch arch) { return arch == Arch.X86_64 ? DEFINITIONS : ARM64_DEFINITIONS; }
 

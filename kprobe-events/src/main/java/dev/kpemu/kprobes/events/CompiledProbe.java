@@ -53,6 +53,8 @@ public final class CompiledProbe {
 
     private final TraceProbe definition;
     private final RegisterSet regs;
+    /** Whether the machine's native code reads user memory at a recorded hit (x86-64's does). */
+    private final boolean nativeUserReads;
     /** A uprobe's program: {@code $stackN} reads the user stack ({@code get_user_stack_nth}). */
     private final boolean user;
     private final FetchProgram[] programs;
@@ -61,9 +63,10 @@ public final class CompiledProbe {
     private final boolean printsSymbols;
     private final boolean readsMemory;
 
-    private CompiledProbe(TraceProbe definition, RegisterSet regs, FetchProgram[] programs, int[] offsets, int fixedSize) {
+    private CompiledProbe(TraceProbe definition, Arch arch, FetchProgram[] programs, int[] offsets, int fixedSize) {
         this.definition = definition;
-        this.regs = regs;
+        this.regs = RegisterSet.of(arch);
+        this.nativeUserReads = arch == Arch.X86_64;
         this.user = definition instanceof UprobeDef;
         this.programs = programs;
         this.offsets = offsets;
@@ -95,7 +98,7 @@ public final class CompiledProbe {
             offsets[i] = size;
             size += a.fieldSize();
         }
-        return new CompiledProbe(def, RegisterSet.of(arch), programs, offsets, size);
+        return new CompiledProbe(def, arch, programs, offsets, size);
     }
 
     public TraceProbe definition() { return definition; }
@@ -124,7 +127,8 @@ public final class CompiledProbe {
      * make there instead ({@link RecordedProbeHits.Read}): when every argument that reads memory is
      * a register ({@code %REG}, or {@code $argN} in a register) followed by dereferences and a store
      * of a number ({@code +8(%di):u32}, {@code +0(+16(%si)):x64}, a bitfield of one) or of a kernel
-     * string ({@code +0(+0(%dx)):string}), no array, no user memory; else null. {@code indexOfSlot} gives a pt_regs slot's index among the
+     * string ({@code +0(+0(%dx)):string}), no array; user memory ({@code +u0(%si):u8},
+     * {@code +0(%si):ustring}) only where the native code reads it (x86-64); else null. {@code indexOfSlot} gives a pt_regs slot's index among the
      * record's registers (negative: not recorded, then null). Empty when nothing is read. The reads
      * are the ones {@link #run} makes, in order, with their sizes: a replay reads each back by its
      * address and size.
@@ -196,20 +200,23 @@ public final class CompiledProbe {
             if (index < 0 || index > 255) return null;
             int base = index, pc = 1;
             boolean fromRead = false;
-            for (; c[pc].op == DEREF; pc++) {
-                if (reads.size() >= RecordedProbeHits.MAX_READS) return null;
-                reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8));
+            for (; c[pc].op == DEREF || c[pc].op == UDEREF; pc++) {
+                boolean user = c[pc].op == UDEREF;
+                if (reads.size() >= RecordedProbeHits.MAX_READS || user && !nativeUserReads) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8, false, user));
                 fromRead = true;
                 base = reads.size() - 1;
             }
             Insn st = c[pc++];
-            if (st.op == ST_MEM) {
+            if (st.op == ST_MEM || st.op == ST_UMEM) {
+                boolean user = st.op == ST_UMEM;
                 if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8) return null;
-                if (reads.size() >= RecordedProbeHits.MAX_READS) return null;
-                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size));
-            } else if (st.op == ST_STRING) {
-                if (reads.size() >= RecordedProbeHits.MAX_READS || c[pc].op != END) return null;
-                reads.add(RecordedProbeHits.Read.string(fromRead, base, st.offset));
+                if (reads.size() >= RecordedProbeHits.MAX_READS || user && !nativeUserReads) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size, false, user));
+            } else if (st.op == ST_STRING || st.op == ST_USTRING) {
+                boolean user = st.op == ST_USTRING;
+                if (reads.size() >= RecordedProbeHits.MAX_READS || c[pc].op != END || user && !nativeUserReads) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, 0, true, user));
                 printable = false;
                 continue;
             } else if (st.op != ST_RAW) {

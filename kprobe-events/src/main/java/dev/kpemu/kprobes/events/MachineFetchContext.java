@@ -318,7 +318,7 @@ public final class MachineFetchContext implements FetchContext {
         if (!kernelAddress(address)) return false;
         if (recorded != null) {
             if (len <= 0) return true;
-            int j = recorded.readAt(address, len);
+            int j = recorded.readAt(address, len, false);
             if (j >= 0) {       // a read the site planned: made at the hit, never failed
                 recorded.read(j, dst, offset);
                 return true;
@@ -334,6 +334,12 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public boolean readUser(long address, byte[] dst, int offset, int len) {
         if (!userRange(address, len)) return false;
+        if (recorded != null && len > 0) {      // a user read the site planned: made at the hit, never failed
+            int j = recorded.readAt(address, len, true);
+            if (j < 0) throw notRecorded("read " + len + " bytes of user memory at 0x" + Long.toHexString(address));
+            recorded.read(j, dst, offset);
+            return true;
+        }
         if (read(address, dst, offset, len, true)) return true;
         UserPages f = notPresent;
         return f != null && f.read(address, dst, offset, len);
@@ -425,7 +431,7 @@ public final class MachineFetchContext implements FetchContext {
             return -1;
         }
         if (recorded != null) {     // a string the site planned: read at the hit, its NUL within the record
-            int j = recorded.stringAt(address);
+            int j = recorded.stringAt(address, false);
             if (j < 0) throw notRecorded("read a string at 0x" + Long.toHexString(address));
             return recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
         }
@@ -435,7 +441,14 @@ public final class MachineFetchContext implements FetchContext {
     @Override
     public int readUserString(long address, byte[] dst, int offset, int max) {
         if (max <= 0) return 0;
-        int n = readString(address, dst, offset, max, true);
+        int n;
+        if (recorded != null) {     // a user string the site planned: read at the hit
+            int j = recorded.stringAt(address, true);
+            if (j < 0) throw notRecorded("read a user string at 0x" + Long.toHexString(address));
+            n = recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
+        } else {
+            n = readString(address, dst, offset, max, true);
+        }
         return n == 1 && emptyUserStringFaults ? 0 : n;
     }
 
