@@ -45,7 +45,9 @@ class RecordedHitsTraceTest {
             // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
             // user memory: a path name's first byte and the name
-            "p:kprobes/getname getname_flags first=+u0(%di):u8 name=+0(%di):ustring");
+            "p:kprobes/getname getname_flags first=+u0(%di):u8 name=+0(%di):ustring",
+            // below the stack pointer: the return address of the ftrace call Linux makes at the site (site + 5)
+            "p:kprobes/pushed security_inode_permission ra=-8(%sp):x64");
 
     private static final List<String> ARM64_DEFINITIONS = List.of(
             "p:kprobes/alloc kmem_cache_alloc s=%x0:x64 flags=%x1:x32",
@@ -88,6 +90,10 @@ class RecordedHitsTraceTest {
         long registerOnly = b.stream().filter(l -> l.matches(".* (alloc|narrow|queue|queueoff|p_security_\\w+): .*")).count();
         long readFile = b.stream().filter(l -> l.contains(" readfile: ")).count();
         assertTrue(readFile > 0 && b.stream().anyMatch(l -> l.contains(" freecpu: ")), "both memory-reading events hit");
+        if (arch == Arch.X86_64) {      // below the stack pointer, recorded or not: the ftrace call's return address, one text address
+            List<String> ra = b.stream().filter(l -> l.contains(" pushed: ")).map(l -> l.replaceAll(".* ra=", "")).distinct().toList();
+            assertTrue(ra.size() == 1 && ra.get(0).startsWith("0xffffffff8"), "the return address of the site's call: " + ra);
+        }
         assertTrue(n > registerOnly, "hits of the event that reads kernel memory recorded natively too: " + n + " recorded, "
                 + registerOnly + " register-only lines, " + readFile + " readfile lines");
         assertEquals(a, b, "trace lines, in order, timestamps included");
