@@ -42,6 +42,7 @@ class RecordedHitsTraceTest {
             "p:kprobes/queueoff __queue_work cpu=%di:s32",
             // kernel memory the native code reads at the hit: fields, a dereference, a bitfield, $comm
             "p:kprobes/readfile vfs_read head=+0(%di):x64 flags=+68(%di):x32 ino=+64(+32(%di)):u64 bits=+68(%di):b4@1/32 c=$comm",
+            "p:kprobes/writefile vfs_write count=$arg3:u64 flags=+68(%di):x32 buf=$arg2:x64",
             // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
             // user memory: a path name's first byte and the name
@@ -59,6 +60,7 @@ class RecordedHitsTraceTest {
             "p:kprobes/queue queue_work_on cpu=%x0:s32",
             "p:kprobes/queueoff __queue_work cpu=%x0:s32",
             "p:kprobes/readfile vfs_read head=+0(%x0):x64 flags=+68(%x0):x32 ino=+64(+32(%x0)):u64 bits=+68(%x0):b4@1/32 c=$comm",
+            "p:kprobes/writefile vfs_write count=$arg3:u64 flags=+68(%x0):x32 buf=$arg2:x64",
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32",
             "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring");
 

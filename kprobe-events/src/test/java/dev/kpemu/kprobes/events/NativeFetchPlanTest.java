@@ -118,6 +118,18 @@ class NativeFetchPlanTest {
 
     @ParameterizedTest
     @EnumSource(Arch.class)
+    void argumentsInRegistersPrintFromTheirRegistersBesideReads(Arch a) throws Exception {
+        RegisterSet rs = RegisterSet.of(a);
+        k.regs[rs.argumentSlot(0)] = KDATA;
+        k.putLong(KDATA + 8, 0x1234);
+        CompiledProbe c = compile(a, "p vfs_read m=+8(%" + r(a, 0) + "):u32 a2=$arg2:x64 a1=$arg1:u64");
+        assertEquals(List.of(new Read(false, rs.argumentSlot(0), 8, 4)), List.of(c.recordedReads(NativeFetchPlanTest::index)));
+        assertArrayEquals(new int[] {CompiledProbe.LINE_READ, 1, 4, rs.argumentSlot(1), 0, 8, rs.argumentSlot(0), 1, 8},
+                c.lineArgs(NativeFetchPlanTest::index));
+    }
+
+    @ParameterizedTest
+    @EnumSource(Arch.class)
     void aKernelStringIsReadNativelyButPrintedByTheJavaSide(Arch a) throws Exception {
         long name = KDATA + 0x200;
         k.regs[slot(a, r(a, 2))] = KDATA;
