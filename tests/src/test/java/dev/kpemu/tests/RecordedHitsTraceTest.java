@@ -47,6 +47,8 @@ class RecordedHitsTraceTest {
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
             // user memory: a path name's first byte and the name
             "p:kprobes/getname getname_flags first=+u0(%di):u8 name=+0(%di):ustring",
+            // user memory printed as numbers: the native code writes the line
+            "p:kprobes/userbytes ksys_write n=%dx first=+u0(%si):u8 two=+u1(%si):x16",
             // below the stack pointer: the return address of the ftrace call Linux makes at the site (site + 5)
             "p:kprobes/pushed security_inode_permission ra=-8(%sp):x64");
 
@@ -62,7 +64,8 @@ class RecordedHitsTraceTest {
             "p:kprobes/readfile vfs_read head=+0(%x0):x64 flags=+68(%x0):x32 ino=+64(+32(%x0)):u64 bits=+68(%x0):b4@1/32 c=$comm",
             "p:kprobes/writefile vfs_write count=$arg3:u64 flags=+68(%x0):x32 buf=$arg2:x64",
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32",
-            "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring");
+            "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring",
+            "p:kprobes/userbytes ksys_write n=%x2 first=+u0(%x1):u8 two=+u1(%x1):x16");
 
     private static List<String> definitions(Arch arch) { return arch == Arch.X86_64 ? DEFINITIONS : ARM64_DEFINITIONS; }
 
@@ -91,7 +94,8 @@ class RecordedHitsTraceTest {
                 "events that read memory and kretprobes trace beside them");
         long registerOnly = b.stream().filter(l -> l.matches(".* (alloc|narrow|queue|queueoff|p_security_\\w+): .*")).count();
         long readFile = b.stream().filter(l -> l.contains(" readfile: ")).count();
-        assertTrue(readFile > 0 && b.stream().anyMatch(l -> l.contains(" freecpu: ")), "both memory-reading events hit");
+        assertTrue(readFile > 0 && b.stream().anyMatch(l -> l.contains(" freecpu: ")) && b.stream().anyMatch(l -> l.contains(" userbytes: ")),
+                "the memory-reading events hit");
         if (arch == Arch.X86_64) {      // below the stack pointer, recorded or not: the ftrace call's return address, one text address
             List<String> ra = b.stream().filter(l -> l.contains(" pushed: ")).map(l -> l.replaceAll(".* ra=", "")).distinct().toList();
             assertTrue(ra.size() == 1 && ra.get(0).startsWith("0xffffffff8"), "the return address of the site's call: " + ra);

@@ -225,8 +225,8 @@ public final class CompiledProbe {
             boolean bitfield = c[pc].op == MOD_BF;
             if (bitfield) pc++;
             if (c[pc].op != END) return null;
-            // the value stored: the read ST_MEM made, or for ST_RAW the last dereference's (the register's without one)
-            int source = st.op == ST_MEM ? LINE_READ + reads.size() - 1 : fromRead ? LINE_READ + base : index;
+            // the value stored: the read ST_MEM or ST_UMEM made, or for ST_RAW the last dereference's (the register's without one)
+            int source = st.op != ST_RAW ? LINE_READ + reads.size() - 1 : fromRead ? LINE_READ + base : index;
             if (bitfield || kind < 0 || a.bitfield() != null || st.size != a.type().size() || source > 255) printable = false;
             else set(line, i, source, kind, st.size);
         }

@@ -181,6 +181,9 @@ class NativeFetchPlanTest {
         assertEquals(List.of(new Read(false, si, 0, 1, false, true), new Read(false, si, 0, 0, true, true), new Read(false, si, 0, 8, false, true),
                 new Read(true, 2, 8, 4, false, true)), List.of(plan));
         assertNull(c.lineArgs(NativeFetchPlanTest::index), "a string prints on the Java side");
+        CompiledProbe n = compile(a, "p vfs_read n=%" + r(a, 2) + ":u64 b=+u0(%" + r(a, 1) + "):u8 w=+u2(%" + r(a, 1) + "):x16");
+        assertArrayEquals(new int[] {slot(a, r(a, 2)), 1, 8, CompiledProbe.LINE_READ, 1, 1, CompiledProbe.LINE_READ + 1, 0, 2},
+                n.lineArgs(NativeFetchPlanTest::index), "user values print from their reads");
     }
 
     @ParameterizedTest
