@@ -23,6 +23,7 @@
 struct arm64_walker {
     const struct kpemu_arm64_svc *s;
     uint64_t sctlr, tcr, ttbr1;
+    struct kpemu_hit_tlb tlb;   /* the pages walked so far in this hit */
 };
 
 static uint64_t read_cp(uc_engine *uc, uint32_t op0, uint32_t op1, uint32_t crn, uint32_t crm, uint32_t op2) {
@@ -42,8 +43,18 @@ static const uint8_t *ram_at(const struct kpemu_arm64_svc *s, uint64_t pa, uint6
 
 /* Arm64PageWalker.translate for an upper-half (TTBR1_EL1) address: the physical address and the
    size of its page or block; 0 when the walk fails. */
+static int walk_upper(const struct arm64_walker *w, uint64_t va, uint64_t *pa, uint64_t *size);
+
+/* walk_upper through the hit's pages walked so far. */
 static int translate_upper(const void *walker, uint64_t va, uint64_t *pa, uint64_t *size) {
-    const struct arm64_walker *w = walker;
+    struct arm64_walker *w = (struct arm64_walker *)walker;
+    if ((w->sctlr & 1) != 0 && kpemu_hit_tlb_find(&w->tlb, va, pa, size)) return 1;
+    if (!walk_upper(w, va, pa, size)) return 0;
+    if ((w->sctlr & 1) != 0) kpemu_hit_tlb_keep(&w->tlb, va, *pa, *size);
+    return 1;
+}
+
+static int walk_upper(const struct arm64_walker *w, uint64_t va, uint64_t *pa, uint64_t *size) {
     if ((w->sctlr & 1) == 0) { *pa = va; *size = PAGE_SIZE; return 1; }
     if (((va >> 55) & 1) == 0) return 0;
     int tsz = (int)((w->tcr >> 16) & 0x3f);

@@ -119,6 +119,35 @@ typedef int (*kpemu_hit_reader)(const void *walker, uint64_t va, uint8_t *out, u
 typedef int (*kpemu_hit_translate)(const void *walker, uint64_t va, uint64_t *pa, uint64_t *page_size);
 typedef int (*kpemu_hit_phys_read)(const void *walker, uint64_t pa, uint8_t *out, uint32_t len);
 
+/* A hit's translations: the pages (or blocks) its page walks found last. The guest runs no
+   instruction during a hit, so its page tables cannot change: the current task, its pid and comm,
+   the per-CPU words and a probe's fields lie on a few pages, each walked once a hit. */
+#define HIT_TLB 4
+struct kpemu_hit_tlb {
+    uint64_t va[HIT_TLB], pa[HIT_TLB], size[HIT_TLB];   /* a page's first address, its physical one, its size */
+    uint32_t used, next;
+};
+
+/* `va`'s physical address and page size from a page this hit walked before; 0: none. */
+static inline int kpemu_hit_tlb_find(const struct kpemu_hit_tlb *t, uint64_t va, uint64_t *pa, uint64_t *size) {
+    for (uint32_t i = 0; i < t->used; i++) {
+        if ((va & ~(t->size[i] - 1)) == t->va[i]) {
+            *pa = t->pa[i] | (va & (t->size[i] - 1));
+            *size = t->size[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Keeps the page a walk found for `va` (its physical address `pa`, its size `size`). */
+static inline void kpemu_hit_tlb_keep(struct kpemu_hit_tlb *t, uint64_t va, uint64_t pa, uint64_t size) {
+    uint32_t i = t->used < HIT_TLB ? t->used++ : t->next++ % HIT_TLB;
+    t->va[i] = va & ~(size - 1);
+    t->pa[i] = pa & ~(size - 1);
+    t->size[i] = size;
+}
+
 /* Reads `len` bytes of guest-virtual `va` page by page; 0 when a page is not mapped or not RAM. */
 static inline int kpemu_hits_read_pages(const void *walker, uint64_t va, uint8_t *out, uint32_t len,
         kpemu_hit_translate translate, kpemu_hit_phys_read phys_read) {

@@ -28,12 +28,22 @@
 
 size_t kpemu_x86_record_hit_size(void) { return sizeof(struct kpemu_probe_hits); }
 
+/* The hit's page tables and the pages walked in them so far (kpemu_hit_tlb). */
+struct hit_walker {
+    struct walker w;
+    struct kpemu_hit_tlb tlb;
+};
+
 static int translate(const void *walker, uint64_t va, uint64_t *pa, uint64_t *page_size) {
-    return kpemu_x86_translate(walker, va, pa, page_size);
+    struct hit_walker *hw = (struct hit_walker *)walker;
+    if (kpemu_hit_tlb_find(&hw->tlb, va, pa, page_size)) return 1;
+    if (!kpemu_x86_translate(&hw->w, va, pa, page_size)) return 0;
+    kpemu_hit_tlb_keep(&hw->tlb, va, *pa, *page_size);
+    return 1;
 }
 
 static int phys_read(const void *walker, uint64_t pa, uint8_t *out, uint32_t len) {
-    return kpemu_x86_phys_read(walker, pa, out, len, 1);
+    return kpemu_x86_phys_read(&((const struct hit_walker *)walker)->w, pa, out, len, 1);
 }
 
 /* Reads `len` bytes of guest-virtual `va` (kernel addresses, RAM only); 0 when the host's read would fail. */
@@ -56,15 +66,15 @@ static int read_user(const void *walker, uint64_t va, uint8_t *out, uint32_t len
  * below: nothing written, as the host. 0 when the host must write it (a slot across pages, guarded
  * memory, not RAM): the hit is then the host's.
  */
-static int ftrace_call_pushed(uc_engine *uc, struct kpemu_x86_exception *s, const struct walker *w, uint64_t site) {
+static int ftrace_call_pushed(uc_engine *uc, struct kpemu_x86_exception *s, struct hit_walker *w, uint64_t site) {
     uint64_t rsp = 0, pa, size, value = site + 5;
     if (uc_reg_read(uc, UC_X86_REG_RSP, &rsp) != UC_ERR_OK) return 0;
     uint64_t va = rsp - 8;
-    if (!kpemu_x86_translate(w, va, &pa, &size)) return 1;
+    if (!translate(w, va, &pa, &size)) return 1;
     if ((va & (size - 1)) > size - 8) return 0;
     if (pa + 8 > s->frame_low && pa < s->frame_high) return 0;
     uint8_t probe[8];
-    if (!kpemu_x86_phys_read(w, pa, probe, 8, 1)) return 0;
+    if (!phys_read(w, pa, probe, 8)) return 0;
     return uc_mem_write(uc, pa, &value, 8) == UC_ERR_OK;
 }
 
@@ -77,8 +87,9 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     if (site < 0) return 0;
     uint64_t *regs = kpemu_hits_read_registers(uc, h);
     if (regs == NULL || (regs[h->mode_index] & 3) != 0) return 0;   /* user mode: the host's */
-    struct walker w;
-    kpemu_x86_walker_now(uc, s, &w);
+    struct hit_walker w;
+    kpemu_x86_walker_now(uc, s, &w.w);
+    w.tlb.used = w.tlb.next = 0;
     if (kpemu_hits_site_has_reads(h, (uint32_t)site) && !ftrace_call_pushed(uc, s, &w, rip - 1)) return 0;
     if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, read_user, &w)) return 0;
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
