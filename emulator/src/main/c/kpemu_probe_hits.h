@@ -325,14 +325,14 @@ static inline uint32_t kpemu_hits_read_string(const void *walker, uint64_t va, u
 
 /* Whether the site at slot `site` has planned reads. */
 static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, uint32_t site) {
-    return h->nreads != 0 && h->site_reads != NULL && h->site_reads[site] >= 0;
+    return h->site_reads != NULL && h->site_reads[site] >= 0;
 }
 
 /* The site's planned reads into the read slots of the record whose registers are `regs`; 0 when
    one fails (the hit is then the host's: nothing of the record counts until kpemu_hits_resume). */
 static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t site,
         kpemu_hit_reader kernel, kpemu_hit_reader user, const void *walker) {
-    if (h->nreads == 0 || h->site_reads == NULL) return 1;
+    if (h->site_reads == NULL) return 1;
     uint8_t *slots = (uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords;
     int32_t at = h->site_reads[site];
     if (at < 0) return 1;

@@ -155,7 +155,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
             stringBytes = area;
             layRing();
         }
-        if (most == 0) return;
+        if (most == 0 || nregs == 0) return;     // no reads, or nothing captured yet: no site is recorded
         java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
         int[] at = new int[readsOfSite.length];
         for (int i = 0; i < readsOfSite.length; i++) {
