@@ -52,7 +52,6 @@
 #define LINE_HEX 0
 #define LINE_UNSIGNED 1
 #define LINE_SIGNED 2
-#define SITE_READS_MAX 8
 #define LINE_READ 128 /* a line argument's index at or past this: the value of site read (index - LINE_READ) */
 #define BASE_READ_REGISTER 0
 #define BASE_READ_VALUE 1

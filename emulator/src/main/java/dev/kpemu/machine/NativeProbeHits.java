@@ -175,10 +175,10 @@ public final class NativeProbeHits implements RecordedProbeHits {
             }
         }
         byte[] bytes = blob.toByteArray();
-        readPlans = arena.allocate(Math.max(16, bytes.length), 8);
+        if (readPlans == null || readPlans.byteSize() < bytes.length) readPlans = arena.allocate(Math.max(256, bytes.length), 8);
         MemorySegment.copy(MemorySegment.ofArray(bytes), 0, readPlans, 0, bytes.length);
         int slots = siteOfSlot.length;
-        siteReadsOfSlot = arena.allocate(4L * Math.max(16, slots), 4);
+        if (siteReadsOfSlot == null || siteReadsOfSlot.byteSize() < 4L * slots) siteReadsOfSlot = arena.allocate(4L * Math.max(16, slots), 4);
         for (int i = 0; i < slots; i++) {
             long key = keys.get(JAVA_LONG, 8L * i);
             siteReadsOfSlot.set(JAVA_INT, 4L * i, key == 0 ? -1 : at[siteOfSlot[i]]);
@@ -383,15 +383,18 @@ public final class NativeProbeHits implements RecordedProbeHits {
             for (int i = 0; i < size; i++) dst[offset + i] = (byte) ((i < 8 ? lo : hi) >>> (8 * (i & 7)));
         }
 
-        @Override public long readAddress(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j]; }
+        /** Where the record's read slots start in {@link #copied}; its string area follows them. */
+        private int reads() { return at + 2 + nregs + 2 * nwords; }
 
-        @Override public long readValue(int j) { return copied[at + 2 + nregs + 2 * nwords + 2 * j + 1]; }
+        @Override public long readAddress(int j) { return copied[reads() + 2 * j]; }
+
+        @Override public long readValue(int j) { return copied[reads() + 2 * j + 1]; }
 
         @Override public int stringLength(int j) { return (int) (readValue(j) >>> 32); }
 
         @Override
         public void stringBytes(int j, byte[] dst, int offset, int n) {
-            int first = (int) readValue(j), area = at + 2 + nregs + 2 * nwords + 2 * nreads;
+            int first = (int) readValue(j), area = reads() + 2 * nreads;
             for (int i = 0; i < n; i++) {
                 int b = first + i;
                 dst[offset + i] = (byte) (copied[area + (b >>> 3)] >>> (8 * (b & 7)));

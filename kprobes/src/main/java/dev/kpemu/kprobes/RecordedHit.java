@@ -17,8 +17,7 @@ public final class RecordedHit {
     private final RecordedProbeHits.Word[] words;
     private RecordedProbeHits.Record record;
     /** The reads of the hit's site ({@link RecordedHitHandler#memoryReads}), empty: none. */
-    private RecordedProbeHits.Read[] reads = NO_READS;
-    private static final RecordedProbeHits.Read[] NO_READS = new RecordedProbeHits.Read[0];
+    private RecordedProbeHits.Read[] reads = RecordedHitHandler.NO_READS;
 
     RecordedHit(Machine machine, LiveRegs live, String[] names, int[] ids, Regs.Entry entry, RecordedProbeHits.Word[] words) {
         this.machine = machine;
@@ -28,7 +27,7 @@ public final class RecordedHit {
 
     RecordedHit at(RecordedProbeHits.Record r, RecordedProbeHits.Read[] siteReads) {
         this.record = r;
-        this.reads = siteReads == null ? NO_READS : siteReads;
+        this.reads = siteReads == null ? RecordedHitHandler.NO_READS : siteReads;
         regs.at(r);
         return this;
     }

@@ -170,6 +170,7 @@ public final class CompiledProbe {
         int[] line = new int[3 * args.length];
         boolean printable = true;
         for (int i = 0; i < programs.length; i++) {
+            if (reads.size() > RecordedProbeHits.MAX_READS) return null;     // more than a record holds (checked per argument: a read's base stays small)
             Insn[] c = programs[i].code;
             FetchArg a = args[i];
             boolean any = false;
@@ -202,7 +203,7 @@ public final class CompiledProbe {
             boolean fromRead = false;
             for (; c[pc].op == DEREF || c[pc].op == UDEREF; pc++) {
                 boolean user = c[pc].op == UDEREF;
-                if (reads.size() >= RecordedProbeHits.MAX_READS || user && !nativeUserReads) return null;
+                if (user && !nativeUserReads) return null;
                 reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8, false, user));
                 fromRead = true;
                 base = reads.size() - 1;
@@ -210,12 +211,11 @@ public final class CompiledProbe {
             Insn st = c[pc++];
             if (st.op == ST_MEM || st.op == ST_UMEM) {
                 boolean user = st.op == ST_UMEM;
-                if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8) return null;
-                if (reads.size() >= RecordedProbeHits.MAX_READS || user && !nativeUserReads) return null;
+                if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8 || user && !nativeUserReads) return null;
                 reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size, false, user));
             } else if (st.op == ST_STRING || st.op == ST_USTRING) {
                 boolean user = st.op == ST_USTRING;
-                if (reads.size() >= RecordedProbeHits.MAX_READS || c[pc].op != END || user && !nativeUserReads) return null;
+                if (c[pc].op != END || user && !nativeUserReads) return null;
                 reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, 0, true, user));
                 printable = false;
                 continue;
@@ -230,6 +230,7 @@ public final class CompiledProbe {
             if (bitfield || kind < 0 || a.bitfield() != null || st.size != a.type().size() || source > 255) printable = false;
             else set(line, i, source, kind, st.size);
         }
+        if (reads.size() > RecordedProbeHits.MAX_READS) return null;
         return new NativePlan(reads.toArray(new RecordedProbeHits.Read[0]), printable ? line : null);
     }
 

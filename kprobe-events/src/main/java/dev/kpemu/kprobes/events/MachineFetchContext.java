@@ -430,29 +430,25 @@ public final class MachineFetchContext implements FetchContext {
             dst[offset] = 0;
             return -1;
         }
-        if (recorded != null) {     // a string the site planned: read at the hit, its NUL within the record
-            int j = recorded.stringAt(address, false);
-            if (j < 0) throw notRecorded("read a string at 0x" + Long.toHexString(address));
-            return recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
-        }
+        if (recorded != null) return recordedString(address, false, dst, offset, max);
         return readString(address, dst, offset, max, false);
     }
 
     @Override
     public int readUserString(long address, byte[] dst, int offset, int max) {
         if (max <= 0) return 0;
-        int n;
-        if (recorded != null) {     // a user string the site planned: read at the hit
-            int j = recorded.stringAt(address, true);
-            if (j < 0) throw notRecorded("read a user string at 0x" + Long.toHexString(address));
-            n = recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
-        } else {
-            n = readString(address, dst, offset, max, true);
-        }
+        int n = recorded != null ? recordedString(address, true, dst, offset, max) : readString(address, dst, offset, max, true);
         return n == 1 && emptyUserStringFaults ? 0 : n;
     }
 
     private boolean emptyUserStringFaults;
+
+    /** A string (kernel, or {@code user}) the recorded hit's site planned: read at the hit, its NUL within the record. */
+    private int recordedString(long address, boolean user, byte[] dst, int offset, int max) {
+        int j = recorded.stringAt(address, user);
+        if (j < 0) throw notRecorded("read a " + (user ? "user " : "") + "string at 0x" + Long.toHexString(address));
+        return recorded.string(j, dst, offset, Math.min(max, dst.length - offset));
+    }
 
     /**
      * Whether {@link #readUserString} returns 0 for an empty string, as
