@@ -14,8 +14,10 @@
  * Lines (kpemu_hits_format): a site the host gives a line format gets its record's trace line
  * written here too, into `line_buf`, when the record's context (its words, their read flags, its
  * interrupt state and the format's class) is one the host has formatted before and handed over
- * (`contexts`: the context columns are a function of those alone). The line is the host's bytes:
- * the columns, the timestamp of the live guest time at the hit (`live`: the instruction clock's
+ * (`contexts`: the context columns are a function of those alone; a context the host marks
+ * `task_columns` leaves the task out: its key is the words after the task, pid and comm, and the
+ * task's columns are written here from those three words, so a new task in a known state needs no
+ * host). The line is the host's bytes: the columns, the timestamp of the live guest time at the hit (`live`: the instruction clock's
  * instr_offset, idle_nanos and nanos_per_instr, VirtualClock.liveNanos's arithmetic), the head and
  * the arguments, each a captured register printed as hex, unsigned or signed decimal of its size.
  * A record whose context is not a known one gets its line without the columns (bit 63 of its
@@ -52,6 +54,8 @@
 #define LINE_HEX 0
 #define LINE_UNSIGNED 1
 #define LINE_SIGNED 2
+#define LINE_TASK_WORDS 3 /* a task_columns context: words 0, 1, 2 are the task, its pid (4 bytes) and its comm (16 bytes) */
+#define LINE_TASK_COLUMNS_MAX 28
 #define LINE_READ 128 /* a line argument's index at or past this: the value of site read (index - LINE_READ) */
 #define BASE_READ_REGISTER 0
 #define BASE_READ_VALUE 1
@@ -63,7 +67,9 @@ struct kpemu_line_context {
     uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
     uint32_t irqs_off, ok;     /* the interrupt state; the words' read flags */
     uint64_t words[2 * HIT_WORDS];
-    uint32_t len, pad;         /* bytes of columns */
+    uint32_t len;              /* bytes of columns */
+    uint32_t task_columns;     /* nonzero: the key is the words after the task's (LINE_TASK_WORDS) and their read flags,
+                                  and the columns follow the task's, written here from those words (kpemu_line_task) */
     uint8_t columns[LINE_COLUMNS_MAX];
 };
 
@@ -207,6 +213,36 @@ static inline uint8_t *kpemu_line_fill(uint8_t *o, uint8_t c, int32_t n) {
 }
 
 /*
+ * The task's columns ("%16s-%-7d ": its comm right-aligned in 16, "<idle>" for pid 0, a dash, its
+ * pid left-aligned in 7, a space) into `o` from the record's words (read flags `ok`) as the host
+ * writes them; NULL when the host must: a word not read, no task, a negative pid, or a comm byte
+ * outside printable ASCII.
+ */
+static inline uint8_t *kpemu_line_task(uint8_t *o, const uint8_t *words, uint32_t ok) {
+    const uint32_t all = (1u << LINE_TASK_WORDS) - 1;
+    if ((ok & all) != all) return NULL;
+    uint64_t task;
+    int32_t pid;
+    memcpy(&task, words, 8);
+    memcpy(&pid, words + 16, 4);
+    if (task == 0 || pid < 0) return NULL;
+    const uint8_t *name = (const uint8_t *)"<idle>";
+    uint32_t n = 6;
+    if (pid != 0) {
+        name = words + 32;
+        for (n = 0; n < 15 && name[n] != 0; n++) if (name[n] < 0x20 || name[n] > 0x7e) return NULL;
+    }
+    o = kpemu_line_fill(o, ' ', 16 - (int32_t)n);
+    memcpy(o, name, n);
+    o += n;
+    *o++ = '-';
+    o = kpemu_line_unsigned(o, (uint64_t)pid);
+    o = kpemu_line_fill(o, ' ', 7 - (int32_t)kpemu_line_digits((uint64_t)pid));
+    *o++ = ' ';
+    return o;
+}
+
+/*
  * The trace line of the record at ring index `index` whose registers are `regs` (site slot
  * `slot`), when the site has a format and the record's context is a known one; else none. A
  * format: u16 class, u8 index of the interrupt flags' register, u8 1 when the flag set means
@@ -227,17 +263,33 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     uint32_t ok;
     memcpy(&ok, rec + 4, 4);
     const uint8_t *words = (const uint8_t *)(regs + h->nregs);
+    uint8_t task[LINE_TASK_COLUMNS_MAX];
+    uint32_t task_len = 0;
+    int task_known = -1;        /* whether the task's columns can be written here: found out at the first context that needs them */
     const struct kpemu_line_context *c = NULL;
     for (uint32_t k = 0; k < LINE_CONTEXTS; k++) {
         uint32_t i = (h->last_context + k) % LINE_CONTEXTS;
         const struct kpemu_line_context *e = &h->contexts[i];
-        if (e->valid && e->cls == cls && e->irqs_off == irqs_off && e->ok == ok
-                && memcmp(e->words, words, 16 * (size_t)h->nwords) == 0) {
-            c = e;
-            h->last_context = i;
-            break;
+        if (!e->valid || e->cls != cls || e->irqs_off != irqs_off) continue;
+        if (e->task_columns) {
+            if (h->nwords < LINE_TASK_WORDS || (e->ok ^ ok) >> LINE_TASK_WORDS != 0
+                    || memcmp(e->words + 2 * LINE_TASK_WORDS, words + 16 * LINE_TASK_WORDS, 16 * (size_t)(h->nwords - LINE_TASK_WORDS)) != 0) {
+                continue;
+            }
+            if (task_known < 0) {
+                uint8_t *end = kpemu_line_task(task, words, ok);
+                task_known = end != NULL;
+                task_len = end != NULL ? (uint32_t)(end - task) : 0;
+            }
+            if (!task_known) continue;
+        } else if (e->ok != ok || memcmp(e->words, words, 16 * (size_t)h->nwords) != 0) {
+            continue;
         }
+        c = e;
+        h->last_context = i;
+        break;
     }
+    if (c != NULL && !c->task_columns) task_len = 0;
     uint64_t executed;
     memcpy(&executed, rec + 8, 8);
     double npi;
@@ -248,7 +300,7 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     const uint8_t *head = f + 10, *a = head + head_len;
     uint32_t nargs = *a++;
     uint32_t columns_len = c != NULL ? c->len : 0;
-    size_t need = columns_len + 48 + head_len;
+    size_t need = task_len + columns_len + 48 + head_len;
     const uint8_t *scan = a;
     for (uint32_t i = 0; i < nargs; i++) {
         need += scan[0] + 24;
@@ -256,6 +308,8 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     }
     if (h->line_used + need > h->line_capacity) return;
     uint8_t *start = h->line_buf + h->line_used, *o = start;
+    memcpy(o, task, task_len);
+    o += task_len;
     if (c != NULL) memcpy(o, c->columns, columns_len);
     o += columns_len;
     uint64_t t = (uint64_t)nanos / 1000, seconds = t / 1000000, micros = t - seconds * 1000000;

@@ -24,7 +24,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
             LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
             NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392;
     // struct kpemu_line_context's fields
-    private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_COLUMNS = 152;
+    private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_TASK_COLUMNS = 148, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
     static final int LINE_CONTEXTS = 32, LINE_COLUMNS_MAX = 64;
     /** Bytes of lines the ring's records may take (a record whose line does not fit gets none). */
@@ -269,14 +269,16 @@ public final class NativeProbeHits implements RecordedProbeHits {
      * A context whose columns the host has formatted, kept in the C code's {@code slot}: a record
      * whose words and read flags are {@code key} ({@link Record#copyWords}), with interrupts
      * {@code irqsOff}, of a format of class {@code cls} gets {@code columns} (longer than the C
-     * code keeps: the slot is emptied).
+     * code keeps: the slot is emptied); with {@code taskColumns}, after the task's columns the C
+     * code writes ({@link RecordedProbeHits#lineContext}).
      */
     @Override
-    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns, boolean taskColumns) {
         if (closed || state.get(JAVA_INT, LINES_ON) == 0 || slot < 0 || slot >= LINE_CONTEXTS) return;
         long e = CONTEXTS + CONTEXT_SIZE * (long) slot;
         state.set(JAVA_INT, e + CTX_VALID, 0);
-        if (columns.length > LINE_COLUMNS_MAX || key.length != 2 * nwords + 1) return;
+        if (columns.length > LINE_COLUMNS_MAX || key.length != 2 * nwords + 1 || (taskColumns && nwords < TASK_WORDS)) return;
+        state.set(JAVA_INT, e + CTX_TASK_COLUMNS, taskColumns ? 1 : 0);
         state.set(JAVA_INT, e + CTX_CLS, cls);
         state.set(JAVA_INT, e + CTX_IRQS_OFF, irqsOff ? 1 : 0);
         state.set(JAVA_INT, e + CTX_OK, (int) key[2 * nwords]);

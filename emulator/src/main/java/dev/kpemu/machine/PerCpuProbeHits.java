@@ -75,9 +75,9 @@ final class PerCpuProbeHits implements RecordedProbeHits {
     }
 
     @Override
-    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+    public void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns, boolean taskColumns) {
         NativeProbeHits r = mine();
-        if (r != null) r.lineContext(slot, key, irqsOff, cls, columns);
+        if (r != null) r.lineContext(slot, key, irqsOff, cls, columns, taskColumns);
     }
 
     @Override public long linesFormatted() { return sum(NativeProbeHits::linesFormatted); }

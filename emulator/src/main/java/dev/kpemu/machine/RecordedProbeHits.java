@@ -152,9 +152,16 @@ public interface RecordedProbeHits {
      * The context columns {@code columns} of hits whose words are {@code key} ({@link Record#copyWords}),
      * interrupt state {@code irqsOff} and format class {@code cls}, kept in the native code's
      * {@code slot} (0 to 31, replacing what it held): the native code may format their lines (the
-     * current vCPU's).
+     * current vCPU's). With {@code taskColumns}, words 0, 1 and 2 are the current task, its pid (4
+     * bytes) and its comm ({@link #TASK_WORDS}): the context is every hit whose other words and read
+     * flags are {@code key}'s, whatever its task, and {@code columns} are those after the task's,
+     * which the native code writes itself ({@code "%16s-%-7d "} of the comm, {@code <idle>} for pid
+     * 0, and the pid; a hit whose task it cannot write so gets no columns).
      */
-    default void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {}
+    default void lineContext(int slot, long[] key, boolean irqsOff, int cls, byte[] columns, boolean taskColumns) {}
+
+    /** The words a context with task columns leaves out of its key ({@link #lineContext}): the task, its pid and its comm. */
+    int TASK_WORDS = 3;
 
     /** Lines the native code has formatted so far ({@link #lineFormats}). */
     default long linesFormatted() { return 0; }

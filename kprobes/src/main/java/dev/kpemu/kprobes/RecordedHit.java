@@ -134,12 +134,14 @@ public final class RecordedHit {
      * Tells the native code, in its context {@code slot} (0 to 31), the context columns of hits like
      * this one: those whose words are {@code key} ({@link #copyWords}), with interrupts
      * {@code irqsOff}, of a line format of class {@code cls} ({@link RecordedHitHandler#lineFormat}),
-     * get {@code columns}. Returns {@link #lineGeneration()}.
+     * get {@code columns}; with {@code taskColumns}, hits of any task in that state get the task's
+     * columns written by the native code, then {@code columns} ({@link RecordedProbeHits#lineContext}).
+     * Returns {@link #lineGeneration()}.
      */
-    public long keepColumns(int slot, long[] key, boolean irqsOff, int cls, byte[] columns) {
+    public long keepColumns(int slot, long[] key, boolean irqsOff, int cls, byte[] columns, boolean taskColumns) {
         RecordedProbeHits h = machine.recordedProbeHits();
         if (h == null) return 0;
-        h.lineContext(slot, key, irqsOff, cls, columns);
+        h.lineContext(slot, key, irqsOff, cls, columns, taskColumns);
         return h.lineGeneration();
     }
 

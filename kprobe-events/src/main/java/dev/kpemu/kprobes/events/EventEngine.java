@@ -311,7 +311,7 @@ public final class EventEngine implements AutoCloseable {
     private LongSupplier clock;
     private int nextId = DEFAULT_FIRST_EVENT_ID;
     private boolean anyEventCreated;
-    private long recorded, dropped;
+    private long recorded, dropped, linesWithoutColumns;
 
     // ------------------------------------------------------------------ hits recorded natively
 
@@ -353,7 +353,7 @@ public final class EventEngine implements AutoCloseable {
     /** The line of an event handed over as one (the emulating thread's). */
     private final LineBytes line = new LineBytes(256);
     /** The context columns of the last line handed over, and what made them (most hits come from the task, CPU and state of the hit before). */
-    private byte[] lineColumns;
+    private byte[] lineColumns, lineStateColumns;
     private String lineComm, lineLatency;
     private int linePid = -1, lineCpu = -1;
     /**
@@ -364,6 +364,8 @@ public final class EventEngine implements AutoCloseable {
      */
     private static final int CONTEXTS = 32;
     private final byte[][] contextColumns = new byte[CONTEXTS][];
+    /** Each context's columns after the task's ({@link #lineStateColumns}): what the native code is told. */
+    private final byte[][] contextStateColumns = new byte[CONTEXTS][];
     private final long[][] contextKeys = new long[CONTEXTS][];
     private final boolean[] contextIrqsOff = new boolean[CONTEXTS];
     private final int[] contextCpu = new int[CONTEXTS], contextOps = new int[CONTEXTS];
@@ -401,6 +403,7 @@ public final class EventEngine implements AutoCloseable {
             }
             l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.pidOffset(), 4));
             l.add(new RecordedProbeHits.Word(RecordedProbeHits.Base.TASK, task.commOffset(), TaskLayout.COMM_LEN));
+            // the task, its pid and its comm first: the native code writes a line's task columns from them (RecordedProbeHits.TASK_WORDS)
             if (latency != null) l.addAll(latency.recordedWords());
             w = l.toArray(new RecordedProbeHits.Word[0]);
         }
@@ -1166,6 +1169,12 @@ public final class EventEngine implements AutoCloseable {
     /** Hits whose record exceeded the ring buffer's page and were lost. */
     public long dropped() { return dropped; }
 
+    /**
+     * Lines of recorded hits that the native code wrote without their context columns (a state it
+     * had not been told yet: {@link #lineFormat}), to which this engine put its own in front.
+     */
+    public long recordedLinesWithoutColumns() { return linesWithoutColumns; }
+
     // ------------------------------------------------------------------ records
 
     /** The latency column when the kernel's state for it cannot be read: only the irqs-off flag ({@link TraceContext#latency}). */
@@ -1299,6 +1308,7 @@ public final class EventEngine implements AutoCloseable {
         String comm = commColumn(pid), lat = latencyColumn(path, ops);
         if (comm != lineComm || pid != linePid || cpu != lineCpu || lat != lineLatency) {
             lineColumns = TraceFormatter.appendContextColumns(new LineBytes(48), comm, pid, null, cpu, lat).toByteArray();
+            if (lineStateColumns == null || cpu != lineCpu || lat != lineLatency) lineStateColumns = TraceFormatter.appendStateColumns(new LineBytes(24), cpu, lat).toByteArray();
             lineComm = comm;
             linePid = pid;
             lineCpu = cpu;
@@ -1322,6 +1332,7 @@ public final class EventEngine implements AutoCloseable {
         if (takers.length == 0 && out == null) return true;
         byte[] columns = null;
         if (hit.lineWithoutColumns()) {       // a context the native code was not told yet: the columns as emit makes them
+            linesWithoutColumns++;
             ctx.beginRecorded(hit);
             LatencyPaths.Path path = entryPath(p, hit.regs());
             columns = recordedColumns(hit, machine.cpu(), path, ftraceOps(p, path));
@@ -1424,6 +1435,7 @@ public final class EventEngine implements AutoCloseable {
         contextPath[i] = path;
         contextOps[i] = ops;
         contextColumns[i] = lineColumns(cpu, path, ops);
+        contextStateColumns[i] = lineStateColumns;
         contextClass[i] = lineClass(path, ops);
         contextTold[i] = -1;   // not told yet (generations count from 1)
         return toldColumns(i, hit);
@@ -1432,11 +1444,12 @@ public final class EventEngine implements AutoCloseable {
     /**
      * Context {@code i}'s columns; when the native code wrote {@code hit}'s line without them, told
      * to it first (its context {@code i}) unless told since it last forgot: it then writes the
-     * columns of later hits in that context itself ({@link #lineFormat}).
+     * columns of later hits in that state itself, of any task ({@link #lineFormat}; the words begin
+     * with the task's three, {@link #updateRecordedWords}, whose columns the native code writes).
      */
     private byte[] toldColumns(int i, RecordedHit hit) {
         if (hit.lineWithoutColumns() && contextTold[i] != hit.lineGeneration()) {
-            contextTold[i] = hit.keepColumns(i, contextKeys[i], contextIrqsOff[i], contextClass[i], contextColumns[i]);
+            contextTold[i] = hit.keepColumns(i, contextKeys[i], contextIrqsOff[i], contextClass[i], contextStateColumns[i], true);
         }
         return contextColumns[i];
     }

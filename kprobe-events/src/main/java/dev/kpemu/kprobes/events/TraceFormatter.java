@@ -56,8 +56,7 @@ public final class TraceFormatter {
             // what the padding below does not cover: negative numbers, as %d prints them
             b.text(String.format("%16s-%-7d ", comm, pid));
             if (tgid != null) b.text(tgid == 0 ? "(-------) " : String.format("(%7d) ", tgid));
-            b.text(String.format("[%03d] ", cpu));
-            return b.text(latency);
+            return appendStateColumns(b, cpu, latency);
         }
         // "%16s-%-7d [%03d] LAT" written out (a trace line is formatted per event; Formatter parses the
         // pattern each time), the numbers written in place: no string per number
@@ -68,7 +67,13 @@ public final class TraceFormatter {
             if (tgid == 0) b.text("(-------) ");
             else b.ascii('(').fill(' ', 7 - LineBytes.digits(tgid)).decimal(tgid).ascii(')').ascii(' ');
         }
-        b.ascii('[').fill('0', 3 - LineBytes.digits(cpu)).decimal(cpu).ascii(']').ascii(' ');
+        return appendStateColumns(b, cpu, latency);
+    }
+
+    /** The columns after the task's (and the tgid's): {@code "[%03d] LLLLL"}. */
+    public static LineBytes appendStateColumns(LineBytes b, int cpu, String latency) {
+        if (cpu < 0) b.text(String.format("[%03d] ", cpu));
+        else b.ascii('[').fill('0', 3 - LineBytes.digits(cpu)).decimal(cpu).ascii(']').ascii(' ');
         return b.text(latency);
     }
 
