@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * {@code natives/lib} in the cache ({@link #cacheDirectory()}: in a checkout its {@code .cache}),
  * then the libraries this jar carries for the host arch ({@link #BUNDLED}), unpacked once into
  * {@code <cache>/natives/bundled-<hash>} and checked against the SHA-256 recorded at build time,
- * then, in a checkout, {@code scripts/fetch-natives.sh}.
+ * then, in a checkout, {@code scripts/fetch-natives.sh}, which also builds the cache's instruction
+ * clock again when the checkout's C sources are newer than it ({@link #clockStale}).
  */
 public final class NativeLibraries {
     public static final String UNICORN = "libunicorn.so.2";
@@ -66,7 +67,7 @@ public final class NativeLibraries {
         Path root = repositoryRoot();
         Path cache = cacheDirectory(root);
         Path lib = cache.resolve("natives").resolve("lib");
-        if (complete(lib)) {
+        if (complete(lib) && (root == null || !clockStale(root, lib))) {
             return directory = lib;
         }
         Map<String, String> bundled = bundledManifest();
@@ -130,6 +131,32 @@ public final class NativeLibraries {
             if (eq > 0) m.put(line.substring(0, eq).strip(), line.substring(eq + 1).strip());
         }
         return m;
+    }
+
+    /** Where the C sources of {@link #CLOCK} are in a checkout. */
+    static final String CLOCK_SOURCES = "emulator/src/main/c";
+
+    /**
+     * Whether checkout {@code root}'s C sources of {@link #CLOCK} changed after {@code lib}'s copy was
+     * built (a source newer than it, the fetch script's rule): a program with only kpemu's jars finds
+     * the natives of the checkout they were built in, whose hook library may be older than the jars
+     * ({@code scripts/fetch-natives.sh} then builds it again).
+     */
+    static boolean clockStale(Path root, Path lib) {
+        Path src = root.resolve(CLOCK_SOURCES);
+        if (!Files.isDirectory(src)) return false;
+        try (var files = Files.list(src)) {
+            java.nio.file.attribute.FileTime built = Files.getLastModifiedTime(lib.resolve(CLOCK));
+            return files.filter(f -> f.toString().endsWith(".c") || f.toString().endsWith(".h")).anyMatch(f -> {
+                try {
+                    return Files.getLastModifiedTime(f).compareTo(built) > 0;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static boolean complete(Path lib) {
