@@ -53,8 +53,6 @@ public final class CompiledProbe {
 
     private final TraceProbe definition;
     private final RegisterSet regs;
-    /** Whether the machine's native code reads user memory at a recorded hit (x86-64's does). */
-    private final boolean nativeUserReads;
     /** A uprobe's program: {@code $stackN} reads the user stack ({@code get_user_stack_nth}). */
     private final boolean user;
     private final FetchProgram[] programs;
@@ -66,7 +64,6 @@ public final class CompiledProbe {
     private CompiledProbe(TraceProbe definition, Arch arch, FetchProgram[] programs, int[] offsets, int fixedSize) {
         this.definition = definition;
         this.regs = RegisterSet.of(arch);
-        this.nativeUserReads = arch == Arch.X86_64;
         this.user = definition instanceof UprobeDef;
         this.programs = programs;
         this.offsets = offsets;
@@ -128,7 +125,7 @@ public final class CompiledProbe {
      * a register ({@code %REG}, or {@code $argN} in a register) followed by dereferences and a store
      * of a number ({@code +8(%di):u32}, {@code +0(+16(%si)):x64}, a bitfield of one) or of a kernel
      * string ({@code +0(+0(%dx)):string}), no array; user memory ({@code +u0(%si):u8},
-     * {@code +0(%si):ustring}) only where the native code reads it (x86-64); else null. {@code indexOfSlot} gives a pt_regs slot's index among the
+     * {@code +0(%si):ustring}) too; else null. {@code indexOfSlot} gives a pt_regs slot's index among the
      * record's registers (negative: not recorded, then null). Empty when nothing is read. The reads
      * are the ones {@link #run} makes, in order, with their sizes: a replay reads each back by its
      * address and size.
@@ -202,21 +199,17 @@ public final class CompiledProbe {
             int base = index, pc = 1;
             boolean fromRead = false;
             for (; c[pc].op == DEREF || c[pc].op == UDEREF; pc++) {
-                boolean user = c[pc].op == UDEREF;
-                if (user && !nativeUserReads) return null;
-                reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8, false, user));
+                reads.add(new RecordedProbeHits.Read(fromRead, base, c[pc].offset, 8, false, c[pc].op == UDEREF));
                 fromRead = true;
                 base = reads.size() - 1;
             }
             Insn st = c[pc++];
             if (st.op == ST_MEM || st.op == ST_UMEM) {
-                boolean user = st.op == ST_UMEM;
-                if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8 || user && !nativeUserReads) return null;
-                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size, false, user));
+                if (st.size != 1 && st.size != 2 && st.size != 4 && st.size != 8) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, st.size, false, st.op == ST_UMEM));
             } else if (st.op == ST_STRING || st.op == ST_USTRING) {
-                boolean user = st.op == ST_USTRING;
-                if (c[pc].op != END || user && !nativeUserReads) return null;
-                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, 0, true, user));
+                if (c[pc].op != END) return null;
+                reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, 0, true, st.op == ST_USTRING));
                 printable = false;
                 continue;
             } else if (st.op != ST_RAW) {
