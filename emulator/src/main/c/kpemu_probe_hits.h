@@ -114,6 +114,10 @@ struct kpemu_probe_hits {
     const uint8_t *read_plans;
     uint32_t string_bytes;     /* bytes of string area per record (0: no string reads anywhere) */
     uint32_t pad_strings;
+    /* registers from a context save (kpemu_hits_read_registers) */
+    int32_t reg_ctx_offset[HIT_REGS]; /* where register i of `regs` lies in `pc_ctx` once saved; -1: read through the engine */
+    uint32_t regs_from_ctx;    /* nonzero: some registers are copied from a save of `pc_ctx` */
+    uint32_t ctx_saved;        /* `pc_ctx` was saved by this hit's kpemu_hits_read_registers: kpemu_hits_resume saves no more */
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -185,13 +189,35 @@ static inline int64_t kpemu_hits_site(const struct kpemu_probe_hits *h, uint64_t
     return i;
 }
 
-/* The next record's registers, read in one batch; NULL when they cannot be read. */
+/* The next record's registers: those whose place in the CPU state the host found (`reg_ctx_offset`)
+   copied from one save of `pc_ctx` (which kpemu_hits_resume then reuses), the others read in one
+   engine batch; NULL when they cannot be read. The guest runs nothing in between: the same values. */
 static inline uint64_t *kpemu_hits_read_registers(uc_engine *uc, struct kpemu_probe_hits *h) {
     uint8_t *rec = h->ring + (size_t)h->count * h->record_size;
     uint64_t *regs = (uint64_t *)(rec + 16);
     void *ptrs[HIT_REGS];
-    for (uint32_t r = 0; r < h->nregs; r++) ptrs[r] = &regs[r];
-    if (uc_reg_read_batch(uc, (int *)h->regs, ptrs, (int)h->nregs) != UC_ERR_OK) return NULL;
+    int ids[HIT_REGS];
+    int n = 0;
+    h->ctx_saved = 0;
+    if (h->regs_from_ctx) {
+        if (uc_context_save(uc, h->pc_ctx) != UC_ERR_OK) return NULL;
+        h->ctx_saved = 1;
+        const uint8_t *saved = (const uint8_t *)h->pc_ctx;
+        for (uint32_t r = 0; r < h->nregs; r++) {
+            if (h->reg_ctx_offset[r] >= 0) {
+                memcpy(&regs[r], saved + h->reg_ctx_offset[r], 8);
+            } else {
+                ids[n] = h->regs[r];
+                ptrs[n++] = &regs[r];
+            }
+        }
+    } else {
+        for (uint32_t r = 0; r < h->nregs; r++) {
+            ids[n] = h->regs[r];
+            ptrs[n++] = &regs[r];
+        }
+    }
+    if (n > 0 && uc_reg_read_batch(uc, ids, ptrs, n) != UC_ERR_OK) return NULL;
     return regs;
 }
 
@@ -468,7 +494,8 @@ static inline void kpemu_hits_complete(struct kpemu_probe_hits *h, uint64_t *reg
    hook (a register write of the PC from a hook would make the engine leave its execution loop and
    enter it again, and on arm64 leaves later memory hooks of the run without their pc synced). */
 static inline void kpemu_hits_resume(uc_engine *uc, struct kpemu_probe_hits *h, uint64_t pc) {
-    uc_context_save(uc, h->pc_ctx);
+    if (!h->ctx_saved) uc_context_save(uc, h->pc_ctx);
+    h->ctx_saved = 0;
     memcpy((uint8_t *)h->pc_ctx + h->pc_offset, &pc, 8);
     uc_context_restore(uc, h->pc_ctx);
     h->count++;

@@ -15,14 +15,14 @@ import java.util.function.Consumer;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7400;
+    private static final long SIZE = 7568;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
             WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376,
             LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
             LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
-            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392;
+            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392, REG_CTX_OFFSET = 7400, REGS_FROM_CTX = 7560;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_TASK_COLUMNS = 148, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -55,6 +55,9 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     /** The engine registers a vCPU's records need: one that tells kernel from user mode, and the base register's (-1: none). */
     private final int modeRegister, baseRegister;
+    /** Where registers lie in the saved PC context, and how much of it a save holds. */
+    private final java.util.function.IntToLongFunction contextOffset;
+    private final long contextEnd;
 
     /**
      * True when kpemu's native library has {@code recorder} (e.g. {@code kpemu_x86_record_hit})
@@ -73,10 +76,16 @@ public final class NativeProbeHits implements RecordedProbeHits {
      * @param pcContext a context of the CPU state's prefix holding the PC at {@code pcOffset} (the machine's setPc's)
      * @param modeRegister the engine register that tells kernel from user mode at a hit (x86-64 CS, arm64 PSTATE): captured always
      * @param baseRegister the engine register {@link Base#GS_BASE} words add to (x86-64 GS_BASE), or -1: none
+     * @param contextOffset where an engine register's value lies in {@code pcContext} once saved
+     *        ({@link ContextRegisters}), -1 for one read through the engine; only offsets within
+     *        the first {@code contextEnd} bytes (what the context saves) are used
      */
-    public NativeProbeHits(MemorySegment executed, MemorySegment pcContext, long pcOffset, int modeRegister, int baseRegister) {
+    public NativeProbeHits(MemorySegment executed, MemorySegment pcContext, long pcOffset, int modeRegister, int baseRegister,
+            java.util.function.IntToLongFunction contextOffset, long contextEnd) {
         this.modeRegister = modeRegister;
         this.baseRegister = baseRegister;
+        this.contextOffset = contextOffset;
+        this.contextEnd = contextEnd;
         state = arena.allocate(SIZE, 8);
         state.set(ADDRESS, EXECUTED, executed);
         state.set(ADDRESS, PC_CTX, pcContext);
@@ -94,7 +103,15 @@ public final class NativeProbeHits implements RecordedProbeHits {
         if (ids.length > MAX_REGISTERS || words.length > MAX_WORDS) throw new IllegalArgumentException("too many registers or words");
         int base = baseRegister < 0 ? -1 : indexOf(ids, baseRegister), mode = indexOf(ids, modeRegister);
         if (mode < 0 || (baseRegister >= 0 && base < 0)) throw new IllegalArgumentException("the mode and base registers must be captured");
-        for (int i = 0; i < ids.length; i++) state.set(JAVA_INT, REGS + 4L * i, ids[i]);
+        boolean fromContext = false;
+        for (int i = 0; i < ids.length; i++) {
+            state.set(JAVA_INT, REGS + 4L * i, ids[i]);
+            long off = contextOffset.applyAsLong(ids[i]);
+            boolean saved = off >= 0 && off + 8 <= contextEnd;
+            state.set(JAVA_INT, REG_CTX_OFFSET + 4L * i, saved ? (int) off : -1);
+            fromContext |= saved;
+        }
+        state.set(JAVA_INT, REGS_FROM_CTX, fromContext ? 1 : 0);
         for (int k = 0; k < words.length; k++) {
             if (k > 0 && words[k].base() == Base.TASK && words[0].size() != 8) throw new IllegalArgumentException("word 0 is the task pointer");
             if (words[k].base() == Base.REGISTER && (words[k].offset() < 0 || words[k].offset() >= ids.length || words[k].size() != 8)) {
