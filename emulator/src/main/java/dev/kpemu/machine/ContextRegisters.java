@@ -19,7 +19,26 @@ import dev.kpemu.unicorn.Unicorn;
  * shape (segment selectors) is not asked for.
  */
 public final class ContextRegisters {
-    private ContextRegisters() {}
+    private final Supplier<Unicorn> engine;
+    private final int[] ids;
+    private volatile long[] offsets;
+
+    /** Registers {@code ids} of engines like {@code engine}'s, calibrated at the first {@link #offsetOf}. */
+    public ContextRegisters(Supplier<Unicorn> engine, int... ids) {
+        this.engine = engine;
+        this.ids = ids.clone();
+    }
+
+    /** The registers asked about. */
+    public int[] ids() { return ids.clone(); }
+
+    /** Where engine register {@code id} lies in a saved context; -1: not one of {@link #ids}, or not found. */
+    public long offsetOf(int id) {
+        long[] off = offsets;
+        if (off == null) offsets = off = offsets(engine, ids);
+        for (int i = 0; i < ids.length; i++) if (ids[i] == id) return off[i];
+        return -1;
+    }
 
     /**
      * The offsets of registers {@code ids} in a context of {@code engine}'s kind, -1 for one that was

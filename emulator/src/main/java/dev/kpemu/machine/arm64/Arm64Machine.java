@@ -110,32 +110,16 @@ public final class Arm64Machine extends Machine {
     }
 
     /** The registers the native probe recorder copies from a saved context (X0 to X30, SP, PC), and where they lie in it. */
-    private static final int[] CONTEXT_REGISTERS;
-    static {
-        int[] r = new int[33];
-        for (int i = 0; i <= 28; i++) r[i] = Arm64Reg.X0 + i;
-        r[29] = Arm64Reg.X29;
-        r[30] = Arm64Reg.X30;
-        r[31] = Arm64Reg.SP;
-        r[32] = Arm64Reg.PC;
-        CONTEXT_REGISTERS = r;
-    }
-    private static volatile long[] contextRegisterOffsets;
-
-    /** Where engine register {@code id} lies in a saved context ({@link ContextRegisters}, calibrated at the first ask), -1: not there. */
-    static long contextOffsetOf(int id) {
-        long[] off = contextRegisterOffsets;
-        if (off == null) contextRegisterOffsets = off = ContextRegisters.offsets(Arm64Machine::openEngine, CONTEXT_REGISTERS);
-        for (int i = 0; i < CONTEXT_REGISTERS.length; i++) if (CONTEXT_REGISTERS[i] == id) return off[i];
-        return -1;
-    }
+    static final ContextRegisters CONTEXT_REGISTERS = new ContextRegisters(Arm64Machine::openEngine, java.util.stream.IntStream.concat(
+            java.util.stream.IntStream.rangeClosed(Arm64Reg.X0, Arm64Reg.X28),
+            java.util.stream.IntStream.of(Arm64Reg.X29, Arm64Reg.X30, Arm64Reg.SP, Arm64Reg.PC)).toArray());
 
     /** vCPU {@code cpu}'s native hook records probe hits at BRKs (kpemu_arm64_probe_hits.c), when the library has the code. */
     private void recordProbeHits(int cpu, Cpu c) {
         NativeSvc svc = c.nativeSvc;
         if (svc == null || !NativeProbeHits.available("kpemu_arm64_record_hit")) return;
         var ring = new NativeProbeHits(executedCounter(cpu), svc.pcContextBlob(), layout.pcOffset(), Arm64Reg.PSTATE, -1,
-                Arm64Machine::contextOffsetOf, layout.pcOffset() + 8);
+                CONTEXT_REGISTERS::offsetOf, layout.pcOffset() + 8);
         svc.recordHits(ring);
         recordProbeHits(cpu, ring);
     }

@@ -144,23 +144,15 @@ public final class X86Machine extends Machine {
     }
 
     /** The registers the native probe recorder copies from a saved context (RAX to R15, RIP), and where they lie in it. */
-    private static final int[] CONTEXT_REGISTERS = {X86Reg.RAX, X86Reg.RBX, X86Reg.RCX, X86Reg.RDX, X86Reg.RSI, X86Reg.RDI, X86Reg.RBP,
-        X86Reg.RSP, X86Reg.R8, X86Reg.R9, X86Reg.R10, X86Reg.R11, X86Reg.R12, X86Reg.R13, X86Reg.R14, X86Reg.R15, X86Reg.RIP};
-    private static volatile long[] contextRegisterOffsets;
-
-    /** Where engine register {@code id} lies in a saved context ({@link ContextRegisters}, calibrated at the first ask), -1: not there. */
-    static long contextOffsetOf(int id) {
-        long[] off = contextRegisterOffsets;
-        if (off == null) contextRegisterOffsets = off = ContextRegisters.offsets(X86Machine::openEngine, CONTEXT_REGISTERS);
-        for (int i = 0; i < CONTEXT_REGISTERS.length; i++) if (CONTEXT_REGISTERS[i] == id) return off[i];
-        return -1;
-    }
+    static final ContextRegisters CONTEXT_REGISTERS = new ContextRegisters(X86Machine::openEngine, X86Reg.RAX, X86Reg.RBX, X86Reg.RCX,
+            X86Reg.RDX, X86Reg.RSI, X86Reg.RDI, X86Reg.RBP, X86Reg.RSP, X86Reg.R8, X86Reg.R9, X86Reg.R10, X86Reg.R11, X86Reg.R12,
+            X86Reg.R13, X86Reg.R14, X86Reg.R15, X86Reg.RIP);
 
     /** vCPU {@code cpu}'s native hook records probe hits at int3s (kpemu_x86_probe_hits.c), when the library has the code. */
     private void recordProbeHits(int cpu, Cpu c) {
         if (c.exceptions == null || !NativeProbeHits.available("kpemu_x86_record_hit")) return;
         var ring = new NativeProbeHits(executedCounter(cpu), c.privilegeBlob, layout.eip(), X86Reg.CS, X86Reg.GS_BASE,
-                X86Machine::contextOffsetOf, layout.privilegeEnd());
+                CONTEXT_REGISTERS::offsetOf, layout.privilegeEnd());
         c.exceptions.recordHits(ring);
         recordProbeHits(cpu, ring);
     }
