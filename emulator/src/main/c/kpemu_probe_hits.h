@@ -17,8 +17,8 @@
  * (`contexts`: the context columns are a function of those alone; a context the host marks
  * `task_columns` leaves the task out: its key is the words after the task, pid and comm, and the
  * task's columns are written here from those three words, so a new task in a known state needs no
- * host). The line is the host's bytes: the columns, the timestamp of the live guest time at the hit (`live`: the instruction clock's
- * instr_offset, idle_nanos and nanos_per_instr, VirtualClock.liveNanos's arithmetic), the head and
+ * host). The line is the host's bytes: the columns, the timestamp of the live guest time at the
+ * hit (`live`: the instruction clock's instr_offset, idle_nanos and nanos_per_instr, VirtualClock.liveNanos's arithmetic), the head and
  * the arguments, each a captured register printed as hex, unsigned or signed decimal of its size.
  * A record whose context is not a known one gets its line without the columns (bit 63 of its
  * meta word): the host puts its own columns in front. `line_meta` holds per record the line's
@@ -199,20 +199,15 @@ static inline uint64_t *kpemu_hits_read_registers(uc_engine *uc, struct kpemu_pr
     int ids[HIT_REGS];
     int n = 0;
     h->ctx_saved = 0;
-    if (h->regs_from_ctx) {
+    if (h->regs_from_ctx) {     /* else every offset is -1 */
         if (uc_context_save(uc, h->pc_ctx) != UC_ERR_OK) return NULL;
         h->ctx_saved = 1;
-        const uint8_t *saved = (const uint8_t *)h->pc_ctx;
-        for (uint32_t r = 0; r < h->nregs; r++) {
-            if (h->reg_ctx_offset[r] >= 0) {
-                memcpy(&regs[r], saved + h->reg_ctx_offset[r], 8);
-            } else {
-                ids[n] = h->regs[r];
-                ptrs[n++] = &regs[r];
-            }
-        }
-    } else {
-        for (uint32_t r = 0; r < h->nregs; r++) {
+    }
+    const uint8_t *saved = (const uint8_t *)h->pc_ctx;
+    for (uint32_t r = 0; r < h->nregs; r++) {
+        if (h->reg_ctx_offset[r] >= 0) {
+            memcpy(&regs[r], saved + h->reg_ctx_offset[r], 8);
+        } else {
             ids[n] = h->regs[r];
             ptrs[n++] = &regs[r];
         }

@@ -44,7 +44,7 @@ public final class ContextRegisters {
      * The offsets of registers {@code ids} in a context of {@code engine}'s kind, -1 for one that was
      * not found in exactly one place.
      */
-    public static long[] offsets(Supplier<Unicorn> engine, int[] ids) {
+    private static long[] offsets(Supplier<Unicorn> engine, int[] ids) {
         long[] off = new long[ids.length];
         Arrays.fill(off, -1);
         try (Unicorn uc = engine.get(); Unicorn.Context ctx = uc.contextAlloc()) {
