@@ -23,7 +23,8 @@
  * A record whose context is not a known one gets its line without the columns (bit 63 of its
  * meta word): the host puts its own columns in front. `line_meta` holds per record the line's
  * offset and length (0: no line) and the nanoseconds used: the host uses a line only when its own
- * time for the record is the same, else formats it itself.
+ * time for the record is the same, else formats it itself. Each line is followed in `line_buf` by a
+ * newline its length leaves out, so the lines of consecutive records are one piece of trace text.
  *
  * Site reads (kpemu_hits_site_reads): a site the host gives a read plan gets the guest memory its
  * probe's handler reads (a kprobe event's `+8(%di):u32`, `+0(+16(%si)):x64`) read here too, into
@@ -321,7 +322,7 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     const uint8_t *head = f + 10, *a = head + head_len;
     uint32_t nargs = *a++;
     uint32_t columns_len = c != NULL ? c->len : 0;
-    size_t need = task_len + columns_len + 48 + head_len;
+    size_t need = task_len + columns_len + 49 + head_len;   /* the newline after the line included */
     const uint8_t *scan = a;
     for (uint32_t i = 0; i < nargs; i++) {
         need += scan[0] + 24;
@@ -377,6 +378,7 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     }
     meta[0] = (uint64_t)h->line_used | (uint64_t)(o - start) << 32 | (c == NULL ? 1ull << 63 : 0);
     meta[1] = (uint64_t)nanos;
+    *o++ = '\n';
     h->line_used += (uint32_t)(o - start);
     h->lines_formatted++;
 }

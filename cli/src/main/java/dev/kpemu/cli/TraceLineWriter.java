@@ -126,6 +126,21 @@ final class TraceLineWriter implements EventEngine.LineListener, AutoCloseable {
         written(b);
     }
 
+    /** Lines each followed by its newline: copied in one piece when they fit the current batch, else line by line. */
+    @Override
+    public void acceptLines(byte[] text, int offset, int length) {
+        if (failure != null || closed) return;
+        Batch b = current;
+        if (b.n + length > b.a.length) {
+            EventEngine.LineListener.super.acceptLines(text, offset, length);
+            return;
+        }
+        System.arraycopy(text, offset, b.a, b.n, length);
+        b.n += length;
+        b.published = b.n;
+        written(b);
+    }
+
     /**
      * The batch a line of {@code len} bytes (its newline included) goes into: the current one,
      * handed over first when the line does not fit; a batch of its own for a line longer than a batch.

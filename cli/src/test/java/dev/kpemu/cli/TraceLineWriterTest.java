@@ -73,6 +73,35 @@ class TraceLineWriterTest {
     }
 
     /**
+     * Runs of whole lines handed over at once (the native code's consecutive lines, each with its
+     * newline), mixed with single lines: copied in one piece when they fit the batch, line by line
+     * across a batch's end, a line longer than a batch in a batch of its own; the bytes in order.
+     */
+    @Test
+    void writesRunsOfLinesHandedOverAtOnceInOrder() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        List<String> want = new ArrayList<>();
+        try (TraceLineWriter w = TraceLineWriter.start(new PrintStream(bytes, false, StandardCharsets.ISO_8859_1), 256)) {
+            int n = 0;
+            for (int run = 0; run < 120; run++) {
+                StringBuilder text = new StringBuilder("junk");
+                for (int j = 0; j < run % 9; j++, n++) {
+                    String line = "     cat-" + n + "  [000] .....  1." + String.format("%06d", n) + ": e: n=" + "y".repeat(n % 13 == 0 ? 280 : n % 50);
+                    text.append(line).append('\n');
+                    want.add(line);
+                }
+                byte[] b = (text + "tail").getBytes(StandardCharsets.ISO_8859_1);
+                w.acceptLines(b, 4, b.length - 8);
+                String single = "single " + run;
+                byte[] one = single.getBytes(StandardCharsets.ISO_8859_1);
+                w.acceptLine(one, 0, one.length);
+                want.add(single);
+            }
+        }
+        assertEquals(want, bytes.toString(StandardCharsets.ISO_8859_1).lines().toList());
+    }
+
+    /**
      * The guest's bytes whatever the batch holds: ASCII only, a '?' (which Java's UTF-8 also
      * writes for a lone surrogate), UTF-8 text and bytes that are not UTF-8 (surrogate escapes).
      */

@@ -481,14 +481,14 @@ public abstract class Machine implements AutoCloseable {
     /** vCPU {@code cpu}'s count of executed instructions, where native code reads it. */
     protected final java.lang.foreign.MemorySegment executedCounter(int cpu) { return vcpus[cpu].clock.executedCounter(); }
 
-    private java.util.function.Consumer<RecordedProbeHits.Record> recordedHitConsumer;
+    private RecordedProbeHits.Reader recordedHitConsumer;
 
     /**
      * Who reads the recorded hits back: the machine hands them over, oldest first, at the start of
      * every hook upcall of its engines and when a slice's engine run returns (before the slice is
      * charged to the clock, so {@link #liveNanosAtExecuted} gives each hit's guest time).
      */
-    public void consumeRecordedHits(java.util.function.Consumer<RecordedProbeHits.Record> consumer) {
+    public void consumeRecordedHits(RecordedProbeHits.Reader consumer) {
         recordedHitConsumer = consumer;
         for (Vcpu v : vcpus) v.engine.beforeUpcalls(consumer == null ? null : this::drainRecordedHits);
     }

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.function.Consumer;
 
 /**
  * {@link RecordedProbeHits} of one vCPU: the state of {@code kpemu_probe_hits.h}, which the
@@ -340,7 +339,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
     private MemorySegment copiedSegment = MemorySegment.ofArray(copied);
 
     @Override
-    public void drainTo(Consumer<Record> consumer) {
+    public void drainTo(Reader consumer) {
         int n = state.get(JAVA_INT, COUNT);
         try {
             int longs = n * (recordSize / 8);
@@ -369,6 +368,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
                 view.index = i;
                 consumer.accept(view);
             }
+            consumer.drained();
         } finally {
             state.set(JAVA_INT, COUNT, 0);
             if (lineBuf != null) state.set(JAVA_INT, LINE_USED, 0);

@@ -2,7 +2,6 @@ package dev.kpemu.machine;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 import java.util.function.IntSupplier;
 
 /**
@@ -110,7 +109,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
     }
 
     @Override
-    public void drainTo(Consumer<Record> consumer) {
+    public void drainTo(Reader consumer) {
         NativeProbeHits r = mine();
         if (r != null) r.drainTo(consumer);
     }

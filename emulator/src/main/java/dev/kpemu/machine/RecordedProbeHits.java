@@ -125,7 +125,11 @@ public interface RecordedProbeHits {
         /** Where the line starts in {@link #lineBytes()}. */
         default int lineOffset() { return 0; }
 
-        /** The array that holds the line (valid while the record is). */
+        /**
+         * The array that holds the line (valid until the drain's {@link Reader#drained} returns).
+         * A newline follows every line there, so the lines of records one after the other, each at
+         * the end of the one before plus its newline, are one piece of trace text.
+         */
         default byte[] lineBytes() { return null; }
 
         /** The guest nanoseconds the line's timestamp shows. */
@@ -169,8 +173,17 @@ public interface RecordedProbeHits {
     /** Changes whenever the native code forgets the contexts it was given ({@link #lineContext}): they must be given again. */
     default long lineGeneration() { return 0; }
 
-    /** Hands each waiting record to {@code consumer}, oldest first, and forgets them. */
-    void drainTo(java.util.function.Consumer<Record> consumer);
+    /**
+     * Who reads the records back: each record in order ({@link #accept}), then {@link #drained}
+     * once, while the last one's line bytes are still valid.
+     */
+    interface Reader extends java.util.function.Consumer<Record> {
+        /** After the last record of a drain (records hand over their lines, {@link Record#lineBytes}, valid until this returns). */
+        default void drained() {}
+    }
+
+    /** Hands each waiting record to {@code reader}, oldest first, then tells it they are drained, and forgets them. */
+    void drainTo(Reader reader);
 
     /** Whether records wait. */
     boolean pending();

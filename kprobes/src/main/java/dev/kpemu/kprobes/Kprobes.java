@@ -318,6 +318,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Trace lines of recorded hits that the machine's native code formatted ({@link RecordedHitHandler#lineFormat}). */
     public long recordedLines() { return recorded.linesFormatted(); }
 
+    /** Recorded hits whose native lines went on as text, several at once ({@link RecordedHitHandler#lineSink}). */
+    public long passedLines() { return recorded.passedLines(); }
+
     /**
      * Runs {@code action} at the run loop's next safe point (between slices, the running slice
      * ended at its next block boundary): where a handler's change of the machine's memory map

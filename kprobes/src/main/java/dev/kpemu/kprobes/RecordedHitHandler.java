@@ -45,4 +45,18 @@ public interface RecordedHitHandler {
      * handler may take instead of making its own; by default it is read as any other.
      */
     default void onRecordedLine(Kprobe k, RecordedHit hit) { onRecordedHit(k, hit); }
+
+    /**
+     * Where hits of {@code k} whose native line is complete (its context columns written, its
+     * timestamp the hit's guest time) may go as text without a call per hit, exactly as
+     * {@link #onRecordedLine} would hand the line over: until the engine is next told of a change
+     * ({@link Kprobes#recordedHitsChanged()}), after which every hit comes through
+     * {@link #onRecordedLine} again until the next table. Null (the default): each through
+     * {@link #onRecordedLine}. Asked at each safe point that builds the site table, for a point
+     * whose only enabled probe is {@code k} and that has a {@link #lineFormat}.
+     */
+    default RecordedLineSink lineSink(Kprobe k) { return null; }
+
+    /** {@code n} hits of {@code k} whose lines went to its {@link #lineSink}: counted as {@link #onRecordedLine} counts them. */
+    default void onRecordedLines(Kprobe k, int n) {}
 }

@@ -24,6 +24,12 @@ import dev.kpemu.machine.RecordedProbeHits;
  * once ({@link #changed}: every hit takes {@link HitPath} again); the next safe point builds it
  * anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
  * native code sends every hit to Java, which counts it missed as Linux would.
+ *
+ * <p>Lines passed on as text: a site whose probe gives a {@link RecordedHitHandler#lineSink} has
+ * the records whose native line is complete read no further than their site and line. Consecutive
+ * ones (the lines one piece of text in the record's buffer) go to the sink in one piece, and their
+ * hits are counted per probe, before any other record is read and when the drain ends, so the
+ * order of lines is the hits'. After a change (until the next table) every record is read whole.
  */
 final class RecordedHits {
     private final Machine machine;
@@ -66,6 +72,9 @@ final class RecordedHits {
         return h == null ? 0 : h.recorded();
     }
 
+    /** Recorded hits whose lines went to a sink as text so far. */
+    long passedLines() { return passedTotal; }
+
     /** Lines of recorded hits formatted natively so far. */
     long linesFormatted() {
         RecordedProbeHits h = machine.recordedProbeHits();
@@ -90,7 +99,10 @@ final class RecordedHits {
             for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
             h.capture(ids, words);
             hit = new RecordedHit(machine, arch.regs(), names, ids, arch.recordedEntry(), words);
-            machine.consumeRecordedHits(this::replay);
+            machine.consumeRecordedHits(new RecordedProbeHits.Reader() {
+                @Override public void accept(RecordedProbeHits.Record r) { replay(r); }
+                @Override public void drained() { passLines(); }
+            });
             captureSet = true;
         }
         List<ProbePoint> eligible = new ArrayList<>();
@@ -138,9 +150,13 @@ final class RecordedHits {
         return plan.length > 0 && enabled > 1 ? null : plan;
     }
 
-    /** Each site's line format, where its only enabled probe's handler gives one ({@link RecordedHitHandler#lineFormat}). */
+    /** Each site's line format, where its only enabled probe's handler gives one ({@link RecordedHitHandler#lineFormat}), and its sink. */
     private void lineFormats(RecordedProbeHits h) {
         lineProbes = new Kprobe[sites.length];
+        lineSinks = new RecordedLineSink[sites.length];
+        passed = new int[sites.length];
+        passedSites = new int[sites.length];
+        passedCount = 0;
         if (!NATIVE_LINES) return;
         java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
         int[] at = new int[sites.length];
@@ -151,6 +167,7 @@ final class RecordedHits {
             byte[] f = only == null ? null : only.recordedHitHandler().lineFormat(only, hit);
             if (f == null) continue;
             lineProbes[i] = only;
+            if (PASS_LINES) lineSinks[i] = only.recordedHitHandler().lineSink(only);
             at[i] = blob.size();
             blob.writeBytes(f);
             any = true;
@@ -163,6 +180,20 @@ final class RecordedHits {
 
     /** Per site, the probe whose line the native code formats (null: none). */
     private Kprobe[] lineProbes = new Kprobe[0];
+
+    /** Lines passed on as text ({@code -Dkpemu.passLines=false}: each through its handler, for comparisons). */
+    static final boolean PASS_LINES = !"false".equals(System.getProperty("kpemu.passLines"));
+
+    /** Per site, where its complete lines go as text (null: through the handler); from the table's build until a change. */
+    private RecordedLineSink[] lineSinks = new RecordedLineSink[0];
+    /** The run of lines not yet passed on: {@code text[runStart, runEnd)}, to {@link #runSink}. */
+    private byte[] runText;
+    private int runStart, runEnd;
+    private RecordedLineSink runSink;
+    /** Per site, hits of the run not yet counted; the sites with any, {@code passedSites[0, passedCount)}. */
+    private int[] passed = new int[0], passedSites = new int[0];
+    private int passedCount;
+    private long passedTotal;
 
     /** The point's only enabled probe, or null. */
     private static Kprobe onlyEnabled(ProbePoint p) {
@@ -192,11 +223,28 @@ final class RecordedHits {
 
     /** A record read back: the point's enabled probes' handlers, in the order {@link HitPath} runs them. */
     private void replay(RecordedProbeHits.Record r) {
-        ProbePoint p = sites[r.site()];
-        RecordedHit x = hit.at(r, siteReads[r.site()]);
+        int site = r.site();
+        RecordedLineSink sink = dirty ? null : lineSinks[site];
+        if (sink != null && r.lineLength() > 0 && !r.lineWithoutColumns() && r.lineNanos() == machine.liveNanosAtExecuted(r.executed())) {
+            byte[] text = r.lineBytes();
+            int at = r.lineOffset();
+            if (sink != runSink || text != runText || at != runEnd) {
+                passLines();
+                runSink = sink;
+                runText = text;
+                runStart = at;
+            }
+            runEnd = at + r.lineLength() + 1;
+            if (passed[site]++ == 0) passedSites[passedCount++] = site;
+            passedTotal++;
+            return;
+        }
+        passLines();
+        ProbePoint p = sites[site];
+        RecordedHit x = hit.at(r, siteReads[site]);
         List<Kprobe> children = p.children;
         if (r.lineLength() > 0) {
-            Kprobe only = lineProbes[r.site()];
+            Kprobe only = lineProbes[site];
             if (only != null && !only.isDisabled()) {
                 try {
                     only.recordedHitHandler().onRecordedLine(only, x);
@@ -215,5 +263,29 @@ final class RecordedHits {
                 failures.handlerFailed(k, "pre", t);
             }
         }
+    }
+
+    /** The run of lines waiting, to its sink; its hits counted. */
+    private void passLines() {
+        RecordedLineSink sink = runSink;
+        if (sink == null) return;
+        runSink = null;
+        try {
+            sink.acceptLines(runText, runStart, runEnd - runStart);
+        } catch (Throwable t) {
+            failures.handlerFailed(lineProbes[passedSites[0]], "pre", t);
+        }
+        runText = null;
+        for (int i = 0; i < passedCount; i++) {
+            int site = passedSites[i], n = passed[site];
+            passed[site] = 0;
+            Kprobe k = lineProbes[site];
+            try {
+                k.recordedHitHandler().onRecordedLines(k, n);
+            } catch (Throwable t) {
+                failures.handlerFailed(k, "pre", t);
+            }
+        }
+        passedCount = 0;
     }
 }

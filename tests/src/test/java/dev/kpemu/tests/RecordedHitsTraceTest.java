@@ -132,6 +132,10 @@ class RecordedHitsTraceTest {
                 "lines of several contexts (task, pid, latency column)");
         assertTrue(streamed.stream().anyMatch(l -> l.contains("queueoff:")), "hits with interrupts off beside hits with them on");
         assertEquals(a, streamed, "streamed lines, in order, timestamps included");
+        // most of them went on as text, runs of consecutive hits' lines at once, their hits counted per probe
+        assertTrue(streaming.kprobes().passedLines() > streaming.kprobes().recordedLines() / 2,
+                "lines passed on as text: " + streaming.kprobes().passedLines() + " of " + streaming.kprobes().recordedLines());
+        assertEquals(java.traced().events().profile(), streaming.events().profile(), "kprobe_profile when streamed");
         assertEquals(streamed.size(), streaming.eventCount(), "events counted, none kept");
         assertEquals(b.size(), recorded.traced().eventCount(), "events counted, all kept");
     }
@@ -201,5 +205,71 @@ class RecordedHitsTraceTest {
         assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
         assertTrue(seen.get() > 100, "the listener saw the events: " + seen.get());
         assertEquals(0, traced.kprobes().recordedHits(), "no hit recorded natively");
+    }
+
+    /**
+     * A filter written in the middle of a streamed run (at the console's "Run /init" line, the
+     * same guest instruction with and without native recording) holds back the recorded hits after
+     * it as the Java path does: lines stop going on as text once the engine is told of the filter.
+     */
+    @ParameterizedTest
+    @EnumSource(Arch.class)
+    void aFilterWrittenMidRunHoldsBackRecordedLinesAsTheJavaPathDoes(Arch arch) throws Exception {
+        FilteredRun java;
+        String before = System.getProperty("kpemu.recordedHits");
+        System.setProperty("kpemu.recordedHits", "false");
+        try {
+            java = streamWithFilterAtInit(arch);
+        } finally {
+            if (before == null) System.clearProperty("kpemu.recordedHits");
+            else System.setProperty("kpemu.recordedHits", before);
+        }
+        FilteredRun recorded = streamWithFilterAtInit(arch);
+        assertEquals(0, java.traced().kprobes().recordedHits(), "the Java path records nothing natively");
+        assertTrue(recorded.traced().kprobes().passedLines() > 100, "lines passed on as text: " + recorded.traced().kprobes().passedLines());
+        assertTrue(java.filteredAt() > 0 && java.filteredAt() < java.lines().size(), "the filter was written mid-run: after line "
+                + java.filteredAt() + " of " + java.lines().size());
+        java.util.function.Predicate<String> heldBack = l -> l.contains(" alloc: ") && !l.endsWith(" flags=0xcc0");
+        assertTrue(java.lines().subList(0, java.filteredAt()).stream().anyMatch(heldBack)
+                && java.lines().subList(java.filteredAt(), java.lines().size()).stream().noneMatch(heldBack)
+                && java.lines().subList(java.filteredAt(), java.lines().size()).stream().anyMatch(l -> l.contains(" alloc: ")),
+                "the filter holds back the allocations of other flags after it, not the others");
+        assertEquals(java.filteredAt(), recorded.filteredAt(), "the filter written after the same lines");
+        assertEquals(java.lines(), recorded.lines(), "streamed lines, in order, timestamps included");
+        assertEquals(java.traced().events().profile(), recorded.traced().events().profile(), "kprobe_profile");
+    }
+
+    private record FilteredRun(dev.kpemu.session.TracedBoot traced, List<String> lines, int filteredAt) { }
+
+    /** A streamed boot whose console's "Run /init" line writes {@code flags == 0xcc0} to the allocations' filter. */
+    private static FilteredRun streamWithFilterAtInit(Arch arch) throws Exception {
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        dev.kpemu.session.TracedBoot traced = new dev.kpemu.session.TracedBoot(definitions(arch),
+                new PrintStream(text, false, StandardCharsets.ISO_8859_1)).keepRecords(false);
+        int[] filteredAt = {-1};
+        OutputStream console = new OutputStream() {
+            private final StringBuilder line = new StringBuilder();
+
+            @Override
+            public void write(int b) {
+                if (filteredAt[0] >= 0) return;
+                if (b != '\n') {
+                    line.append((char) b);
+                    return;
+                }
+                if (line.toString().contains("Run /init")) {
+                    try {
+                        traced.events().setFilter("kprobes/alloc", "flags == 0xcc0");
+                    } catch (dev.kpemu.kprobes.events.filter.FilterParseException e) {
+                        throw new AssertionError(e);
+                    }
+                    filteredAt[0] = (int) text.toString(StandardCharsets.ISO_8859_1).chars().filter(c -> c == '\n').count();
+                }
+                line.setLength(0);
+            }
+        };
+        var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60, console, null), traced);
+        assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
+        return new FilteredRun(traced, List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n")), filteredAt[0]);
     }
 }

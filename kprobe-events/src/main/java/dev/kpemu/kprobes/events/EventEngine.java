@@ -247,6 +247,18 @@ public final class EventEngine implements AutoCloseable {
             if (!emitLine(this, hit)) recordedEntry(k, hit);
         }
 
+        /** While {@link #lineFormat} holds (the engine is told of every change that ends it), lines go to the engine's listeners as they are. */
+        @Override
+        public dev.kpemu.kprobes.RecordedLineSink lineSink(Kprobe k) {
+            return lineListeners != null && event.armed && takesLine(event) ? passedLines : null;
+        }
+
+        @Override
+        public void onRecordedLines(Kprobe k, int n) {
+            nhit += n;
+            recorded += n;
+        }
+
         /**
          * A wprobe's hit ({@code wprobe_trace_handler}): the record's ip is where the hardware
          * reports the access (x86-64: the instruction after it, its data breakpoints trap after
@@ -341,6 +353,16 @@ public final class EventEngine implements AutoCloseable {
         /** As {@link #acceptLine(LineBytes)}, of a line that is {@code head} followed by {@code line[offset, offset + length)}. */
         default void acceptLine(byte[] head, byte[] line, int offset, int length) {
             acceptLine(new LineBytes(head.length + length).bytes(head, 0, head.length).bytes(line, offset, length));
+        }
+
+        /** Several lines, each followed by its newline: {@code text[offset, offset + length)}; by default each through {@link #acceptLine(byte[], int, int)}. */
+        default void acceptLines(byte[] text, int offset, int length) {
+            int end = offset + length;
+            for (int i = offset, start = offset; i < end; i++) {
+                if (text[i] != '\n') continue;
+                acceptLine(text, start, i - start);
+                start = i + 1;
+            }
         }
     }
 
@@ -479,6 +501,7 @@ public final class EventEngine implements AutoCloseable {
 
     public EventEngine output(PrintStream out) {
         this.out = out;
+        kprobes.recordedHitsChanged();
         return this;
     }
 
@@ -1034,6 +1057,7 @@ public final class EventEngine implements AutoCloseable {
     public void setFilter(String name, String expr) throws FilterParseException {
         Event e = event(name);
         String t = expr.strip();
+        kprobes.recordedHitsChanged();   // recorded lines are passed on as text only while no filter holds them back
         if (t.isEmpty() || t.equals("0")) {
             e.filter = null;
             return;
@@ -1351,6 +1375,15 @@ public final class EventEngine implements AutoCloseable {
         }
         return true;
     }
+
+    /** Complete native lines of several hits, as {@link #emitLine} hands each over ({@link Probe#lineSink}). */
+    private final dev.kpemu.kprobes.RecordedLineSink passedLines = (text, offset, length) -> {
+        LineListener[] takers = lineListeners;
+        if (takers == null) return;
+        PrintStream o = out;
+        if (o != null) o.write(text, offset, length);
+        for (LineListener l : takers) l.acceptLines(text, offset, length);
+    };
 
     /** Whether {@code e}'s records go out as lines while every listener takes lines: enabled, no filter, no trigger. */
     private static boolean takesLine(Event e) {
