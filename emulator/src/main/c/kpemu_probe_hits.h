@@ -55,6 +55,7 @@
 #define LINE_HEX 0
 #define LINE_UNSIGNED 1
 #define LINE_SIGNED 2
+#define LINE_STRING 3 /* a site read of a string (READ_STRING), printed in double quotes as its bytes; an empty one: the host's */
 #define LINE_TASK_WORDS 3 /* a task_columns context: words 0, 1, 2 are the task, its pid (4 bytes) and its comm (16 bytes) */
 #define LINE_TASK_COLUMNS_MAX 28
 #define LINE_READ 128 /* a line argument's index at or past this: the value of site read (index - LINE_READ) */
@@ -270,7 +271,8 @@ static inline uint8_t *kpemu_line_task(uint8_t *o, const uint8_t *words, uint32_
  * format: u16 class, u8 index of the interrupt flags' register, u8 1 when the flag set means
  * interrupts off, u32 the flag's mask; u16 head length, the head; u8 arguments, each: u8 prefix
  * length, the prefix (" name="), u8 register index (or LINE_READ + a site read's index: its value),
- * u8 kind (LINE_HEX, LINE_UNSIGNED, LINE_SIGNED), u8 size in bytes (1, 2, 4, 8).
+ * u8 kind (LINE_HEX, LINE_UNSIGNED, LINE_SIGNED; LINE_STRING of a string read), u8 size in bytes
+ * (1, 2, 4, 8; 0 for a string).
  */
 static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t slot, uint32_t index) {
     uint64_t *meta = h->line_meta + 2 * (size_t)index;   /* meta[0] is 0 (kpemu_hits_complete) until the line is written */
@@ -324,9 +326,20 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     uint32_t columns_len = c != NULL ? c->len : 0;
     size_t need = task_len + columns_len + 49 + head_len;   /* the newline after the line included */
     const uint8_t *scan = a;
+    const uint64_t *read_slots = (const uint64_t *)((const uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords);
+    const uint8_t *strings = (const uint8_t *)(read_slots + 2 * (size_t)h->nreads);
     for (uint32_t i = 0; i < nargs; i++) {
-        need += scan[0] + 24;
-        scan += 1 + scan[0] + 3;
+        uint32_t plen = scan[0], reg = scan[1 + plen], kind = scan[2 + plen];
+        if (kind == LINE_STRING) {
+            if (reg < LINE_READ || reg - LINE_READ >= h->nreads) return;
+            uint64_t loc = read_slots[2 * (reg - LINE_READ) + 1];
+            uint32_t len = (uint32_t)(loc >> 32), first = (uint32_t)loc;
+            if (len <= 1 || first + len > h->string_bytes) return;   /* an empty string (a fault on some kernels): the host's */
+            need += plen + len + 2;
+        } else {
+            need += plen + 24;
+        }
+        scan += 1 + plen + 3;
     }
     if (h->line_used + need > h->line_capacity) return;
     uint8_t *start = h->line_buf + h->line_used, *o = start;
@@ -352,6 +365,15 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
         a += plen;
         uint32_t reg = a[0], kind = a[1], size = a[2];
         a += 3;
+        if (kind == LINE_STRING) {
+            uint64_t loc = read_slots[2 * (reg - LINE_READ) + 1];
+            uint32_t len = (uint32_t)(loc >> 32), first = (uint32_t)loc;
+            *o++ = '"';
+            memcpy(o, strings + first, len - 1);    /* its bytes up to the NUL, which ends them (the read stopped there) */
+            o += len - 1;
+            *o++ = '"';
+            continue;
+        }
         uint64_t v;
         if (reg < LINE_READ) v = regs[reg];
         else if (reg - LINE_READ >= h->nreads) return;

@@ -159,6 +159,9 @@ public final class CompiledProbe {
     /** A {@link #lineArgs} value at or past this is a planned read's. */
     public static final int LINE_READ = 128;
 
+    /** A {@link #lineArgs} kind: a string read, printed as its bytes in double quotes (kinds 0, 1, 2: hex, unsigned, signed). */
+    public static final int LINE_STRING = 3;
+
     /** {@link #recordedReads} and {@link #lineArgs} (null: an argument the native code cannot print). */
     private record NativePlan(RecordedProbeHits.Read[] reads, int[] lineArgs) {}
 
@@ -210,7 +213,9 @@ public final class CompiledProbe {
             } else if (st.op == ST_STRING || st.op == ST_USTRING) {
                 if (c[pc].op != END) return null;
                 reads.add(new RecordedProbeHits.Read(fromRead, base, st.offset, 0, true, st.op == ST_USTRING));
-                printable = false;
+                // its bytes in double quotes, as formatValue prints them (an empty one stays the Java side's: a fault on some kernels)
+                if (a.type() != FetchType.STRING && a.type() != FetchType.USTRING || reads.size() - 1 + LINE_READ > 255) printable = false;
+                else set(line, i, LINE_READ + reads.size() - 1, LINE_STRING, 0);
                 continue;
             } else if (st.op != ST_RAW) {
                 return null;

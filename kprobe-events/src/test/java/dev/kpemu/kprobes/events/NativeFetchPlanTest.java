@@ -130,7 +130,7 @@ class NativeFetchPlanTest {
 
     @ParameterizedTest
     @EnumSource(Arch.class)
-    void aKernelStringIsReadNativelyButPrintedByTheJavaSide(Arch a) throws Exception {
+    void aKernelStringIsReadAndPrintedNatively(Arch a) throws Exception {
         long name = KDATA + 0x200;
         k.regs[slot(a, r(a, 2))] = KDATA;
         k.putLong(KDATA, name);
@@ -140,7 +140,9 @@ class NativeFetchPlanTest {
         assertEquals(List.of(new Read(false, slot(a, r(a, 2)), 0, 8), Read.string(true, 0, 0), new Read(false, slot(a, r(a, 2)), 0, 8)),
                 List.of(plan));
         assertSameReads(fetchReads(c), runPlan(plan));
-        assertNull(c.lineArgs(NativeFetchPlanTest::index));
+        assertArrayEquals(new int[] {CompiledProbe.LINE_READ + 1, CompiledProbe.LINE_STRING, 0, CompiledProbe.LINE_READ + 2, 0, 8},
+                c.lineArgs(NativeFetchPlanTest::index), "the string printed from its read");
+        assertNull(compile(a, "p vfs_read s=+0(%" + r(a, 2) + "):symstr").lineArgs(NativeFetchPlanTest::index), "a symbol's name prints on the Java side");
     }
 
     @ParameterizedTest
@@ -176,7 +178,8 @@ class NativeFetchPlanTest {
         int si = slot(a, r(a, 1));
         assertEquals(List.of(new Read(false, si, 0, 1, false, true), new Read(false, si, 0, 0, true, true), new Read(false, si, 0, 8, false, true),
                 new Read(true, 2, 8, 4, false, true)), List.of(plan));
-        assertNull(c.lineArgs(NativeFetchPlanTest::index), "a string prints on the Java side");
+        assertArrayEquals(new int[] {CompiledProbe.LINE_READ, 1, 1, CompiledProbe.LINE_READ + 1, CompiledProbe.LINE_STRING, 0,
+                CompiledProbe.LINE_READ + 3, 0, 4}, c.lineArgs(NativeFetchPlanTest::index), "a user string prints from its read");
         CompiledProbe n = compile(a, "p vfs_read n=%" + r(a, 2) + ":u64 b=+u0(%" + r(a, 1) + "):u8 w=+u2(%" + r(a, 1) + "):x16");
         assertArrayEquals(new int[] {slot(a, r(a, 2)), 1, 8, CompiledProbe.LINE_READ, 1, 1, CompiledProbe.LINE_READ + 1, 0, 2},
                 n.lineArgs(NativeFetchPlanTest::index), "user values print from their reads");
