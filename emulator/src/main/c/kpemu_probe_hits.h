@@ -37,6 +37,17 @@
  * of the area: the host's; plus READ_USER: user memory, through the arch's user reader, none: the
  * host's), i64 offset. A read that fails (not kernel memory, not mapped, not RAM)
  * leaves the whole hit to the host, whose handler then meets the fault as Linux does.
+ *
+ * Kretprobe entries (READ_RETURN, READ_RETURN_REGISTER; the last read of a plan): the site's
+ * kretprobe takes an instance as `pre_handler_kretprobe` does when its counter in `kret_free` (the
+ * offset's high 32 bits; the low 32 are the memory offset) has one free, else the hit is the host's
+ * (which counts the miss). The read slot gets the return address (x86-64: the 8 bytes at the stack
+ * pointer, which must not overlap what an earlier read of the plan read when READ_RETURN_SEEN
+ * says a probe after the kretprobe read them; arm64: x30), and the arch's code swaps it for
+ * `trampoline` once every other read succeeded (x86-64: a write of guest memory; arm64: x30 in
+ * the context the guest resumes from, and in the record when READ_RETURN_SEEN) and takes the
+ * instance from the counter. The host takes it from its pool when it reads the record back, and
+ * raises the counter when an instance goes back to the pool.
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -64,6 +75,9 @@
 #define READ_VALUE 0
 #define READ_STRING 1
 #define READ_USER 2
+#define READ_RETURN 4          /* a kretprobe's entry: the return address, 8 bytes at base + offset (x86-64 [rsp]) */
+#define READ_RETURN_REGISTER 5 /* a kretprobe's entry: the return address in the register at base_index (arm64 x30) */
+#define READ_RETURN_SEEN 16    /* with either: probes that run after the kretprobe's see the trampoline there */
 
 struct kpemu_line_context {
     uint32_t valid, cls;       /* cls: the format's class (what else the columns depend on), as the host numbers it */
@@ -120,6 +134,13 @@ struct kpemu_probe_hits {
     int32_t reg_ctx_offset[HIT_REGS]; /* where register i of `regs` lies in `pc_ctx` once saved; -1: read through the engine */
     uint32_t regs_from_ctx;    /* nonzero: some registers are copied from a save of `pc_ctx` */
     uint32_t ctx_saved;        /* `pc_ctx` was saved by this hit's kpemu_hits_read_registers: kpemu_hits_resume saves no more */
+    /* kretprobe entries (see the top of this file) */
+    uint64_t trampoline;       /* the kretprobe trampoline's address, which a return address is swapped for */
+    int32_t *kret_free;        /* per kretprobe (its counter), instances free for the native code: shared by every vCPU's ring */
+    int32_t swap_read;         /* this hit: the read slot of its return address to swap (-1: none) */
+    int32_t swap_counter;      /* this hit: its kretprobe's counter */
+    int32_t swap_register;     /* this hit: the index in `regs` of the register that holds the return address (-1: in memory) */
+    uint32_t kret_count;       /* counters in kret_free */
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -421,6 +442,41 @@ static inline uint32_t kpemu_hits_read_string(const void *walker, uint64_t va, u
     return 0;
 }
 
+/* A plan's kretprobe entry (read `j`): the return address into its slot, the swap left to the arch's
+   code (h->swap_read); 0 when the hit must be the host's (no instance free, the slot not readable,
+   or, for probes that see the swap, an earlier read overlapping it). */
+static inline int kpemu_hits_return_read(struct kpemu_probe_hits *h, uint64_t *regs, uint8_t *slots, const uint8_t *plan, uint32_t j,
+        uint32_t base_index, uint32_t kind, int64_t offset, kpemu_hit_reader kernel, const void *walker) {
+    uint32_t counter = (uint32_t)((uint64_t)offset >> 32);
+    if (h->kret_free == NULL || counter >= h->kret_count || h->kret_free[counter] <= 0 || base_index >= h->nregs) return 0;
+    uint64_t address = 0, value;
+    if ((kind & ~(uint32_t)READ_RETURN_SEEN) == READ_RETURN_REGISTER) {
+        if (h->reg_ctx_offset[base_index] < 0) return 0;    /* only a register the resume's context holds */
+        value = regs[base_index];
+        if (kind & READ_RETURN_SEEN) regs[base_index] = h->trampoline;   /* the record shows what they see */
+        h->swap_register = (int32_t)base_index;
+    } else {
+        address = regs[base_index] + (uint64_t)(int64_t)(int32_t)(uint32_t)offset;
+        if (!kernel(walker, address, (uint8_t *)&value, 8)) return 0;
+        if (kind & READ_RETURN_SEEN) {
+            for (uint32_t i = 0; i < j; i++) {       /* what the probes after it read there would be the trampoline */
+                const uint8_t *e = plan + 12 * (size_t)i;
+                uint64_t a, v, len = e[2];
+                memcpy(&a, slots + 16 * (size_t)i, 8);
+                memcpy(&v, slots + 16 * (size_t)i + 8, 8);
+                if ((e[3] & ~(uint32_t)READ_USER) == READ_STRING) len = v >> 32;
+                if (a < address + 8 && address < a + len) return 0;
+            }
+        }
+        h->swap_register = -1;
+    }
+    memcpy(slots + 16 * (size_t)j, &address, 8);
+    memcpy(slots + 16 * (size_t)j + 8, &value, 8);
+    h->swap_read = (int32_t)j;
+    h->swap_counter = (int32_t)counter;
+    return 1;
+}
+
 /* Whether the site at slot `site` has planned reads. */
 static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, uint32_t site) {
     return h->site_reads != NULL && h->site_reads[site] >= 0;
@@ -428,8 +484,9 @@ static inline int kpemu_hits_site_has_reads(const struct kpemu_probe_hits *h, ui
 
 /* The site's planned reads into the read slots of the record whose registers are `regs`; 0 when
    one fails (the hit is then the host's: nothing of the record counts until kpemu_hits_resume). */
-static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t site,
+static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, uint64_t *regs, uint32_t site,
         kpemu_hit_reader kernel, kpemu_hit_reader user, const void *walker) {
+    h->swap_read = -1;
     if (h->site_reads == NULL) return 1;
     uint8_t *slots = (uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords;
     int32_t at = h->site_reads[site];
@@ -444,6 +501,11 @@ static inline int kpemu_hits_site_reads(struct kpemu_probe_hits *h, const uint64
         uint32_t base_kind = r[0], base_index = r[1], size = r[2], kind = r[3];
         int64_t offset;
         memcpy(&offset, r + 4, 8);
+        if ((kind & ~(uint32_t)READ_RETURN_SEEN) == READ_RETURN || (kind & ~(uint32_t)READ_RETURN_SEEN) == READ_RETURN_REGISTER) {
+            if (j != n - 1) return 0;   /* the plan's last read: nothing fails after the swap is decided */
+            if (!kpemu_hits_return_read(h, regs, slots, plan + 1, j, base_index, kind, offset, kernel, walker)) return 0;
+            continue;
+        }
         uint64_t base;
         if (base_kind == BASE_READ_REGISTER && base_index < h->nregs) base = regs[base_index];
         else if (base_kind == BASE_READ_VALUE && base_index < j) memcpy(&base, slots + 16 * (size_t)base_index + 8, 8);
@@ -516,6 +578,11 @@ static inline void kpemu_hits_resume(uc_engine *uc, struct kpemu_probe_hits *h, 
     if (!h->ctx_saved) uc_context_save(uc, h->pc_ctx);
     h->ctx_saved = 0;
     memcpy((uint8_t *)h->pc_ctx + h->pc_offset, &pc, 8);
+    if (h->swap_read >= 0) {          /* a kretprobe's entry: its instance taken, a register's return address swapped */
+        if (h->swap_register >= 0) memcpy((uint8_t *)h->pc_ctx + h->reg_ctx_offset[h->swap_register], &h->trampoline, 8);
+        h->kret_free[h->swap_counter]--;
+        h->swap_read = -1;
+    }
     uc_context_restore(uc, h->pc_ctx);
     h->count++;
     h->recorded++;

@@ -78,6 +78,20 @@ static int ftrace_call_pushed(uc_engine *uc, struct kpemu_x86_exception *s, stru
     return uc_mem_write(uc, pa, &value, 8) == UC_ERR_OK;
 }
 
+/*
+ * A kretprobe's entry (kpemu_probe_hits.h): the return address at the stack pointer, which the
+ * plan's read found, replaced by the trampoline's, as the host's arch_prepare_kretprobe writes it.
+ * 0 when the host must do it (an 8-byte slot across pages, guarded memory, not RAM).
+ */
+static int return_swapped(uc_engine *uc, struct kpemu_x86_exception *s, struct hit_walker *w, const uint64_t *regs, struct kpemu_probe_hits *h) {
+    const uint8_t *slot = (const uint8_t *)(regs + h->nregs) + 16 * (size_t)h->nwords + 16 * (size_t)h->swap_read;
+    uint64_t va, pa, size;
+    memcpy(&va, slot, 8);
+    if (!translate(w, va, &pa, &size) || (va & (size - 1)) > size - 8) return 0;
+    if (pa + 8 > s->frame_low && pa < s->frame_high) return 0;
+    return uc_mem_write(uc, pa, &h->trampoline, 8) == UC_ERR_OK;
+}
+
 int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     struct kpemu_probe_hits *h = s->hits;
     if (h->enabled == 0 || h->busy != 0 || h->count >= h->capacity) return 0;
@@ -92,6 +106,10 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     w.tlb.used = w.tlb.next = 0;
     if (kpemu_hits_site_has_reads(h, (uint32_t)site) && !ftrace_call_pushed(uc, s, &w, rip - 1)) return 0;
     if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, read_user, &w)) return 0;
+    if (h->swap_read >= 0 && !return_swapped(uc, s, &w, regs, h)) {
+        h->swap_read = -1;
+        return 0;
+    }
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
     kpemu_hits_resume(uc, h, h->site_resume[site]);
     return 1;

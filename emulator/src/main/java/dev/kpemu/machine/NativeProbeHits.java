@@ -14,14 +14,15 @@ import java.lang.foreign.MemorySegment;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7568;
+    private static final long SIZE = 7600;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
             WORD_BASE = 232, WORD_OFFSET = 264, WORD_SIZE = 328, RECORDED = 360, PC_CTX = 368, PC_OFFSET = 376,
             LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
             LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
-            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392, REG_CTX_OFFSET = 7400, REGS_FROM_CTX = 7560;
+            NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392, REG_CTX_OFFSET = 7400, REGS_FROM_CTX = 7560,
+            TRAMPOLINE = 7568, KRET_FREE = 7576, SWAP_READ = 7584, KRET_COUNT = 7596;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_TASK_COLUMNS = 148, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -90,6 +91,36 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(ADDRESS, PC_CTX, pcContext);
         state.set(JAVA_LONG, PC_OFFSET, pcOffset);
         sites(new long[0], new long[0]);
+    }
+
+    /** kpemu_probe_hits.h's read kinds of a kretprobe's entry. */
+    private static final int READ_RETURN = 4, READ_RETURN_REGISTER = 5, READ_RETURN_SEEN = 16;
+
+    @Override
+    public void returnInstances(long trampoline, int[] free) {
+        MemorySegment counts = free.length == 0 ? MemorySegment.NULL : arena.allocate(4L * free.length, 4);
+        for (int i = 0; i < free.length; i++) counts.set(JAVA_INT, 4L * i, free[i]);
+        returnCounts(trampoline, counts, free.length);
+    }
+
+    /** As {@link #returnInstances}, with counters another owner keeps (every vCPU's ring shares them: {@link PerCpuProbeHits}). */
+    void returnCounts(long trampoline, MemorySegment counts, int n) {
+        if (closed) return;
+        if (pending()) throw new IllegalStateException("records wait");
+        this.counts = counts;
+        state.set(JAVA_LONG, TRAMPOLINE, trampoline);
+        state.set(ADDRESS, KRET_FREE, counts);
+        state.set(JAVA_INT, KRET_COUNT, n);
+        state.set(JAVA_INT, SWAP_READ, -1);
+    }
+
+    /** The counters of free kretprobe instances the native code reads (NULL: none). */
+    private MemorySegment counts = MemorySegment.NULL;
+
+    @Override
+    public void returnInstancesChanged(int counter, int delta) {
+        if (closed || counts.byteSize() < 4L * (counter + 1)) return;
+        counts.set(JAVA_INT, 4L * counter, counts.get(JAVA_INT, 4L * counter) + delta);
     }
 
     /** The C state, for the vCPU's native hook to point at. */
@@ -186,8 +217,12 @@ public final class NativeProbeHits implements RecordedProbeHits {
                 blob.write(x.fromRead() ? 1 : 0);
                 blob.write(x.base());
                 blob.write(x.size());
-                blob.write((x.string() ? 1 : 0) | (x.user() ? 2 : 0));
-                for (int b = 0; b < 8; b++) blob.write((int) (x.offset() >>> (8 * b)));
+                ReturnEntry e = x.returnEntry();
+                if (e != null && j != r.length - 1) throw new IllegalArgumentException("a kretprobe's entry is a plan's last read");
+                blob.write(e != null ? (e.inRegister() ? READ_RETURN_REGISTER : READ_RETURN) | (e.seenAfter() ? READ_RETURN_SEEN : 0)
+                        : (x.string() ? 1 : 0) | (x.user() ? 2 : 0));
+                long offset = e != null ? (long) e.counter() << 32 | (x.offset() & 0xffff_ffffL) : x.offset();
+                for (int b = 0; b < 8; b++) blob.write((int) (offset >>> (8 * b)));
             }
         }
         byte[] bytes = blob.toByteArray();

@@ -32,7 +32,30 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         ring.sites(addresses, resume);
         ring.siteReads(readsOfSite);
         ring.lineFormats(formatBlob, formatOfSite);
+        ring.returnCounts(trampoline, counts, countsUsed);
         ring.setEnabled(enabled);
+    }
+
+    /** The free kretprobe instances every ring takes from: one counter each ({@link #returnInstances}). */
+    private final java.lang.foreign.Arena countsArena = java.lang.foreign.Arena.ofShared();
+    private java.lang.foreign.MemorySegment counts = java.lang.foreign.MemorySegment.NULL;
+    private int countsUsed;
+    private long trampoline;
+
+    @Override
+    public void returnInstances(long trampoline, int[] free) {
+        if (counts.byteSize() < 4L * free.length) counts = countsArena.allocate(4L * Math.max(16, free.length), 4);
+        for (int i = 0; i < free.length; i++) counts.set(java.lang.foreign.ValueLayout.JAVA_INT, 4L * i, free[i]);
+        this.countsUsed = free.length;
+        this.trampoline = trampoline;
+        for (NativeProbeHits r : rings) r.returnCounts(trampoline, free.length == 0 ? java.lang.foreign.MemorySegment.NULL : counts, free.length);
+    }
+
+    @Override
+    public void returnInstancesChanged(int counter, int delta) {
+        if (counter < 0 || counter >= countsUsed) return;
+        long at = 4L * counter;
+        counts.set(java.lang.foreign.ValueLayout.JAVA_INT, at, counts.get(java.lang.foreign.ValueLayout.JAVA_INT, at) + delta);
     }
 
     private NativeProbeHits mine() {
@@ -123,5 +146,6 @@ final class PerCpuProbeHits implements RecordedProbeHits {
     /** Frees every ring (the machine is closed). */
     void close() {
         for (NativeProbeHits r : rings) r.close();
+        countsArena.close();
     }
 }

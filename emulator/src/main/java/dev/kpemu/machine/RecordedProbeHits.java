@@ -37,18 +37,55 @@ public interface RecordedProbeHits {
      * memory (below the user address limit, through the hit's page tables: x86-64 only); a read
      * that fails, or a string longer than that, leaves the hit to the host's Java path.
      */
-    record Read(boolean fromRead, int base, long offset, int size, boolean string, boolean user) {
+    record Read(boolean fromRead, int base, long offset, int size, boolean string, boolean user, ReturnEntry returnEntry) {
         public Read {
             if (string ? size != 0 : size != 1 && size != 2 && size != 4 && size != 8) throw new IllegalArgumentException("a read of " + size + " bytes");
             if (base < 0 || base > 255) throw new IllegalArgumentException("a read's base " + base);
+            if (returnEntry != null && (fromRead || string || user || size != 8 || offset != (int) offset)) {
+                throw new IllegalArgumentException("a return address is 8 bytes at a register or in it");
+            }
         }
+
+        public Read(boolean fromRead, int base, long offset, int size, boolean string, boolean user) { this(fromRead, base, offset, size, string, user, null); }
 
         /** A read of a kernel value of {@code size} bytes. */
         public Read(boolean fromRead, int base, long offset, int size) { this(fromRead, base, offset, size, false, false); }
 
+        /**
+         * A kretprobe's entry, the last read of a plan: the return address, 8 bytes at register
+         * {@code base} + {@code offset} (x86-64 {@code [rsp]}) or, {@code inRegister}, in register
+         * {@code base} itself (arm64 x30), swapped for the trampoline when counter {@code counter}
+         * has a free instance, which the hit takes ({@link #returnInstances}); {@code seenAfter}:
+         * probes that run after the kretprobe's at the site see the trampoline there (the native
+         * code leaves the hit to the host when one of them read it from memory; a register's
+         * value in the record is then the trampoline).
+         */
+        public static Read returnAddress(int base, long offset, boolean inRegister, int counter, boolean seenAfter) {
+            return new Read(false, base, offset, 8, false, false, new ReturnEntry(inRegister, counter, seenAfter));
+        }
+
         /** A read of the kernel string at {@code offset} from the base. */
         public static Read string(boolean fromRead, int base, long offset) { return new Read(fromRead, base, offset, 0, true, false); }
     }
+
+    /** What makes a {@link Read} a kretprobe's entry ({@link Read#returnAddress}). */
+    record ReturnEntry(boolean inRegister, int counter, boolean seenAfter) {
+        public ReturnEntry {
+            if (counter < 0) throw new IllegalArgumentException("counter " + counter);
+        }
+    }
+
+    /**
+     * Kretprobe entries the native code may take ({@link Read#returnAddress}): the trampoline a
+     * return address is swapped for, and each counter's instances free now, shared by every vCPU.
+     * After {@link #siteReads}; only while no record waits. Empty: none.
+     */
+    default void returnInstances(long trampoline, int[] free) {
+        if (free.length > 0) throw new UnsupportedOperationException("no kretprobe entries");
+    }
+
+    /** Counter {@code counter} ({@link #returnInstances}) gained {@code delta} free instances: one went back to its pool, or the host took one. */
+    default void returnInstancesChanged(int counter, int delta) {}
 
     /** Bytes of strings a record holds (each with its NUL). */
     int STRING_BYTES = 256;

@@ -65,6 +65,20 @@ public interface ArchKprobes extends ProbeDecoder {
     default Regs.Entry recordedEntry() { return Regs.Entry.FTRACE; }
 
     /**
+     * Where a natively recorded entry finds the return address a kretprobe swaps for its
+     * trampoline ({@link #swapReturnAddress}); null: kretprobe entries stay on the Java path.
+     */
+    default ReturnSlot recordedReturnSlot() { return null; }
+
+    /**
+     * The return address at a recorded entry: in the recorded register {@code register} itself
+     * ({@code inRegister}: arm64 x30) or in memory at its value + {@code offset} (x86-64
+     * {@code [rsp]}); {@code frameRegister} is the recorded register whose value is the entry's
+     * frame key ({@link #entryFrame}).
+     */
+    record ReturnSlot(String register, long offset, boolean inRegister, String frameRegister) { }
+
+    /**
      * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})
      * with {@code trampoline} and returns the real return address ({@code arch_prepare_kretprobe}).
      */

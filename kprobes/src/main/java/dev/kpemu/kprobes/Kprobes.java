@@ -64,7 +64,7 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
         this.hits = new HitPath(machine, arch, slots, table, active, arming, returns, failures, optimizers);
         this.registration = new ProbeRegistration(symbols, slots, arch, table, arming, returns, optimizers);
         this.listing = new ProbeListing(table, optimizers);
-        this.recorded = new RecordedHits(machine, arch, table, optimizers, failures);
+        this.recorded = new RecordedHits(machine, arch, table, optimizers, failures, returns);
         arming.onChange(recorded::changed);
     }
 
@@ -317,6 +317,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
 
     /** Trace lines of recorded hits that the machine's native code formatted ({@link RecordedHitHandler#lineFormat}). */
     public long recordedLines() { return recorded.linesFormatted(); }
+
+    /** Kretprobe entries the machine's native code recorded (an instance taken and the return address swapped at the hit). */
+    public long recordedReturnEntries() { return recorded.returnEntries(); }
 
     /** Recorded hits whose native lines went on as text, several at once ({@link RecordedHitHandler#lineSink}). */
     public long passedLines() { return recorded.passedLines(); }

@@ -25,6 +25,14 @@ import dev.kpemu.machine.RecordedProbeHits;
  * anew. While a hit of the engine's is in flight on the vCPU ({@link Activations}) the
  * native code sends every hit to Java, which counts it missed as Linux would.
  *
+ * <p>A kretprobe's entry probe at a point (one, with no entry handler) is recorded too, as
+ * {@code pre_handler_kretprobe} runs at the hit: the site's plan ends with the return address's
+ * read ({@link RecordedProbeHits.Read#returnAddress}, the arch's {@link ArchKprobes#recordedReturnSlot}),
+ * which the native code swaps for the trampoline while the kretprobe's count of free instances
+ * (kept with its pool: {@link ReturnProbes#onPoolChanged}) has one; the replay takes the instance
+ * from the pool, with the hit's frame key, task and return address, before the other handlers run.
+ * Returns stay on the Java path.
+ *
  * <p>Lines passed on as text: a site whose probe gives a {@link RecordedHitHandler#lineSink} has
  * the records whose native line is complete read no further than their site and line. Consecutive
  * ones (the lines one piece of text in the record's buffer) go to the sink in one piece, and their
@@ -44,12 +52,25 @@ final class RecordedHits {
     private ProbePoint[] sites = new ProbePoint[0];
     private RecordedHit hit;
 
-    RecordedHits(Machine machine, ArchKprobes arch, ProbeTable table, OptimizerBridge optimizers, HandlerFailures failures) {
+    private final ReturnProbes returns;
+    /** The kretprobes whose entries the site table records, by counter; their counters. */
+    private Kretprobe[] counters = new Kretprobe[0];
+    private final java.util.Map<Kretprobe, Integer> counterOf = new java.util.IdentityHashMap<>();
+    /** The recorded registers of a kretprobe entry's frame key and return address (-1: none). */
+    private int frameRegister = -1, returnRegister = -1;
+
+    RecordedHits(Machine machine, ArchKprobes arch, ProbeTable table, OptimizerBridge optimizers, HandlerFailures failures, ReturnProbes returns) {
         this.machine = machine;
         this.arch = arch;
         this.table = table;
         this.optimizers = optimizers;
         this.failures = failures;
+        this.returns = returns;
+        returns.onPoolChanged((rp, delta) -> {
+            Integer i = counterOf.get(rp);
+            RecordedProbeHits h = i == null ? null : machine.recordedProbeHits();
+            if (h != null) h.returnInstancesChanged(i, delta);
+        });
     }
 
     /** The guest words each hit captures (word 0 the current task); null: no hit is recorded natively. */
@@ -71,6 +92,11 @@ final class RecordedHits {
         RecordedProbeHits h = machine.recordedProbeHits();
         return h == null ? 0 : h.recorded();
     }
+
+    /** Kretprobe entries read back from records so far. */
+    long returnEntries() { return returnEntries; }
+
+    private long returnEntries;
 
     /** Recorded hits whose lines went to a sink as text so far. */
     long passedLines() { return passedTotal; }
@@ -99,18 +125,23 @@ final class RecordedHits {
             for (int i = 0; i < names.length; i++) ids[i] = arch.regs().engineIdOf(names[i]);
             h.capture(ids, words);
             hit = new RecordedHit(machine, arch.regs(), names, ids, arch.recordedEntry(), words);
+            ArchKprobes.ReturnSlot slot = arch.recordedReturnSlot();
+            frameRegister = slot == null ? -1 : hit.registerIndex(slot.frameRegister());
+            returnRegister = slot == null || frameRegister < 0 ? -1 : hit.registerIndex(slot.register());
             machine.consumeRecordedHits(new RecordedProbeHits.Reader() {
                 @Override public void accept(RecordedProbeHits.Record r) { replay(r); }
                 @Override public void drained() { passLines(); }
             });
             captureSet = true;
         }
+        counterOf.clear();
+        List<Kretprobe> kretprobes = new ArrayList<>();
         List<ProbePoint> eligible = new ArrayList<>();
         List<RecordedProbeHits.Read[]> plans = new ArrayList<>();
         boolean anyReads = false;
         for (ProbePoint p : table.points.values()) {
             if (!recordable(p)) continue;
-            RecordedProbeHits.Read[] r = memoryReads(p);
+            RecordedProbeHits.Read[] r = memoryReads(p, kretprobes);
             if (r == null) continue;
             eligible.add(p);
             plans.add(r);
@@ -125,6 +156,10 @@ final class RecordedHits {
         sites = eligible.toArray(new ProbePoint[0]);
         siteReads = plans.toArray(new RecordedProbeHits.Read[0][]);
         h.siteReads(anyReads ? siteReads : null);
+        counters = kretprobes.toArray(new Kretprobe[0]);
+        int[] free = new int[counters.length];
+        for (int i = 0; i < free.length; i++) free[i] = Math.max(0, returns.freeInstances(counters[i]));
+        h.returnInstances(returns.trampolineAddress(), free);
         lineFormats(h);
         h.setEnabled(addresses.length > 0);
     }
@@ -133,21 +168,42 @@ final class RecordedHits {
     private RecordedProbeHits.Read[][] siteReads = new RecordedProbeHits.Read[0][];
 
     /**
-     * The reads of guest memory a point's hits make: its only enabled probe's plan; empty when none
-     * of its probes reads memory; null when the point cannot be recorded (a plan refused, or several
-     * enabled probes of which one reads memory, or more reads than a record holds).
+     * The reads of guest memory a point's hits make: its only enabled probe's plan, followed by a
+     * kretprobe entry's return address (its counter added to {@code kretprobes}); empty when it
+     * reads nothing; null when the point cannot be recorded (a plan refused, several enabled probes
+     * of which one reads memory, more reads than a record holds; on an arch whose return address is
+     * a register, probes both before and after the kretprobe's).
      */
-    private RecordedProbeHits.Read[] memoryReads(ProbePoint p) {
+    private RecordedProbeHits.Read[] memoryReads(ProbePoint p, List<Kretprobe> kretprobes) {
         RecordedProbeHits.Read[] plan = RecordedHitHandler.NO_READS;
         int enabled = 0;
+        Kprobe entry = null;
+        boolean before = false, after = false;
         for (Kprobe k : p.children) {
             if (k.isDisabled()) continue;
+            if (k.owner != null) {
+                entry = k;
+                continue;
+            }
             enabled++;
+            if (entry == null) before = true;
+            else after = true;
             RecordedProbeHits.Read[] r = k.recordedHitHandler().memoryReads(k, hit);
             if (r == null || r.length > RecordedProbeHits.MAX_READS) return null;
             if (r.length > 0) plan = r;
         }
-        return plan.length > 0 && enabled > 1 ? null : plan;
+        if (plan.length > 0 && enabled > 1) return null;
+        if (entry == null) return plan;
+        ArchKprobes.ReturnSlot slot = arch.recordedReturnSlot();
+        if (returnRegister < 0 || plan.length + 1 > RecordedProbeHits.MAX_READS || slot.inRegister() && before && after) return null;
+        RecordedProbeHits.Read[] withEntry = java.util.Arrays.copyOf(plan, plan.length + 1);
+        Integer counter = counterOf.get(entry.owner);
+        if (counter == null) {
+            counterOf.put(entry.owner, counter = kretprobes.size());
+            kretprobes.add(entry.owner);
+        }
+        withEntry[plan.length] = RecordedProbeHits.Read.returnAddress(returnRegister, slot.offset(), slot.inRegister(), counter, after);
+        return withEntry;
     }
 
     /** Each site's line format, where its only enabled probe's handler gives one ({@link RecordedHitHandler#lineFormat}), and its sink. */
@@ -167,7 +223,7 @@ final class RecordedHits {
             byte[] f = only == null ? null : only.recordedHitHandler().lineFormat(only, hit);
             if (f == null) continue;
             lineProbes[i] = only;
-            if (PASS_LINES) lineSinks[i] = only.recordedHitHandler().lineSink(only);
+            if (PASS_LINES && returnEntry(siteReads[i]) == null) lineSinks[i] = only.recordedHitHandler().lineSink(only);
             at[i] = blob.size();
             blob.writeBytes(f);
             any = true;
@@ -195,13 +251,13 @@ final class RecordedHits {
     private int passedCount;
     private long passedTotal;
 
-    /** The point's only enabled probe, or null. */
+    /** The point's only enabled probe but a kretprobe's entry probe, or null. */
     private static Kprobe onlyEnabled(ProbePoint p) {
         Kprobe only = null;
         List<Kprobe> children = p.children;
         for (int i = 0; i < children.size(); i++) {
             Kprobe k = children.get(i);
-            if (k.isDisabled()) continue;
+            if (k.isDisabled() || k.owner != null) continue;
             if (only != null) return null;
             only = k;
         }
@@ -212,8 +268,15 @@ final class RecordedHits {
         if (!p.armed || p.ftrace != (arch.recordedEntry() == Regs.Entry.FTRACE) || !p.boosted || p.slot == 0) return false;
         if (optimizers.detourFor(p.address) != -1) return false;
         boolean any = false;
+        int entries = 0;
         for (Kprobe k : p.children) {
             if (k.isDisabled()) continue;
+            if (k.owner != null) {
+                // a kretprobe's entry: recorded as pre_handler_kretprobe runs when it has no entry handler (one a point)
+                if (++entries > 1 || !returns.entryRecordable(k.owner) || k.postHandler() != null || k.faultHandler() != null) return false;
+                any = true;
+                continue;
+            }
             RecordedHitHandler r = k.recordedHitHandler();
             if (k.owner != null || r == null || k.postHandler() != null || k.faultHandler() != null || !r.recordable()) return false;
             any = true;
@@ -241,28 +304,32 @@ final class RecordedHits {
         }
         passLines();
         ProbePoint p = sites[site];
-        RecordedHit x = hit.at(r, siteReads[site]);
-        List<Kprobe> children = p.children;
-        if (r.lineLength() > 0) {
-            Kprobe only = lineProbes[site];
-            if (only != null && !only.isDisabled()) {
-                try {
-                    only.recordedHitHandler().onRecordedLine(only, x);
-                } catch (Throwable t) {
-                    failures.handlerFailed(only, "pre", t);
-                }
-                return;
-            }
+        RecordedProbeHits.Read[] plan = siteReads[site];
+        RecordedHit x = hit.at(r, plan);
+        RecordedProbeHits.ReturnEntry entry = returnEntry(plan);
+        if (entry != null) {
+            // the native code took an instance and swapped the return address, whatever changed since
+            returnEntries++;
+            returns.recordedEntry(counters[entry.counter()], r.register(frameRegister), r.wordRead(0) ? r.wordValue(0) : 0,
+                    r.readValue(plan.length - 1));
         }
+        Kprobe line = r.lineLength() > 0 ? lineProbes[site] : null;
+        List<Kprobe> children = p.children;
         for (int i = 0; i < children.size(); i++) {
             Kprobe k = children.get(i);
-            if (k.isDisabled()) continue;
+            if (k.isDisabled() || k.owner != null) continue;
             try {
-                k.recordedHitHandler().onRecordedHit(k, x);
+                if (k == line) k.recordedHitHandler().onRecordedLine(k, x);
+                else k.recordedHitHandler().onRecordedHit(k, x);
             } catch (Throwable t) {
                 failures.handlerFailed(k, "pre", t);
             }
         }
+    }
+
+    /** The kretprobe entry a site's plan ends with, or null. */
+    private static RecordedProbeHits.ReturnEntry returnEntry(RecordedProbeHits.Read[] plan) {
+        return plan == null || plan.length == 0 ? null : plan[plan.length - 1].returnEntry();
     }
 
     /** The run of lines waiting, to its sink; its hits counted. */

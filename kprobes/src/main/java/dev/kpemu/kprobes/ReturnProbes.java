@@ -119,6 +119,41 @@ final class ReturnProbes {
         for (KretprobeInstance ri : outstanding) if (ri.rp == rp) ri.rp = null;
     }
 
+    /** Told of every instance taken from a pool (-1) and given back (+1) here: the native code's count of free ones follows. */
+    private java.util.function.ObjIntConsumer<Kretprobe> poolChanged = (rp, delta) -> { };
+
+    void onPoolChanged(java.util.function.ObjIntConsumer<Kretprobe> listener) { this.poolChanged = java.util.Objects.requireNonNull(listener); }
+
+    /** Instances free in {@code rp}'s pool (-1: it has none). */
+    int freeInstances(Kretprobe rp) {
+        ArrayDeque<KretprobeInstance> pool = pools.get(rp);
+        return pool == null ? -1 : pool.size();
+    }
+
+    /** Whether {@code rp}'s entries may be recorded natively ({@link RecordedHits}): a pool, no entry handler to run. */
+    boolean entryRecordable(Kretprobe rp) { return rp.entryHandler() == null && pools.containsKey(rp); }
+
+    /**
+     * {@code pre_handler_kretprobe} of an entry the machine's native code recorded: it took an
+     * instance from the count of {@code rp}'s free ones and swapped the return address
+     * {@code retAddr} for the trampoline at the hit; the instance is taken from the pool now, with
+     * the hit's frame key and task.
+     */
+    void recordedEntry(Kretprobe rp, long frame, long task, long retAddr) {
+        ArrayDeque<KretprobeInstance> pool = pools.get(rp);
+        KretprobeInstance ri = pool == null ? null : pool.poll();
+        if (ri == null) {
+            // the native count said one was free: keep the guest's return working all the same
+            LOG.log(Level.WARNING, "kretprobe: a recorded entry found no free instance of " + rp.kp.symbolName());
+            ri = new KretprobeInstance(rp);
+            if (pool == null) ri.rp = null;
+        }
+        ri.frame = frame;
+        ri.task = task;
+        ri.retAddr = retAddr;
+        outstanding.add(ri);
+    }
+
     /** {@code pre_handler_kretprobe}. */
     int preHandlerKretprobe(Kretprobe rp, Regs regs) {
         ArrayDeque<KretprobeInstance> pool = pools.get(rp);
@@ -127,6 +162,7 @@ final class ReturnProbes {
             rp.nmissed++;
             return 0;
         }
+        poolChanged.accept(rp, -1);
         ri.retAddr = 0;
         ri.frame = arch.entryFrame(regs);
         ri.task = currentTask.getAsLong();
@@ -140,6 +176,7 @@ final class ReturnProbes {
             }
             if (r != 0) {
                 pool.push(ri);
+                poolChanged.accept(rp, 1);
                 return 0;
             }
         }
@@ -196,7 +233,10 @@ final class ReturnProbes {
             outstanding.remove(ri);
             Kretprobe rp = ri.rp;
             ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
-            if (pool != null) pool.push(ri);
+            if (pool != null) {
+                pool.push(ri);
+                poolChanged.accept(rp, 1);
+            }
         }
         machine.setPc(real);
     }
@@ -220,7 +260,10 @@ final class ReturnProbes {
             n++;
             Kretprobe rp = ri.rp;
             ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
-            if (pool != null) pool.push(ri);
+            if (pool != null) {
+                pool.push(ri);
+                poolChanged.accept(rp, 1);
+            }
         }
         return n;
     }
