@@ -143,8 +143,9 @@ final class ReturnProbes {
         ArrayDeque<KretprobeInstance> pool = pools.get(rp);
         KretprobeInstance ri = pool == null ? null : pool.poll();
         if (ri == null) {
-            // the native count said one was free: keep the guest's return working all the same
-            LOG.log(Level.WARNING, "kretprobe: a recorded entry found no free instance of " + rp.kp.symbolName());
+            // unregistered since the hit (its instances return without a handler), or the native count
+            // was wrong: either way the guest returns through the trampoline and must find an instance
+            if (pool != null) LOG.log(Level.WARNING, "kretprobe: a recorded entry found no free instance of " + rp.kp.symbolName());
             ri = new KretprobeInstance(rp);
             if (pool == null) ri.rp = null;
         }

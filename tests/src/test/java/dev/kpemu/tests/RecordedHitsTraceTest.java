@@ -82,16 +82,8 @@ class RecordedHitsTraceTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void recordedHitsGiveTheTraceOfTheJavaPath(Arch arch) throws Exception {
-        KernelTraceRegressionTest.Run java, recorded;
-        String before = System.getProperty("kpemu.recordedHits");
-        System.setProperty("kpemu.recordedHits", "false");
-        try {
-            java = KernelTraceRegressionTest.boot(arch, definitions(arch));
-        } finally {
-            if (before == null) System.clearProperty("kpemu.recordedHits");
-            else System.setProperty("kpemu.recordedHits", before);
-        }
-        recorded = KernelTraceRegressionTest.boot(arch, definitions(arch));
+        KernelTraceRegressionTest.Run java = onTheJavaPath(() -> KernelTraceRegressionTest.boot(arch, definitions(arch)));
+        KernelTraceRegressionTest.Run recorded = KernelTraceRegressionTest.boot(arch, definitions(arch));
         for (KernelTraceRegressionTest.Run r : List.of(java, recorded)) {
             assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), r.result().status());
         }
@@ -165,16 +157,8 @@ class RecordedHitsTraceTest {
     @EnumSource(Arch.class)
     @org.junit.jupiter.api.Tag("smp")
     void twoCpusRecordTheTraceOfTheJavaPath(Arch arch) throws Exception {
-        Run java, recorded;
-        String before = System.getProperty("kpemu.recordedHits");
-        System.setProperty("kpemu.recordedHits", "false");
-        try {
-            java = bootTwoCpus(arch);
-        } finally {
-            if (before == null) System.clearProperty("kpemu.recordedHits");
-            else System.setProperty("kpemu.recordedHits", before);
-        }
-        recorded = bootTwoCpus(arch);
+        Run java = onTheJavaPath(() -> bootTwoCpus(arch));
+        Run recorded = bootTwoCpus(arch);
         for (Run r : List.of(java, recorded)) assertEquals(BootOutcome.POWERED_OFF, r.result().outcome(), r.result().status());
         assertEquals(0, java.traced().kprobes().recordedHits(), "the Java path records nothing natively");
         List<String> a = java.traced().records().stream().map(TraceRecord::line).toList();
@@ -234,15 +218,7 @@ class RecordedHitsTraceTest {
     @ParameterizedTest
     @EnumSource(Arch.class)
     void aFilterWrittenMidRunHoldsBackRecordedLinesAsTheJavaPathDoes(Arch arch) throws Exception {
-        FilteredRun java;
-        String before = System.getProperty("kpemu.recordedHits");
-        System.setProperty("kpemu.recordedHits", "false");
-        try {
-            java = streamWithFilterAtInit(arch);
-        } finally {
-            if (before == null) System.clearProperty("kpemu.recordedHits");
-            else System.setProperty("kpemu.recordedHits", before);
-        }
+        FilteredRun java = onTheJavaPath(() -> streamWithFilterAtInit(arch));
         FilteredRun recorded = streamWithFilterAtInit(arch);
         assertEquals(0, java.traced().kprobes().recordedHits(), "the Java path records nothing natively");
         assertTrue(recorded.traced().kprobes().passedLines() > 100, "lines passed on as text: " + recorded.traced().kprobes().passedLines());
@@ -290,5 +266,17 @@ class RecordedHitsTraceTest {
         var r = dev.kpemu.boot.BootRunner.boot(new dev.kpemu.boot.BootRunner.Options(arch, null, null, null, 256, 60, console, null), traced);
         assertEquals(BootOutcome.POWERED_OFF, r.outcome(), r.status());
         return new FilteredRun(traced, List.of(dev.kpemu.kprobes.events.GuestText.decode(text.toByteArray()).split("\n")), filteredAt[0]);
+    }
+
+    /** {@code run} with every hit on the Java path ({@code -Dkpemu.recordedHits=false}): the reference the recorded runs must equal. */
+    private static <T> T onTheJavaPath(java.util.concurrent.Callable<T> run) throws Exception {
+        String before = System.getProperty("kpemu.recordedHits");
+        System.setProperty("kpemu.recordedHits", "false");
+        try {
+            return run.call();
+        } finally {
+            if (before == null) System.clearProperty("kpemu.recordedHits");
+            else System.setProperty("kpemu.recordedHits", before);
+        }
     }
 }
