@@ -209,6 +209,22 @@ public final class Unicorn implements AutoCloseable {
      * native code it calls ({@link CodePlacement}).
      */
     public static Unicorn open(int arch, int mode, int cpuModel) {
+        for (int attempt = 1; ; attempt++) {
+            Unicorn u = openOnce(arch, mode, cpuModel);
+            if (u.codePlaced() || !u.placementRaced || attempt == PLACEMENT_ATTEMPTS) return u;
+            // another thread mapped memory into the range freed for this buffer between the release and
+            // Unicorn's mapping (the kernel hands out the highest free range first): open it again
+            u.close();
+        }
+    }
+
+    /** Engines opened at most, when another thread's mapping took the range freed for the buffer, before one runs unplaced. */
+    static final int PLACEMENT_ATTEMPTS = 4;
+
+    /** A range was freed for this engine's buffer and the buffer landed elsewhere. */
+    private boolean placementRaced;
+
+    private static Unicorn openOnce(int arch, int mode, int cpuModel) {
         Unicorn u;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
@@ -225,7 +241,10 @@ public final class Unicorn implements AutoCloseable {
             synchronized (CodePlacement.class) {   // engines opened at once would map their buffers into each other's ranges
                 u.codeRange = CodePlacement.release();
                 u.initialize();
-                if (!CodePlacement.settle(u.codeRange)) u.codeRange = -1;
+                if (!CodePlacement.settle(u.codeRange)) {
+                    u.placementRaced = u.codeRange >= 0;
+                    u.codeRange = -1;
+                }
             }
             if (TRACE_PLACEMENT) System.err.println("kpemu: engine opened, translation buffer " + (u.codePlaced() ? "placed" : "not placed") + "; " + codePlacement());
             return u;
