@@ -19,10 +19,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link #CHUNKS} buffers is reserved once, when the first engine opens, in the free ranges within
  * a direct call of libunicorn's code; each engine's buffer is mapped into one of those ranges (the
  * hook reached through a jump placed there) and the range is reserved again when the engine
- * closes, or when its opening failed. Another thread's mapping may take the range freed for a
- * buffer before Unicorn maps it (the kernel hands out the highest free range first): the buffer then
- * lands elsewhere, the range is reserved again and {@link Unicorn#open} opens the engine again
- * ({@code Unicorn.PLACEMENT_ATTEMPTS} at most). Placement changes only the host's speed, never what the guest
+ * closes, or when its opening failed. The kernel hands out the highest free range that fits first: a
+ * free range above the reserved ones (memory unmapped since they were reserved, such as a closed
+ * machine's RAM), or another thread's mapping taking the freed range first, puts the buffer
+ * elsewhere; the range is then reserved again and {@link Unicorn#open} opens the engine again while
+ * the misplaced buffer holds that place ({@code Unicorn.PLACEMENT_ATTEMPTS} at most). Placement changes only the host's speed, never what the guest
  * runs. Without the native functions (an older {@code libkpemu_clock.so}) engines map their
  * buffers where the kernel puts them.
  */

@@ -209,17 +209,23 @@ public final class Unicorn implements AutoCloseable {
      * native code it calls ({@link CodePlacement}).
      */
     public static Unicorn open(int arch, int mode, int cpuModel) {
-        for (int attempt = 1; ; attempt++) {
-            Unicorn u = openOnce(arch, mode, cpuModel);
-            if (u.codePlaced() || !u.placementRaced || attempt == PLACEMENT_ATTEMPTS) return u;
-            // another thread mapped memory into the range freed for this buffer between the release and
-            // Unicorn's mapping (the kernel hands out the highest free range first): open it again
-            u.close();
+        java.util.List<Unicorn> unplaced = new java.util.ArrayList<>();
+        try {
+            for (int attempt = 1; ; attempt++) {
+                Unicorn u = openOnce(arch, mode, cpuModel);
+                if (u.codePlaced() || !u.placementRaced || attempt == PLACEMENT_ATTEMPTS) return u;
+                // the kernel put the buffer in a free range above the one freed for it (memory unmapped since
+                // the ranges were reserved: a closed machine's RAM), or another thread's mapping took the freed
+                // range first: open it again while this one's buffer holds that place
+                unplaced.add(u);
+            }
+        } finally {
+            for (Unicorn u : unplaced) u.close();
         }
     }
 
-    /** Engines opened at most, when another thread's mapping took the range freed for the buffer, before one runs unplaced. */
-    static final int PLACEMENT_ATTEMPTS = 4;
+    /** Engines opened at most, while each one's buffer lands outside the range freed for it, before one runs unplaced. */
+    static final int PLACEMENT_ATTEMPTS = 8;
 
     /** A range was freed for this engine's buffer and the buffer landed elsewhere. */
     private boolean placementRaced;
