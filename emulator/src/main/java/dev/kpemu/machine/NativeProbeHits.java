@@ -98,10 +98,13 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     @Override
     public void returnInstances(long trampoline, int[] free) {
-        MemorySegment counts = free.length == 0 ? MemorySegment.NULL : arena.allocate(4L * free.length, 4);
-        for (int i = 0; i < free.length; i++) counts.set(JAVA_INT, 4L * i, free[i]);
-        returnCounts(trampoline, counts, free.length);
+        if (ownCounts.byteSize() < 4L * free.length) ownCounts = arena.allocate(4L * Math.max(16, free.length), 4);
+        for (int i = 0; i < free.length; i++) ownCounts.set(JAVA_INT, 4L * i, free[i]);
+        returnCounts(trampoline, free.length == 0 ? MemorySegment.NULL : ownCounts, free.length);
     }
+
+    /** The counters {@link #returnInstances} keeps when this ring is used alone. */
+    private MemorySegment ownCounts = MemorySegment.NULL;
 
     /** As {@link #returnInstances}, with counters another owner keeps (every vCPU's ring shares them: {@link PerCpuProbeHits}). */
     void returnCounts(long trampoline, MemorySegment counts, int n) {

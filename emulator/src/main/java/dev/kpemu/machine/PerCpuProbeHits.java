@@ -1,5 +1,9 @@
 package dev.kpemu.machine;
 
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntSupplier;
@@ -37,25 +41,25 @@ final class PerCpuProbeHits implements RecordedProbeHits {
     }
 
     /** The free kretprobe instances every ring takes from: one counter each ({@link #returnInstances}). */
-    private final java.lang.foreign.Arena countsArena = java.lang.foreign.Arena.ofShared();
-    private java.lang.foreign.MemorySegment counts = java.lang.foreign.MemorySegment.NULL;
+    private final Arena countsArena = Arena.ofShared();
+    private MemorySegment counts = MemorySegment.NULL;
     private int countsUsed;
     private long trampoline;
 
     @Override
     public void returnInstances(long trampoline, int[] free) {
         if (counts.byteSize() < 4L * free.length) counts = countsArena.allocate(4L * Math.max(16, free.length), 4);
-        for (int i = 0; i < free.length; i++) counts.set(java.lang.foreign.ValueLayout.JAVA_INT, 4L * i, free[i]);
+        for (int i = 0; i < free.length; i++) counts.set(JAVA_INT, 4L * i, free[i]);
         this.countsUsed = free.length;
         this.trampoline = trampoline;
-        for (NativeProbeHits r : rings) r.returnCounts(trampoline, free.length == 0 ? java.lang.foreign.MemorySegment.NULL : counts, free.length);
+        for (NativeProbeHits r : rings) r.returnCounts(trampoline, free.length == 0 ? MemorySegment.NULL : counts, free.length);
     }
 
     @Override
     public void returnInstancesChanged(int counter, int delta) {
         if (counter < 0 || counter >= countsUsed) return;
         long at = 4L * counter;
-        counts.set(java.lang.foreign.ValueLayout.JAVA_INT, at, counts.get(java.lang.foreign.ValueLayout.JAVA_INT, at) + delta);
+        counts.set(JAVA_INT, at, counts.get(JAVA_INT, at) + delta);
     }
 
     private NativeProbeHits mine() {
