@@ -82,28 +82,6 @@ class CodePlacementTest {
         }
     }
 
-    /**
-     * A free range above the reserved ones, where the kernel puts a new mapping first (here 1 GiB
-     * allocated before the first engine of the process opens and freed after it, as a closed
-     * machine's RAM is): every engine opened after it still gets its buffer in a reserved range,
-     * the misplaced ones held open until one lands there. With the engine opened only once, none of
-     * the six did (the buffer went to the freed range each time) when this test ran first in its JVM.
-     */
-    @Test
-    void aFreeRangeAboveTheReservedOnesDoesNotKeepBuffersFromThem() {
-        java.lang.foreign.Arena big = java.lang.foreign.Arena.ofShared();
-        big.allocate(1L << 30, 4096);
-        try (Unicorn first = Unicorn.open(Unicorn.ARCH_X86, Unicorn.MODE_64)) {
-            assertTrue(first.codePlaced(), Unicorn.codePlacement());
-        }
-        big.close();
-        for (int i = 0; i < 6; i++) {
-            try (Unicorn uc = Unicorn.open(i % 2 == 0 ? Unicorn.ARCH_X86 : Unicorn.ARCH_ARM64, i % 2 == 0 ? Unicorn.MODE_64 : Unicorn.MODE_ARM)) {
-                assertTrue(uc.codePlaced(), "engine " + i + ": " + Unicorn.codePlacement());
-            }
-        }
-    }
-
     @Test
     void severalEnginesAtOnceEachGetTheirOwnRange() throws IOException {
         List<Unicorn> open = new ArrayList<>();
