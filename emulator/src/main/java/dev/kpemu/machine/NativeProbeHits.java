@@ -96,34 +96,17 @@ public final class NativeProbeHits implements RecordedProbeHits {
     /** kpemu_probe_hits.h's read kinds of a kretprobe's entry. */
     private static final int READ_RETURN = 4, READ_RETURN_REGISTER = 5, READ_RETURN_SEEN = 16;
 
-    @Override
-    public void returnInstances(long trampoline, int[] free) {
-        if (ownCounts.byteSize() < 4L * free.length) ownCounts = arena.allocate(4L * Math.max(16, free.length), 4);
-        for (int i = 0; i < free.length; i++) ownCounts.set(JAVA_INT, 4L * i, free[i]);
-        returnCounts(trampoline, free.length == 0 ? MemorySegment.NULL : ownCounts, free.length);
-    }
-
-    /** The counters {@link #returnInstances} keeps when this ring is used alone. */
-    private MemorySegment ownCounts = MemorySegment.NULL;
-
-    /** As {@link #returnInstances}, with counters another owner keeps (every vCPU's ring shares them: {@link PerCpuProbeHits}). */
+    /**
+     * The trampoline and the counters of free kretprobe instances ({@link #returnInstances}), which
+     * {@link PerCpuProbeHits} keeps and changes for every vCPU's ring at once.
+     */
     void returnCounts(long trampoline, MemorySegment counts, int n) {
         if (closed) return;
         if (pending()) throw new IllegalStateException("records wait");
-        this.counts = counts;
         state.set(JAVA_LONG, TRAMPOLINE, trampoline);
         state.set(ADDRESS, KRET_FREE, counts);
         state.set(JAVA_INT, KRET_COUNT, n);
         state.set(JAVA_INT, SWAP_READ, -1);
-    }
-
-    /** The counters of free kretprobe instances the native code reads (NULL: none). */
-    private MemorySegment counts = MemorySegment.NULL;
-
-    @Override
-    public void returnInstancesChanged(int counter, int delta) {
-        if (closed || counts.byteSize() < 4L * (counter + 1)) return;
-        counts.set(JAVA_INT, 4L * counter, counts.get(JAVA_INT, 4L * counter) + delta);
     }
 
     /** The C state, for the vCPU's native hook to point at. */
