@@ -150,13 +150,15 @@ int kpemu_arm64_record_hit(uc_engine *uc, struct kpemu_arm64_svc *s) {
     uint64_t pc = 0;
     uc_reg_read(uc, UC_ARM64_REG_PC, &pc);       /* Unicorn reports BRK with the PC at it */
     int64_t site = kpemu_hits_site(h, pc);
-    if (site < 0) return 0;
+    int at_return = site < 0 && h->kret_table != NULL && pc == h->trampoline;
+    if (site < 0 && !at_return) return 0;
     uint64_t *regs = kpemu_hits_read_registers(uc, h);
     if (regs == NULL || ((regs[h->mode_index] >> 2) & 3) == 0) return 0;   /* EL0: the host's */
     struct arm64_walker w = { .s = s, .uc = uc };
     w.sctlr = read_cp(uc, 3, 0, 1, 0, 0);
     w.tcr = read_cp(uc, 3, 0, 2, 0, 2);
     uc_reg_read(uc, UC_ARM64_REG_TTBR1_EL1, &w.ttbr1);
+    if (at_return) return kpemu_hits_return(uc, h, regs, read_kernel, &w);
     if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, read_user, &w)) return 0;
     kpemu_hits_complete(h, regs, (uint32_t)site, read_kernel, &w);
     kpemu_hits_resume(uc, h, h->site_resume[site]);

@@ -47,7 +47,18 @@
  * `trampoline` once every other read succeeded (x86-64: a write of guest memory; arm64: x30 in
  * the context the guest resumes from, and in the record when READ_RETURN_SEEN) and takes the
  * instance from the counter. The host takes it from its pool when it reads the record back, and
- * raises the counter when an instance goes back to the pool.
+ * raises the counter when an instance goes back to the pool. The instance goes into the table of
+ * outstanding instances (`kret_table`, every vCPU's ring shares it: the frame key from the register
+ * at `entry_frame_index`, the task from word 0, the return address, the counter) at a free slot,
+ * which the read slot's address word then holds for the host; no free slot: the host's.
+ *
+ * Kretprobe returns (kpemu_hits_return): at a breakpoint on the trampoline, while the table is
+ * `complete` (the host puts the instances it takes in it too and says when one found no room), the
+ * table's one instance of the return's frame key, when its counter's `kret_returns` says its returns
+ * are recorded: the record's site word is RETURN_SITE | its slot, the slot is freed, the counter gains
+ * the instance and the guest goes on at the real return address. The host reads the instance by its
+ * slot and runs the return's handler from the record. Several instances of a frame (several
+ * kretprobes on one function), none, or one that saw the trampoline: the host's.
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -88,6 +99,26 @@ struct kpemu_line_context {
                                   and the columns follow the task's, written here from those words (kpemu_line_task) */
     uint8_t columns[LINE_COLUMNS_MAX];
 };
+
+/* A kretprobe instance outstanding (kpemu_kret_table): the frame key and task its entry saw, the
+   return address it swapped for the trampoline, and its kretprobe's counter (-1: its return is the
+   host's). */
+struct kpemu_kret_instance {
+    uint64_t frame, task, ret;
+    int32_t counter;
+    uint32_t live;
+};
+
+/* The outstanding instances, the host's and this code's (one table every vCPU's ring shares, as the
+   guest's tasks return on any CPU): slots [0, used) may be live; `complete` is nonzero while every
+   instance the host holds has a slot (only then is a return matched here). */
+struct kpemu_kret_table {
+    uint32_t used, capacity, complete, pad;
+    struct kpemu_kret_instance slot[];
+};
+
+/* A record of a kretprobe's return has this bit in its site word, its table slot in the others. */
+#define RETURN_SITE 0x80000000u
 
 struct kpemu_probe_hits {
     uint32_t enabled;          /* 0: every breakpoint goes to the host */
@@ -141,6 +172,15 @@ struct kpemu_probe_hits {
     int32_t swap_counter;      /* this hit: its kretprobe's counter */
     int32_t swap_register;     /* this hit: the index in `regs` of the register that holds the return address (-1: in memory) */
     uint32_t kret_count;       /* counters in kret_free */
+    /* kretprobe returns (see the top of this file) */
+    struct kpemu_kret_table *kret_table; /* the outstanding instances, shared by every vCPU's ring (NULL: no entry or return here) */
+    const int32_t *kret_returns;  /* per counter: nonzero when its instances' returns may be recorded here */
+    int32_t ret_frame_index;   /* index in `regs` of the register a return's frame key is read from (-1: no return recorded) */
+    int32_t entry_frame_index; /* index in `regs` of the register an entry's frame key is */
+    int64_t ret_frame_offset;  /* added to it (x86-64: -8, the slot `ret` popped) */
+    int32_t swap_slot;         /* this hit: the table slot its entry's instance takes */
+    uint32_t pad_returns;
+    uint64_t returns_recorded; /* kretprobe returns recorded here */
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -449,6 +489,11 @@ static inline int kpemu_hits_return_read(struct kpemu_probe_hits *h, uint64_t *r
         uint32_t base_index, uint32_t kind, int64_t offset, kpemu_hit_reader kernel, const void *walker) {
     uint32_t counter = (uint32_t)((uint64_t)offset >> 32);
     if (h->kret_free == NULL || counter >= h->kret_count || h->kret_free[counter] <= 0 || base_index >= h->nregs) return 0;
+    struct kpemu_kret_table *t = h->kret_table;
+    if (t == NULL || h->entry_frame_index < 0 || (uint32_t)h->entry_frame_index >= h->nregs) return 0;
+    uint32_t free_slot = 0;
+    while (free_slot < t->used && t->slot[free_slot].live) free_slot++;
+    if (free_slot >= t->capacity) return 0;      /* no room: the host's, which holds it without a slot */
     uint64_t address = 0, value;
     if ((kind & ~(uint32_t)READ_RETURN_SEEN) == READ_RETURN_REGISTER) {
         if (h->reg_ctx_offset[base_index] < 0) return 0;    /* only a register the resume's context holds */
@@ -474,6 +519,7 @@ static inline int kpemu_hits_return_read(struct kpemu_probe_hits *h, uint64_t *r
     memcpy(slots + 16 * (size_t)j + 8, &value, 8);
     h->swap_read = (int32_t)j;
     h->swap_counter = (int32_t)counter;
+    h->swap_slot = (int32_t)free_slot;
     return 1;
 }
 
@@ -567,7 +613,7 @@ static inline void kpemu_hits_complete(struct kpemu_probe_hits *h, uint64_t *reg
     memcpy(rec + 8, h->executed, 8);
     if (h->line_meta != NULL) {
         h->line_meta[2 * (size_t)h->count] = 0;
-        if (h->lines_on) kpemu_hits_format(h, regs, site, h->count);
+        if (h->lines_on && (site & RETURN_SITE) == 0) kpemu_hits_format(h, regs, site, h->count);
     }
 }
 
@@ -581,11 +627,61 @@ static inline void kpemu_hits_resume(uc_engine *uc, struct kpemu_probe_hits *h, 
     if (h->swap_read >= 0) {          /* a kretprobe's entry: its instance taken, a register's return address swapped */
         if (h->swap_register >= 0) memcpy((uint8_t *)h->pc_ctx + h->reg_ctx_offset[h->swap_register], &h->trampoline, 8);
         h->kret_free[h->swap_counter]--;
+        uint8_t *rec = h->ring + (size_t)h->count * h->record_size;
+        const uint64_t *regs = (const uint64_t *)(rec + 16);
+        uint8_t *words = (uint8_t *)(regs + h->nregs);
+        uint32_t ok;
+        memcpy(&ok, rec + 4, 4);
+        struct kpemu_kret_instance *e = &h->kret_table->slot[h->swap_slot];
+        e->frame = regs[h->entry_frame_index];
+        e->task = 0;
+        if (h->nwords > 0 && (ok & 1)) memcpy(&e->task, words, 8);
+        uint8_t *read = (uint8_t *)(words + 16 * (size_t)h->nwords) + 16 * (size_t)h->swap_read;
+        memcpy(&e->ret, read + 8, 8);
+        uint64_t slot_index = (uint64_t)h->swap_slot;   /* the read's address word, once swapped: the instance's table slot */
+        memcpy(read, &slot_index, 8);
+        e->counter = h->swap_counter;
+        e->live = 1;
+        if ((uint32_t)h->swap_slot >= h->kret_table->used) h->kret_table->used = (uint32_t)h->swap_slot + 1;
         h->swap_read = -1;
     }
     uc_context_restore(uc, h->pc_ctx);
     h->count++;
     h->recorded++;
+}
+
+/*
+ * A kretprobe's return at the trampoline (`regs` its registers, read as a record's): the one
+ * instance of the frame, matched as the host's trampoline handler matches it (its frame key: the
+ * register at `ret_frame_index` + `ret_frame_offset`), recorded (site word RETURN_SITE | its slot;
+ * the words read as at any hit), given back to its counter, and the guest resumed at the real
+ * return address. 0 when the host must: the table is not complete, no instance or several of the
+ * frame (several kretprobes on one function: the host runs them newest first), one that saw the
+ * trampoline, or one whose kretprobe's returns are not recorded.
+ */
+static inline int kpemu_hits_return(uc_engine *uc, struct kpemu_probe_hits *h, uint64_t *regs,
+        kpemu_hit_reader read, const void *walker) {
+    struct kpemu_kret_table *t = h->kret_table;
+    if (t == NULL || !t->complete || h->ret_frame_index < 0 || (uint32_t)h->ret_frame_index >= h->nregs) return 0;
+    uint64_t frame = regs[h->ret_frame_index] + (uint64_t)h->ret_frame_offset;
+    int64_t found = -1;
+    for (uint32_t i = 0; i < t->used; i++) {
+        if (!t->slot[i].live || t->slot[i].frame != frame) continue;
+        if (found >= 0) return 0;
+        found = i;
+    }
+    if (found < 0) return 0;
+    struct kpemu_kret_instance *e = &t->slot[found];
+    if (e->ret == h->trampoline || e->counter < 0 || (uint32_t)e->counter >= h->kret_count || h->kret_returns == NULL
+            || !h->kret_returns[e->counter]) return 0;
+    h->swap_read = -1;
+    kpemu_hits_complete(h, regs, RETURN_SITE | (uint32_t)found, read, walker);
+    e->live = 0;
+    while (t->used > 0 && !t->slot[t->used - 1].live) t->used--;
+    h->kret_free[e->counter]++;
+    h->returns_recorded++;
+    kpemu_hits_resume(uc, h, e->ret);
+    return 1;
 }
 
 #endif

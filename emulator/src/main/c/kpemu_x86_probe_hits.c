@@ -98,12 +98,14 @@ int kpemu_x86_record_hit(uc_engine *uc, struct kpemu_x86_exception *s) {
     uint64_t rip = 0;
     uc_reg_read(uc, UC_X86_REG_RIP, &rip);
     int64_t site = kpemu_hits_site(h, rip - 1);   /* Unicorn reports int3 with RIP past the 0xcc */
-    if (site < 0) return 0;
+    int at_return = site < 0 && h->kret_table != NULL && rip - 1 == h->trampoline;
+    if (site < 0 && !at_return) return 0;
     uint64_t *regs = kpemu_hits_read_registers(uc, h);
     if (regs == NULL || (regs[h->mode_index] & 3) != 0) return 0;   /* user mode: the host's */
     struct hit_walker w;
     kpemu_x86_walker_now(uc, s, &w.w);
     w.tlb.used = w.tlb.next = 0;
+    if (at_return) return kpemu_hits_return(uc, h, regs, read_kernel, &w);
     if (kpemu_hits_site_has_reads(h, (uint32_t)site) && !ftrace_call_pushed(uc, s, &w, rip - 1)) return 0;
     if (!kpemu_hits_site_reads(h, regs, (uint32_t)site, read_kernel, read_user, &w)) return 0;
     if (h->swap_read >= 0 && !return_swapped(uc, s, &w, regs, h)) {

@@ -14,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7600;
+    private static final long SIZE = 7648;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
@@ -22,7 +22,9 @@ public final class NativeProbeHits implements RecordedProbeHits {
             LINES_ON = 384, LINE_CAPACITY = 388, LINE_BUF = 392, LINE_USED = 400, LINE_META = 408, SITE_FORMAT = 416, FORMATS = 424,
             LIVE = 432, CONTEXTS = 448, CONTEXT_SIZE = 216, LINES_FORMATTED = 7360,
             NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392, REG_CTX_OFFSET = 7400, REGS_FROM_CTX = 7560,
-            TRAMPOLINE = 7568, KRET_FREE = 7576, SWAP_READ = 7584, KRET_COUNT = 7596;
+            TRAMPOLINE = 7568, KRET_FREE = 7576, SWAP_READ = 7584, KRET_COUNT = 7596,
+            KRET_TABLE = 7600, KRET_RETURNS = 7608, RET_FRAME_INDEX = 7616, ENTRY_FRAME_INDEX = 7620, RET_FRAME_OFFSET = 7624,
+            RETURNS_RECORDED = 7640;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_TASK_COLUMNS = 148, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -108,6 +110,23 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(JAVA_INT, KRET_COUNT, n);
         state.set(JAVA_INT, SWAP_READ, -1);
     }
+
+    /**
+     * The outstanding instances' table and the counters whose returns are recorded
+     * ({@link #returnsRecorded}), which {@link PerCpuProbeHits} keeps for every vCPU's ring at
+     * once; {@code table} NULL: no kretprobe entry or return is recorded.
+     */
+    void returnTable(MemorySegment table, MemorySegment returns, int returnFrame, long returnFrameOffset, int entryFrame) {
+        if (closed) return;
+        if (pending()) throw new IllegalStateException("records wait");
+        state.set(ADDRESS, KRET_TABLE, table);
+        state.set(ADDRESS, KRET_RETURNS, returns);
+        state.set(JAVA_INT, RET_FRAME_INDEX, returnFrame);
+        state.set(JAVA_LONG, RET_FRAME_OFFSET, returnFrameOffset);
+        state.set(JAVA_INT, ENTRY_FRAME_INDEX, entryFrame);
+    }
+
+    @Override public long returnsRecorded() { return closed ? returnsAtClose : state.get(JAVA_LONG, RETURNS_RECORDED); }
 
     /** The C state, for the vCPU's native hook to point at. */
     public MemorySegment state() { return state; }
@@ -405,7 +424,11 @@ public final class NativeProbeHits implements RecordedProbeHits {
         @Override public long lineNanos() { return lineMetaCopy[2 * index + 1]; }
         @Override public byte[] lineBytes() { return lines; }
 
-        @Override public int site() { return siteOfSlot[(int) copied[at]]; }
+        @Override
+        public int site() {
+            int slot = (int) copied[at];
+            return slot < 0 ? slot : siteOfSlot[slot];     // a return's: the table slot with the sign bit (RecordedProbeHits.returnSite)
+        }
 
         @Override public long executed() { return copied[at + 1]; }
 
@@ -462,12 +485,13 @@ public final class NativeProbeHits implements RecordedProbeHits {
 
     /** Closed with the machine: what is asked afterwards (the engine's count, a change) touches no freed memory. */
     private boolean closed;
-    private long recordedAtClose, linesAtClose;
+    private long recordedAtClose, linesAtClose, returnsAtClose;
 
     public void close() {
         if (closed) return;
         recordedAtClose = recorded();
         linesAtClose = linesFormatted();
+        returnsAtClose = returnsRecorded();
         closed = true;
         if (arena.scope().isAlive()) arena.close();
     }

@@ -1,6 +1,7 @@
 package dev.kpemu.machine;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -37,6 +38,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         ring.siteReads(readsOfSite);
         ring.lineFormats(formatBlob, formatOfSite);
         ring.returnCounts(trampoline, counts, countsUsed);
+        ring.returnTable(table, returns, returnFrame, returnFrameOffset, entryFrame);
         ring.setEnabled(enabled);
     }
 
@@ -61,6 +63,73 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         long at = 4L * counter;
         counts.set(JAVA_INT, at, counts.get(JAVA_INT, at) + delta);
     }
+
+    /** Instances the table holds (kpemu_probe_hits.h struct kpemu_kret_table: a 16-byte head, 32 bytes an instance). */
+    static final int TABLE_INSTANCES = 1024;
+    private static final long TABLE_USED = 0, TABLE_CAPACITY = 4, TABLE_COMPLETE = 8, TABLE_SLOTS = 16, INSTANCE_SIZE = 32,
+            INSTANCE_FRAME = 0, INSTANCE_TASK = 8, INSTANCE_RET = 16, INSTANCE_COUNTER = 24, INSTANCE_LIVE = 28;
+    /** The outstanding instances every ring matches returns in (NULL until {@link #returnsRecorded}), and the counters whose returns it records. */
+    private MemorySegment table = MemorySegment.NULL, returns = MemorySegment.NULL;
+    private int returnFrame = -1, entryFrame = -1;
+    private long returnFrameOffset;
+
+    @Override
+    public void returnsRecorded(boolean[] recorded, int returnFrame, long returnFrameOffset, int entryFrame) {
+        if (table.equals(MemorySegment.NULL)) {
+            table = countsArena.allocate(TABLE_SLOTS + INSTANCE_SIZE * TABLE_INSTANCES, 8);
+            table.set(JAVA_INT, TABLE_CAPACITY, TABLE_INSTANCES);
+            table.set(JAVA_INT, TABLE_COMPLETE, 1);
+        }
+        if (returns.byteSize() < 4L * recorded.length) returns = countsArena.allocate(4L * Math.max(16, recorded.length), 4);
+        for (int i = 0; i < recorded.length; i++) returns.set(JAVA_INT, 4L * i, recorded[i] ? 1 : 0);
+        this.returnFrame = returnFrame;
+        this.returnFrameOffset = returnFrameOffset;
+        this.entryFrame = entryFrame;
+        for (NativeProbeHits r : rings) r.returnTable(table, returns, returnFrame, returnFrameOffset, entryFrame);
+    }
+
+    @Override
+    public int returnInstanceAdd(long frame, long task, long returnAddress, int counter) {
+        if (table.equals(MemorySegment.NULL)) return -1;
+        int used = table.get(JAVA_INT, TABLE_USED), slot = 0;
+        while (slot < used && table.get(JAVA_INT, instance(slot) + INSTANCE_LIVE) != 0) slot++;
+        if (slot >= TABLE_INSTANCES) {
+            table.set(JAVA_INT, TABLE_COMPLETE, 0);
+            return -1;
+        }
+        long e = instance(slot);
+        table.set(JAVA_LONG, e + INSTANCE_FRAME, frame);
+        table.set(JAVA_LONG, e + INSTANCE_TASK, task);
+        table.set(JAVA_LONG, e + INSTANCE_RET, returnAddress);
+        table.set(JAVA_INT, e + INSTANCE_COUNTER, counter);
+        table.set(JAVA_INT, e + INSTANCE_LIVE, 1);
+        if (slot >= used) table.set(JAVA_INT, TABLE_USED, slot + 1);
+        return slot;
+    }
+
+    @Override
+    public void returnInstanceRemove(int slot) {
+        if (table.equals(MemorySegment.NULL) || slot < 0 || slot >= TABLE_INSTANCES) return;
+        table.set(JAVA_INT, instance(slot) + INSTANCE_LIVE, 0);
+        int used = table.get(JAVA_INT, TABLE_USED);
+        while (used > 0 && table.get(JAVA_INT, instance(used - 1) + INSTANCE_LIVE) == 0) used--;
+        table.set(JAVA_INT, TABLE_USED, used);
+    }
+
+    @Override
+    public void returnInstanceCounter(int slot, int counter) {
+        if (table.equals(MemorySegment.NULL) || slot < 0 || slot >= TABLE_INSTANCES) return;
+        table.set(JAVA_INT, instance(slot) + INSTANCE_COUNTER, counter);
+    }
+
+    @Override
+    public void returnInstancesComplete(boolean complete) {
+        if (!table.equals(MemorySegment.NULL)) table.set(JAVA_INT, TABLE_COMPLETE, complete ? 1 : 0);
+    }
+
+    private static long instance(int slot) { return TABLE_SLOTS + INSTANCE_SIZE * (long) slot; }
+
+    @Override public long returnsRecorded() { return sum(NativeProbeHits::returnsRecorded); }
 
     private NativeProbeHits mine() {
         int c = current.getAsInt();

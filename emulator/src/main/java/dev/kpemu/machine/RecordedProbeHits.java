@@ -87,6 +87,46 @@ public interface RecordedProbeHits {
     /** Counter {@code counter} ({@link #returnInstances}) gained {@code delta} free instances: one went back to its pool, or the host took one. */
     default void returnInstancesChanged(int counter, int delta) {}
 
+    /**
+     * Kretprobe returns the native code may record at the trampoline (after {@link #returnInstances},
+     * whose counters these are): counter i's instances' returns when {@code recorded[i]}. A return is
+     * recorded when the outstanding instances' table ({@link #returnInstanceAdd}) is complete and holds
+     * exactly one instance of the return's frame key (the register numbered {@code returnFrame} among
+     * the record's + {@code returnFrameOffset}), one whose return address is not the trampoline: its
+     * record's {@link Record#site()} is {@link #returnSite} of the instance's slot, the slot is freed,
+     * its counter gains the instance, and the guest goes on at its return address. An entry the native
+     * code records puts its instance in the table too (its frame key the register numbered
+     * {@code entryFrame}), and its return-address read's {@link Record#readAddress} is then the slot.
+     * Without a table (the default) neither is recorded.
+     */
+    default void returnsRecorded(boolean[] recorded, int returnFrame, long returnFrameOffset, int entryFrame) {}
+
+    /** The {@link Record#site()} of a return recorded at {@code slot} of the instances' table: negative, unlike a site's. */
+    static int returnSite(int slot) { return Integer.MIN_VALUE | slot; }
+
+    /** The instances' table slot of a return's record ({@link #returnSite}). */
+    static int returnSlot(int site) { return site & Integer.MAX_VALUE; }
+
+    /**
+     * An instance the host took (frame key, task, the return address swapped, its counter or -1:
+     * its return is the host's) into the table the native code matches returns in: its slot, or -1
+     * when the table is full (the table is then incomplete and no return is recorded until every
+     * instance the host holds has a slot again: {@link #returnInstancesComplete}).
+     */
+    default int returnInstanceAdd(long frame, long task, long returnAddress, int counter) { return -1; }
+
+    /** The instance at {@code slot} went back (its return or its task's flush on the host's path). */
+    default void returnInstanceRemove(int slot) {}
+
+    /** The instance at {@code slot} belongs to counter {@code counter} now (-1: its return is the host's). */
+    default void returnInstanceCounter(int slot, int counter) {}
+
+    /** Whether every instance the host holds has a slot in the table (at the start: yes). */
+    default void returnInstancesComplete(boolean complete) {}
+
+    /** Kretprobe returns recorded natively so far. */
+    default long returnsRecorded() { return 0; }
+
     /** Bytes of strings a record holds (each with its NUL). */
     int STRING_BYTES = 256;
 
@@ -114,7 +154,7 @@ public interface RecordedProbeHits {
 
     /** One record while it is read ({@link #drainTo}). */
     interface Record {
-        /** The index of the site (as given to {@link #sites}). */
+        /** The index of the site (as given to {@link #sites}), or a kretprobe's return ({@link #returnSite}: negative). */
         int site();
 
         /** The instruction clock's count of executed instructions at the hit. */

@@ -74,9 +74,10 @@ public interface ArchKprobes extends ProbeDecoder {
      * The return address at a recorded entry: in the recorded register {@code register} itself
      * ({@code inRegister}: arm64 x30) or in memory at its value + {@code offset} (x86-64
      * {@code [rsp]}); {@code frameRegister} is the recorded register whose value is the entry's
-     * frame key ({@link #entryFrame}).
+     * frame key ({@link #entryFrame}), and its value + {@code returnFrameOffset} at the
+     * trampoline's breakpoint the return's ({@link #returnFrame}: x86-64 the slot {@code ret} popped).
      */
-    record ReturnSlot(String register, long offset, boolean inRegister, String frameRegister) { }
+    record ReturnSlot(String register, long offset, boolean inRegister, String frameRegister, long returnFrameOffset) { }
 
     /**
      * At a function's entry: replaces where it will return (x86 {@code [rsp]}, arm64 {@code lr})

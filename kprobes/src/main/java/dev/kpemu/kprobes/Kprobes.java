@@ -321,6 +321,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Kretprobe entries the machine's native code recorded (an instance taken and the return address swapped at the hit). */
     public long recordedReturnEntries() { return recorded.returnEntries(); }
 
+    /** Kretprobe returns the machine's native code recorded at the trampoline ({@link RecordedReturnHandler}). */
+    public long recordedReturns() { return recorded.recordedReturns(); }
+
     /** Recorded hits whose native lines went on as text, several at once ({@link RecordedHitHandler#lineSink}). */
     public long passedLines() { return recorded.passedLines(); }
 

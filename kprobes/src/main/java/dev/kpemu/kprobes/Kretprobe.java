@@ -42,6 +42,18 @@ public final class Kretprobe implements Probe {
 
     public Handler handler() { return handler; }
 
+    private RecordedReturnHandler recordedReturnHandler;
+
+    /**
+     * Lets the machine's native code record this kretprobe's returns at the trampoline and hand
+     * them to {@code h} later ({@link RecordedReturnHandler}); {@code h} does what the handler does,
+     * from the record.
+     */
+    public Kretprobe recordedReturns(RecordedReturnHandler h) { this.recordedReturnHandler = h; return this; }
+
+    /** The handler of recorded returns, or null: every return runs {@link #handler()} at the trampoline. */
+    public RecordedReturnHandler recordedReturnHandler() { return recordedReturnHandler; }
+
     public Handler entryHandler() { return entryHandler; }
 
     public int maxactive() { return maxactive; }

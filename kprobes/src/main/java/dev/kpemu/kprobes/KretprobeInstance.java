@@ -11,6 +11,8 @@ public final class KretprobeInstance {
     long frame;
     /** The task that entered ({@code current}), 0 when unknown. */
     long task;
+    /** Its slot in the native code's table of outstanding instances (RecordedHits), -1: none. */
+    int nativeSlot = -1;
     private final byte[] data;
 
     KretprobeInstance(Kretprobe rp) {

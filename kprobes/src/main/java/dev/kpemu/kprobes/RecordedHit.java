@@ -32,6 +32,14 @@ public final class RecordedHit {
         return this;
     }
 
+    /** A kretprobe return's record ({@link RecordedReturnHandler}): no site reads, the registers' ip {@code realIp}. */
+    RecordedHit atReturn(RecordedProbeHits.Record r, long realIp) {
+        this.record = r;
+        this.reads = RecordedHitHandler.NO_READS;
+        regs.atReturn(r, realIp);
+        return this;
+    }
+
     /**
      * The read of guest memory (kernel, or {@code user}) the hit's site made of {@code size} bytes at {@code address}
      * ({@link RecordedHitHandler#memoryReads}), or -1: none. Every read a site plans was made (a hit
@@ -40,7 +48,7 @@ public final class RecordedHit {
     public int readAt(long address, int size, boolean user) {
         RecordedProbeHits.Read[] r = reads;
         for (int j = 0; j < r.length; j++) {
-            if (!r[j].string() && r[j].user() == user && r[j].size() == size && record.readAddress(j) == address) return j;
+            if (!r[j].string() && r[j].user() == user && r[j].size() == size && r[j].returnEntry() == null && record.readAddress(j) == address) return j;
         }
         return -1;
     }

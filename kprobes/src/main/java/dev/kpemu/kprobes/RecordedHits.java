@@ -31,7 +31,14 @@ import dev.kpemu.machine.RecordedProbeHits;
  * which the native code swaps for the trampoline while the kretprobe's count of free instances
  * (kept with its pool: {@link ReturnProbes#onPoolChanged}) has one; the replay takes the instance
  * from the pool, with the hit's frame key, task and return address, before the other handlers run.
- * Returns stay on the Java path.
+ *
+ * <p>A kretprobe's return is recorded at the trampoline when its kretprobe's handler is a
+ * {@link RecordedReturnHandler} that says {@link RecordedReturnHandler#returnRecordable()}: the
+ * native code keeps a table of the outstanding instances (those it takes and those
+ * {@link ReturnProbes} takes, {@link ReturnProbes.InstanceTable}), matches the return's frame key
+ * there as the Java path does, and records the return when the frame has one instance; the replay
+ * finds the instance by its slot ({@link ReturnProbes#recordedReturn}). Every kretprobe with such a
+ * handler gets a counter, its entries recorded or not.
  *
  * <p>Lines passed on as text: a site whose probe gives a {@link RecordedHitHandler#lineSink} has
  * the records whose native line is complete read no further than their site and line. Consecutive
@@ -71,6 +78,37 @@ final class RecordedHits {
             RecordedProbeHits h = i == null ? null : machine.recordedProbeHits();
             if (h != null) h.returnInstancesChanged(i, delta);
         });
+        returns.instanceTable(new ReturnProbes.InstanceTable() {
+            @Override
+            public int add(Kretprobe rp, long frame, long task, long retAddr) {
+                RecordedProbeHits h = machine.recordedProbeHits();
+                return h == null ? -1 : h.returnInstanceAdd(frame, task, retAddr, counterOf(rp));
+            }
+
+            @Override
+            public void remove(int slot) {
+                RecordedProbeHits h = machine.recordedProbeHits();
+                if (h != null) h.returnInstanceRemove(slot);
+            }
+
+            @Override
+            public void orphaned(int slot) {
+                RecordedProbeHits h = machine.recordedProbeHits();
+                if (h != null) h.returnInstanceCounter(slot, -1);
+            }
+
+            @Override
+            public void complete(boolean complete) {
+                RecordedProbeHits h = machine.recordedProbeHits();
+                if (h != null) h.returnInstancesComplete(complete);
+            }
+        });
+    }
+
+    /** {@code rp}'s counter in the table now, or -1: none (its instances' returns are the Java side's). */
+    private int counterOf(Kretprobe rp) {
+        Integer i = rp == null ? null : counterOf.get(rp);
+        return i == null ? -1 : i;
     }
 
     /** The guest words each hit captures (word 0 the current task); null: no hit is recorded natively. */
@@ -97,6 +135,11 @@ final class RecordedHits {
     long returnEntries() { return returnEntries; }
 
     private long returnEntries;
+
+    /** Kretprobe returns read back from records so far. */
+    long recordedReturns() { return recordedReturns; }
+
+    private long recordedReturns;
 
     /** Recorded hits whose lines went to a sink as text so far. */
     long passedLines() { return passedTotal; }
@@ -156,10 +199,24 @@ final class RecordedHits {
         sites = eligible.toArray(new ProbePoint[0]);
         siteReads = plans.toArray(new RecordedProbeHits.Read[0][]);
         h.siteReads(anyReads ? siteReads : null);
+        for (Kretprobe rp : returns.pooled()) {      // returns recorded: a counter for each kretprobe whose returns may be
+            if (!returnRecordable(rp) || counterOf.containsKey(rp)) continue;
+            counterOf.put(rp, kretprobes.size());
+            kretprobes.add(rp);
+        }
         counters = kretprobes.toArray(new Kretprobe[0]);
         int[] free = new int[counters.length];
-        for (int i = 0; i < free.length; i++) free[i] = Math.max(0, returns.freeInstances(counters[i]));
+        boolean[] recordedReturns = new boolean[counters.length];
+        for (int i = 0; i < free.length; i++) {
+            free[i] = Math.max(0, returns.freeInstances(counters[i]));
+            recordedReturns[i] = returnRecordable(counters[i]);
+        }
         h.returnInstances(returns.trampolineAddress(), free);
+        if (returnRegister >= 0) {
+            h.returnsRecorded(recordedReturns, frameRegister, arch.recordedReturnSlot().returnFrameOffset(), frameRegister);
+            returns.forEachInTable((rp, slot) -> h.returnInstanceCounter(slot, counterOf(rp)));
+            h.returnInstancesComplete(returns.missingFromTable() == 0);
+        }
         lineFormats(h);
         h.setEnabled(addresses.length > 0);
     }
@@ -264,6 +321,12 @@ final class RecordedHits {
         return only;
     }
 
+    /** Whether {@code rp}'s returns may be recorded at the trampoline: registered, its handler a {@link RecordedReturnHandler} that says so. */
+    private static boolean returnRecordable(Kretprobe rp) {
+        RecordedReturnHandler r = rp.recordedReturnHandler();
+        return r != null && rp.handler() != null && r.returnRecordable();
+    }
+
     private boolean recordable(ProbePoint p) {
         if (!p.armed || p.ftrace != (arch.recordedEntry() == Regs.Entry.FTRACE) || !p.boosted || p.slot == 0) return false;
         if (optimizers.detourFor(p.address) != -1) return false;
@@ -287,6 +350,12 @@ final class RecordedHits {
     /** A record read back: the point's enabled probes' handlers, in the order {@link HitPath} runs them. */
     private void replay(RecordedProbeHits.Record r) {
         int site = r.site();
+        if (site < 0) {         // a kretprobe's return, at the trampoline
+            passLines();
+            recordedReturns++;
+            returns.recordedReturn(RecordedProbeHits.returnSlot(site), r, hit);
+            return;
+        }
         RecordedLineSink sink = dirty ? null : lineSinks[site];
         if (sink != null && r.lineLength() > 0 && !r.lineWithoutColumns() && r.lineNanos() == machine.liveNanosAtExecuted(r.executed())) {
             byte[] text = r.lineBytes();
@@ -311,7 +380,7 @@ final class RecordedHits {
             // the native code took an instance and swapped the return address, whatever changed since
             returnEntries++;
             returns.recordedEntry(counters[entry.counter()], r.register(frameRegister), r.wordRead(0) ? r.wordValue(0) : 0,
-                    r.readValue(plan.length - 1));
+                    r.readValue(plan.length - 1), (int) r.readAddress(plan.length - 1));
         }
         Kprobe line = r.lineLength() > 0 ? lineProbes[site] : null;
         List<Kprobe> children = p.children;

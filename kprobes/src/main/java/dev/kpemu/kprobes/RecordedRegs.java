@@ -46,7 +46,19 @@ final class RecordedRegs implements Regs {
         for (int i = 0; i < argNames.length; i++) args[i] = index(argNames[i]);
     }
 
-    void at(RecordedProbeHits.Record r) { this.record = r; }
+    void at(RecordedProbeHits.Record r) {
+        this.record = r;
+        this.returnIp = 0;
+    }
+
+    /** A kretprobe return's record: the registers at the trampoline as the live view shows them to its handler, the ip {@code realIp}. */
+    void atReturn(RecordedProbeHits.Record r, long realIp) {
+        this.record = r;
+        this.returnIp = realIp;
+    }
+
+    /** A return's real return address (0: an entry's record). */
+    private long returnIp;
 
     /** Names asked for before that are other String objects than {@link #names}' (a probe's parsed %x0, an alias), and their index. */
     private final String[] seen = new String[32];
@@ -83,11 +95,12 @@ final class RecordedRegs implements Regs {
     @Override public String spName() { return live.spName(); }
 
     /** An ftrace site's view has orig_ax 0 ({@link FtraceRegs}); a breakpoint's pt_regs -1, as the live view's. */
-    @Override public long origAx() { return entry == Entry.FTRACE ? 0 : -1; }
+    @Override public long origAx() { return entry() == Entry.FTRACE ? 0 : -1; }
 
-    @Override public Entry entry() { return entry; }
+    /** An entry's as the arch records them; a return's the trampoline's breakpoint. */
+    @Override public Entry entry() { return returnIp != 0 ? Entry.BREAKPOINT : entry; }
 
-    @Override public long ip() { return record.register(ip); }
+    @Override public long ip() { return returnIp != 0 ? returnIp : record.register(ip); }
 
     @Override public long sp() { return record.register(sp); }
 

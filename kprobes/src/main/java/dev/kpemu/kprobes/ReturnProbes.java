@@ -10,6 +10,7 @@ import java.util.Map;
 import dev.kpemu.kprobes.Activations.Activation;
 import dev.kpemu.kprobes.Activations.Status;
 import dev.kpemu.machine.Machine;
+import dev.kpemu.machine.RecordedProbeHits;
 import dev.kpemu.machine.StopReason;
 
 /**
@@ -116,7 +117,63 @@ final class ReturnProbes {
     /** Drops {@code rp}'s free list; its outstanding instances still return correctly but run no handler. */
     void dropPool(Kretprobe rp) {
         pools.remove(rp);
-        for (KretprobeInstance ri : outstanding) if (ri.rp == rp) ri.rp = null;
+        for (KretprobeInstance ri : outstanding) {
+            if (ri.rp != rp) continue;
+            ri.rp = null;
+            if (ri.nativeSlot >= 0) table.orphaned(ri.nativeSlot);
+        }
+    }
+
+    /**
+     * The native code's table of outstanding instances ({@link RecordedHits}), where it matches
+     * the returns it records: told of every instance the Java side takes or gives back, so that
+     * it holds all of them while {@link #missingFromTable} is 0.
+     */
+    interface InstanceTable {
+        /** {@code rp}'s instance taken here: its slot, or -1 when the table has no room. */
+        int add(Kretprobe rp, long frame, long task, long retAddr);
+
+        /** The instance at {@code slot} went back on the Java side. */
+        void remove(int slot);
+
+        /** The instance at {@code slot} lost its kretprobe (unregistered): its return is the Java side's. */
+        void orphaned(int slot);
+
+        /** Whether every outstanding instance has a slot. */
+        void complete(boolean complete);
+    }
+
+    private InstanceTable table = new InstanceTable() {
+        @Override public int add(Kretprobe rp, long frame, long task, long retAddr) { return -1; }
+        @Override public void remove(int slot) { }
+        @Override public void orphaned(int slot) { }
+        @Override public void complete(boolean complete) { }
+    };
+    /** Outstanding instances without a slot in {@link #table}. */
+    private int missingFromTable;
+
+    void instanceTable(InstanceTable t) { this.table = java.util.Objects.requireNonNull(t); }
+
+    /** Outstanding instances the native code's table does not hold (returns are recorded only at 0). */
+    int missingFromTable() { return missingFromTable; }
+
+    /** The kretprobes with a pool (registered), in no particular order. */
+    java.util.Set<Kretprobe> pooled() { return pools.keySet(); }
+
+    /** Every outstanding instance with a slot in the native code's table, with its slot. */
+    void forEachInTable(java.util.function.ObjIntConsumer<Kretprobe> action) {
+        for (KretprobeInstance ri : outstanding) if (ri.nativeSlot >= 0) action.accept(ri.rp, ri.nativeSlot);
+    }
+
+    private void addToTable(KretprobeInstance ri) {
+        ri.nativeSlot = table.add(ri.rp, ri.frame, ri.task, ri.retAddr);
+        if (ri.nativeSlot < 0 && missingFromTable++ == 0) table.complete(false);
+    }
+
+    private void removeFromTable(KretprobeInstance ri) {
+        if (ri.nativeSlot >= 0) table.remove(ri.nativeSlot);
+        else if (--missingFromTable == 0) table.complete(true);
+        ri.nativeSlot = -1;
     }
 
     /** Told of every instance taken from a pool (-1) and given back (+1) here: the native code's count of free ones follows. */
@@ -136,10 +193,10 @@ final class ReturnProbes {
     /**
      * {@code pre_handler_kretprobe} of an entry the machine's native code recorded: it took an
      * instance from the count of {@code rp}'s free ones and swapped the return address
-     * {@code retAddr} for the trampoline at the hit; the instance is taken from the pool now, with
-     * the hit's frame key and task.
+     * {@code retAddr} for the trampoline at the hit, and put it in its table at {@code slot}; the
+     * instance is taken from the pool now, with the hit's frame key and task.
      */
-    void recordedEntry(Kretprobe rp, long frame, long task, long retAddr) {
+    void recordedEntry(Kretprobe rp, long frame, long task, long retAddr, int slot) {
         ArrayDeque<KretprobeInstance> pool = pools.get(rp);
         KretprobeInstance ri = pool == null ? null : pool.poll();
         if (ri == null) {
@@ -152,7 +209,41 @@ final class ReturnProbes {
         ri.frame = frame;
         ri.task = task;
         ri.retAddr = retAddr;
+        ri.nativeSlot = slot;
+        if (ri.rp == null) table.orphaned(slot);
         outstanding.add(ri);
+    }
+
+    /**
+     * A return the native code recorded at the trampoline ({@link RecordedReturnHandler}): the
+     * instance at {@code slot} of its table, the only one of the return's frame, which it already
+     * freed and counted back to its kretprobe's free instances; the handler runs from {@code hit}
+     * with the ip the real return address, and the instance goes back to its pool.
+     */
+    void recordedReturn(int slot, RecordedProbeHits.Record r, RecordedHit hit) {
+        KretprobeInstance ri = null;
+        for (int i = outstanding.size() - 1; i >= 0; i--) {
+            if (outstanding.get(i).nativeSlot != slot) continue;
+            ri = outstanding.remove(i);
+            break;
+        }
+        if (ri == null) {       // the table and the Java side disagree: a defect, the guest itself went on right
+            LOG.log(Level.ERROR, "kretprobe: a recorded return of table slot " + slot + " has no instance");
+            return;
+        }
+        ri.nativeSlot = -1;
+        Kretprobe rp = ri.rp;
+        if (rp == null) return;
+        RecordedReturnHandler h = rp.recordedReturnHandler();
+        if (h != null) {
+            try {
+                h.onRecordedReturn(ri, hit.atReturn(r, ri.retAddr));
+            } catch (Throwable t) {
+                failures.handlerFailed(rp.kp, "return", t);
+            }
+        }
+        ArrayDeque<KretprobeInstance> pool = pools.get(rp);
+        if (pool != null) pool.push(ri);
     }
 
     /** {@code pre_handler_kretprobe}. */
@@ -183,6 +274,7 @@ final class ReturnProbes {
         }
         ri.retAddr = arch.swapReturnAddress(regs, trampoline);
         outstanding.add(ri);
+        addToTable(ri);
         return 0;
     }
 
@@ -232,6 +324,7 @@ final class ReturnProbes {
         active.pop(busy);
         for (KretprobeInstance ri : group) {
             outstanding.remove(ri);
+            removeFromTable(ri);
             Kretprobe rp = ri.rp;
             ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
             if (pool != null) {
@@ -258,6 +351,7 @@ final class ReturnProbes {
             KretprobeInstance ri = it.next();
             if (ri.task != task) continue;
             it.remove();
+            removeFromTable(ri);
             n++;
             Kretprobe rp = ri.rp;
             ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);

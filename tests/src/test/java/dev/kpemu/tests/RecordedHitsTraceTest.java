@@ -48,6 +48,8 @@ class RecordedHitsTraceTest {
             "r1:kprobes/readret vfs_read ret=$retval:s64",
             "r1:kprobes/waitret do_wait ret=$retval:s64",
             "r1:kprobes/kthreadret kthread",
+            // two kretprobes on one function: two instances a frame, whose returns the Java path runs newest first
+            "r:kprobes/waitagain do_wait ret=$retval:x64",
             "r:kprobes/writeret vfs_write ret=$retval:s64",
             // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
@@ -72,6 +74,7 @@ class RecordedHitsTraceTest {
             "r1:kprobes/readret vfs_read ret=$retval:s64",
             "r1:kprobes/waitret do_wait ret=$retval:s64",
             "r1:kprobes/kthreadret kthread",
+            "r:kprobes/waitagain do_wait ret=$retval:x64",
             "p:kprobes/writefile vfs_write count=$arg3:u64 flags=+68(%x0):x32 buf=$arg2:x64",
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32",
             "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring",
@@ -107,6 +110,11 @@ class RecordedHitsTraceTest {
         assertEquals(a, b, "trace lines, in order, timestamps included");
         assertTrue(recorded.traced().kprobes().recordedReturnEntries() > 0 && b.stream().anyMatch(l -> l.contains(" readret: ")),
                 "kretprobe entries recorded natively: " + recorded.traced().kprobes().recordedReturnEntries());
+        // returns recorded at the trampoline (readret's, openret's), and returns of two instances a frame on the Java path
+        assertTrue(recorded.traced().kprobes().recordedReturns() > 0, "kretprobe returns recorded natively: " + recorded.traced().kprobes().recordedReturns());
+        assertEquals(0, java.traced().kprobes().recordedReturns(), "the Java path records no return");
+        assertTrue(b.stream().anyMatch(l -> l.contains(" waitagain: ")) && b.stream().anyMatch(l -> l.contains(" waitret: ")),
+                "both kretprobes of one function trace");
         // kthread never returns: its one instance stays taken and every later kthread's entry is missed, counted
         // as the Java path counts it (the profile below); do_wait's instance comes back at each return
         String kthreadret = recorded.traced().events().profile().lines().filter(l -> l.contains("kthreadret")).findFirst().orElseThrow();

@@ -14,6 +14,7 @@ import dev.kpemu.kprobes.Kretprobe;
 import dev.kpemu.kprobes.KretprobeInstance;
 import dev.kpemu.kprobes.RecordedHit;
 import dev.kpemu.kprobes.RecordedHitHandler;
+import dev.kpemu.kprobes.RecordedReturnHandler;
 import dev.kpemu.kprobes.Regs;
 import dev.kpemu.machine.Arch;
 import dev.kpemu.machine.Machine;
@@ -110,7 +111,7 @@ public final class EventEngine implements AutoCloseable {
     }
 
     /** One probe of an event ({@code struct trace_kprobe}). */
-    private final class Probe implements RecordedHitHandler {
+    private final class Probe implements RecordedHitHandler, RecordedReturnHandler {
         final TraceProbe def;
         final CompiledProbe compiled;
         Event event;
@@ -275,6 +276,30 @@ public final class EventEngine implements AutoCloseable {
                 return;
             }
             emit(this, false, reportedWatchIp(hit.pc()), 0, buffer, LatencyPaths.Path.WATCHPOINT);
+        }
+
+        /**
+         * Whether the machine's native code may record this return event's returns: as
+         * {@link #recordable()}, and its fetches read no memory (registers, {@code $retval}, the
+         * entry's saved arguments).
+         */
+        @Override
+        public boolean returnRecordable() { return recordable() && !compiled.readsMemory(); }
+
+        /** {@link #onReturn} from a recorded return: the same record, its context read from what the return captured. */
+        @Override
+        public void onRecordedReturn(KretprobeInstance ri, RecordedHit hit) {
+            nhit++;
+            if (!event.armed) return;
+            ctx.beginRecorded(hit);
+            boolean ok = compiled.fetch(ctx, buffer.entryData(ri.data()));
+            buffer.entryData(null);
+            if (!ok) {
+                dropped++;
+                return;
+            }
+            emit(this, true, engineProbe.entryProbe().address(), ri.returnAddress(), buffer,
+                    def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN, hit.guestNanos(), hit);
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
@@ -797,7 +822,8 @@ public final class EventEngine implements AutoCloseable {
                 case ProbeTarget.AddressTarget a -> Kretprobe.at(a.address());
                 case ProbeTarget.FileTarget f -> throw new IllegalArgumentException("a uprobe in the kprobe engine: " + def.command());
             };
-            rp.maxactive(def instanceof KretprobeDef r ? r.maxactive() : def instanceof FprobeDef f ? f.maxactive() : 0).handler(p::onReturn);
+            rp.maxactive(def instanceof KretprobeDef r ? r.maxactive() : def instanceof FprobeDef f ? f.maxactive() : 0).handler(p::onReturn)
+                    .recordedReturns(p);
             int saved = p.compiled.entryArgs().length;
             if (saved > 0) {              // trace_kprobe_entry_handler: $argN of a return probe, saved at entry
                 rp.dataSize(8 * saved).entryHandler((ri, regs) -> {

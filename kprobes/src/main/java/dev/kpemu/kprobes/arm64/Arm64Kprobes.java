@@ -71,7 +71,7 @@ public final class Arm64Kprobes implements ArchKprobes {
     @Override public String[] recordedRegisters() { return RECORDED.clone(); }
 
     /** At a function's entry: the return address in lr, the frame key the caller's x29 ({@link #entryFrame}). */
-    @Override public ReturnSlot recordedReturnSlot() { return new ReturnSlot("x30", 0, true, "x29"); }
+    @Override public ReturnSlot recordedReturnSlot() { return new ReturnSlot("x30", 0, true, "x29", 0); }
 
     @Override public dev.kpemu.kprobes.Regs.Entry recordedEntry() { return dev.kpemu.kprobes.Regs.Entry.BREAKPOINT; }
 

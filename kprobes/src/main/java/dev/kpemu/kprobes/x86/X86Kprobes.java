@@ -57,7 +57,7 @@ public final class X86Kprobes implements ArchKprobes {
     @Override public String[] recordedRegisters() { return RECORDED.clone(); }
 
     /** At an ftrace site (a function's first instruction but for endbr): the return address at [rsp], the frame key rsp. */
-    @Override public ReturnSlot recordedReturnSlot() { return new ReturnSlot("rsp", 0, false, "rsp"); }
+    @Override public ReturnSlot recordedReturnSlot() { return new ReturnSlot("rsp", 0, false, "rsp", -8); }
 
     // ------------------------------------------------------------------ prepare
 
