@@ -58,7 +58,9 @@
  * are recorded: the record's site word is RETURN_SITE | its slot, the slot is freed, the counter gains
  * the instance and the guest goes on at the real return address. The host reads the instance by its
  * slot and runs the return's handler from the record. Several instances of a frame (several
- * kretprobes on one function), none, or one that saw the trampoline: the host's.
+ * kretprobes on one function), none, or one that saw the trampoline: the host's. A return's line is
+ * written as a site's, in its counter's format (`ret_format`), when the host told the head of the
+ * counter's returns to that address (`heads`: the head names the caller the function returns to).
  */
 #ifndef KPEMU_PROBE_HITS_H
 #define KPEMU_PROBE_HITS_H
@@ -119,6 +121,17 @@ struct kpemu_kret_table {
 
 /* A record of a kretprobe's return has this bit in its site word, its table slot in the others. */
 #define RETURN_SITE 0x80000000u
+
+/* The head of a kretprobe return's line ("EVENT: (caller+0x1f/0x80 <- func)") the host wrote for
+   returns of counter `counter` to `ret`: copied in place of the format's empty head. */
+#define RETURN_HEADS 16
+#define RETURN_HEAD_MAX 240
+struct kpemu_return_head {
+    uint64_t ret;
+    int32_t counter;           /* -1: empty */
+    uint32_t len;
+    uint8_t bytes[RETURN_HEAD_MAX];
+};
 
 struct kpemu_probe_hits {
     uint32_t enabled;          /* 0: every breakpoint goes to the host */
@@ -181,6 +194,9 @@ struct kpemu_probe_hits {
     int32_t swap_slot;         /* this hit: the table slot its entry's instance takes */
     uint32_t pad_returns;
     uint64_t returns_recorded; /* kretprobe returns recorded here */
+    /* lines of kretprobe returns (see the top of this file) */
+    const int32_t *ret_format; /* per counter: its returns' format's offset in `formats` (its head empty), -1: none; NULL: none at all */
+    struct kpemu_return_head heads[RETURN_HEADS];
 };
 
 /* Reads `len` bytes of guest-virtual `va` as the host would at the hit; 0 when its read would fail. */
@@ -335,11 +351,20 @@ static inline uint8_t *kpemu_line_task(uint8_t *o, const uint8_t *words, uint32_
  * u8 kind (LINE_HEX, LINE_UNSIGNED, LINE_SIGNED; LINE_STRING of a string read), u8 size in bytes
  * (1, 2, 4, 8; 0 for a string).
  */
+static inline void kpemu_hits_format_line(struct kpemu_probe_hits *h, const uint64_t *regs, const uint8_t *f,
+        const uint8_t *head_override, uint32_t head_override_len, uint32_t index);
+
 static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t *regs, uint32_t slot, uint32_t index) {
-    uint64_t *meta = h->line_meta + 2 * (size_t)index;   /* meta[0] is 0 (kpemu_hits_complete) until the line is written */
     int32_t at = h->site_format[slot];
     if (at < 0) return;
-    const uint8_t *f = h->formats + at;
+    kpemu_hits_format_line(h, regs, h->formats + at, NULL, 0, index);
+}
+
+/* The line of the record at ring index `index` in format `f`; its head, when `head_override` is
+   not NULL, those bytes instead of the format's (a return's, whose format's head is empty). */
+static inline void kpemu_hits_format_line(struct kpemu_probe_hits *h, const uint64_t *regs, const uint8_t *f,
+        const uint8_t *head_override, uint32_t head_override_len, uint32_t index) {
+    uint64_t *meta = h->line_meta + 2 * (size_t)index;   /* meta[0] is 0 (kpemu_hits_complete) until the line is written */
     uint32_t cls = (uint32_t)f[0] | (uint32_t)f[1] << 8, irq_index = f[2], off_if_set = f[3];
     uint32_t irq_mask;
     memcpy(&irq_mask, f + 4, 4);
@@ -384,6 +409,10 @@ static inline void kpemu_hits_format(struct kpemu_probe_hits *h, const uint64_t 
     uint32_t head_len = (uint32_t)f[8] | (uint32_t)f[9] << 8;
     const uint8_t *head = f + 10, *a = head + head_len;
     uint32_t nargs = *a++;
+    if (head_override != NULL) {
+        head = head_override;
+        head_len = head_override_len;
+    }
     uint32_t columns_len = c != NULL ? c->len : 0;
     size_t need = task_len + columns_len + 49 + head_len;   /* the newline after the line included */
     const uint8_t *scan = a;
@@ -676,6 +705,14 @@ static inline int kpemu_hits_return(uc_engine *uc, struct kpemu_probe_hits *h, u
             || !h->kret_returns[e->counter]) return 0;
     h->swap_read = -1;
     kpemu_hits_complete(h, regs, RETURN_SITE | (uint32_t)found, read, walker);
+    if (h->lines_on && h->ret_format != NULL && h->ret_format[e->counter] >= 0) {
+        for (uint32_t i = 0; i < RETURN_HEADS; i++) {
+            const struct kpemu_return_head *k = &h->heads[i];
+            if (k->counter != e->counter || k->ret != e->ret) continue;
+            kpemu_hits_format_line(h, regs, h->formats + h->ret_format[e->counter], k->bytes, k->len, h->count);
+            break;
+        }
+    }
     e->live = 0;
     while (t->used > 0 && !t->slot[t->used - 1].live) t->used--;
     h->kret_free[e->counter]++;

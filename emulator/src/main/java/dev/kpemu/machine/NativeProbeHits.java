@@ -14,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * code's open-addressing table (the same hash), records are read from its ring.
  */
 public final class NativeProbeHits implements RecordedProbeHits {
-    private static final long SIZE = 7648;
+    private static final long SIZE = 11752;
     // struct kpemu_probe_hits's fields
     private static final long ENABLED = 0, BUSY = 4, SITE_MASK = 8, RECORD_SIZE = 12, SITE_KEYS = 16, SITE_RESUME = 24, RING = 32,
             CAPACITY = 40, COUNT = 44, EXECUTED = 48, NREGS = 56, NWORDS = 60, BASE_INDEX = 64, MODE_INDEX = 68, REGS = 72,
@@ -24,7 +24,8 @@ public final class NativeProbeHits implements RecordedProbeHits {
             NREADS = 7368, SITE_READS = 7376, READ_PLANS = 7384, STRING_AREA = 7392, REG_CTX_OFFSET = 7400, REGS_FROM_CTX = 7560,
             TRAMPOLINE = 7568, KRET_FREE = 7576, SWAP_READ = 7584, KRET_COUNT = 7596,
             KRET_TABLE = 7600, KRET_RETURNS = 7608, RET_FRAME_INDEX = 7616, ENTRY_FRAME_INDEX = 7620, RET_FRAME_OFFSET = 7624,
-            RETURNS_RECORDED = 7640;
+            RETURNS_RECORDED = 7640, RET_FORMAT = 7648, HEADS = 7656, HEAD_SIZE = 256, HEAD_RET = 0, HEAD_COUNTER = 8, HEAD_LEN = 12,
+            HEAD_BYTES = 16, HEAD_MAX = 240;
     // struct kpemu_line_context's fields
     private static final long CTX_VALID = 0, CTX_CLS = 4, CTX_IRQS_OFF = 8, CTX_OK = 12, CTX_WORDS = 16, CTX_LEN = 144, CTX_TASK_COLUMNS = 148, CTX_COLUMNS = 152;
     /** Contexts the C code keeps, and the most bytes of columns each holds. */
@@ -277,7 +278,7 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(JAVA_INT, SITE_MASK, mask);
         siteAddresses = addresses.clone();
         state.set(ADDRESS, SITE_READS, MemorySegment.NULL);
-        lineFormats(null, null);
+        lineFormats(null, null, null);
     }
 
     private long[] siteAddresses = new long[0];
@@ -288,10 +289,12 @@ public final class NativeProbeHits implements RecordedProbeHits {
      * at all. The known contexts are forgotten. Replaced by the next {@link #sites}.
      */
     @Override
-    public void lineFormats(byte[] blob, int[] formatOfSite) {
+    public void lineFormats(byte[] blob, int[] formatOfSite, int[] formatOfCounter) {
         if (closed) return;
         state.set(JAVA_INT, LINES_ON, 0);
+        state.set(ADDRESS, RET_FORMAT, MemorySegment.NULL);
         for (int i = 0; i < LINE_CONTEXTS; i++) state.set(JAVA_INT, CONTEXTS + CONTEXT_SIZE * i + CTX_VALID, 0);
+        for (int i = 0; i < RETURN_HEADS; i++) state.set(JAVA_INT, HEADS + HEAD_SIZE * i + HEAD_COUNTER, -1);
         generation = GENERATIONS.incrementAndGet();
         if (blob == null || formatOfSite == null || liveTime == null || nregs == 0) return;
         if (formatOfSite.length != siteAddresses.length) throw new IllegalArgumentException("one format offset a site");
@@ -304,6 +307,16 @@ public final class NativeProbeHits implements RecordedProbeHits {
             if (f >= blob.length) throw new IllegalArgumentException("a format past the blob");
             siteFormat.set(JAVA_INT, 4L * i, f);
             any |= f >= 0;
+        }
+        if (formatOfCounter != null) {
+            int n = formatOfCounter.length;
+            if (counterFormat == null || counterFormat.byteSize() < 4L * n) counterFormat = arena.allocate(4L * Math.max(16, n), 4);
+            for (int i = 0; i < n; i++) {
+                if (formatOfCounter[i] >= blob.length) throw new IllegalArgumentException("a format past the blob");
+                counterFormat.set(JAVA_INT, 4L * i, formatOfCounter[i]);
+                any |= formatOfCounter[i] >= 0;
+            }
+            if (n > 0) state.set(ADDRESS, RET_FORMAT, counterFormat);
         }
         if (!any) return;
         if (formats == null || formats.byteSize() < blob.length) formats = arena.allocate(Math.max(256, blob.length), 8);
@@ -342,6 +355,21 @@ public final class NativeProbeHits implements RecordedProbeHits {
         state.set(JAVA_INT, e + CTX_LEN, columns.length);
         MemorySegment.copy(MemorySegment.ofArray(columns), 0, state, e + CTX_COLUMNS, columns.length);
         state.set(JAVA_INT, e + CTX_VALID, 1);
+    }
+
+    /** Each counter's return format's offset ({@link #lineFormats}). */
+    private MemorySegment counterFormat;
+
+    @Override
+    public void returnHead(int slot, int counter, long returnAddress, byte[] head) {
+        if (closed || slot < 0 || slot >= RETURN_HEADS) return;
+        long e = HEADS + HEAD_SIZE * (long) slot;
+        state.set(JAVA_INT, e + HEAD_COUNTER, -1);
+        if (head.length > HEAD_MAX || counter < 0) return;
+        state.set(JAVA_LONG, e + HEAD_RET, returnAddress);
+        state.set(JAVA_INT, e + HEAD_LEN, head.length);
+        MemorySegment.copy(MemorySegment.ofArray(head), 0, state, e + HEAD_BYTES, head.length);
+        state.set(JAVA_INT, e + HEAD_COUNTER, counter);
     }
 
     @Override public long lineGeneration() { return generation; }

@@ -36,7 +36,7 @@ final class PerCpuProbeHits implements RecordedProbeHits {
         if (ids != null) ring.capture(ids, words);
         ring.sites(addresses, resume);
         ring.siteReads(readsOfSite);
-        ring.lineFormats(formatBlob, formatOfSite);
+        ring.lineFormats(formatBlob, formatOfSite, formatOfCounter);
         ring.returnCounts(trampoline, counts, countsUsed);
         ring.returnTable(table, returns, returnFrame, returnFrameOffset, entryFrame);
         ring.setEnabled(enabled);
@@ -162,11 +162,20 @@ final class PerCpuProbeHits implements RecordedProbeHits {
     private byte[] formatBlob;
     private int[] formatOfSite;
 
+    private int[] formatOfCounter;
+
     @Override
-    public void lineFormats(byte[] blob, int[] formatOfSite) {
-        for (NativeProbeHits r : rings) r.lineFormats(blob, formatOfSite);
+    public void lineFormats(byte[] blob, int[] formatOfSite, int[] formatOfCounter) {
+        for (NativeProbeHits r : rings) r.lineFormats(blob, formatOfSite, formatOfCounter);
         this.formatBlob = blob == null ? null : blob.clone();
         this.formatOfSite = formatOfSite == null ? null : formatOfSite.clone();
+        this.formatOfCounter = formatOfCounter == null ? null : formatOfCounter.clone();
+    }
+
+    @Override
+    public void returnHead(int slot, int counter, long returnAddress, byte[] head) {
+        NativeProbeHits r = mine();
+        if (r != null) r.returnHead(slot, counter, returnAddress, head);
     }
 
     @Override

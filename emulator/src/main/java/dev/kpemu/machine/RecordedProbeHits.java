@@ -227,7 +227,26 @@ public interface RecordedProbeHits {
      * The sites' trace line formats ({@code kpemu_probe_hits.h} kpemu_hits_format): site i's at
      * {@code formatOfSite[i]} of {@code blob} (-1: none); null: no line. After {@link #sites}.
      */
-    default void lineFormats(byte[] blob, int[] formatOfSite) {}
+    default void lineFormats(byte[] blob, int[] formatOfSite) { lineFormats(blob, formatOfSite, null); }
+
+    /**
+     * As above, and the formats of recorded returns' lines ({@link #returnsRecorded}): counter i's
+     * at {@code formatOfCounter[i]} (-1: none; null: none at all), whose head is empty: the native
+     * code writes a return's line only with a head it was told for its counter and return address
+     * ({@link #returnHead}). The heads told are forgotten.
+     */
+    default void lineFormats(byte[] blob, int[] formatOfSite, int[] formatOfCounter) {}
+
+    /**
+     * The head of the lines of counter {@code counter}'s returns to {@code returnAddress}
+     * ({@code "EVENT: (caller+0x1f/0x80 <- func)"}), kept in the native code's {@code slot} (0 to
+     * {@link #RETURN_HEADS} - 1, replacing what it held), the current vCPU's; a head longer than it
+     * keeps empties the slot. Forgotten at the next {@link #lineFormats}.
+     */
+    default void returnHead(int slot, int counter, long returnAddress, byte[] head) {}
+
+    /** Heads of returns' lines the native code keeps ({@link #returnHead}). */
+    int RETURN_HEADS = 16;
 
     /**
      * The context columns {@code columns} of hits whose words are {@code key} ({@link Record#copyWords}),

@@ -324,6 +324,9 @@ public final class Kprobes implements TrapHandler, AutoCloseable {
     /** Kretprobe returns the machine's native code recorded at the trampoline ({@link RecordedReturnHandler}). */
     public long recordedReturns() { return recorded.recordedReturns(); }
 
+    /** Recorded kretprobe returns whose native lines went on as text ({@link RecordedReturnHandler#returnLineSink}). */
+    public long passedReturnLines() { return recorded.passedReturnLines(); }
+
     /** Recorded hits whose native lines went on as text, several at once ({@link RecordedHitHandler#lineSink}). */
     public long passedLines() { return recorded.passedLines(); }
 

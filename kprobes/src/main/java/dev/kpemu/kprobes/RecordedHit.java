@@ -27,17 +27,40 @@ public final class RecordedHit {
 
     RecordedHit at(RecordedProbeHits.Record r, RecordedProbeHits.Read[] siteReads) {
         this.record = r;
+        this.returnCounter = -1;
         this.reads = siteReads == null ? RecordedHitHandler.NO_READS : siteReads;
         regs.at(r);
         return this;
     }
 
-    /** A kretprobe return's record ({@link RecordedReturnHandler}): no site reads, the registers' ip {@code realIp}. */
-    RecordedHit atReturn(RecordedProbeHits.Record r, long realIp) {
+    /**
+     * A kretprobe return's record ({@link RecordedReturnHandler}): no site reads, the registers' ip
+     * {@code realIp}; {@code counter} its kretprobe's in the native code's table, whose line format
+     * the native code has when {@code formatted}.
+     */
+    RecordedHit atReturn(RecordedProbeHits.Record r, long realIp, int counter, boolean formatted) {
         this.record = r;
         this.reads = RecordedHitHandler.NO_READS;
+        this.returnCounter = formatted ? counter : -1;
+        this.returnAddress = realIp;
         regs.atReturn(r, realIp);
         return this;
+    }
+
+    private int returnCounter = -1;
+    private long returnAddress;
+    private int nextHead;
+
+    /**
+     * Tells the native code the head of the lines of this return's kretprobe to this return
+     * address ({@link RecordedReturnHandler#returnLineFormat}): it then writes the lines of later
+     * returns there itself. Nothing when this is no return or its kretprobe has no line format.
+     */
+    public void keepReturnHead(byte[] head) {
+        RecordedProbeHits h = machine.recordedProbeHits();
+        if (h == null || returnCounter < 0) return;
+        h.returnHead(nextHead, returnCounter, returnAddress, head);
+        nextHead = (nextHead + 1) % RecordedProbeHits.RETURN_HEADS;
     }
 
     /**

@@ -139,7 +139,12 @@ final class RecordedHits {
     /** Kretprobe returns read back from records so far. */
     long recordedReturns() { return recordedReturns; }
 
-    private long recordedReturns;
+    private long recordedReturns, passedReturnLines;
+
+    /** Recorded returns whose lines went to a sink as text so far. */
+    long passedReturnLines() { return passedReturnLines; }
+    /** Per counter, whether its returns are recorded (from the table's build). */
+    private boolean[] returnsRecordedOf = new boolean[0];
 
     /** Recorded hits whose lines went to a sink as text so far. */
     long passedLines() { return passedTotal; }
@@ -206,19 +211,21 @@ final class RecordedHits {
         }
         counters = kretprobes.toArray(new Kretprobe[0]);
         int[] free = new int[counters.length];
-        boolean[] recordedReturns = new boolean[counters.length];
+        returnsRecordedOf = new boolean[counters.length];
         for (int i = 0; i < free.length; i++) {
             free[i] = Math.max(0, returns.freeInstances(counters[i]));
-            recordedReturns[i] = returnRecordable(counters[i]);
+            returnsRecordedOf[i] = returnRecordable(counters[i]) && returnRegister >= 0;
         }
         h.returnInstances(returns.trampolineAddress(), free);
         if (returnRegister >= 0) {
-            h.returnsRecorded(recordedReturns, frameRegister, arch.recordedReturnSlot().returnFrameOffset(), frameRegister);
+            h.returnsRecorded(returnsRecordedOf, frameRegister, arch.recordedReturnSlot().returnFrameOffset(), frameRegister);
             returns.forEachInTable((rp, slot) -> h.returnInstanceCounter(slot, counterOf(rp)));
             h.returnInstancesComplete(returns.missingFromTable() == 0);
         }
         lineFormats(h);
-        h.setEnabled(addresses.length > 0);
+        boolean anyReturns = false;
+        for (boolean b : returnsRecordedOf) anyReturns |= b;
+        h.setEnabled(addresses.length > 0 || anyReturns);
     }
 
     /** Per site, the reads of guest memory its hits make ({@link RecordedHitHandler#memoryReads}; empty: none). */
@@ -270,6 +277,11 @@ final class RecordedHits {
         passed = new int[sites.length];
         passedSites = new int[sites.length];
         passedCount = 0;
+        returnSinks = new RecordedLineSink[counters.length];
+        returnFormatted = new boolean[counters.length];
+        passedReturns = new int[counters.length];
+        passedCounters = new int[counters.length];
+        passedCounterCount = 0;
         if (!NATIVE_LINES) return;
         java.io.ByteArrayOutputStream blob = new java.io.ByteArrayOutputStream();
         int[] at = new int[sites.length];
@@ -285,8 +297,27 @@ final class RecordedHits {
             blob.writeBytes(f);
             any = true;
         }
-        if (any) h.lineFormats(blob.toByteArray(), at);
+        int[] ofCounter = new int[counters.length];
+        for (int c = 0; c < counters.length; c++) {
+            ofCounter[c] = -1;
+            Kretprobe rp = counters[c];
+            byte[] f = returnsRecordedOf[c] ? rp.recordedReturnHandler().returnLineFormat(rp, hit) : null;
+            if (f == null) continue;
+            returnFormatted[c] = true;
+            if (PASS_LINES) returnSinks[c] = rp.recordedReturnHandler().returnLineSink(rp);
+            ofCounter[c] = blob.size();
+            blob.writeBytes(f);
+            any = true;
+        }
+        if (any) h.lineFormats(blob.toByteArray(), at, ofCounter);
     }
+
+    /** Per counter, where its returns' complete lines go as text (null: through the handler), and whether the native code has their format. */
+    private RecordedLineSink[] returnSinks = new RecordedLineSink[0];
+    private boolean[] returnFormatted = new boolean[0];
+    /** Per counter, returns of the run not yet counted; the counters with any, {@code passedCounters[0, passedCounterCount)}. */
+    private int[] passedReturns = new int[0], passedCounters = new int[0];
+    private int passedCounterCount;
 
     /** Native line formatting ({@code -Dkpemu.recordedLines=false}: every recorded hit formatted by its handler, for comparisons). */
     static final boolean NATIVE_LINES = !"false".equals(System.getProperty("kpemu.recordedLines"));
@@ -351,24 +382,13 @@ final class RecordedHits {
     private void replay(RecordedProbeHits.Record r) {
         int site = r.site();
         if (site < 0) {         // a kretprobe's return, at the trampoline
-            passLines();
-            recordedReturns++;
-            returns.recordedReturn(RecordedProbeHits.returnSlot(site), r, hit);
+            replayReturn(r, RecordedProbeHits.returnSlot(site));
             return;
         }
         RecordedLineSink sink = dirty ? null : lineSinks[site];
         if (sink != null && r.lineLength() > 0 && !r.lineWithoutColumns() && r.lineNanos() == machine.liveNanosAtExecuted(r.executed())) {
-            byte[] text = r.lineBytes();
-            int at = r.lineOffset();
-            if (sink != runSink || text != runText || at != runEnd) {
-                passLines();
-                runSink = sink;
-                runText = text;
-                runStart = at;
-            }
-            runEnd = at + r.lineLength() + 1;
+            addToRun(sink, r);
             if (passed[site]++ == 0) passedSites[passedCount++] = site;
-            passedTotal++;
             return;
         }
         passLines();
@@ -396,9 +416,41 @@ final class RecordedHits {
         }
     }
 
+    /** A return recorded at the trampoline, of the instance at {@code slot} of the native code's table. */
+    private void replayReturn(RecordedProbeHits.Record r, int slot) {
+        recordedReturns++;
+        KretprobeInstance ri = returns.takeRecorded(slot);
+        if (ri == null) return;
+        int c = counterOf(ri.rp);
+        RecordedLineSink sink = dirty || c < 0 || c >= returnSinks.length ? null : returnSinks[c];
+        if (sink != null && r.lineLength() > 0 && !r.lineWithoutColumns() && r.lineNanos() == machine.liveNanosAtExecuted(r.executed())) {
+            returns.recordedReturnPassed(ri);
+            addToRun(sink, r);
+            if (passedReturns[c]++ == 0) passedCounters[passedCounterCount++] = c;
+            passedReturnLines++;
+            return;
+        }
+        passLines();
+        returns.recordedReturn(ri, r, hit, c, c >= 0 && c < returnFormatted.length && returnFormatted[c]);
+    }
+
     /** The kretprobe entry a site's plan ends with, or null. */
     private static RecordedProbeHits.ReturnEntry returnEntry(RecordedProbeHits.Read[] plan) {
         return plan == null || plan.length == 0 ? null : plan[plan.length - 1].returnEntry();
+    }
+
+    /** {@code r}'s complete line, after the run waiting when it continues it in the same text to the same sink, else after passing that one on. */
+    private void addToRun(RecordedLineSink sink, RecordedProbeHits.Record r) {
+        byte[] text = r.lineBytes();
+        int at = r.lineOffset();
+        if (sink != runSink || text != runText || at != runEnd) {
+            passLines();
+            runSink = sink;
+            runText = text;
+            runStart = at;
+        }
+        runEnd = at + r.lineLength() + 1;
+        passedTotal++;
     }
 
     /** The run of lines waiting, to its sink; its hits counted. */
@@ -409,7 +461,7 @@ final class RecordedHits {
         try {
             sink.acceptLines(runText, runStart, runEnd - runStart);
         } catch (Throwable t) {
-            failures.handlerFailed(lineProbes[passedSites[0]], "pre", t);
+            failures.handlerFailed(passedCount > 0 ? lineProbes[passedSites[0]] : counters[passedCounters[0]].kp, "pre", t);
         }
         runText = null;
         for (int i = 0; i < passedCount; i++) {
@@ -423,5 +475,16 @@ final class RecordedHits {
             }
         }
         passedCount = 0;
+        for (int i = 0; i < passedCounterCount; i++) {
+            int c = passedCounters[i], n = passedReturns[c];
+            passedReturns[c] = 0;
+            Kretprobe rp = counters[c];
+            try {
+                rp.recordedReturnHandler().onRecordedReturnLines(rp, n);
+            } catch (Throwable t) {
+                failures.handlerFailed(rp.kp, "return", t);
+            }
+        }
+        passedCounterCount = 0;
     }
 }

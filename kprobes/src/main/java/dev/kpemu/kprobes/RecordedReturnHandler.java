@@ -20,4 +20,22 @@ public interface RecordedReturnHandler {
      * record ({@code hit.regs()}: the registers at the trampoline, the ip the real return address).
      */
     void onRecordedReturn(KretprobeInstance ri, RecordedHit hit);
+
+    /**
+     * The format of the trace line the native code may write for {@code rp}'s recorded returns, as
+     * {@link RecordedHitHandler#lineFormat} is an entry's, with an empty head: the native code
+     * writes the head told for the return address ({@link RecordedHit#keepReturnHead}); null (the
+     * default): none. Asked at each safe point that builds the site table.
+     */
+    default byte[] returnLineFormat(Kretprobe rp, RecordedHit layout) { return null; }
+
+    /**
+     * Where {@code rp}'s returns whose native line is complete may go as text, as
+     * {@link RecordedHitHandler#lineSink} is an entry's; null (the default): each through
+     * {@link #onRecordedReturn}.
+     */
+    default RecordedLineSink returnLineSink(Kretprobe rp) { return null; }
+
+    /** {@code n} returns of {@code rp} whose lines went to its {@link #returnLineSink}: counted as {@link #onRecordedReturn} counts them. */
+    default void onRecordedReturnLines(Kretprobe rp, int n) {}
 }

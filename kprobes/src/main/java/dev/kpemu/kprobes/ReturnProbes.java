@@ -217,10 +217,10 @@ final class ReturnProbes {
     /**
      * A return the native code recorded at the trampoline ({@link RecordedReturnHandler}): the
      * instance at {@code slot} of its table, the only one of the return's frame, which it already
-     * freed and counted back to its kretprobe's free instances; the handler runs from {@code hit}
-     * with the ip the real return address, and the instance goes back to its pool.
+     * freed and counted back to its kretprobe's free instances; taken out of the outstanding ones
+     * here (null: none, a defect), for {@link #recordedReturn} or {@link #recordedReturnPassed}.
      */
-    void recordedReturn(int slot, RecordedProbeHits.Record r, RecordedHit hit) {
+    KretprobeInstance takeRecorded(int slot) {
         KretprobeInstance ri = null;
         for (int i = outstanding.size() - 1; i >= 0; i--) {
             if (outstanding.get(i).nativeSlot != slot) continue;
@@ -229,20 +229,35 @@ final class ReturnProbes {
         }
         if (ri == null) {       // the table and the Java side disagree: a defect, the guest itself went on right
             LOG.log(Level.ERROR, "kretprobe: a recorded return of table slot " + slot + " has no instance");
-            return;
+            return null;
         }
         ri.nativeSlot = -1;
+        return ri;
+    }
+
+    /**
+     * {@link #takeRecorded}'s instance returned: its handler runs from {@code hit} with the ip the
+     * real return address ({@code counter}: its kretprobe's in the table, whose line format the
+     * native code has when {@code formatted}), and the instance goes back to its pool.
+     */
+    void recordedReturn(KretprobeInstance ri, RecordedProbeHits.Record r, RecordedHit hit, int counter, boolean formatted) {
         Kretprobe rp = ri.rp;
         if (rp == null) return;
         RecordedReturnHandler h = rp.recordedReturnHandler();
         if (h != null) {
             try {
-                h.onRecordedReturn(ri, hit.atReturn(r, ri.retAddr));
+                h.onRecordedReturn(ri, hit.atReturn(r, ri.retAddr, counter, formatted));
             } catch (Throwable t) {
                 failures.handlerFailed(rp.kp, "return", t);
             }
         }
-        ArrayDeque<KretprobeInstance> pool = pools.get(rp);
+        recordedReturnPassed(ri);
+    }
+
+    /** {@link #takeRecorded}'s instance back to its pool, its handler's work done (its line went on as text). */
+    void recordedReturnPassed(KretprobeInstance ri) {
+        Kretprobe rp = ri.rp;
+        ArrayDeque<KretprobeInstance> pool = rp == null ? null : pools.get(rp);
         if (pool != null) pool.push(ri);
     }
 

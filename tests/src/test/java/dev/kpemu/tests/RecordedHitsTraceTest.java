@@ -137,6 +137,9 @@ class RecordedHitsTraceTest {
         assertTrue(streaming.kprobes().recordedLines() > streaming.kprobes().recordedHits() / 2,
                 "lines formatted natively: " + streaming.kprobes().recordedLines() + " of " + streaming.kprobes().recordedHits());
         assertEquals(0, recorded.traced().kprobes().recordedLines(), "no line formatted natively while records are kept");
+        // kretprobe returns' lines too, once the engine told the head of a return to its caller
+        assertTrue(streaming.kprobes().passedReturnLines() > 0, "return lines passed on as text: " + streaming.kprobes().passedReturnLines()
+                + " of " + streaming.kprobes().recordedReturns() + " returns recorded");
         // the native code writes a task's columns itself: a new task in a state it was told needs no columns
         // from the engine (boot's tasks come and go: 1,421 of 35,011 lines on x86-64 and 1,488 of 24,354 on
         // arm64 came without them while each task's states were told apart; 588 and 459 since)

@@ -184,9 +184,9 @@ public final class CompiledProbe {
             };
             if (!any) {
                 // a register's value as a number, or something only the Java side prints
-                boolean raw = c.length == 3 && c[0].op == REG && c[1].op == ST_RAW && c[2].op == END
+                boolean raw = c.length == 3 && (c[0].op == REG || c[0].op == RETVAL) && c[1].op == ST_RAW && c[2].op == END
                         && kind >= 0 && a.arrayLength() == 0 && a.bitfield() == null && c[1].size == a.type().size();
-                int index = raw ? indexOfSlot.applyAsInt(c[0].param) : -1;
+                int index = raw ? indexOfSlot.applyAsInt(c[0].op == RETVAL ? regs.returnValueSlot() : c[0].param) : -1;
                 if (index < 0 || index >= LINE_READ) printable = false;
                 else set(line, i, index, kind, a.type().size());
                 continue;

@@ -291,6 +291,8 @@ public final class EventEngine implements AutoCloseable {
         public void onRecordedReturn(KretprobeInstance ri, RecordedHit hit) {
             nhit++;
             if (!event.armed) return;
+            long func = engineProbe.entryProbe().address(), ret = ri.returnAddress();
+            if (hit.lineLength() > 0 && emitLine(this, hit)) return;
             ctx.beginRecorded(hit);
             boolean ok = compiled.fetch(ctx, buffer.entryData(ri.data()));
             buffer.entryData(null);
@@ -298,8 +300,23 @@ public final class EventEngine implements AutoCloseable {
                 dropped++;
                 return;
             }
-            emit(this, true, engineProbe.entryProbe().address(), ri.returnAddress(), buffer,
-                    def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN, hit.guestNanos(), hit);
+            emit(this, true, func, ret, buffer, returnPath(this), hit.guestNanos(), hit);
+            // the native code writes the lines of later returns to this address itself once it knows their head
+            if (hit.lineLength() == 0) hit.keepReturnHead(headBytes(true, func, ret));
+        }
+
+        @Override
+        public byte[] returnLineFormat(Kretprobe rp, RecordedHit layout) { return EventEngine.this.returnLineFormat(this, layout); }
+
+        @Override
+        public dev.kpemu.kprobes.RecordedLineSink returnLineSink(Kretprobe rp) {
+            return lineListeners != null && event.armed && takesLine(event) ? passedLines : null;
+        }
+
+        @Override
+        public void onRecordedReturnLines(Kretprobe rp, int n) {
+            nhit += n;
+            recorded += n;
         }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
@@ -314,7 +331,7 @@ public final class EventEngine implements AutoCloseable {
             }
             long func = engineProbe.entryProbe().address();
             long ret = ri.returnAddress();
-            emit(this, true, func, ret, buffer, def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN);
+            emit(this, true, func, ret, buffer, returnPath(this));
             return 0;
         }
     }
@@ -1384,7 +1401,7 @@ public final class EventEngine implements AutoCloseable {
         if (hit.lineWithoutColumns()) {       // a context the native code was not told yet: the columns as emit makes them
             linesWithoutColumns++;
             ctx.beginRecorded(hit);
-            LatencyPaths.Path path = entryPath(p, hit.regs());
+            LatencyPaths.Path path = p.def.isReturn() ? returnPath(p) : entryPath(p, hit.regs());
             columns = recordedColumns(hit, machine.cpu(), path, ftraceOps(p, path));
         }
         byte[] a = hit.lineBytes();
@@ -1440,12 +1457,16 @@ public final class EventEngine implements AutoCloseable {
         if (takers == null || (takers.length == 0 && out == null)) return null;
         if (!e.armed || !takesLine(e)) return null;
         if (p.def.isReturn() || p.def instanceof FprobeDef || !p.recordable()) return null;
+        LatencyPaths.Path path = entryPath(p, layout.regs());
+        return formatBytes(p, layout, path, p.headBytes(false, p.reportedIp != 0 ? p.reportedIp : k.address(), 0));
+    }
+
+    /** A line format ({@code kpemu_probe_hits.h} kpemu_hits_format) of {@code p}'s lines fired by {@code path}, with {@code head}; null: none. */
+    private byte[] formatBytes(Probe p, RecordedHit layout, LatencyPaths.Path path, byte[] head) {
         int[] args = p.compiled.lineArgs(slot -> ctx.recordedIndexOfSlot(layout, slot));
         int[] irq = ctx.recordedIrqFlag(layout);
         if (args == null || irq == null || args.length / 3 > 255) return null;
-        LatencyPaths.Path path = entryPath(p, layout.regs());
         int cls = lineClass(path, ftraceOps(p, path));
-        byte[] head = p.headBytes(false, p.reportedIp != 0 ? p.reportedIp : k.address(), 0);
         if (cls > 0xffff || head.length > 0xffff) return null;
         java.io.ByteArrayOutputStream f = new java.io.ByteArrayOutputStream();
         f.write(cls);
@@ -1558,6 +1579,26 @@ public final class EventEngine implements AutoCloseable {
             lastCommString = GuestText.decode(comm);
         }
         return lastCommString;
+    }
+
+    /** How Linux fires the event of {@code p}'s return ({@link LatencyPaths}). */
+    private static LatencyPaths.Path returnPath(Probe p) {
+        return p.def instanceof FprobeDef ? LatencyPaths.Path.FPROBE_EXIT : LatencyPaths.Path.KRETPROBE_RETURN;
+    }
+
+    /**
+     * The format of the line the machine's native code may write for {@code p}'s recorded returns
+     * ({@link RecordedReturnHandler#returnLineFormat}): as {@link #lineFormat}'s for a kretprobe
+     * event whose arguments are registers ({@code $retval}) printed as numbers, the head empty (the
+     * native code writes the head this engine tells it for the return address, {@link Probe#onRecordedReturn}).
+     */
+    private byte[] returnLineFormat(Probe p, RecordedHit layout) {
+        LineListener[] takers = lineListeners;
+        Event e = p.event;
+        if (takers == null || (takers.length == 0 && out == null)) return null;
+        if (!e.armed || !takesLine(e)) return null;
+        if (!p.def.isReturn() || p.def instanceof FprobeDef || !p.returnRecordable()) return null;
+        return formatBytes(p, layout, returnPath(p), new byte[0]);
     }
 
     /** How Linux fires the event of {@code p}'s entry hit through {@code regs} ({@link LatencyPaths}). */
