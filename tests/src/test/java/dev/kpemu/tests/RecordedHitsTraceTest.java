@@ -176,6 +176,8 @@ class RecordedHitsTraceTest {
         List<String> b = recorded.traced().records().stream().map(TraceRecord::line).toList();
         long n = recorded.traced().kprobes().recordedHits();
         assertTrue(n > 100, "hits recorded natively: " + n);
+        assertTrue(recorded.traced().kprobes().recordedReturns() > 0, "kretprobe returns recorded natively, a table both vCPUs share: "
+                + recorded.traced().kprobes().recordedReturns());
         assertTrue(b.stream().anyMatch(l -> l.contains("[000]")) && b.stream().anyMatch(l -> l.contains("[001]")), "both CPUs trace");
         assertEquals(a, b, "trace lines, in order, timestamps and CPU columns included");
         assertEquals(java.result().instructions(), recorded.result().instructions(), "instructions executed");
