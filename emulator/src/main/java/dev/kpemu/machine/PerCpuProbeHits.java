@@ -129,6 +129,19 @@ final class PerCpuProbeHits implements RecordedProbeHits {
 
     private static long instance(int slot) { return TABLE_SLOTS + INSTANCE_SIZE * (long) slot; }
 
+    /** The table's slots the native code scans ({@code used}: past the last live one), 0 without a table. */
+    int returnTableUsed() { return table.equals(MemorySegment.NULL) ? 0 : table.get(JAVA_INT, TABLE_USED); }
+
+    /** Whether the native code may match returns in the table ({@code complete}). */
+    boolean returnTableComplete() { return !table.equals(MemorySegment.NULL) && table.get(JAVA_INT, TABLE_COMPLETE) != 0; }
+
+    /** Slot {@code slot}'s instance as the native code reads it: frame, task, return address, counter, live. */
+    long[] returnInstance(int slot) {
+        long e = instance(slot);
+        return new long[] {table.get(JAVA_LONG, e + INSTANCE_FRAME), table.get(JAVA_LONG, e + INSTANCE_TASK),
+                table.get(JAVA_LONG, e + INSTANCE_RET), table.get(JAVA_INT, e + INSTANCE_COUNTER), table.get(JAVA_INT, e + INSTANCE_LIVE)};
+    }
+
     @Override public long returnsRecorded() { return sum(NativeProbeHits::returnsRecorded); }
 
     private NativeProbeHits mine() {
