@@ -308,16 +308,12 @@ public final class EventEngine implements AutoCloseable {
         @Override
         public byte[] returnLineFormat(Kretprobe rp, RecordedHit layout) { return EventEngine.this.returnLineFormat(this, layout); }
 
+        /** As an entry's ({@link #lineSink}). */
         @Override
-        public dev.kpemu.kprobes.RecordedLineSink returnLineSink(Kretprobe rp) {
-            return lineListeners != null && event.armed && takesLine(event) ? passedLines : null;
-        }
+        public dev.kpemu.kprobes.RecordedLineSink returnLineSink(Kretprobe rp) { return lineSink(rp.kprobe()); }
 
         @Override
-        public void onRecordedReturnLines(Kretprobe rp, int n) {
-            nhit += n;
-            recorded += n;
-        }
+        public void onRecordedReturnLines(Kretprobe rp, int n) { onRecordedLines(rp.kprobe(), n); }
 
         int onReturn(KretprobeInstance ri, Regs regs) {
             nhit++;
