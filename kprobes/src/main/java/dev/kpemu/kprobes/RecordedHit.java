@@ -116,7 +116,7 @@ public final class RecordedHit {
     public int registerIndex(String name) { return regs.indexOf(name); }
 
     /** The register at {@code index} ({@link #registerIndex}) of this hit. */
-    public long register(int index) { return record.register(index); }
+    public long register(int index) { return regs.register(index); }
 
     /** The guest time of the hit ({@link dev.kpemu.machine.VirtualClock#liveNanos} there). */
     public long guestNanos() { return machine.liveNanosAtExecuted(record.executed()); }

@@ -102,6 +102,9 @@ final class RecordedRegs implements Regs {
 
     @Override public long ip() { return returnIp != 0 ? returnIp : record.register(ip); }
 
+    /** Register {@code i} of the record, as this view shows it (a return's ip: the real return address). */
+    long register(int i) { return returnIp != 0 && i == ip ? returnIp : record.register(i); }
+
     @Override public long sp() { return record.register(sp); }
 
     @Override public long returnValue() { return record.register(ret); }
@@ -113,7 +116,7 @@ final class RecordedRegs implements Regs {
         throw new IllegalStateException("argument " + n + " is not recorded at a hit");   // x86-64: on the stack
     }
 
-    @Override public long get(String name) { return record.register(index(name)); }
+    @Override public long get(String name) { return register(index(name)); }
 
     @Override public List<String> names() { return live.names(); }
 

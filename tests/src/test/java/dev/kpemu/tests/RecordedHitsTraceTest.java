@@ -50,7 +50,8 @@ class RecordedHitsTraceTest {
             "r1:kprobes/kthreadret kthread",
             // two kretprobes on one function: two instances a frame, whose returns the Java path runs newest first
             "r:kprobes/waitagain do_wait ret=$retval:x64",
-            "r:kprobes/writeret vfs_write ret=$retval:s64",
+            // the ip at a recorded return: the real return address, as the Java path's handler sees it
+            "r:kprobes/writeret vfs_write ret=$retval:s64 at=%ip:x64",
             // a dereference of a per-CPU offset (a user address): the native code leaves the hit to the Java path
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%di)):x64 size=+24(%di):u32",
             // user memory: a path name's first byte and the name
@@ -75,6 +76,7 @@ class RecordedHitsTraceTest {
             "r1:kprobes/waitret do_wait ret=$retval:s64",
             "r1:kprobes/kthreadret kthread",
             "r:kprobes/waitagain do_wait ret=$retval:x64",
+            "r:kprobes/writeret vfs_write ret=$retval:s64 at=%pc:x64",
             "p:kprobes/writefile vfs_write count=$arg3:u64 flags=+68(%x0):x32 buf=$arg2:x64",
             "p:kprobes/freecpu kmem_cache_free cpu=+0(+0(%x0)):x64 size=+24(%x0):u32",
             "p:kprobes/getname getname_flags first=+u0(%x0):u8 name=+0(%x0):ustring",

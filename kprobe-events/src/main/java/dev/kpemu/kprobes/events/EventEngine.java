@@ -1454,12 +1454,20 @@ public final class EventEngine implements AutoCloseable {
         if (!e.armed || !takesLine(e)) return null;
         if (p.def.isReturn() || p.def instanceof FprobeDef || !p.recordable()) return null;
         LatencyPaths.Path path = entryPath(p, layout.regs());
-        return formatBytes(p, layout, path, p.headBytes(false, p.reportedIp != 0 ? p.reportedIp : k.address(), 0));
+        return formatBytes(p, layout, path, p.headBytes(false, p.reportedIp != 0 ? p.reportedIp : k.address(), 0), false);
     }
 
-    /** A line format ({@code kpemu_probe_hits.h} kpemu_hits_format) of {@code p}'s lines fired by {@code path}, with {@code head}; null: none. */
-    private byte[] formatBytes(Probe p, RecordedHit layout, LatencyPaths.Path path, byte[] head) {
-        int[] args = p.compiled.lineArgs(slot -> ctx.recordedIndexOfSlot(layout, slot));
+    /**
+     * A line format ({@code kpemu_probe_hits.h} kpemu_hits_format) of {@code p}'s lines fired by
+     * {@code path}, with {@code head}; null: none. A return's ({@code atReturn}) prints no ip
+     * register natively: the record holds the trampoline's, the handler sees the real return address.
+     */
+    private byte[] formatBytes(Probe p, RecordedHit layout, LatencyPaths.Path path, byte[] head, boolean atReturn) {
+        int ip = atReturn ? layout.registerIndex(layout.regs().ipName()) : -1;
+        int[] args = p.compiled.lineArgs(slot -> {
+            int i = ctx.recordedIndexOfSlot(layout, slot);
+            return i == ip ? -1 : i;
+        });
         int[] irq = ctx.recordedIrqFlag(layout);
         if (args == null || irq == null || args.length / 3 > 255) return null;
         int cls = lineClass(path, ftraceOps(p, path));
@@ -1594,7 +1602,7 @@ public final class EventEngine implements AutoCloseable {
         if (takers == null || (takers.length == 0 && out == null)) return null;
         if (!e.armed || !takesLine(e)) return null;
         if (!p.def.isReturn() || p.def instanceof FprobeDef || !p.returnRecordable()) return null;
-        return formatBytes(p, layout, returnPath(p), new byte[0]);
+        return formatBytes(p, layout, returnPath(p), new byte[0], true);
     }
 
     /** How Linux fires the event of {@code p}'s entry hit through {@code regs} ({@link LatencyPaths}). */
