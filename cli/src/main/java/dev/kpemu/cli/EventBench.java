@@ -26,15 +26,16 @@ import dev.kpemu.machine.Arch;
 
 /**
  * {@code kpemu bench events} (issue 30): the cost of an event on the job of {@link JobBench} (same
- * kernel, initramfs and definitions), resolved by pairs that differ in nothing but the probes. One
- * child JVM, started with the options the launcher gives {@code kpemu boot}, runs kpemu's own
- * {@code boot} command again and again in-process, every run from the snapshot the first one saved
- * at {@code run_init_process} ({@code --snapshot-file}): the plain run, and the probed run with the
- * definitions registered there and the trace written to a file, at {@code ROUNDS} rounds and at 0
- * rounds, the order of plain and probed alternating by pair. Each run's CPU time is the process's
- * (every thread: JIT and GC included, {@code clock_gettime}) over that run. So a pair carries neither the JVM's start nor
- * the boot, and its runs follow each other within seconds: the machine's drift cancels in the
- * subtraction far better than between the whole processes of {@code bench job}. The marginal cost
+ * kernel, initramfs and definitions), resolved by pairs that differ in nothing but the probes. Two
+ * child JVMs, started with the options the launcher gives {@code kpemu boot}, run kpemu's own
+ * {@code boot} command again and again in-process, every run from the snapshot the plain child
+ * saved at {@code run_init_process} ({@code --snapshot-file}): one the plain run, the other the
+ * probed run with the definitions registered there and the trace written to a file, each at
+ * {@code ROUNDS} rounds and at 0 rounds. The two take turns on one host CPU ({@link TakingTurns}),
+ * started together at each pair: they see the same machine at the same moments, and the host's
+ * drift, tens of percent within minutes on a shared machine, cancels in their difference. Each
+ * run's CPU time is its process's (every thread: JIT and GC included, {@code clock_gettime}) over
+ * that run. So a pair carries neither the JVM's start nor the boot. The marginal cost
  * of a pair, {@code ((probed - probed0) - (plain - plain0)) / (events - events0)}, leaves out what
  * does not grow with the rounds (reading the kernel's symbols, registering 294 probes, the trace's
  * header). The guest's instruction counts are checked the same across every plain run and across
@@ -99,38 +100,96 @@ final class EventBench {
 
     private EventBench() {}
 
-    /** Prepares the job's files ({@link JobBench#prepare}), runs the child and gathers its pairs. */
+    /**
+     * Prepares the job's files ({@link JobBench#prepare}), runs the two children side by side
+     * ({@link TakingTurns}) and gathers their pairs: the plain child first alone (it saves the
+     * snapshots and warms up), then the probed one (its warm-up), then each pair's four runs with
+     * the two children taking turns on one CPU, both started together at each pair.
+     */
     static Result run(Arch arch, long rounds, int pairs, PrintStream progress) throws KernelImageException, IOException {
         JobBench.Setup setup = JobBench.prepare(arch, progress);
-        List<String> cmd = GuestBench.java(LauncherBootOptions.forChildren(), EventBench.class);
-        cmd.addAll(List.of(arch.linuxName(), setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(),
-                Long.toString(rounds), Integer.toString(pairs)));
-        progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds in one JVM, every run from a snapshot at run_init_process%n",
-                arch.linuxName(), pairs, rounds);
+        progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds, a plain and a probed JVM taking turns of %d ms on CPU %d,"
+                + " every run from a snapshot at run_init_process%n", arch.linuxName(), pairs, rounds, TakingTurns.TURN_MILLIS, TakingTurns.cpu());
         progress.flush();
-        Process p = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-                .redirectErrorStream(true).start();
-        List<Run> runs = new ArrayList<>();      // the child's runs; its other lines (progress, errors) are passed on
+        TakingTurns turns = new TakingTurns();
+        java.util.concurrent.BlockingQueue<String[]> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        List<Process> children = new ArrayList<>();
+        boolean[] busy = new boolean[2];
+        List<Run> runs = new ArrayList<>();
+        try {
+            for (boolean probed : new boolean[] {false, true}) {
+                List<String> cmd = GuestBench.java(LauncherBootOptions.forChildren(), EventBench.class);
+                cmd.addAll(List.of(arch.linuxName(), setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(),
+                        Long.toString(rounds), Integer.toString(pairs), probed ? "probed" : "plain"));
+                Process p = new ProcessBuilder(TakingTurns.pinned(cmd)).redirectErrorStream(true).start();
+                int index = children.size();
+                children.add(p);
+                turns.add(p);
+                Thread reader = new Thread(() -> forward(p, index, lines), "kpemu-event-bench-" + index);
+                reader.setDaemon(true);
+                reader.start();
+                busy[index] = true;     // until its first READY: snapshots (plain) and the warm-up
+                awaitReady(turns, lines, busy, runs, progress);
+            }
+            for (int i = 0; i < pairs; i++) {
+                for (int c = 0; c < children.size(); c++) {
+                    busy[c] = true;
+                    java.io.OutputStream in = children.get(c).getOutputStream();
+                    in.write('\n');
+                    in.flush();
+                }
+                awaitReady(turns, lines, busy, runs, progress);
+            }
+            turns.release();
+            for (Process p : children) {
+                int code = p.waitFor();
+                if (code != 0) throw new IOException("the event bench's JVM (" + arch.linuxName() + ") ended with exit " + code);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted");
+        } finally {
+            turns.release();
+            for (Process p : children) if (p.isAlive()) p.destroyForcibly();
+        }
+        if (runs.size() != 4 * pairs) throw new IOException("the event bench's JVMs reported " + runs.size() + " runs, not " + 4 * pairs);
+        return new Result(arch, setup.release(), rounds, pairs(runs));
+    }
+
+    private static final String READY = "KPEMU-EVENT-READY";
+    private static final String[] ENDED = new String[0];
+
+    /** Child {@code index}'s output lines to {@code lines} ({index, line}); its end as {index, null}. */
+    private static void forward(Process p, int index, java.util.concurrent.BlockingQueue<String[]> lines) {
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String l = r.readLine(); l != null; l = r.readLine()) {
-                if (l.startsWith(RUN)) runs.add(parse(l.substring(RUN.length())));
+            for (String l = r.readLine(); l != null; l = r.readLine()) lines.add(new String[] {Integer.toString(index), l});
+        } catch (IOException e) {
+            lines.add(new String[] {Integer.toString(index), "kpemu: bench events: reading child " + index + ": " + e.getMessage()});
+        }
+        lines.add(new String[] {Integer.toString(index), null});
+    }
+
+    /**
+     * Gives turns until no child is busy: a child stops being busy at its {@value #READY} line (it
+     * waits for its next pair) or its end. Run lines are kept in {@code runs}, the rest passed on.
+     */
+    private static void awaitReady(TakingTurns turns, java.util.concurrent.BlockingQueue<String[]> lines, boolean[] busy, List<Run> runs,
+            PrintStream progress) throws InterruptedException, IOException {
+        while (true) {
+            for (String[] l = lines.poll(); l != null; l = lines.poll()) {
+                int c = Integer.parseInt(l[0]);
+                if (l[1] == null || l[1].equals(READY)) busy[c] = false;
+                else if (l[1].startsWith(RUN)) runs.add(parse(l[1].substring(RUN.length())));
                 else {
-                    progress.println(l);
+                    progress.println(l[1]);
                     progress.flush();
                 }
             }
+            boolean any = false;
+            for (boolean b : busy) any |= b;
+            if (!any) return;
+            turns.run(c -> busy[c]);
         }
-        int code;
-        try {
-            code = p.waitFor();
-        } catch (InterruptedException e) {
-            p.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted");
-        }
-        if (code != 0) throw new IOException("the event bench's JVM (" + arch.linuxName() + ") ended with exit " + code);
-        if (runs.size() != 4 * pairs) throw new IOException("the event bench's JVM reported " + runs.size() + " runs, not " + 4 * pairs);
-        return new Result(arch, setup.release(), rounds, pairs(runs));
     }
 
     /** The pairs of the child's runs, four to a pair in any order. */
@@ -162,9 +221,11 @@ final class EventBench {
     }
 
     /**
-     * The child: {@code ARCH INITRAMFS EVENTS DIR ROUNDS PAIRS}. Saves a snapshot for each of 0 and
-     * ROUNDS rounds with a plain run, warms up with a probed run at ROUNDS, then runs the pairs and
-     * prints each run on standard output ({@value #RUN}...), progress on standard error.
+     * A child: {@code ARCH INITRAMFS EVENTS DIR ROUNDS PAIRS plain|probed}. The plain one first saves
+     * a snapshot for each of 0 and ROUNDS rounds; each warms up with a run of its kind at ROUNDS,
+     * then, for each pair, prints {@value #READY}, waits for a line on standard input and runs its
+     * kind at 0 and at ROUNDS rounds, each run on standard output ({@value #RUN}...), progress on
+     * standard error.
      */
     public static void main(String[] args) {
         try {
@@ -181,30 +242,36 @@ final class EventBench {
         Path initramfs = Path.of(args[1]), events = Path.of(args[2]), dir = Path.of(args[3]);
         long rounds = Long.parseLong(args[4]);
         int pairs = Integer.parseInt(args[5]);
+        boolean probed = args[6].equals("probed");
+        String kind = probed ? "probed" : "plain";
         PrintStream err = System.err;
         long[] roundsOf = {0, rounds};
-        for (long r : roundsOf) Files.deleteIfExists(snapshot(dir, r));
-        long[] instructions = new long[4];        // plain0, probed0, plain, probed: every such run must match the first
-        for (long r : roundsOf) {
-            Run saved = run(arch, initramfs, events, dir, r, false);
-            err.printf("kpemu bench events: %s: snapshot saved by a cold boot of %d rounds (%.2f CPU s, not counted)%n", arch.linuxName(), r, saved.cpuNanos() / 1e9);
-        }
-        Run warm = run(arch, initramfs, events, dir, rounds, true);
-        err.printf("kpemu bench events: %s: warm-up, probed, %d rounds: %.2f CPU s, %d events (not counted)%n", arch.linuxName(), rounds, warm.cpuNanos() / 1e9, warm.events());
-        for (int i = 0; i < pairs; i++) {
-            boolean probedFirst = i % 2 == 1;
+        if (!probed) {
             for (long r : roundsOf) {
-                for (boolean probed : new boolean[] {probedFirst, !probedFirst}) {
-                    Run run = run(arch, initramfs, events, dir, r, probed);
-                    int slot = (r == 0 ? 0 : 2) + (probed ? 1 : 0);
-                    if (instructions[slot] == 0) instructions[slot] = run.instructions();
-                    else if (instructions[slot] != run.instructions())
-                        throw new IOException("the guest ran " + run.instructions() + " instructions, an earlier same run " + instructions[slot] + ": not deterministic");
-                    err.printf("kpemu bench events: %s pair %d of %d: %s, %d rounds: %.3f CPU s, %d instructions, %d events%n", arch.linuxName(), i + 1, pairs,
-                            probed ? "probed" : "plain", r, run.cpuNanos() / 1e9, run.instructions(), run.events());
-                    System.out.println(RUN + format(run));
-                    System.out.flush();
-                }
+                Files.deleteIfExists(snapshot(dir, r));
+                Run saved = run(arch, initramfs, events, dir, r, false);
+                err.printf("kpemu bench events: %s: snapshot saved by a cold boot of %d rounds (%.2f CPU s, not counted)%n", arch.linuxName(), r, saved.cpuNanos() / 1e9);
+            }
+        }
+        Run warm = run(arch, initramfs, events, dir, rounds, probed);
+        err.printf("kpemu bench events: %s: warm-up, %s, %d rounds: %.2f CPU s, %d events (not counted)%n", arch.linuxName(), kind, rounds,
+                warm.cpuNanos() / 1e9, warm.events());
+        long[] instructions = new long[2];        // at 0 rounds and at ROUNDS: every such run must match the first
+        BufferedReader go = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        for (int i = 0; i < pairs; i++) {
+            System.out.println(READY);
+            System.out.flush();
+            if (go.readLine() == null) throw new IOException("the bench ended before pair " + (i + 1));
+            for (int k = 0; k < roundsOf.length; k++) {
+                long r = roundsOf[k];
+                Run run = run(arch, initramfs, events, dir, r, probed);
+                if (instructions[k] == 0) instructions[k] = run.instructions();
+                else if (instructions[k] != run.instructions())
+                    throw new IOException("the guest ran " + run.instructions() + " instructions, an earlier same run " + instructions[k] + ": not deterministic");
+                err.printf("kpemu bench events: %s pair %d of %d: %s, %d rounds: %.3f CPU s, %d instructions, %d events%n", arch.linuxName(), i + 1, pairs,
+                        kind, r, run.cpuNanos() / 1e9, run.instructions(), run.events());
+                System.out.println(RUN + format(run));
+                System.out.flush();
             }
         }
     }
@@ -238,11 +305,11 @@ final class EventBench {
 
     /** One {@code kpemu boot} in this JVM; its process CPU and wall time, instructions and events. */
     private static Run run(Arch arch, Path initramfs, Path events, Path dir, long rounds, boolean probed) throws IOException {
-        Path trace = dir.resolve("event-bench.trace");
+        Path trace = dir.resolve("event-bench-" + (probed ? "probed" : "plain") + ".trace");
         Files.deleteIfExists(trace);
         List<String> args = new ArrayList<>(List.of("boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(),
                 "--append", JobBench.commandLine(arch, rounds), "--memory", Integer.toString(GuestBench.MEMORY_MIB), "--timeout", "3600",
-                "--console", dir.resolve("event-bench.console").toString(), "--snapshot-file", snapshot(dir, rounds).toString()));
+                "--console", dir.resolve("event-bench-" + (probed ? "probed" : "plain") + ".console").toString(), "--snapshot-file", snapshot(dir, rounds).toString()));
         if (probed) args.addAll(List.of("--events-file", events.toString(), "-o", trace.toString()));
         picocli.CommandLine cl = Main.commandLine(BootCommand.class);
         StringWriter messages = new StringWriter();

@@ -25,9 +25,9 @@ import dev.kpemu.natives.NativeLibraries;
  * guest's power-off under {@code /usr/bin/time} (wall from this process, user + system CPU and
  * peak RSS of the child). A benchmark's cost on a machine is the median of its boots minus the
  * median of that machine's boots running every benchmark for 0 iterations; kpemu's guest clock is
- * virtual, so host time is the one both machines share. Runs go round robin (every benchmark, each
- * machine, the machine that starts alternating by round) so a loaded host stretches both alike;
- * read the ratios kpemu / QEMU, not the seconds.
+ * virtual, so host time is the one both machines share. Each benchmark's two processes run side
+ * by side, taking turns on one CPU ({@link TakingTurns}), so a host whose speed drifts stretches
+ * both alike; read the ratios kpemu / QEMU, not the seconds. Wall time is the time each held the turn.
  */
 final class GuestBench {
     enum Machine { KPEMU, QEMU }
@@ -70,14 +70,17 @@ final class GuestBench {
             for (Row row : all) {
                 Map<String, Long> runs = row == boot ? zero : Map.of(row.name(), row.iterations());
                 String cmdline = GuestBenchmarks.commandLine(arch, runs);
+                List<Launch> launches = new ArrayList<>();
                 for (Machine m : order) {
-                    progress.printf("kpemu bench guest: %s round %d of %d: %s %s%n", arch.linuxName(), round + 1, repeat,
-                            m == Machine.KPEMU ? "kpemu" : "QEMU", row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations());
                     Path log = logs.resolve((m == Machine.KPEMU ? "kpemu-" : "qemu-") + row.name() + ".log");
                     List<String> cmd = m == Machine.KPEMU ? kpemu(arch, initramfs, cmdline, log) : qemu(arch, qemuKernel, initramfs, cmdline);
-                    row.samples().get(m).add(measure(cmd, log, runs.entrySet().stream()
-                            .map(e -> GuestBenchmarks.doneLine(e.getKey(), e.getValue())).toList(), m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
+                    launches.add(new Launch(cmd, log, runs.entrySet().stream().map(e -> GuestBenchmarks.doneLine(e.getKey(), e.getValue())).toList(),
+                            m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
                 }
+                progress.printf("kpemu bench guest: %s round %d of %d: kpemu and QEMU %s, taking turns on CPU %d%n", arch.linuxName(), round + 1, repeat,
+                        row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations(), TakingTurns.cpu());
+                List<Sample> samples = measure(launches, true);
+                for (int i = 0; i < order.size(); i++) row.samples().get(order.get(i)).add(samples.get(i));
             }
         }
         return new Result(arch, guest.release(), boot, rows);
@@ -121,44 +124,78 @@ final class GuestBench {
         return c;
     }
 
+    /** One process to measure: its command, its console log, the lines its guest must print, its machine's name ("kpemu", "QEMU"). */
+    record Launch(List<String> cmd, Path log, List<String> doneLines, String machine, Arch arch) {}
+
     /** Runs {@code cmd} under /usr/bin/time; the guest's console must hold each of {@code doneLines}. */
     static Sample measure(List<String> cmd, Path log, List<String> doneLines, String machine, Arch arch) throws IOException {
-        Path times = Files.createTempFile("kpemu-bench-guest", ".time");
+        return measure(List.of(new Launch(cmd, log, doneLines, machine, arch)), false).getFirst();
+    }
+
+    /**
+     * Runs the launches under /usr/bin/time, side by side taking turns on one CPU ({@link
+     * TakingTurns}) when {@code turns}, else one after the other. The wall time of a launch that
+     * took turns is the time it held them. Each guest's console must hold its {@code doneLines}.
+     */
+    static List<Sample> measure(List<Launch> launches, boolean turns) throws IOException {
+        if (!turns && launches.size() > 1) {
+            List<Sample> out = new ArrayList<>();
+            for (Launch l : launches) out.add(measure(List.of(l), false).getFirst());
+            return out;
+        }
+        List<Path> times = new ArrayList<>();
+        List<Process> started = new ArrayList<>();
+        TakingTurns taking = turns ? new TakingTurns() : null;
         try {
-            List<String> timed = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S %M", "-o", times.toString()));
-            timed.addAll(cmd);
-            Files.deleteIfExists(log);
-            ProcessBuilder pb = new ProcessBuilder(timed).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
-            if (machine.equals("kpemu")) pb.redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
-            else pb.redirectErrorStream(true).redirectOutput(log.toFile());
             long t0 = System.nanoTime();
-            Process p = pb.start();
-            boolean ended;
+            for (Launch l : launches) {
+                Path t = Files.createTempFile("kpemu-bench-guest", ".time");
+                times.add(t);
+                List<String> timed = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S %M", "-o", t.toString()));
+                timed.addAll(l.cmd());
+                Files.deleteIfExists(l.log());
+                ProcessBuilder pb = new ProcessBuilder(turns ? TakingTurns.pinned(timed) : timed)
+                        .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+                if (l.machine().equals("kpemu")) pb.redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
+                else pb.redirectErrorStream(true).redirectOutput(l.log().toFile());
+                Process p = pb.start();
+                started.add(p);
+                if (taking != null) taking.add(p);
+            }
+            long deadline = t0 + TimeUnit.HOURS.toNanos(2);
             try {
-                ended = p.waitFor(2, TimeUnit.HOURS);
+                if (taking != null) {
+                    while (started.stream().anyMatch(Process::isAlive) && System.nanoTime() < deadline) taking.run(i -> true);
+                    taking.release();
+                }
+                for (Process p : started) p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {
-                p.destroyForcibly();
                 Thread.currentThread().interrupt();
                 throw new IOException("interrupted");
             }
             long wall = System.nanoTime() - t0;
-            if (!ended) {
-                p.destroyForcibly();
-                throw new IOException(machine + " " + arch.linuxName() + " did not finish in 2 hours; see " + log);
-            }
-            String console = Files.exists(log) ? Files.readString(log, StandardCharsets.ISO_8859_1) : "";
-            for (String done : doneLines) {
-                if (!console.contains(done)) {
-                    throw new IOException(machine + " " + arch.linuxName() + ": the guest did not print '" + done + "' (exit "
-                            + p.exitValue() + "); its console: " + log);
+            List<Sample> out = new ArrayList<>();
+            for (int i = 0; i < launches.size(); i++) {
+                Launch l = launches.get(i);
+                Process p = started.get(i);
+                if (p.isAlive()) throw new IOException(l.machine() + " " + l.arch().linuxName() + " did not finish in 2 hours; see " + l.log());
+                String console = Files.exists(l.log()) ? Files.readString(l.log(), StandardCharsets.ISO_8859_1) : "";
+                for (String done : l.doneLines()) {
+                    if (!console.contains(done)) {
+                        throw new IOException(l.machine() + " " + l.arch().linuxName() + ": the guest did not print '" + done + "' (exit "
+                                + p.exitValue() + "); its console: " + l.log());
+                    }
                 }
+                String[] f = Files.readString(times.get(i)).strip().lines().reduce((x, y) -> y).orElse("").split(" ");
+                if (f.length != 3) throw new IOException("/usr/bin/time wrote no figures for " + l.machine() + " " + l.arch().linuxName());
+                long cpu = Math.round((Double.parseDouble(f[0]) + Double.parseDouble(f[1])) * 1e9);
+                out.add(new Sample(taking != null ? taking.runNanos(i) : wall, cpu, Long.parseLong(f[2])));
             }
-            String[] f = Files.readString(times).strip().lines().reduce((a, b) -> b).orElse("").split(" ");
-            if (f.length != 3) throw new IOException("/usr/bin/time wrote no figures for " + machine + " " + arch.linuxName());
-            long cpu = Math.round((Double.parseDouble(f[0]) + Double.parseDouble(f[1])) * 1e9);
-            return new Sample(wall, cpu, Long.parseLong(f[2]));
+            return out;
         } finally {
-            Files.deleteIfExists(times);
+            if (taking != null) taking.release();
+            for (Process p : started) if (p.isAlive()) p.destroyForcibly();
+            for (Path t : times) Files.deleteIfExists(t);
         }
     }
 

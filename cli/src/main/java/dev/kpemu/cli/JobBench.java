@@ -110,12 +110,12 @@ final class JobBench {
         List<String> done = List.of("KPEMU-INIT-START rounds=" + rounds, "KPEMU-JOB-WORK-DONE");
         Map<GuestBench.Machine, GuestBench.Sample> plain = new EnumMap<>(GuestBench.Machine.class);
         Map<GuestBench.Machine, JobFigures.Pair> out = new EnumMap<>(GuestBench.Machine.class);
+        Path trace = setup.dir().resolve("kpemu-probed.trace");
         for (boolean probed : new boolean[] {false, true}) {
+            List<GuestBench.Launch> launches = new ArrayList<>();
             for (GuestBench.Machine m : order) {
                 String name = m == GuestBench.Machine.KPEMU ? "kpemu" : "QEMU";
-                progress.printf("kpemu bench job: %s %s: %s %s, %d rounds%n", arch.linuxName(), pair, name, probed ? "probed" : "plain", rounds);
                 Path log = setup.dir().resolve(name.toLowerCase(java.util.Locale.ROOT) + (probed ? "-probed" : "-plain") + ".log");
-                Path trace = setup.dir().resolve("kpemu-probed.trace");
                 List<String> cmd;
                 if (m == GuestBench.Machine.QEMU) {
                     cmd = GuestBench.qemu(arch, setup.qemuKernel(), setup.initramfs(), probed ? cmdline + " job_trace=1" : cmdline);
@@ -124,13 +124,21 @@ final class JobBench {
                     Files.deleteIfExists(trace);
                 }
                 List<String> lines = m == GuestBench.Machine.QEMU && probed ? List.of(done.get(0), done.get(1), "KPEMU-JOB-EVENTS ") : done;
-                GuestBench.Sample s = GuestBench.measure(cmd, log, lines, name, arch);
+                launches.add(new GuestBench.Launch(cmd, log, lines, name, arch));
+            }
+            progress.printf("kpemu bench job: %s %s: kpemu and QEMU %s, %d rounds, taking turns on CPU %d%n", arch.linuxName(), pair,
+                    probed ? "probed" : "plain", rounds, TakingTurns.cpu());
+            List<GuestBench.Sample> samples = GuestBench.measure(launches, true);
+            for (int i = 0; i < order.size(); i++) {
+                GuestBench.Machine m = order.get(i);
+                GuestBench.Sample s = samples.get(i);
                 if (!probed) {
                     plain.put(m, s);
                     continue;
                 }
-                long n = m == GuestBench.Machine.QEMU ? qemuEvents(log, setup.definitions()) : traceLines(trace);
-                if (n == 0 && rounds > 0) throw new IOException(name + " " + arch.linuxName() + ": the probed run traced no event; see " + log);
+                String name = launches.get(i).machine();
+                long n = m == GuestBench.Machine.QEMU ? qemuEvents(launches.get(i).log(), setup.definitions()) : traceLines(trace);
+                if (n == 0 && rounds > 0) throw new IOException(name + " " + arch.linuxName() + ": the probed run traced no event; see " + launches.get(i).log());
                 progress.printf("kpemu bench job: %s %s: %s traced %d events in %d rounds%n", arch.linuxName(), pair, name, n, rounds);
                 out.put(m, new JobFigures.Pair(plain.get(m), s, n));
             }

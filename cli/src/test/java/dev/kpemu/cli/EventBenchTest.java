@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code kpemu bench events}: the pairs' arithmetic, the process CPU clock it reads (its bad options:
- * {@link BenchJobTest}), and a short run on x86-64 (a real kernel, kpemu boot in one JVM from
+ * {@link BenchJobTest}), and a short run on x86-64 (a real kernel, kpemu boot in a plain and a probed JVM from
  * snapshots). Not timed: only the structure and the guest's instruction counts are checked.
  */
 class EventBenchTest {
@@ -63,7 +63,7 @@ class EventBenchTest {
     @Test
     @Tag("kernel")
     @Tag("scale")
-    void pairsRunTheSameGuestInOneJvm() {
+    void pairsRunTheSameGuestInTwoJvmsTakingTurns() {
         CliTest.Run r = CliTest.run("bench", "events", "--arch", "x86_64", "--rounds", "3", "--repeat", "1");
         assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
         Matcher row = Pattern.compile("x86_64\\s+3\\s+1 \\| .* \\|\\s+(\\d+) \\| ").matcher(r.out());
