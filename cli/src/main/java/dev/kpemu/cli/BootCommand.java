@@ -442,7 +442,7 @@ final class BootCommand implements Callable<Integer> {
                             r.status(), ExitCodes.of(r.outcome()), r.guestNanos() / 1e9, r.instructions(), r.interrupts(), r.hostNanos() / 1e9);
                     if (r.initDoneHostNanos() >= 0) err.printf("; init marker at host %.2f s", r.initDoneHostNanos() / 1e9);
                     err.println();
-                    if (dev.kpemu.boot.PhaseLog.on() && traced.kprobes() != null) {
+                    if (dev.kpemu.boot.PhaseLog.on() && traced != null && traced.kprobes() != null) {
                         var k = traced.kprobes();
                         err.printf("kpemu: hits recorded natively %d (lines formatted %d, passed as text %d), kretprobe entries %d, returns %d (lines passed %d)%n",
                                 k.recordedHits(), k.recordedLines(), k.passedLines(), k.recordedReturnEntries(), k.recordedReturns(), k.passedReturnLines());
