@@ -28,16 +28,16 @@ import dev.kpemu.machine.Arch;
                 "           run_init_process (kpemu boot --snapshot): wall and CPU time, the ratio restored / cold",
                 "  guest    guest micro-benchmarks (system calls, page faults, context switches, fork+exec, a pipe",
                 "           ping-pong, a file-system loop, a busybox loop) on kpemu and on QEMU TCG, same kernel,",
-                "           initramfs and memory, whole processes taking turns on one CPU: each one's cost over a boot that",
+                "           initramfs and memory, whole processes taking turns: each one's cost over a boot that",
                 "           runs them 0 times, the ratio kpemu / QEMU (wall, CPU) and peak memory",
                 "  smp      several guest CPUs on kpemu and on QEMU TCG -smp N, same files, whole processes: boot to",
                 "           power-off with N = 1, 2, 4 (--cpus-list), and one task pinned to each CPU reading /proc/version",
                 "           --rounds times under three probes (QEMU: Linux's own kprobes): probe hits per second of guest work",
                 "  job      issue 30's probed job (cat /proc/version, a write and a cat of a file in /tmp, --rounds times) under",
                 "           kprobes, kretprobes, string and memory fetches and a glob of 287 functions: kpemu against QEMU TCG",
-                "           with Linux's own kprobes in the guest, plain runs of both as baselines, each pair taking turns on one CPU: events,",
+                "           with Linux's own kprobes in the guest, plain runs of both as baselines, each pair taking turns: events,",
                 "           wall, CPU, peak memory, the ratios kpemu / QEMU and the cost of an event, (probed - plain) / events",
-                "  events   the cost of an event on the job's workload, kpemu alone: a plain and a probed JVM taking turns on one CPU,",
+                "  events   the cost of an event on the job's workload, kpemu alone: a plain and a probed JVM taking turns,",
                 "           each running kpemu boot from a snapshot at run_init_process (--rounds and 0 rounds, --repeat pairs, default " + EventBench.PAIRS + "),",
                 "           the same guest instructions each time: CPU us per event, median and its 95%% interval over pairs",
                 "  watch    data watchpoints on Debian's booted kernel: boots with 16 write watchpoints on read-only data, a",
@@ -172,7 +172,7 @@ final class BenchCommand implements Callable<Integer> {
             }
             out.printf("%-7s kernel %s; %d probes on both machines; %d pair(s)%n", r.arch().linuxName(), r.release(), r.probes(), repeat);
         }
-        out.println("(whole processes, QEMU TCG and kpemu taking turns of " + TakingTurns.TURN_MILLIS + " ms on one CPU, same kernel, initramfs, command line and");
+        out.println("(whole processes, QEMU TCG and kpemu taking turns of " + TakingTurns.TURN_MILLIS + " ms, same kernel, initramfs, command line and");
         out.println(" 256 MiB; wall: the time each held the turn; medians over pairs;");
         out.println(" plain: the job without probes; probed: QEMU's guest writes the definitions to tracefs, runs the job, stops tracing and");
         out.println(" reads trace once; kpemu registers them when /init starts (--from-init) and writes its trace to a file; events: event");
@@ -214,7 +214,7 @@ final class BenchCommand implements Callable<Integer> {
                     first.plain0().instructions(), first.probed0().instructions(), first.probed0().events());
         }
         out.println("(two JVMs with kpemu boot's options, one plain and one probed, run kpemu boot in-process, every run from a snapshot");
-        out.println(" at run_init_process, taking turns of " + TakingTurns.TURN_MILLIS + " ms on one CPU through each pair; CPU: the process's, every thread, over each run; medians over pairs,");
+        out.println(" at run_init_process, taking turns of " + TakingTurns.TURN_MILLIS + " ms through each pair; CPU: the process's, every thread, over each run; medians over pairs,");
         out.println(" [least, greatest], from 6 pairs on the median's 95% interval (order statistics); marginal: ((probed - probed0) -");
         out.println(" (plain - plain0)) / (events - events0), registration and the trace's header left out; from each kind's median: the same");
         out.println(" arithmetic on the medians of plain, probed, plain0 and probed0 over the pairs; issue 30's target: <= 2 us)");
@@ -415,7 +415,7 @@ final class BenchCommand implements Callable<Integer> {
             }
             out.printf("%-7s kernel %s; %d round(s)%n", r.arch().linuxName(), r.release(), repeat);
         }
-        out.println("(whole processes, kpemu and QEMU TCG taking turns of " + TakingTurns.TURN_MILLIS + " ms on one CPU (wall: the time each held the turn), same");
+        out.println("(whole processes, kpemu and QEMU TCG taking turns of " + TakingTurns.TURN_MILLIS + " ms (wall: the time each held the turn), same");
         out.println(" kernel, initramfs, command line and 256 MiB; boot: medians of");
         out.println(" boots that run every benchmark 0 times; a benchmark's row: the median of its boots minus the boot's, per machine;");
         out.println(" ratio: kpemu / QEMU, '-' when QEMU's cost is not above 0; peak MiB: median peak resident set; issue 13's target: <= 1.3)");

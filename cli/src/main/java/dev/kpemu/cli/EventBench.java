@@ -31,7 +31,7 @@ import dev.kpemu.machine.Arch;
  * {@code boot} command again and again in-process, every run from the snapshot the plain child
  * saved at {@code run_init_process} ({@code --snapshot-file}): one the plain run, the other the
  * probed run with the definitions registered there and the trace written to a file, each at
- * {@code ROUNDS} rounds and at 0 rounds. The two take turns on one host CPU ({@link TakingTurns}),
+ * {@code ROUNDS} rounds and at 0 rounds. The two take turns ({@link TakingTurns}),
  * started together at each pair: they see the same machine at the same moments, and the host's
  * drift, tens of percent within minutes on a shared machine, cancels in their difference. Each
  * run's CPU time is its process's (every thread: JIT and GC included, {@code clock_gettime}) over
@@ -104,12 +104,12 @@ final class EventBench {
      * Prepares the job's files ({@link JobBench#prepare}), runs the two children side by side
      * ({@link TakingTurns}) and gathers their pairs: the plain child first alone (it saves the
      * snapshots and warms up), then the probed one (its warm-up), then each pair's four runs with
-     * the two children taking turns on one CPU, both started together at each pair.
+     * the two children taking turns, both started together at each pair.
      */
     static Result run(Arch arch, long rounds, int pairs, PrintStream progress) throws KernelImageException, IOException {
         JobBench.Setup setup = JobBench.prepare(arch, progress);
-        progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds, a plain and a probed JVM taking turns of %d ms on CPU %d,"
-                + " every run from a snapshot at run_init_process%n", arch.linuxName(), pairs, rounds, TakingTurns.TURN_MILLIS, TakingTurns.cpu());
+        progress.printf("kpemu bench events: %s: %d pair(s) of %d rounds, a plain and a probed JVM taking turns of %d ms,"
+                + " every run from a snapshot at run_init_process%n", arch.linuxName(), pairs, rounds, TakingTurns.TURN_MILLIS);
         progress.flush();
         TakingTurns turns = new TakingTurns();
         java.util.concurrent.BlockingQueue<String[]> lines = new java.util.concurrent.LinkedBlockingQueue<>();
@@ -121,7 +121,7 @@ final class EventBench {
                 List<String> cmd = GuestBench.java(LauncherBootOptions.forChildren(), EventBench.class);
                 cmd.addAll(List.of(arch.linuxName(), setup.initramfs().toString(), setup.events().toString(), setup.dir().toString(),
                         Long.toString(rounds), Integer.toString(pairs), probed ? "probed" : "plain"));
-                Process p = new ProcessBuilder(TakingTurns.pinned(cmd)).redirectErrorStream(true).start();
+                Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
                 int index = children.size();
                 children.add(p);
                 turns.add(p);

@@ -26,7 +26,7 @@ import dev.kpemu.natives.NativeLibraries;
  * peak RSS of the child). A benchmark's cost on a machine is the median of its boots minus the
  * median of that machine's boots running every benchmark for 0 iterations; kpemu's guest clock is
  * virtual, so host time is the one both machines share. Each benchmark's two processes run side
- * by side, taking turns on one CPU ({@link TakingTurns}), so a host whose speed drifts stretches
+ * by side, taking turns ({@link TakingTurns}), so a host whose speed drifts stretches
  * both alike; read the ratios kpemu / QEMU, not the seconds. Wall time is the time each held the turn.
  */
 final class GuestBench {
@@ -77,8 +77,8 @@ final class GuestBench {
                     launches.add(new Launch(cmd, log, runs.entrySet().stream().map(e -> GuestBenchmarks.doneLine(e.getKey(), e.getValue())).toList(),
                             m == Machine.KPEMU ? "kpemu" : "QEMU", arch));
                 }
-                progress.printf("kpemu bench guest: %s round %d of %d: kpemu and QEMU %s, taking turns on CPU %d%n", arch.linuxName(), round + 1, repeat,
-                        row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations(), TakingTurns.cpu());
+                progress.printf("kpemu bench guest: %s round %d of %d: kpemu and QEMU %s, taking turns%n", arch.linuxName(), round + 1, repeat,
+                        row == boot ? "boot (0 iterations)" : row.name() + " " + row.iterations());
                 List<Sample> samples = measure(launches, true);
                 for (int i = 0; i < order.size(); i++) row.samples().get(order.get(i)).add(samples.get(i));
             }
@@ -133,8 +133,8 @@ final class GuestBench {
     }
 
     /**
-     * Runs the launches under /usr/bin/time, side by side taking turns on one CPU ({@link
-     * TakingTurns}) when {@code turns}, else one after the other. The wall time of a launch that
+     * Runs the launches under /usr/bin/time, side by side taking turns ({@link TakingTurns}) when
+     * {@code turns}, else one after the other. The wall time of a launch that
      * took turns is the time it held them. Each guest's console must hold its {@code doneLines}.
      */
     static List<Sample> measure(List<Launch> launches, boolean turns) throws IOException {
@@ -154,7 +154,7 @@ final class GuestBench {
                 List<String> timed = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S %M", "-o", t.toString()));
                 timed.addAll(l.cmd());
                 Files.deleteIfExists(l.log());
-                ProcessBuilder pb = new ProcessBuilder(turns ? TakingTurns.pinned(timed) : timed)
+                ProcessBuilder pb = new ProcessBuilder(timed)
                         .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
                 if (l.machine().equals("kpemu")) pb.redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
                 else pb.redirectErrorStream(true).redirectOutput(l.log().toFile());

@@ -126,8 +126,8 @@ final class JobBench {
                 List<String> lines = m == GuestBench.Machine.QEMU && probed ? List.of(done.get(0), done.get(1), "KPEMU-JOB-EVENTS ") : done;
                 launches.add(new GuestBench.Launch(cmd, log, lines, name, arch));
             }
-            progress.printf("kpemu bench job: %s %s: kpemu and QEMU %s, %d rounds, taking turns on CPU %d%n", arch.linuxName(), pair,
-                    probed ? "probed" : "plain", rounds, TakingTurns.cpu());
+            progress.printf("kpemu bench job: %s %s: kpemu and QEMU %s, %d rounds, taking turns%n", arch.linuxName(), pair,
+                    probed ? "probed" : "plain", rounds);
             List<GuestBench.Sample> samples = GuestBench.measure(launches, true);
             for (int i = 0; i < order.size(); i++) {
                 GuestBench.Machine m = order.get(i);

@@ -4,35 +4,32 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntPredicate;
 
 /**
- * Benchmark processes that run side by side on one host CPU, taking turns (issue 30). The speed of
- * a shared host drifts by tens of percent within minutes (the same plain job took 16 and 31 CPU s
- * half an hour apart, 2026-12-01), far more than what a pair of runs one after the other is meant
- * to resolve. Two runs that take turns of {@link #TURN_MILLIS} ms on the same CPU see the same
- * machine at the same moments: its drift cancels in their difference. Only one of them runs at a
- * time (the others are stopped with {@code SIGSTOP}, their whole process tree), so neither
- * competes with the other for the CPU, its caches or memory bandwidth; a switch every
- * {@value #TURN_MILLIS} ms costs each a cold cache a few times a second, alike. Measured with two
- * identical plain 1000-round jobs: their CPU seconds differ by 0.4–0.6 %, where two started at once
- * on the two CPUs differed by up to 16 % and two runs one after the other by 35 %.
+ * Benchmark processes that run side by side, taking turns (issue 30). The speed of a shared host
+ * drifts by tens of percent within minutes (the same plain job took 16 and 31 CPU s half an hour
+ * apart, 2026-12-01), far more than what a pair of runs one after the other is meant to resolve.
+ * Two runs that take turns of {@value #TURN_MILLIS} ms see the same machine at the same moments:
+ * its drift cancels in their difference. Only one of them runs at a time (the others are stopped
+ * with {@code SIGSTOP}, their whole process tree), so neither competes with the other for the CPUs,
+ * their caches or memory bandwidth, and each runs as users run it: its threads (the JVM's
+ * compilers, QEMU's I/O thread) free on every CPU. Measured with two identical plain 1000-round
+ * jobs taking turns on one CPU: their CPU seconds differ by 0.4–0.6 %, where two started at once on the two
+ * CPUs differed by up to 16 % and two runs one after the other by 35 %. (Pinning both to one CPU
+ * as well cost QEMU's probed job 10–16 % more CPU than the same run unpinned, taking turns with it:
+ * its vCPU and I/O threads then wait for each other. So the processes are not pinned.)
  *
- * <p>Each process is started pinned to {@link #cpu()} ({@code taskset}, when the host has it), so
- * every thread it starts (the JVM's compilers, QEMU's I/O thread) runs there too. A process that
- * is not {@linkplain #run busy} (waiting for its next run, or ended) gives its turns away: the one
- * still busy runs alone.
+ * <p>A process that is not {@linkplain #run busy} (waiting for its next run, or ended) gives its
+ * turns away: the one still busy runs alone.
  */
 final class TakingTurns {
     /** A turn's length. */
     static final long TURN_MILLIS = 100;
 
     private static final int SIGCONT = 18, SIGSTOP = 19;   // Linux's numbers on x86-64 and arm64
-    private static final Path TASKSET = Path.of("/usr/bin/taskset");
     private static final MethodHandle KILL = Linker.nativeLinker().downcallHandle(
             Linker.nativeLinker().defaultLookup().find("kill").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
@@ -42,21 +39,24 @@ final class TakingTurns {
     private int turn = -1;
     private long turnStart;
 
-    /** The host CPU the processes share: the last one. */
-    static int cpu() {
-        return Runtime.getRuntime().availableProcessors() - 1;
-    }
-
-    /** {@code cmd} pinned to {@link #cpu()}: under {@code taskset} when the host has it, else as given. */
-    static List<String> pinned(List<String> cmd) {
-        if (!Files.isExecutable(TASKSET)) return cmd;
-        List<String> c = new ArrayList<>(List.of(TASKSET.toString(), "-c", Integer.toString(cpu())));
-        c.addAll(cmd);
-        return c;
-    }
+    /**
+     * Ends the processes when this JVM ends before {@link #release} (a signal, Ctrl-C): a stopped
+     * child would otherwise stay stopped for good, and a running one would go on alone.
+     */
+    private Thread onExit;
 
     /** Adds a started process; it is stopped until its first turn. Returns its index. */
     int add(Process p) {
+        if (onExit == null) {
+            List<Process> mine = processes;
+            onExit = new Thread(() -> {
+                for (Process q : mine) {
+                    q.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+                    q.destroyForcibly();
+                }
+            }, "kpemu-turns-exit");
+            Runtime.getRuntime().addShutdownHook(onExit);
+        }
         processes.add(p);
         runNanos.add(0L);
         signal(p, SIGSTOP);
@@ -86,6 +86,14 @@ final class TakingTurns {
     void release() {
         give(-1);
         for (Process p : processes) signal(p, SIGCONT);
+        if (onExit != null) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(onExit);
+            } catch (IllegalStateException e) {
+                // this JVM is ending: the hook runs
+            }
+            onExit = null;
+        }
     }
 
     /** Wall nanoseconds process {@code i} held the turn: its running time, the turns of the others left out. */

@@ -88,14 +88,4 @@ class TakingTurnsTest {
             }
         }
     }
-
-    @Test
-    void aPinnedCommandRunsUnderTasksetOnTheLastCpu() {
-        List<String> cmd = TakingTurns.pinned(List.of("true"));
-        if (Files.isExecutable(Path.of("/usr/bin/taskset"))) {
-            assertEquals(List.of("/usr/bin/taskset", "-c", Integer.toString(Runtime.getRuntime().availableProcessors() - 1), "true"), cmd);
-        } else {
-            assertEquals(List.of("true"), cmd);
-        }
-    }
 }
