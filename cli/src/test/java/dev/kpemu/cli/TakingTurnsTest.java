@@ -45,6 +45,17 @@ class TakingTurnsTest {
         return states(p).stream().noneMatch(c -> c == 'T' || c == 't');
     }
 
+    interface Condition { boolean holds() throws IOException; }
+
+    /**
+     * Waits (bounded, 2 s) for {@code c}: a signal is taken when its process is next scheduled, so
+     * right after kill() a stopping process may still show 'R' (a busy loop mid-slice) and a
+     * continued one 'T'. The assertion after it fails when the state never comes.
+     */
+    private static void eventually(Condition c) throws IOException, InterruptedException {
+        for (int i = 0; i < 200 && !c.holds(); i++) Thread.sleep(10);
+    }
+
     /** Waits (bounded) for the shell to have started its busy child. */
     private static void awaitChild(Process p) throws InterruptedException {
         for (int i = 0; i < 200 && p.toHandle().descendants().findAny().isEmpty(); i++) Thread.sleep(10);
@@ -60,10 +71,12 @@ class TakingTurnsTest {
             awaitChild(b);
             turns.add(a);
             turns.add(b);
+            eventually(() -> stopped(a) && stopped(b));
             assertTrue(stopped(a) && stopped(b), "added processes wait for their turn: " + states(a) + " " + states(b));
             int last = -1;
             for (int i = 0; i < 6; i++) {
                 turns.run(k -> true);
+                eventually(() -> (running(a) && stopped(b)) || (running(b) && stopped(a)));
                 boolean aRuns = running(a), bRuns = running(b);
                 assertNotEquals(aRuns, bRuns, "one tree runs, the other is stopped: " + states(a) + " " + states(b));
                 assertTrue(aRuns ? stopped(b) : stopped(a), states(a) + " " + states(b));
@@ -76,9 +89,11 @@ class TakingTurnsTest {
             // b not busy: a runs turn after turn
             for (int i = 0; i < 3; i++) {
                 turns.run(k -> k == 0);
+                eventually(() -> running(a) && stopped(b));
                 assertTrue(running(a) && stopped(b), states(a) + " " + states(b));
             }
             turns.release();
+            eventually(() -> running(a) && running(b));
             assertTrue(running(a) && running(b), "released: both go on: " + states(a) + " " + states(b));
         } finally {
             turns.release();
