@@ -157,7 +157,6 @@ final class EventBench {
     }
 
     private static final String READY = "KPEMU-EVENT-READY";
-    private static final String[] ENDED = new String[0];
 
     /** Child {@code index}'s output lines to {@code lines} ({index, line}); its end as {index, null}. */
     private static void forward(Process p, int index, java.util.concurrent.BlockingQueue<String[]> lines) {
@@ -305,11 +304,12 @@ final class EventBench {
 
     /** One {@code kpemu boot} in this JVM; its process CPU and wall time, instructions and events. */
     private static Run run(Arch arch, Path initramfs, Path events, Path dir, long rounds, boolean probed) throws IOException {
-        Path trace = dir.resolve("event-bench-" + (probed ? "probed" : "plain") + ".trace");
+        String kind = probed ? "probed" : "plain";
+        Path trace = dir.resolve("event-bench-" + kind + ".trace");
         Files.deleteIfExists(trace);
         List<String> args = new ArrayList<>(List.of("boot", "--arch", arch.linuxName(), "--initrd", initramfs.toString(),
                 "--append", JobBench.commandLine(arch, rounds), "--memory", Integer.toString(GuestBench.MEMORY_MIB), "--timeout", "3600",
-                "--console", dir.resolve("event-bench-" + (probed ? "probed" : "plain") + ".console").toString(), "--snapshot-file", snapshot(dir, rounds).toString()));
+                "--console", dir.resolve("event-bench-" + kind + ".console").toString(), "--snapshot-file", snapshot(dir, rounds).toString()));
         if (probed) args.addAll(List.of("--events-file", events.toString(), "-o", trace.toString()));
         picocli.CommandLine cl = Main.commandLine(BootCommand.class);
         StringWriter messages = new StringWriter();
